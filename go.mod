@@ -1,0 +1,5 @@
+module github.com/sketchd/sketchd
+
+go 1.26.8
+
+require github.com/spaolacci/murmur3 v1.1.0

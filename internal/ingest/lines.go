@@ -1,0 +1,336 @@
+package ingest
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"unicode/utf8"
+
+	"github.com/sketchd/sketchd/internal/murmur"
+)
+
+// LineFormat says how a line-oriented body (one id a line) is read. The
+// rules shared by all of them:
+//
+//   - lines end with "\n"; a "\r" right before it (or before the end of the
+//     body) is dropped, so CRLF bodies read like LF bodies;
+//   - the last line may lack its "\n";
+//   - empty lines (after dropping "\r"; for NDJSON also lines of JSON
+//     whitespace only) are skipped: they are not ids and do not count
+//     towards the limit. (So the empty text cannot be sent in text/plain;
+//     send "" in JSON or NDJSON.)
+//   - line numbers in errors are 1-based and count every line, empty or
+//     not; a UTF-8 byte order mark at the start is refused (ErrSyntax).
+type LineFormat uint8
+
+// The line formats. The zero LineFormat is invalid.
+const (
+	// NDJSON (application/x-ndjson): each line is one JSON integer (int64)
+	// or one JSON string, optionally surrounded by JSON whitespace; the
+	// values follow the JSON rules of the package (no floats, no leading
+	// zeros, valid escapes and UTF-8, ...).
+	NDJSON LineFormat = iota + 1
+	// NDJSONInts is NDJSON where every id must be an integer
+	// (?id_type=int): a string is ErrType.
+	NDJSONInts
+	// NDJSONTexts is NDJSON where every id must be a string
+	// (?id_type=text): a number is ErrType.
+	NDJSONTexts
+	// TextInts (text/plain, ?id_type=int): each line is a decimal int64
+	// with the JSON integer grammar: an optional '-', no '+', no leading
+	// zeros, no surrounding whitespace. Floats are ErrType, values beyond
+	// int64 ErrRange, anything else ErrSyntax.
+	TextInts
+	// TextTexts (text/plain, ?id_type=text): each line's bytes are the id,
+	// exactly as sent (no trimming, no unescaping). The line must be valid
+	// UTF-8 without control characters (bytes below 0x20; "\r" is allowed
+	// only as the line end): a text id with a tab or other control
+	// character must be sent as JSON.
+	TextTexts
+)
+
+// String names the format.
+func (f LineFormat) String() string {
+	switch f {
+	case NDJSON:
+		return "ndjson"
+	case NDJSONInts:
+		return "ndjson int"
+	case NDJSONTexts:
+		return "ndjson text"
+	case TextInts:
+		return "text int"
+	case TextTexts:
+		return "text text"
+	}
+	return fmt.Sprintf("LineFormat(%d)", uint8(f))
+}
+
+// AppendLineHashes parses a line-oriented body in format f (see
+// LineFormat) and appends one hash per id to dst, in order: an integer
+// hashed as hll_hash_bigint, a text as hll_hash_text of its UTF-8 bytes. At
+// most maxIDs ids are taken (maxIDs < 0: no limit). Errors are *Error
+// with Line set; on error dst is returned unchanged. An invalid f is a
+// programming error and returns a plain error.
+func AppendLineHashes(dst []uint64, body []byte, f LineFormat, maxIDs int) ([]uint64, error) {
+	if f < NDJSON || f > TextTexts {
+		return dst, fmt.Errorf("ingest: invalid line format %d", uint8(f))
+	}
+	if e := bomError(body); e != nil {
+		e.Line = 1
+		return dst, e
+	}
+	sc := lineScanner{b: body, f: f, line: 1}
+	out := dst
+	for n := 0; ; n++ {
+		tok, e := sc.next()
+		if e == nil && tok.kind != tokEnd && n == maxIDs {
+			e = tooMany(tok.start, "", maxIDs)
+		}
+		if e != nil {
+			e.Line = sc.line
+			return dst, e
+		}
+		var h uint64
+		switch tok.kind {
+		case tokEnd:
+			return out, nil
+		case tokInt:
+			h, _ = murmur.Int64(tok.v, 0)
+		case tokText:
+			h, _ = murmur.Bytes(body[tok.start:tok.end], 0)
+		case tokDecoded:
+			h, _ = murmur.Bytes(sc.buf, 0)
+		}
+		out = append(out, h)
+	}
+}
+
+// AppendLineItems is AppendLineHashes keeping the ids: it appends one Item
+// of Count 1 per id. Text ids are copies sharing one allocation per call,
+// as for AppendJSONItems.
+func AppendLineItems(dst []Item, body []byte, f LineFormat, maxIDs int) ([]Item, error) {
+	if f < NDJSON || f > TextTexts {
+		return dst, fmt.Errorf("ingest: invalid line format %d", uint8(f))
+	}
+	if e := bomError(body); e != nil {
+		e.Line = 1
+		return dst, e
+	}
+	sc := lineScanner{b: body, f: f, line: 1}
+	out := dst
+	var arena []byte
+	for n := 0; ; n++ {
+		tok, e := sc.next()
+		if e == nil && tok.kind != tokEnd && n == maxIDs {
+			e = tooMany(tok.start, "", maxIDs)
+		}
+		if e != nil {
+			e.Line = sc.line
+			return dst, e
+		}
+		var id ID
+		switch tok.kind {
+		case tokEnd:
+			fixTexts(out[len(dst):], arena)
+			return out, nil
+		case tokInt:
+			id.Int = tok.v
+		case tokText:
+			arena = append(arena, body[tok.start:tok.end]...)
+			id = ID{Int: int64(len(arena)), IsText: true}
+		case tokDecoded:
+			arena = append(arena, sc.buf...)
+			id = ID{Int: int64(len(arena)), IsText: true}
+		}
+		out = append(out, Item{ID: id, Count: 1})
+	}
+}
+
+const (
+	tokEnd     = iota // no more ids
+	tokInt            // v
+	tokText           // b[start:end]
+	tokDecoded        // the scanner's buf (an NDJSON string with escapes)
+)
+
+type lineTok struct {
+	kind       uint8
+	v          int64
+	start, end int
+}
+
+// lineScanner walks a line-oriented body one id at a time. line is the
+// 1-based line of the last token or error returned.
+type lineScanner struct {
+	b      []byte
+	i      int
+	line   int
+	f      LineFormat
+	buf    []byte // the last NDJSON string with escapes, unescaped; allocated on first use
+	needNL bool // the last token's line ended with '\n': line++ on the next call
+}
+
+func (sc *lineScanner) next() (lineTok, *Error) {
+	b, i := sc.b, sc.i
+	if sc.needNL {
+		sc.line++
+		sc.needNL = false
+	}
+	for i < len(b) {
+		var tok lineTok
+		var e *Error
+		switch sc.f {
+		case TextTexts:
+			tok, i, e = textLine(b, i)
+		case TextInts:
+			tok, i, e = intLine(b, i)
+		default:
+			tok, i, e = sc.jsonLine(i)
+		}
+		if e != nil {
+			return tok, e
+		}
+		// i is at the line's '\n' or the end of the body.
+		nl := i < len(b)
+		if nl {
+			i++
+		}
+		if tok.kind != tokEnd {
+			sc.i, sc.needNL = i, nl
+			return tok, nil
+		}
+		if nl {
+			sc.line++
+		}
+	}
+	sc.i = i
+	return lineTok{kind: tokEnd}, nil
+}
+
+// textLine reads a TextTexts line starting at b[i]; it returns the index
+// of its '\n' (or len(b)); kind is tokEnd for an empty line.
+func textLine(b []byte, i int) (lineTok, int, *Error) {
+	start := i
+	for {
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			m := ((w-0x20*ones)&^w | w) & highs
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+			break
+		}
+		if i >= len(b) {
+			return textTok(start, i), i, nil
+		}
+		c := b[i]
+		switch {
+		case c == '\n':
+			return textTok(start, i), i, nil
+		case c == '\r' && (i+1 == len(b) || b[i+1] == '\n'):
+			return textTok(start, i), i + 1, nil
+		case c < 0x20:
+			return lineTok{}, i, newError(ErrSyntax, i, "control character "+hexByte(c)+" in a text id (send ids with control characters as JSON)")
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				return lineTok{}, i, newError(ErrSyntax, i, "invalid UTF-8 in a text id")
+			}
+			i += n
+		default:
+			i++
+		}
+	}
+}
+
+func textTok(start, end int) lineTok {
+	if start == end {
+		return lineTok{kind: tokEnd}
+	}
+	return lineTok{kind: tokText, start: start, end: end}
+}
+
+// intLine reads a TextInts line starting at b[i].
+func intLine(b []byte, i int) (lineTok, int, *Error) {
+	switch c := b[i]; {
+	case c == '\n':
+		return lineTok{kind: tokEnd}, i, nil
+	case c == '\r' && (i+1 == len(b) || b[i+1] == '\n'):
+		return lineTok{kind: tokEnd}, i + 1, nil
+	case c-'0' < 10 || c == '-':
+		v, j, ok := parseInt(b, i)
+		if !ok {
+			return lineTok{}, i, intError(b, i, "ids")
+		}
+		if j < len(b) && b[j] == '\r' {
+			j++
+		}
+		if j < len(b) && b[j] != '\n' {
+			return lineTok{}, j, newError(ErrSyntax, j, "want the end of the line after an integer id, found "+lineSnippet(b, j))
+		}
+		return lineTok{kind: tokInt, v: v, start: i}, j, nil
+	}
+	return lineTok{}, i, newError(ErrSyntax, i, "want a decimal integer (id_type=int), found "+lineSnippet(b, i))
+}
+
+// jsonLine reads an NDJSON line starting at b[i].
+func (sc *lineScanner) jsonLine(i int) (lineTok, int, *Error) {
+	b := sc.b
+	i = skipLineSpace(b, i)
+	if i >= len(b) || b[i] == '\n' {
+		return lineTok{kind: tokEnd}, i, nil
+	}
+	var tok lineTok
+	switch c := b[i]; {
+	case c-'0' < 10 || c == '-':
+		if sc.f == NDJSONTexts {
+			return tok, i, newError(ErrType, i, "number "+token(b, i)+" is not a text id (id_type=text)")
+		}
+		v, j, ok := parseInt(b, i)
+		if !ok {
+			return tok, i, intError(b, i, "ids")
+		}
+		tok, i = lineTok{kind: tokInt, v: v, start: i}, j
+	case c == '"':
+		if sc.f == NDJSONInts {
+			return tok, i, newError(ErrType, i, "a string is not an integer id (id_type=int)")
+		}
+		if end, ok := scanString(b, i+1); ok {
+			tok, i = lineTok{kind: tokText, start: i + 1, end: end}, end+1
+			break
+		}
+		var e *Error
+		start := i
+		if sc.buf, i, e = decodeString(b, i+1, sc.buf[:0]); e != nil {
+			return tok, i, e
+		}
+		tok = lineTok{kind: tokDecoded, start: start}
+	default:
+		return tok, i, elemError(b, i, "ids", 0)
+	}
+	i = skipLineSpace(b, i)
+	if i < len(b) && b[i] != '\n' {
+		return lineTok{}, i, newError(ErrSyntax, i, "want the end of the line after the id, found "+found(b, i))
+	}
+	return tok, i, nil
+}
+
+// skipLineSpace skips JSON whitespace other than '\n'.
+func skipLineSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// lineSnippet quotes the rest of the line from b[i], cut short.
+func lineSnippet(b []byte, i int) string {
+	j := i
+	for j < len(b) && b[j] != '\n' && j-i <= snippetMax {
+		j++
+	}
+	return quote(b[i:j])
+}

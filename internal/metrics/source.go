@@ -1,0 +1,126 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Source is what the store offers at scrape time. It uses only builtin types
+// so that the store implements it without importing this package. Its
+// methods are called from the scrape goroutine, concurrently with writes and
+// possibly with another scrape, so they must be safe for concurrent use; a
+// yield callback does not block and does not call back into the Source.
+type Source interface {
+	// SketchCounts calls yield for every (kind, representation) pair with its
+	// number of sketches. kind is "hll" or "cms"; representation is EMPTY,
+	// EXPLICIT, SPARSE, FULL (hll) or "" (cms). Repeated pairs are summed.
+	SketchCounts(yield func(kind, representation string, n int))
+	// DiskBytes reports the bbolt file size and the write-ahead log size in
+	// bytes.
+	DiskBytes() (db, wal int64)
+	// CacheStats reports the decoded-sketch cache: entries and approximate
+	// bytes.
+	CacheStats() (entries int, bytes int64)
+	// MetricEstimates calls yield for every sketch created with
+	// "metric": true, and only those, with its current estimate. Names are
+	// unique; a repeated name is reported as a gather error.
+	MetricEstimates(yield func(name string, estimate float64))
+}
+
+// sourceCollector turns a Source into gauges at scrape time, so that nothing
+// is kept up to date between scrapes and per-sketch gauges exist exactly for
+// the sketches opted in at that moment.
+type sourceCollector struct {
+	src          Source
+	sketches     *prometheus.Desc
+	dbSize       *prometheus.Desc
+	walSize      *prometheus.Desc
+	cacheEntries *prometheus.Desc
+	cacheBytes   *prometheus.Desc
+	estimate     *prometheus.Desc
+}
+
+func newSourceCollector(src Source) *sourceCollector {
+	return &sourceCollector{
+		src: src,
+		sketches: prometheus.NewDesc("sketchd_sketches",
+			"Sketches stored, by kind and representation (representation is empty for cms).",
+			[]string{"kind", "representation"}, nil),
+		dbSize: prometheus.NewDesc("sketchd_db_size_bytes",
+			"Size of the bbolt file.", nil, nil),
+		walSize: prometheus.NewDesc("sketchd_wal_size_bytes",
+			"Size of the write-ahead log not yet checkpointed away.", nil, nil),
+		cacheEntries: prometheus.NewDesc("sketchd_cache_entries",
+			"Decoded sketches held in the cache.", nil, nil),
+		cacheBytes: prometheus.NewDesc("sketchd_cache_bytes",
+			"Approximate memory held by the decoded-sketch cache.", nil, nil),
+		estimate: prometheus.NewDesc("sketchd_sketch_estimate",
+			`Current estimate of each sketch created with "metric": true (cardinality for hll, total count for cms).`,
+			[]string{"name"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.sketches
+	ch <- c.dbSize
+	ch <- c.walSize
+	ch <- c.cacheEntries
+	ch <- c.cacheBytes
+	ch <- c.estimate
+}
+
+// sketchCount is one sketchd_sketches series.
+type sketchCount struct {
+	kind, representation string
+	n                    float64
+}
+
+// Collect implements prometheus.Collector. The Source's callbacks only copy
+// values out; metrics are built and sent after each Source call returns, so
+// the store's locks are never held while the registry drains the channel.
+func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	// The known pairs start at zero so that a dashboard sums to 0, not
+	// "no data", for a kind or representation no sketch has yet.
+	counts := []sketchCount{
+		{KindHLL, "EMPTY", 0}, {KindHLL, "EXPLICIT", 0},
+		{KindHLL, "SPARSE", 0}, {KindHLL, "FULL", 0},
+		{KindCMS, "", 0},
+	}
+	c.src.SketchCounts(func(kind, representation string, n int) {
+		for i := range counts {
+			if counts[i].kind == kind && counts[i].representation == representation {
+				counts[i].n += float64(n)
+				return
+			}
+		}
+		counts = append(counts, sketchCount{kind, representation, float64(n)})
+	})
+	for _, sc := range counts {
+		ch <- constGauge(c.sketches, sc.n, sc.kind, sc.representation)
+	}
+
+	db, wal := c.src.DiskBytes()
+	ch <- constGauge(c.dbSize, float64(db))
+	ch <- constGauge(c.walSize, float64(wal))
+
+	entries, bytes := c.src.CacheStats()
+	ch <- constGauge(c.cacheEntries, float64(entries))
+	ch <- constGauge(c.cacheBytes, float64(bytes))
+
+	var estimates []prometheus.Metric
+	c.src.MetricEstimates(func(name string, estimate float64) {
+		estimates = append(estimates, constGauge(c.estimate, estimate, name))
+	})
+	for _, m := range estimates {
+		ch <- m
+	}
+}
+
+// constGauge builds a gauge sample, or an invalid metric carrying the error
+// (a label value that is not UTF-8): the registry then reports that one
+// sample as a gather error instead of the process panicking.
+func constGauge(d *prometheus.Desc, v float64, labelValues ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labelValues...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}

@@ -129,7 +129,7 @@ func (d *httpDriver) newWorker(i int) *httpWorker {
 		resp: make([]byte, respKeep),
 		body: newReqBody(),
 	}
-	if len(d.pool) == 0 {
+	if d.cfg.prebuilt == 0 {
 		w.ids = make([]int64, d.cfg.batch)
 		w.buf = make([]byte, 0, bodyCap(d.cfg.batch))
 	}

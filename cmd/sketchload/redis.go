@@ -38,14 +38,15 @@ func (d *redisDriver) buildPool(n int) {
 }
 
 // newWorker returns worker i and opens its connection, so connecting is
-// not part of the measurement.
+// not part of the measurement (and a wrong address fails before the pool
+// is built).
 func (d *redisDriver) newWorker(ctx context.Context, i int) (*redisWorker, error) {
 	w := &redisWorker{
 		d:   d,
 		gen: newIDGen(d.cfg.dist, d.cfg.ids, d.cfg.zipfS, d.cfg.seed, uint64(i)+1),
 		vec: make([][]byte, 0, 2*d.cfg.pipeline),
 	}
-	if len(d.pool) == 0 {
+	if d.cfg.prebuilt == 0 {
 		w.ids = make([]int64, d.cfg.batch)
 		w.blocks = make([][]byte, d.cfg.pipeline)
 		for j := range w.blocks {

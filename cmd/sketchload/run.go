@@ -34,7 +34,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.redis != "" {
 		unitSize = cfg.pipeline
 		d := newRedisDriver(cfg)
-		d.buildPool(cfg.prebuilt)
 		for i := range cfg.conc {
 			w, err := d.newWorker(ctx, i)
 			if err != nil {
@@ -42,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			workers = append(workers, w)
 		}
+		d.buildPool(cfg.prebuilt)
 	} else {
 		d := newHTTPDriver(cfg)
 		if cfg.create {
@@ -49,10 +49,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		d.buildPool(cfg.prebuilt)
 		for i := range cfg.conc {
 			workers = append(workers, d.newWorker(i))
 		}
+		d.buildPool(cfg.prebuilt)
 	}
 
 	progress := cfg.progress

@@ -153,9 +153,14 @@ func (s *Sketch) decodeCounters(b []byte, off int) (int, error) {
 	for row := range s.depth {
 		var sum uint64
 		for col := range s.width {
-			v, m, err := uvarint(b, off)
-			if err != nil {
-				return 0, fmt.Errorf("cms: offset %d: counter %d of row %d: %w", off, col, row, err)
+			v, m := uint64(0), 1
+			if off < len(b) && b[off] < 0x80 {
+				v = uint64(b[off]) // the common one-byte case, inline
+			} else {
+				var err error
+				if v, m, err = uvarint(b, off); err != nil {
+					return 0, fmt.Errorf("cms: offset %d: counter %d of row %d: %w", off, col, row, err)
+				}
 			}
 			if v > s.n-sum {
 				return 0, fmt.Errorf("cms: offset %d: counter %d of row %d: row sum exceeds total %d: %w",

@@ -35,7 +35,6 @@ func (s *Sketch) Fold(log2m, regwidth int) (*Sketch, error) {
 	case kindUndefined, kindEmpty:
 		return out, nil
 	case kindExplicit:
-		out.kind = kindEmpty
 		hs := make([]uint64, len(s.explicit))
 		for i, h := range s.explicit {
 			hs[i] = uint64(h)
@@ -61,7 +60,7 @@ func (s *Sketch) Fold(log2m, regwidth int) (*Sketch, error) {
 	if s.kind == kindSparse {
 		out.pairs = make([]uint32, 0, len(s.pairs))
 		for _, pr := range s.pairs {
-			out.setSparse(fold(pr>>8, uint8(pr)))
+			out.setRegister(fold(pr>>8, uint8(pr)))
 		}
 		return out, nil
 	}

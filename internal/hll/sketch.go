@@ -337,6 +337,14 @@ func (s *Sketch) addRegister(h uint64) bool {
 	return s.setSparse(i, v)
 }
 
+// setRegister raises register i to v (v > 0) in a register sketch.
+func (s *Sketch) setRegister(i uint32, v uint8) bool {
+	if s.kind == kindDense {
+		return s.setDense(i, v)
+	}
+	return s.setSparse(i, v)
+}
+
 // setSparse raises register i to v in a sparse sketch, turning it dense
 // when the pairs would outgrow a quarter of the registers.
 func (s *Sketch) setSparse(i uint32, v uint8) bool {

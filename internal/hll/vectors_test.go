@@ -1,6 +1,7 @@
 package hll
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/csv"
@@ -169,8 +170,8 @@ func replayAdd(t *testing.T, rows [][]string, maxSparse int) {
 		}
 		acc.AddHash(uint64(raw))
 		where := fmt.Sprintf("row %d (add %d)", i+2, raw)
-		if got := encodeHex(t, acc); got != strings.ToLower(row[2]) {
-			t.Fatalf("%s: bytes\n got %s\nwant %s", where, got, row[2])
+		if got := bytesOf(t, acc); !bytes.Equal(got, unhex(t, row[2])) {
+			t.Fatalf("%s: bytes\n got %x\nwant %s", where, got, row[2])
 		}
 		est := acc.Estimate()
 		checkEstimate(t, where, est, row[0], prevMax)
@@ -193,8 +194,8 @@ func replayUnion(t *testing.T, rows [][]string, maxSparse int) {
 		if err := acc.Union(inc); err != nil {
 			t.Fatalf("%s: Union: %v", where, err)
 		}
-		if got := encodeHex(t, acc); got != strings.ToLower(row[3]) {
-			t.Fatalf("%s: bytes\n got %s\nwant %s", where, got, row[3])
+		if got := bytesOf(t, acc); !bytes.Equal(got, unhex(t, row[3])) {
+			t.Fatalf("%s: bytes\n got %x\nwant %s", where, got, row[3])
 		}
 		checkEstimate(t, where, acc.Estimate(), row[2], 0)
 	}

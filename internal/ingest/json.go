@@ -99,6 +99,9 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 				h, _ = murmur.Bytes(b[i+1:end], 0)
 				i = end + 1
 			} else {
+				if scratch == nil {
+					scratch = make([]byte, 0, 256)
+				}
 				var e *Error
 				if scratch, i, e = decodeString(b, i+1, scratch[:0]); e != nil {
 					return dst, i, at(e, pathIndex(field, n))

@@ -168,7 +168,7 @@ type lineScanner struct {
 	line   int
 	f      LineFormat
 	buf    []byte // the last NDJSON string with escapes, unescaped; allocated on first use
-	needNL bool // the last token's line ended with '\n': line++ on the next call
+	needNL bool   // the last token's line ended with '\n': line++ on the next call
 }
 
 func (sc *lineScanner) next() (lineTok, *Error) {
@@ -176,6 +176,13 @@ func (sc *lineScanner) next() (lineTok, *Error) {
 	if sc.needNL {
 		sc.line++
 		sc.needNL = false
+	}
+	// Fast path: an integer alone on its line, the common int body.
+	if i < len(b) && (b[i]-'0' < 10 || b[i] == '-') && sc.f != TextTexts && sc.f != NDJSONTexts {
+		if v, j, ok := parseInt(b, i); ok && (j == len(b) || b[j] == '\n') {
+			sc.i, sc.needNL = min(j+1, len(b)), j < len(b)
+			return lineTok{kind: tokInt, v: v, start: i}, nil
+		}
 	}
 	for i < len(b) {
 		var tok lineTok
@@ -301,6 +308,9 @@ func (sc *lineScanner) jsonLine(i int) (lineTok, int, *Error) {
 		if end, ok := scanString(b, i+1); ok {
 			tok, i = lineTok{kind: tokText, start: i + 1, end: end}, end+1
 			break
+		}
+		if sc.buf == nil {
+			sc.buf = make([]byte, 0, 256)
 		}
 		var e *Error
 		start := i

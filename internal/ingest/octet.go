@@ -17,10 +17,10 @@ func AppendOctetHashes(dst []uint64, body []byte, maxIDs int) ([]uint64, error) 
 	if e := octetError(body, maxIDs); e != nil {
 		return dst, e
 	}
-	dst = slices.Grow(dst, len(body)/8)
-	for i := 0; i+8 <= len(body); i += 8 {
-		h, _ := murmur.Int64(int64(binary.BigEndian.Uint64(body[i:])), 0)
-		dst = append(dst, h)
+	n := len(dst)
+	dst = slices.Grow(dst, len(body)/8)[:n+len(body)/8]
+	for k, i := n, 0; k < len(dst); k, i = k+1, i+8 {
+		dst[k], _ = murmur.Int64(int64(binary.BigEndian.Uint64(body[i:])), 0)
 	}
 	return dst, nil
 }
@@ -31,9 +31,10 @@ func AppendOctetItems(dst []Item, body []byte, maxIDs int) ([]Item, error) {
 	if e := octetError(body, maxIDs); e != nil {
 		return dst, e
 	}
-	dst = slices.Grow(dst, len(body)/8)
-	for i := 0; i+8 <= len(body); i += 8 {
-		dst = append(dst, Item{ID: ID{Int: int64(binary.BigEndian.Uint64(body[i:]))}, Count: 1})
+	n := len(dst)
+	dst = slices.Grow(dst, len(body)/8)[:n+len(body)/8]
+	for k, i := n, 0; k < len(dst); k, i = k+1, i+8 {
+		dst[k] = Item{ID: ID{Int: int64(binary.BigEndian.Uint64(body[i:]))}, Count: 1}
 	}
 	return dst, nil
 }

@@ -1,0 +1,303 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/sketchd/sketchd/internal/murmur"
+)
+
+const benchIDs = 10000
+
+// benchInts are typical user ids: half small (< 10^7), half anywhere in
+// int64 (mostly 18-19 digits, half of them negative).
+func benchInts() []int64 {
+	r := rand.New(rand.NewPCG(1, 2))
+	v := make([]int64, benchIDs)
+	for i := range v {
+		if i%2 == 0 {
+			v[i] = int64(r.IntN(10_000_000))
+		} else {
+			v[i] = int64(r.Uint64())
+		}
+	}
+	return v
+}
+
+// benchTexts are short string ids such as "user-1234567" or "a1b2c3d4e5".
+func benchTexts() []string {
+	r := rand.New(rand.NewPCG(3, 4))
+	v := make([]string, benchIDs)
+	for i := range v {
+		if i%2 == 0 {
+			v[i] = "user-" + strconv.Itoa(r.IntN(10_000_000))
+		} else {
+			v[i] = strconv.FormatUint(r.Uint64(), 36)
+		}
+	}
+	return v
+}
+
+func jsonBody(tb testing.TB, key string, v any, indent bool) []byte {
+	tb.Helper()
+	m := map[string]any{key: v}
+	var b []byte
+	var err error
+	if indent {
+		b, err = json.MarshalIndent(m, "", "  ")
+	} else {
+		b, err = json.Marshal(m)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func lineBody[T any](v []T, format func(T) string) []byte {
+	var b bytes.Buffer
+	for _, x := range v {
+		b.WriteString(format(x))
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// report sets the bytes per op and adds ns/id and ids/s.
+func report(b *testing.B, n int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/id")
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mids/s")
+}
+
+func benchHashes(b *testing.B, body []byte, parse func([]uint64, []byte) ([]uint64, error)) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	dst := make([]uint64, 0, benchIDs)
+	for b.Loop() {
+		var err error
+		if dst, err = parse(dst[:0], body); err != nil || len(dst) != benchIDs {
+			b.Fatalf("parse: %d ids, %v", len(dst), err)
+		}
+	}
+	report(b, benchIDs)
+}
+
+func BenchmarkJSONInts(b *testing.B) {
+	ints := benchInts()
+	body := jsonBody(b, "ids", ints, false)
+	b.Run("ingest", func(b *testing.B) {
+		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+	})
+	pretty := jsonBody(b, "ids", ints, true)
+	b.Run("ingest_indented", func(b *testing.B) {
+		benchHashes(b, pretty, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+	})
+	b.Run("encoding_json_Number", func(b *testing.B) {
+		benchHashes(b, body, stdNumberHashes)
+	})
+	b.Run("encoding_json_any", func(b *testing.B) {
+		benchHashes(b, body, stdAnyHashes)
+	})
+	b.Run("hash_only", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		dst := make([]uint64, 0, benchIDs)
+		for b.Loop() {
+			dst = dst[:0]
+			for _, v := range ints {
+				h, _ := murmur.Int64(v, 0)
+				dst = append(dst, h)
+			}
+		}
+		report(b, benchIDs)
+	})
+}
+
+func BenchmarkJSONTexts(b *testing.B) {
+	texts := benchTexts()
+	body := jsonBody(b, "ids", texts, false)
+	b.Run("ingest", func(b *testing.B) {
+		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+	})
+	b.Run("encoding_json_string", func(b *testing.B) {
+		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) {
+			var v struct {
+				IDs []string `json:"ids"`
+			}
+			if err := json.Unmarshal(body, &v); err != nil {
+				return d, err
+			}
+			for _, s := range v.IDs {
+				h, _ := murmur.String(s, 0)
+				d = append(d, h)
+			}
+			return d, nil
+		})
+	})
+	b.Run("encoding_json_any", func(b *testing.B) {
+		benchHashes(b, body, stdAnyHashes)
+	})
+	b.Run("hash_only", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		dst := make([]uint64, 0, benchIDs)
+		for b.Loop() {
+			dst = dst[:0]
+			for _, s := range texts {
+				h, _ := murmur.String(s, 0)
+				dst = append(dst, h)
+			}
+		}
+		report(b, benchIDs)
+	})
+}
+
+// stdNumberHashes is the encoding/json peer for ints: decode into
+// []json.Number, then parse and hash as the service must.
+func stdNumberHashes(d []uint64, body []byte) ([]uint64, error) {
+	var v struct {
+		IDs []json.Number `json:"ids"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return d, err
+	}
+	for _, n := range v.IDs {
+		x, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil {
+			return d, err
+		}
+		h, _ := murmur.Int64(x, 0)
+		d = append(d, h)
+	}
+	return d, nil
+}
+
+// stdAnyHashes is the encoding/json peer for mixed ids: decode into []any
+// with UseNumber and unknown fields refused, then parse and hash.
+func stdAnyHashes(d []uint64, body []byte) ([]uint64, error) {
+	var v struct {
+		IDs []any `json:"ids"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return d, err
+	}
+	for _, x := range v.IDs {
+		var h uint64
+		switch x := x.(type) {
+		case json.Number:
+			n, err := strconv.ParseInt(string(x), 10, 64)
+			if err != nil {
+				return d, err
+			}
+			h, _ = murmur.Int64(n, 0)
+		case string:
+			h, _ = murmur.String(x, 0)
+		default:
+			return d, fmt.Errorf("bad id %v", x)
+		}
+		d = append(d, h)
+	}
+	return d, nil
+}
+
+func BenchmarkLines(b *testing.B) {
+	ints, texts := benchInts(), benchTexts()
+	for _, tt := range []struct {
+		name string
+		f    LineFormat
+		body []byte
+	}{
+		{"ndjson_ints", NDJSON, lineBody(ints, func(v int64) string { return strconv.FormatInt(v, 10) })},
+		{"ndjson_texts", NDJSON, lineBody(texts, strconv.Quote)},
+		{"text_ints", TextInts, lineBody(ints, func(v int64) string { return strconv.FormatInt(v, 10) })},
+		{"text_texts", TextTexts, lineBody(texts, func(s string) string { return s })},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			benchHashes(b, tt.body, func(d []uint64, body []byte) ([]uint64, error) {
+				return AppendLineHashes(d, body, tt.f, benchIDs)
+			})
+		})
+	}
+}
+
+func BenchmarkOctet(b *testing.B) {
+	var body []byte
+	for _, v := range benchInts() {
+		body = binary.BigEndian.AppendUint64(body, uint64(v))
+	}
+	b.Run("ingest", func(b *testing.B) {
+		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) { return AppendOctetHashes(d, body, benchIDs) })
+	})
+}
+
+func BenchmarkJSONItems(b *testing.B) {
+	ints, texts := benchInts(), benchTexts()
+	items := make([]map[string]any, benchIDs)
+	for i := range items {
+		var id any = ints[i]
+		if i%2 == 1 {
+			id = texts[i]
+		}
+		items[i] = map[string]any{"id": id, "count": i%7 + 1}
+	}
+	for _, tt := range []struct {
+		name string
+		body []byte
+	}{
+		{"ids_ints", jsonBody(b, "ids", ints, false)},
+		{"ids_texts", jsonBody(b, "ids", texts, false)},
+		{"items_mixed", jsonBody(b, "items", items, false)},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tt.body)))
+			dst := make([]Item, 0, benchIDs)
+			for b.Loop() {
+				var err error
+				if dst, err = AppendJSONItems(dst[:0], tt.body, benchIDs); err != nil || len(dst) != benchIDs {
+					b.Fatalf("parse: %d items, %v", len(dst), err)
+				}
+			}
+			report(b, benchIDs)
+		})
+	}
+}
+
+// BenchmarkParseInt compares the eight-digit parser with a byte-at-a-time
+// one over the same tokens.
+func BenchmarkParseInt(b *testing.B) {
+	body := jsonBody(b, "ids", benchInts(), false)
+	var starts []int
+	for i := 8; i < len(body); i++ {
+		if body[i-1] == '[' || body[i-1] == ',' {
+			starts = append(starts, i)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		f    func([]byte, int) (int64, int, bool)
+	}{{"swar", parseInt}, {"scalar", scalarParseInt}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			var sum int64
+			for b.Loop() {
+				for _, s := range starts {
+					v, _, _ := p.f(body, s)
+					sum += v
+				}
+			}
+			report(b, len(starts))
+			if sum == 1 {
+				b.Log(sum)
+			}
+		})
+	}
+}

@@ -1,0 +1,451 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// The fuzz oracles use encoding/json as the reference. Where this package
+// is documented to be stricter, the reference computes what encoding/json
+// would give and says whether a refusal is allowed:
+//
+//   - keys: encoding/json matches them case-insensitively and lets a
+//     duplicate win; here a body must have exactly one key, spelt exactly,
+//     so the reference walks the tokens itself and refuses anything else;
+//   - null where an array or item is expected, and floats, bools, null and
+//     containers as ids, decode fine into []any but are refused by the
+//     service, so the reference refuses them too;
+//   - invalid UTF-8 and lone surrogates are replaced by U+FFFD in
+//     encoding/json and refused here: for such bodies (raw invalid UTF-8
+//     or a surrogate escape anywhere) a refusal with ErrSyntax is allowed,
+//     but an acceptance must still give encoding/json's ids.
+
+type verdict int
+
+const (
+	refuse    verdict = iota // the service must refuse the body
+	accept                   // the service must accept it with the reference's ids
+	mayRefuse                // accept with the reference's ids, or refuse as invalid text
+)
+
+// surrogateEscape finds a \u escape of a UTF-16 surrogate (or something
+// that looks like one behind an escaped backslash: that only makes the
+// oracle more lenient).
+var surrogateEscape = regexp.MustCompile(`\\u[dD][89abcdefABCDEF]`)
+
+func textVerdict(body []byte) verdict {
+	if !utf8.Valid(body) || surrogateEscape.Match(body) {
+		return mayRefuse
+	}
+	return accept
+}
+
+// node is a JSON value read with encoding/json's tokenizer, keeping object
+// keys in order with duplicates.
+type node struct {
+	kind  byte // 'o' object, 'a' array, 's' string, 'n' number, 'b' bool, 'z' null
+	str   string
+	num   json.Number
+	keys  []string
+	elems []*node // object values or array elements
+}
+
+func readNode(dec *json.Decoder) (*node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok := tok.(type) {
+	case json.Delim:
+		n := &node{kind: 'a'}
+		if tok == '{' {
+			n.kind = 'o'
+		}
+		for dec.More() {
+			if n.kind == 'o' {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				n.keys = append(n.keys, k.(string))
+			}
+			e, err := readNode(dec)
+			if err != nil {
+				return nil, err
+			}
+			n.elems = append(n.elems, e)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+		return n, nil
+	case string:
+		return &node{kind: 's', str: tok}, nil
+	case json.Number:
+		return &node{kind: 'n', num: tok}, nil
+	case bool:
+		return &node{kind: 'b'}, nil
+	case nil:
+		return &node{kind: 'z'}, nil
+	}
+	panic("unreachable")
+}
+
+// refTree checks the body with encoding/json: valid JSON, decodes into the
+// struct the service would use (UseNumber, DisallowUnknownFields), and
+// returns its token tree.
+func refTree(body []byte, into any) *node {
+	if !json.Valid(body) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		return nil
+	}
+	dec = json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	n, err := readNode(dec)
+	if err != nil {
+		panic("token walk failed on valid JSON: " + err.Error())
+	}
+	return n
+}
+
+// onlyKey returns the value of the object's only key if it is one of names.
+func onlyKey(n *node, names ...string) (string, *node) {
+	if n.kind != 'o' || len(n.keys) != 1 {
+		return "", nil
+	}
+	for _, name := range names {
+		if n.keys[0] == name {
+			return name, n.elems[0]
+		}
+	}
+	return "", nil
+}
+
+// refID converts an id node to an ID.
+func refID(n *node) (ID, bool) {
+	switch n.kind {
+	case 'n':
+		v, err := strconv.ParseInt(string(n.num), 10, 64)
+		return IntID(v), err == nil
+	case 's':
+		return TextID(n.str), true
+	}
+	return ID{}, false
+}
+
+func refJSONHashes(body []byte) ([]uint64, verdict) {
+	var into struct {
+		IDs    *[]any `json:"ids"`
+		Hashes *[]any `json:"hashes"`
+	}
+	root := refTree(body, &into)
+	if root == nil {
+		return nil, refuse
+	}
+	key, arr := onlyKey(root, "ids", "hashes")
+	if arr == nil || arr.kind != 'a' {
+		return nil, refuse
+	}
+	hashes := []uint64{}
+	for _, e := range arr.elems {
+		id, ok := refID(e)
+		if !ok || (key == "hashes" && id.IsText) {
+			return nil, refuse
+		}
+		if key == "hashes" {
+			hashes = append(hashes, uint64(id.Int))
+		} else {
+			hashes = append(hashes, id.Hash())
+		}
+	}
+	return hashes, textVerdict(body)
+}
+
+func refJSONItems(body []byte) ([]Item, verdict) {
+	var into struct {
+		IDs   *[]any `json:"ids"`
+		Items *[]struct {
+			ID    any          `json:"id"`
+			Count *json.Number `json:"count"`
+		} `json:"items"`
+	}
+	root := refTree(body, &into)
+	if root == nil {
+		return nil, refuse
+	}
+	key, arr := onlyKey(root, "ids", "items")
+	if arr == nil || arr.kind != 'a' {
+		return nil, refuse
+	}
+	items := []Item{}
+	for _, e := range arr.elems {
+		if key == "ids" {
+			id, ok := refID(e)
+			if !ok {
+				return nil, refuse
+			}
+			items = append(items, Item{id, 1})
+			continue
+		}
+		if e.kind != 'o' || len(e.keys) != 2 || e.keys[0] == e.keys[1] {
+			return nil, refuse
+		}
+		var it Item
+		for k, name := range e.keys {
+			v := e.elems[k]
+			switch name {
+			case "id":
+				var ok bool
+				if it.ID, ok = refID(v); !ok {
+					return nil, refuse
+				}
+			case "count":
+				c, err := strconv.ParseInt(string(v.num), 10, 64)
+				if v.kind != 'n' || err != nil || c <= 0 {
+					return nil, refuse
+				}
+				it.Count = c
+			default:
+				return nil, refuse
+			}
+		}
+		items = append(items, it)
+	}
+	return items, textVerdict(body)
+}
+
+// checkOutcome applies the oracle to one parse: n is the number of ids the
+// reference found, limit the limit passed.
+func checkOutcome(t *testing.T, body []byte, err error, v verdict, n, limit int, same func() bool) {
+	t.Helper()
+	if err == nil {
+		if v == refuse {
+			t.Fatalf("accepted %q, which the reference refuses", body)
+		}
+		if limit >= 0 && n > limit {
+			t.Fatalf("accepted %d ids from %q with limit %d", n, body, limit)
+		}
+		if !same() {
+			t.Fatalf("ids of %q differ from the reference's", body)
+		}
+		return
+	}
+	checkWrapsSentinel(t, err)
+	var e *Error
+	errors.As(err, &e)
+	if e.Offset < 0 || e.Offset > len(body) {
+		t.Fatalf("error %q: offset outside the body (%d bytes)", err, len(body))
+	}
+	switch {
+	case v == refuse:
+	case limit >= 0 && n > limit:
+		if !errors.Is(err, ErrTooMany) {
+			t.Fatalf("refused %q with %q, want ErrTooMany (%d ids, limit %d)", body, err, n, limit)
+		}
+	case v == mayRefuse && errors.Is(err, ErrSyntax) &&
+		(strings.Contains(e.Reason, "UTF-8") || strings.Contains(e.Reason, "surrogate")):
+	default:
+		t.Fatalf("refused %q with %q; the reference accepts it", body, err)
+	}
+}
+
+func addJSONSeeds(f *testing.F) {
+	for _, s := range []string{
+		`{"ids":[]}`, `{"ids":[1,2,3]}`, `{"ids":[-9223372036854775808,"a\u00e9\ud83d\ude00",""]}`,
+		`{"hashes":[1,-1]}`, " {\n\"ids\" : [ 1 , \"x\" ] }\n", `{"items":[{"id":1,"count":2},{"count":1,"id":"a"}]}`,
+		`{"ids":[12345678901234567,1234567,"user-12345"]}`, `{"ids":["\u00e9\u00E9\\\"\/"]}`,
+	} {
+		f.Add([]byte(s), int16(-1))
+		f.Add([]byte(s), int16(1))
+	}
+	for _, r := range append(jsonRejections, itemRejections...) {
+		f.Add([]byte(r.body), int16(3))
+	}
+}
+
+func FuzzJSONHashes(f *testing.F) {
+	addJSONSeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte, limit int16) {
+		want, v := refJSONHashes(body)
+		prefix := []uint64{42}
+		got, err := AppendJSONHashes(prefix, body, int(limit))
+		if err != nil && (len(got) != 1 || got[0] != 42) {
+			t.Fatalf("dst changed on error: %x", got)
+		}
+		checkOutcome(t, body, err, v, len(want), int(limit), func() bool {
+			return got[0] == 42 && equalHashes(got[1:], want)
+		})
+	})
+}
+
+func FuzzJSONItems(f *testing.F) {
+	addJSONSeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte, limit int16) {
+		want, v := refJSONItems(body)
+		got, err := AppendJSONItems(nil, body, int(limit))
+		if err != nil && len(got) != 0 {
+			t.Fatalf("dst changed on error: %v", got)
+		}
+		checkOutcome(t, body, err, v, len(want), int(limit), func() bool {
+			if len(got) != len(want) {
+				return false
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					return false
+				}
+			}
+			return true
+		})
+	})
+}
+
+// refLines is a plain reading of the LineFormat rules.
+func refLines(body []byte, f LineFormat) ([]ID, verdict) {
+	if bytes.HasPrefix(body, []byte("\xEF\xBB\xBF")) {
+		return nil, refuse
+	}
+	ids := []ID{}
+	for _, line := range strings.Split(string(body), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		switch f {
+		case TextTexts:
+			if line == "" {
+				continue
+			}
+			if !utf8.ValidString(line) || strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 }) {
+				return nil, refuse
+			}
+			ids = append(ids, TextID(line))
+		case TextInts:
+			if line == "" {
+				continue
+			}
+			if !regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`).MatchString(line) {
+				return nil, refuse
+			}
+			v, err := strconv.ParseInt(line, 10, 64)
+			if err != nil {
+				return nil, refuse
+			}
+			ids = append(ids, IntID(v))
+		default:
+			line = strings.Trim(line, " \t\r")
+			if line == "" {
+				continue
+			}
+			if !json.Valid([]byte(line)) {
+				return nil, refuse
+			}
+			dec := json.NewDecoder(strings.NewReader(line))
+			dec.UseNumber()
+			n, err := readNode(dec)
+			if err != nil {
+				panic(err)
+			}
+			id, ok := refID(n)
+			if !ok || (f == NDJSONInts && id.IsText) || (f == NDJSONTexts && !id.IsText) {
+				return nil, refuse
+			}
+			ids = append(ids, id)
+		}
+	}
+	if f == TextTexts || f == TextInts {
+		return ids, accept
+	}
+	return ids, textVerdict(body)
+}
+
+func FuzzLines(f *testing.F) {
+	for _, s := range []string{"1\n2\n", "\"a\"\r\n-5\n\n", "alice\nbob", "12345678901\n-0\n", "\"\\u00e9\"\n"} {
+		for fm := NDJSON; fm <= TextTexts; fm++ {
+			f.Add([]byte(s), uint8(fm), int16(-1))
+		}
+	}
+	for _, r := range lineRejections {
+		f.Add([]byte(r.body), uint8(r.f), int16(3))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, format uint8, limit int16) {
+		fm := NDJSON + LineFormat(format%5)
+		want, v := refLines(body, fm)
+		got, err := AppendLineHashes([]uint64{42}, body, fm, int(limit))
+		items, ierr := AppendLineItems(nil, body, fm, int(limit))
+		if (err == nil) != (ierr == nil) {
+			t.Fatalf("hashes error %v, items error %v for %q", err, ierr, body)
+		}
+		checkOutcome(t, body, err, v, len(want), int(limit), func() bool {
+			if len(got) != len(want)+1 || len(items) != len(want) {
+				return false
+			}
+			for i, id := range want {
+				if got[i+1] != id.Hash() || items[i] != (Item{id, 1}) {
+					return false
+				}
+			}
+			return true
+		})
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) && (e.Line < 1 || e.Line > bytes.Count(body, []byte("\n"))+1) {
+				t.Fatalf("error %q: line out of range", err)
+			}
+		}
+	})
+}
+
+func FuzzOctet(f *testing.F) {
+	f.Add([]byte{}, int16(-1))
+	f.Add(binary.BigEndian.AppendUint64(nil, 1<<63), int16(1))
+	f.Add([]byte("1234567"), int16(-1))
+	f.Add(make([]byte, 24), int16(2))
+	f.Fuzz(func(t *testing.T, body []byte, limit int16) {
+		var want []ID
+		v := accept
+		if len(body)%8 != 0 {
+			v = refuse
+		}
+		for i := 0; i+8 <= len(body); i += 8 {
+			want = append(want, IntID(int64(binary.BigEndian.Uint64(body[i:]))))
+		}
+		got, err := AppendOctetHashes([]uint64{42}, body, int(limit))
+		items, ierr := AppendOctetItems(nil, body, int(limit))
+		if (err == nil) != (ierr == nil) {
+			t.Fatalf("hashes error %v, items error %v", err, ierr)
+		}
+		checkOutcome(t, body, err, v, len(want), int(limit), func() bool {
+			if len(got) != len(want)+1 || len(items) != len(want) {
+				return false
+			}
+			for i, id := range want {
+				if got[i+1] != id.Hash() || items[i] != (Item{id, 1}) {
+					return false
+				}
+			}
+			return true
+		})
+	})
+}
+
+// The seeds of the fuzzers, run as plain tests, also check the oracle
+// agrees with the tables (a refused table entry must be refused by the
+// reference unless it is a documented strictness).
+func TestOracleAgreesWithTables(t *testing.T) {
+	t.Parallel()
+	for _, r := range jsonRejections {
+		if _, v := refJSONHashes([]byte(r.body)); v == accept {
+			t.Errorf("reference accepts %q (%s), which the table refuses", r.body, r.name)
+		}
+	}
+}

@@ -10,11 +10,16 @@ import (
 // 8-byte counters (32 MiB) and MaxTopK candidates of at most MaxTextLen
 // bytes each.
 const (
-	MinDepth    = 1
-	MaxDepth    = 32
-	MinWidth    = 1
-	MaxCounters = 1 << 22 // width*depth
-	MaxTopK     = 1000
+	// MinDepth is the fewest rows: δ = e^-1 ≈ 0.37.
+	MinDepth = 1
+	// MaxDepth is the most rows: δ = e^-32 ≈ 1.3e-14.
+	MaxDepth = 32
+	// MinWidth is the fewest counters a row.
+	MinWidth = 1
+	// MaxCounters bounds width·depth: 2^22 counters, 32 MiB.
+	MaxCounters = 1 << 22
+	// MaxTopK is the most heavy-hitter candidates a sketch keeps.
+	MaxTopK = 1000
 	// MaxTextLen is the longest text id, in bytes, that can be added (and
 	// so kept as a heavy-hitter candidate).
 	MaxTextLen = 1024

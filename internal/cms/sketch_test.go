@@ -493,3 +493,29 @@ func TestSizeBytes(t *testing.T) {
 		t.Fatalf("SizeBytes() with 100 text candidates = %d, want at least %d", got, min)
 	}
 }
+
+func TestAddDoesNotAllocate(t *testing.T) {
+	text := []byte("user-42@example.com")
+	for _, p := range []Params{
+		{Width: 2719, Depth: 5},
+		{Width: 2719, Depth: 5, Conservative: true},
+		{Width: 2719, Depth: 5, TopK: 10}, // ids already candidates
+	} {
+		s := mustNew(t, p)
+		if err := s.AddText(text, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddInt(42, 1); err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(1000, func() {
+			_ = s.AddInt(42, 1)
+			_ = s.AddText(text, 1)
+			_ = s.EstimateInt(42)
+			_ = s.EstimateText(text)
+		})
+		if allocs != 0 {
+			t.Errorf("%+v: allocations per add and estimate = %v, want 0", p, allocs)
+		}
+	}
+}

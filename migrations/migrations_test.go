@@ -1,0 +1,171 @@
+package migrations
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var update = flag.Bool("update", false, "rewrite the fixture files in testdata")
+
+// v1Records are the records of testdata/v1.db: the metric flag is byte 2.
+var v1Records = map[string][]byte{
+	"campaign:1":   {1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0x11, 0x8e, 0x7f},
+	"campaign:2":   {1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0x11, 0x8e, 0x7f},
+	"daily.visits": {1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 0x11, 0x8b, 0x7f},
+}
+
+// writeV1Fixture builds a version-1 file the way a version-1 binary left it.
+func writeV1Fixture(t *testing.T, path string) {
+	db := openDB(t, path)
+	err := db.Update(func(tx *bolt.Tx) error {
+		if err := v1Layout(tx); err != nil {
+			return err
+		}
+		if err := setVersion(tx, 1); err != nil {
+			return err
+		}
+		b := tx.Bucket([]byte(BucketSketches))
+		for name, rec := range v1Records {
+			if err := b.Put([]byte(name), rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
+func openDB(tb testing.TB, path string) *bolt.DB {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// copyFixture copies a testdata file into a temporary directory.
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	src := filepath.Join("testdata", name)
+	if *update && name == "v1.db" {
+		os.Remove(src)
+		writeV1Fixture(t, src)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatalf("%v (regenerate with go test ./migrations -update)", err)
+	}
+	defer in.Close()
+	dst := filepath.Join(t.TempDir(), name)
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func run(t *testing.T, db *bolt.DB) (int, int, error) {
+	t.Helper()
+	var from, to int
+	err := db.Update(func(tx *bolt.Tx) error {
+		var err error
+		from, to, err = Run(tx)
+		return err
+	})
+	return from, to, err
+}
+
+func TestStepsAreConsecutive(t *testing.T) {
+	for i, s := range Steps() {
+		if s.Version != i+1 || s.Name == "" || s.Up == nil {
+			t.Errorf("step %d = {%d %q}, want version %d with a name and a function", i, s.Version, s.Name, i+1)
+		}
+	}
+}
+
+func TestNewFile(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "new.db"))
+	from, to, err := run(t, db)
+	if err != nil || from != 0 || to != Latest() {
+		t.Fatalf("Run on a new file = %d, %d, %v; want 0, %d, nil", from, to, err, Latest())
+	}
+	db.View(func(tx *bolt.Tx) error {
+		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric} {
+			if tx.Bucket([]byte(b)) == nil {
+				t.Errorf("bucket %s missing", b)
+			}
+		}
+		return nil
+	})
+	// Running again is a no-op.
+	if from, to, err := run(t, db); err != nil || from != Latest() || to != Latest() {
+		t.Errorf("second Run = %d, %d, %v", from, to, err)
+	}
+}
+
+func TestV2IndexesMetricSketches(t *testing.T) {
+	db := openDB(t, copyFixture(t, "v1.db"))
+	from, to, err := run(t, db)
+	if err != nil || from != 1 || to != 2 {
+		t.Fatalf("Run on v1.db = %d, %d, %v; want 1, 2, nil", from, to, err)
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		var indexed []string
+		tx.Bucket([]byte(BucketMetric)).ForEach(func(k, _ []byte) error {
+			indexed = append(indexed, string(k))
+			return nil
+		})
+		if got, want := strings.Join(indexed, ","), "campaign:1,daily.visits"; got != want {
+			t.Errorf("metric index = %s, want %s", got, want)
+		}
+		b := tx.Bucket([]byte(BucketSketches))
+		for name, rec := range v1Records {
+			if got := b.Get([]byte(name)); !bytes.Equal(got, rec) {
+				t.Errorf("record %s changed to %x", name, got)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRefusesNewerFile(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "future.db"))
+	db.Update(func(tx *bolt.Tx) error { return setVersion(tx, Latest()+1) })
+	_, _, err := run(t, db)
+	if err == nil || !strings.Contains(err.Error(), "newer than this binary") {
+		t.Fatalf("Run on a newer file = %v, want a refusal", err)
+	}
+}
+
+func TestRejectsCorruptVersion(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "bad.db"))
+	db.Update(func(tx *bolt.Tx) error {
+		b, _ := tx.CreateBucketIfNotExists([]byte(BucketMeta))
+		return b.Put([]byte(KeyVersion), []byte{1})
+	})
+	if _, _, err := run(t, db); err == nil {
+		t.Fatal("Run accepted a 1-byte schema version")
+	}
+}

@@ -519,3 +519,73 @@ func TestAddDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// Every id whose true count exceeds N/K + ε·N is a candidate, whatever the
+// order of arrivals: heavy ids first then a long tail of light ids that
+// keeps challenging the heap, or all shuffled.
+func TestHeavyHittersGuarantee(t *testing.T) {
+	t.Parallel()
+	const k = 10
+	p := Params{Width: 272, Depth: 4, TopK: k} // ε ≈ 0.01
+	r := rand.New(rand.NewPCG(11, 12))
+	var stream []ID
+	for h := range 3 {
+		for range 8000 + 1000*h {
+			stream = append(stream, IntID(int64(1000+h)))
+		}
+	}
+	for range 30000 {
+		stream = append(stream, TextID("light-"+itoa(r.IntN(5000))))
+	}
+	truth := count(stream)
+	shuffled := slices.Clone(stream)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, order := range [][]ID{stream, shuffled} {
+		for _, cons := range []bool{false, true} {
+			p.Conservative = cons
+			s := mustNew(t, p)
+			for _, id := range order {
+				if err := s.Add(id, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			threshold := float64(s.Total())/k + s.ErrorBound()
+			top := s.Top(0)
+			heavy := 0
+			for id, n := range truth {
+				if float64(n) <= threshold {
+					continue
+				}
+				heavy++
+				if !slices.ContainsFunc(top, func(it Item) bool { return it.ID == id }) {
+					t.Errorf("conservative %v: %v with count %d > N/K + εN = %.0f is not in Top %v", cons, id, n, threshold, top)
+				}
+			}
+			if heavy != 3 {
+				t.Fatalf("%d ids above N/K + εN = %.0f, want the 3 heavy ones", heavy, threshold)
+			}
+		}
+	}
+}
+
+func TestUnionMergesCandidates(t *testing.T) {
+	t.Parallel()
+	p := Params{Width: 1 << 12, Depth: 4, TopK: 2}
+	a, b := mustNew(t, p), mustNew(t, p)
+	if err := a.AddBatch([]Item{{IntID(1), 50}, {TextID("x"), 40}, {IntID(3), 5}}); err != nil {
+		t.Fatal(err)
+	}
+	// The candidates are a's {1, x} and b's {y, x}, re-estimated against
+	// the sum: x (70) and y (60) outrank 1 (50). 3 (11) was no candidate.
+	if err := b.AddBatch([]Item{{TextID("y"), 60}, {TextID("x"), 30}, {IntID(3), 6}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Union(b); err != nil {
+		t.Fatal(err)
+	}
+	want := []Item{{TextID("x"), 70}, {TextID("y"), 60}}
+	if got := a.Top(0); !slices.Equal(got, want) {
+		t.Fatalf("Top(0) after union = %v, want %v", got, want)
+	}
+	roundTrip(t, mustEncode(t, a))
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math/bits"
+	"strings"
+	"testing"
+)
+
+// TestSketchOfFold checks the simulation's shortcut: registers hashed at
+// log2m 16, turned into a sketch and folded by hll, equal the registers
+// the same hashes give when hashed at the smaller log2m directly.
+func TestSketchOfFold(t *testing.T) {
+	t.Parallel()
+	g := splitmix64{s: 42}
+	hashes := make([]uint64, 300_000)
+	for i := range hashes {
+		hashes[i] = g.next()
+	}
+	regs := make([]uint8, 1<<genLog2m)
+	for _, h := range hashes {
+		addHash(regs, h)
+	}
+	full, err := sketchOf(regs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := full.Registers(nil); !bytes.Equal(got, regs) {
+		t.Fatal("sketchOf: registers differ from the ones given")
+	}
+	for _, lg := range []int{11, 13, 14} {
+		folded, err := full.Fold(lg, regwidth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]uint8, 1<<lg)
+		for _, h := range hashes {
+			w := h >> lg
+			if w == 0 {
+				continue
+			}
+			v := uint8(min(bits.TrailingZeros64(w)+1, 1<<regwidth-1))
+			if i := h & (1<<lg - 1); v > want[i] {
+				want[i] = v
+			}
+		}
+		if got := folded.Registers(nil); !bytes.Equal(got, want) {
+			t.Errorf("log2m %d: folded registers differ from registers built at log2m %d", lg, lg)
+		}
+	}
+}
+
+// TestRunSmallGrid runs a tiny grid end to end.
+func TestRunSmallGrid(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	args := []string{"-runs", "2", "-small", "20000", "-ratios", "1,10", "-overlaps", "0.1,1", "-log2m", "11"}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("run(%v) = %v, stderr %s", args, err, errOut.String())
+	}
+	for _, want := range []string{"### Summary", "### m = 2048 (log2m 11)", "| 10 | 0.1 | 2000 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestRunBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"-runs", "0"},
+		{"-log2m", "17"},
+		{"-overlaps", "0"},
+		{"-ratios", "x"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, &out, &errOut); err == nil {
+			t.Errorf("run(%v) = nil error, want one", args)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 module github.com/sketchd/sketchd
 
-go 1.26.0
+go 1.26
 
 require github.com/spaolacci/murmur3 v1.1.0
 
@@ -28,7 +28,7 @@ require (
 	go.etcd.io/bbolt v1.5.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	gonum.org/v1/plot v0.17.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

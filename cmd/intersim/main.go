@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	overlaps := fs.String("overlaps", "0.0001,0.001,0.01,0.05,0.1,0.2,0.5,1", "overlaps |A∩B|/|A|")
 	img := fs.String("img", "", "directory for PNG plots (none if empty)")
 	dump := fs.String("csv", "", "file to write every observation to as CSV (none if empty)")
+	replay := fs.String("replay", "", "read the observations from a CSV written by -csv instead of simulating (grid flags must match)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,7 +70,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	g.overlaps = append([]float64{0}, g.overlaps...)
 
 	start := time.Now()
-	res, err := simulate(ctx, g, max(*workers, 1))
+	var res results
+	if *replay != "" {
+		res, err = readCSV(*replay)
+	} else {
+		res, err = simulate(ctx, g, max(*workers, 1))
+	}
 	if err != nil {
 		return err
 	}
@@ -85,7 +91,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return report(stdout, g, res, elapsed)
+	ran := "ran in " + elapsed.Round(time.Second).String()
+	if *replay != "" {
+		ran = "replayed from " + *replay
+	}
+	return report(stdout, g, res, ran)
 }
 
 // validate refuses grids the simulation cannot build.

@@ -59,8 +59,10 @@ func plotMetric(path string, g grid, res results, lg int, title, ylabel string, 
 	} else {
 		p.Y.Min, p.Y.Max = 0, 1.02
 	}
-	p.Legend.Top = true
-	p.Legend.Left = !logY
+	// Bottom corners: the curves fall to the right (error) or hug the top
+	// (coverage).
+	p.Legend.Top = false
+	p.Legend.Left = logY
 	p.Add(plotter.NewGrid())
 	for ri, r := range g.ratios {
 		for mi, m := range methods() {

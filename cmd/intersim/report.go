@@ -1,11 +1,15 @@
 package main
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
-	"time"
+
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // minReliableObs: a cell's coverage among reliable answers is judged only
@@ -13,11 +17,12 @@ import (
 const minReliableObs = 20
 
 // report writes the Markdown tables and the summary.
-func report(w io.Writer, g grid, res results, elapsed time.Duration) error {
+// ran says how the observations were obtained.
+func report(w io.Writer, g grid, res results, ran string) error {
 	var b strings.Builder
 	ms := methods()
-	fmt.Fprintf(&b, "Grid: %d runs per cell, |A| = %d, |B| = ratio·|A|, regwidth %d, seed %d; ran in %s.\n\n",
-		g.runs, g.small, regwidth, g.seed, elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "Grid: %d runs per cell, |A| = %d, |B| = ratio·|A|, regwidth %d, seed %d; %s.\n\n",
+		g.runs, g.small, regwidth, g.seed, ran)
 
 	// Summary first.
 	cells, mleBetter := 0, 0
@@ -165,4 +170,50 @@ func writeCSV(path string, res results) error {
 		}
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// readCSV reads the observations written by writeCSV.
+func readCSV(path string) (results, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%s: empty", path)
+	}
+	res := results{}
+	ms := methods()
+	for i, r := range recs[1:] {
+		if len(r) != 14 {
+			return nil, fmt.Errorf("%s: line %d: %d fields, want 14", path, i+2, len(r))
+		}
+		var k cellKey
+		var o obs
+		var perr error
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil && perr == nil {
+				perr = err
+			}
+			return v
+		}
+		k.log2m, k.ratio, k.overlap = int(num(r[0])), int(num(r[1])), num(r[2])
+		o.truth, o.est, o.raw, o.err, o.lower, o.upper = num(r[4]), num(r[5]), num(r[6]), num(r[7]), num(r[8]), num(r[9])
+		o.reliable, o.spurio = r[10] == "true", r[11] == "true"
+		o.overlap, o.ratio = num(r[12]), num(r[13])
+		if perr != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, i+2, perr)
+		}
+		mi := slices.Index(ms[:], sketch.Method(r[3]))
+		if mi < 0 {
+			return nil, fmt.Errorf("%s: line %d: unknown method %q", path, i+2, r[3])
+		}
+		res.add(k, mi, o)
+	}
+	return res, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math/bits"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -78,5 +80,25 @@ func TestRunBadFlags(t *testing.T) {
 		if err := run(context.Background(), args, &out, &errOut); err == nil {
 			t.Errorf("run(%v) = nil error, want one", args)
 		}
+	}
+}
+
+// TestReplay checks that a report replayed from the CSV equals the one
+// written by the simulation itself.
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "obs.csv")
+	grid := []string{"-runs", "2", "-small", "5000", "-ratios", "1,3", "-overlaps", "0.2,1", "-log2m", "11,12"}
+	var direct, replayed, errOut bytes.Buffer
+	if err := run(context.Background(), append(slices.Clone(grid), "-csv", path), &direct, &errOut); err != nil {
+		t.Fatalf("run: %v, stderr %s", err, errOut.String())
+	}
+	if err := run(context.Background(), append(slices.Clone(grid), "-replay", path), &replayed, &errOut); err != nil {
+		t.Fatalf("replay: %v, stderr %s", err, errOut.String())
+	}
+	_, d, _ := strings.Cut(direct.String(), "\n")
+	_, r, _ := strings.Cut(replayed.String(), "\n")
+	if d != r {
+		t.Errorf("replayed report differs:\n%s\nwant:\n%s", r, d)
 	}
 }

@@ -36,18 +36,23 @@ func debiased(s *hll.Sketch, est float64, buf []uint8) (float64, []uint8) {
 		return est, buf
 	}
 	p := s.Params()
-	if p.Log2m < debiasMinLog2m {
+	m := float64(p.NumRegisters())
+	if p.Log2m < debiasMinLog2m || est > debiasMaxLoad*m || est < 2*m {
+		// Below 2m linear counting is always the branch taken (the raw
+		// estimate would be above 2.5m only with a 25% overshoot).
 		return est, buf
 	}
 	buf = s.Registers(buf)
-	sum, zeros := 0.0, 0
+	var hist [256]int
 	for _, v := range buf {
-		if v == 0 {
-			zeros++
-		}
-		sum += math.Ldexp(1, -int(v))
+		hist[v]++
 	}
-	m := float64(len(buf))
+	sum, zeros := 0.0, hist[0]
+	for v, n := range hist {
+		if n != 0 {
+			sum += math.Ldexp(float64(n), -v)
+		}
+	}
 	alpha := 0.7213 / (1 + 1.079/m)
 	raw := alpha * m * m / sum
 	if zeros != 0 && raw < 2.5*m {

@@ -217,18 +217,22 @@ func (s *jointStats) eval(l [3]float64) (f float64, g [3]float64, h [3][3]float6
 }
 
 // singleEstimate is the maximum-likelihood cardinality of one register
-// histogram c (levels 0..q+1) under the same model, found by bisection on
-// the log-rate: the log-likelihood is concave in λ, so its derivative
-// has one sign change.
+// histogram c (levels 0..q+1) under the same model. The log-likelihood is
+// concave in λ, so its derivative falls monotonically through zero;
+// Newton's method finds the root, falling back to bisection of the
+// bracket it keeps whenever a step would leave it.
 func singleEstimate(c []float64, mod registerModel) float64 {
 	m := float64(mod.m)
-	lin := 0.0
-	nonzero := 0.0
-	for k := 0; k <= mod.q; k++ {
-		lin += c[k] * math.Ldexp(1/m, -k)
-	}
-	for k := 1; k <= mod.q+1; k++ {
-		nonzero += c[k]
+	lin, harm, nonzero := 0.0, 0.0, 0.0
+	for k := 0; k <= mod.q+1; k++ {
+		w := math.Ldexp(1/m, -k)
+		harm += c[k] * w
+		if k <= mod.q {
+			lin += c[k] * w
+		}
+		if k > 0 {
+			nonzero += c[k]
+		}
 	}
 	if nonzero == 0 {
 		return 0
@@ -237,26 +241,47 @@ func singleEstimate(c []float64, mod registerModel) float64 {
 		// Every register saturated: the data only bound λ from below.
 		return math.Ldexp(m, mod.q+1)
 	}
-	deriv := func(l float64) float64 {
-		d := -lin
+	deriv := func(l float64) (d, dd float64) {
+		d = -lin
 		for k := 1; k <= mod.q+1; k++ {
-			if c[k] != 0 {
-				t := math.Ldexp(1/m, -min(k, mod.q))
-				d += c[k] * t / math.Expm1(t*l)
+			if c[k] == 0 {
+				continue
+			}
+			t := math.Ldexp(1/m, -min(k, mod.q))
+			em := math.Expm1(t * l)
+			r := 1 / em
+			d += c[k] * t * r
+			dd -= c[k] * t * t * r * (1 + r)
+		}
+		return d, dd
+	}
+	// Start from the raw HLL estimate, which is within a few percent.
+	l := 0.7213 * m / harm
+	lo, hi := 0.0, math.Inf(1)
+	for range 100 {
+		d, dd := deriv(l)
+		if d > 0 {
+			lo = l
+		} else {
+			hi = l
+		}
+		next := l - d/dd
+		if !(next > lo && next < hi) {
+			switch {
+			case math.IsInf(hi, 1):
+				next = 2 * l
+			case lo == 0:
+				next = hi / 2
+			default:
+				next = math.Sqrt(lo * hi)
 			}
 		}
-		return d
-	}
-	lo, hi := math.Log(1e-3), math.Log(math.Ldexp(m, mod.q+2))
-	for range 80 {
-		mid := (lo + hi) / 2
-		if deriv(math.Exp(mid)) > 0 {
-			lo = mid
-		} else {
-			hi = mid
+		if math.Abs(next-l) <= 1e-12*l {
+			return next
 		}
+		l = next
 	}
-	return math.Exp((lo + hi) / 2)
+	return l
 }
 
 // jointEstimate is the outcome of jointMLE.

@@ -139,6 +139,16 @@ need_redis() {
 need_redis
 command -v go >/dev/null || die "go is needed to build sketchload and sketchd"
 
+# The bars are ratios taken in one run on one machine; other work sharing the
+# CPU skews them (a single-threaded client such as redis-benchmark loses more
+# of its share than a multi-threaded one), so say so up front.
+loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0; }
+CORES=$(nproc 2>/dev/null || echo 1)
+LOAD_BEFORE=$(loadavg)
+if awk -v l="$LOAD_BEFORE" -v c="$CORES" 'BEGIN { exit !(l > c / 2) }'; then
+	log "warning: load average $LOAD_BEFORE on $CORES cores before the run: other work shares the CPU, figures will be low and noisy"
+fi
+
 log "building sketchload"
 go build -o "$TMP/sketchload" ./cmd/sketchload || die "go build ./cmd/sketchload failed"
 SKETCHLOAD=$TMP/sketchload
@@ -277,7 +287,9 @@ if [[ -n $SD_JSON ]]; then
 	printf "%-52s %14s\n" "sketchd octet-stream ($BATCH a request)" "$(fmt_int "$SD_OCTET")"
 fi
 echo
+LOAD_AFTER=$(loadavg)
 echo "Redis: $REDIS_BATCH ids a PFADD, pipeline $PIPELINE; redis-benchmark -n $NOFSYNC_N (no fsync), -n $FSYNC_N (fsync always)."
+echo "Load average $LOAD_BEFORE before, $LOAD_AFTER after, on $CORES cores."
 
 FAILED=0
 R1= R2= R3= P1= P2= P3=
@@ -312,6 +324,9 @@ if [[ -n $OUT ]]; then
   "redis_batch": $REDIS_BATCH,
   "batch": $BATCH,
   "id_space": $IDS,
+  "cores": $CORES,
+  "load_average_before": $LOAD_BEFORE,
+  "load_average_after": $LOAD_AFTER,
   "redis_reference": "$REF_NAME",
   "redis_nofsync": {"redis_benchmark_ids_per_second": $NOFSYNC_RB, "sketchload_ids_per_second": $NOFSYNC_SL, "redis_benchmark_requests": $NOFSYNC_N},
   "redis_fsync_always": {"redis_benchmark_ids_per_second": $FSYNC_RB, "sketchload_ids_per_second": $FSYNC_SL, "redis_benchmark_requests": $FSYNC_N},

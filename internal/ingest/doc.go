@@ -58,6 +58,15 @@
 // Line formats (NDJSON, text/plain) and octet streams are described on
 // LineFormat and AppendOctetHashes.
 //
+// # Limits
+//
+// Every function takes maxIDs, the most ids (or items) one body may carry:
+// one more is ErrTooMany, reported before the extra id is appended, so
+// memory stays bounded by the caller's slice plus at most maxIDs elements.
+// maxIDs < 0 means no limit beyond the body's size; 0 accepts only bodies
+// without ids. Bodies are taken whole ([]byte): the caller bounds their
+// size (http.MaxBytesReader) before reading them.
+//
 // # Errors
 //
 // Every refusal of input is an *Error: its Detail, e.g.

@@ -36,9 +36,10 @@ func (k keys) want() string {
 // the package documentation. At most maxIDs ids are taken (maxIDs < 0: no
 // limit); one more is ErrTooMany, detected before it is appended.
 //
-// On success dst is returned with the hashes appended; nothing else is
-// allocated if dst has room. On error dst is returned unchanged (same length;
-// bytes past its length may have been written) with an *Error.
+// On success dst is returned with the hashes appended. Nothing is
+// allocated if dst has room, except one scratch buffer for the whole call
+// if some string has an escape. On error dst is returned unchanged (same
+// length; elements past its length may have been written) with an *Error.
 func AppendJSONHashes(dst []uint64, body []byte, maxIDs int) ([]uint64, error) {
 	k := keys{"ids", "hashes"}
 	which, i, e := openBody(body, k)

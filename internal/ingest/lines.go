@@ -55,13 +55,13 @@ func (f LineFormat) String() string {
 	case NDJSON:
 		return "ndjson"
 	case NDJSONInts:
-		return "ndjson int"
+		return "ndjson/int"
 	case NDJSONTexts:
-		return "ndjson text"
+		return "ndjson/text"
 	case TextInts:
-		return "text int"
+		return "text/int"
 	case TextTexts:
-		return "text text"
+		return "text/text"
 	}
 	return fmt.Sprintf("LineFormat(%d)", uint8(f))
 }
@@ -85,7 +85,7 @@ func AppendLineHashes(dst []uint64, body []byte, f LineFormat, maxIDs int) ([]ui
 	for n := 0; ; n++ {
 		tok, e := sc.next()
 		if e == nil && tok.kind != tokEnd && n == maxIDs {
-			e = tooMany(tok.start, "", maxIDs)
+			e = tooMany(tok.at, "", maxIDs)
 		}
 		if e != nil {
 			e.Line = sc.line
@@ -123,7 +123,7 @@ func AppendLineItems(dst []Item, body []byte, f LineFormat, maxIDs int) ([]Item,
 	for n := 0; ; n++ {
 		tok, e := sc.next()
 		if e == nil && tok.kind != tokEnd && n == maxIDs {
-			e = tooMany(tok.start, "", maxIDs)
+			e = tooMany(tok.at, "", maxIDs)
 		}
 		if e != nil {
 			e.Line = sc.line
@@ -157,7 +157,8 @@ const (
 type lineTok struct {
 	kind       uint8
 	v          int64
-	start, end int
+	at         int // offset of the id (for errors)
+	start, end int // tokText: the id's bytes
 }
 
 // lineScanner walks a line-oriented body one id at a time. line is the
@@ -181,7 +182,7 @@ func (sc *lineScanner) next() (lineTok, *Error) {
 	if i < len(b) && (b[i]-'0' < 10 || b[i] == '-') && sc.f != TextTexts && sc.f != NDJSONTexts {
 		if v, j, ok := parseInt(b, i); ok && (j == len(b) || b[j] == '\n') {
 			sc.i, sc.needNL = min(j+1, len(b)), j < len(b)
-			return lineTok{kind: tokInt, v: v, start: i}, nil
+			return lineTok{kind: tokInt, v: v, at: i}, nil
 		}
 	}
 	for i < len(b) {
@@ -257,7 +258,7 @@ func textTok(start, end int) lineTok {
 	if start == end {
 		return lineTok{kind: tokEnd}
 	}
-	return lineTok{kind: tokText, start: start, end: end}
+	return lineTok{kind: tokText, at: start, start: start, end: end}
 }
 
 // intLine reads a TextInts line starting at b[i].
@@ -278,7 +279,7 @@ func intLine(b []byte, i int) (lineTok, int, *Error) {
 		if j < len(b) && b[j] != '\n' {
 			return lineTok{}, j, newError(ErrSyntax, j, "want the end of the line after an integer id, found "+lineSnippet(b, j))
 		}
-		return lineTok{kind: tokInt, v: v, start: i}, j, nil
+		return lineTok{kind: tokInt, v: v, at: i}, j, nil
 	}
 	return lineTok{}, i, newError(ErrSyntax, i, "want a decimal integer (id_type=int), found "+lineSnippet(b, i))
 }
@@ -300,13 +301,13 @@ func (sc *lineScanner) jsonLine(i int) (lineTok, int, *Error) {
 		if !ok {
 			return tok, i, intError(b, i, "ids")
 		}
-		tok, i = lineTok{kind: tokInt, v: v, start: i}, j
+		tok, i = lineTok{kind: tokInt, v: v, at: i}, j
 	case c == '"':
 		if sc.f == NDJSONInts {
 			return tok, i, newError(ErrType, i, "a string is not an integer id (id_type=int)")
 		}
 		if end, ok := scanString(b, i+1); ok {
-			tok, i = lineTok{kind: tokText, start: i + 1, end: end}, end+1
+			tok, i = lineTok{kind: tokText, at: i, start: i + 1, end: end}, end+1
 			break
 		}
 		if sc.buf == nil {
@@ -317,7 +318,7 @@ func (sc *lineScanner) jsonLine(i int) (lineTok, int, *Error) {
 		if sc.buf, i, e = decodeString(b, i+1, sc.buf[:0]); e != nil {
 			return tok, i, e
 		}
-		tok = lineTok{kind: tokDecoded, start: start}
+		tok = lineTok{kind: tokDecoded, at: start}
 	default:
 		return tok, i, elemError(b, i, "ids", 0)
 	}

@@ -94,6 +94,7 @@ var lineRejections = []lineRejection{
 	{rejection{"ndjson ints string", "1\n\"2\"", ErrType, 2, "a string is not an integer id (id_type=int)"}, NDJSONInts, 2},
 	{rejection{"ndjson texts number", "\"1\"\n2", ErrType, 4, "number 2 is not a text id (id_type=text)"}, NDJSONTexts, 2},
 	{rejection{"ndjson too many", "1\n2\n\n3\n4\n", ErrTooMany, 7, "more than 3 ids"}, NDJSON, 5},
+	{rejection{"ndjson too many texts", "\"a\"\n\"b\"\n\"c\"\n\"d\"", ErrTooMany, 12, "line 4 at offset 12: more than 3 ids"}, NDJSON, 4},
 	{rejection{"text ints bom", "\xEF\xBB\xBF1", ErrSyntax, 0, "byte order mark"}, TextInts, 1},
 	{rejection{"text ints plus", "+1", ErrSyntax, 0, "want a decimal integer"}, TextInts, 1},
 	{rejection{"text ints leading zero", "1\n007", ErrSyntax, 2, "leading zeros"}, TextInts, 2},

@@ -68,7 +68,7 @@ func checkParseInt(t *testing.T, s string) {
 		for i := range pad {
 			b[i] = ' '
 		}
-		if b[pad] != '-' && b[pad]-'0' > 9 {
+		if pad >= len(b) || (b[pad] != '-' && b[pad]-'0' > 9) {
 			return
 		}
 		v, j, ok := parseInt(b, pad)

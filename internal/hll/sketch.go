@@ -157,21 +157,18 @@ func (s *Sketch) Clone() *Sketch {
 // AddInt64 adds an integer id hashed as postgresql-hll's
 // hll_hash_bigint(v). It reports whether the sketch changed.
 func (s *Sketch) AddInt64(v int64) bool {
-	h, _ := murmur.Int64(v, 0)
-	return s.AddHash(h)
+	return s.AddHash(HashInt64(v))
 }
 
 // AddBytes adds b hashed as hll_hash_bytea(b) (and hll_hash_text for UTF-8
 // text). It reports whether the sketch changed.
 func (s *Sketch) AddBytes(b []byte) bool {
-	h, _ := murmur.Bytes(b, 0)
-	return s.AddHash(h)
+	return s.AddHash(HashBytes(b))
 }
 
 // AddString adds s hashed as hll_hash_text(s).
 func (s *Sketch) AddString(v string) bool {
-	h, _ := murmur.String(v, 0)
-	return s.AddHash(h)
+	return s.AddHash(HashString(v))
 }
 
 // AddHash adds an already hashed value, like hll_add(h, hll_hashval(v)).
@@ -455,4 +452,24 @@ func (s *Sketch) MemoryBytes() int {
 		n += len(s.hist) * 8
 	}
 	return n
+}
+
+// HashInt64 returns postgresql-hll's hll_hash_bigint(v): the hash AddInt64
+// adds.
+func HashInt64(v int64) uint64 {
+	h, _ := murmur.Int64(v, 0)
+	return h
+}
+
+// HashBytes returns hll_hash_bytea(b), which is hll_hash_text for UTF-8
+// text.
+func HashBytes(b []byte) uint64 {
+	h, _ := murmur.Bytes(b, 0)
+	return h
+}
+
+// HashString returns hll_hash_text(s).
+func HashString(s string) uint64 {
+	h, _ := murmur.String(s, 0)
+	return h
 }

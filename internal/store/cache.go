@@ -1,0 +1,216 @@
+package store
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// acquire returns the entry for name, loading it from bbolt if it is not
+// cached, and pins it: a pinned entry is never evicted, so every goroutine
+// using a name uses the same entry. Callers release it when done.
+func (s *DB) acquire(name string) (*entry, error) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if e := s.entries[name]; e != nil {
+		e.pins++
+		if e.lru != nil {
+			s.lru.Remove(e.lru)
+			e.lru = nil
+		}
+		return e, nil
+	}
+	var st *state
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		rec := tx.Bucket(bucketSketches).Get([]byte(name))
+		if rec == nil {
+			return nil
+		}
+		var err error
+		st, err = decodeRecord(rec)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: stored sketch %q is unreadable: %w", name, err)
+	}
+	e := &entry{name: name, pins: 1, st: st}
+	if st != nil {
+		e.mem.Store(st.memory())
+	}
+	e.accounted = e.mem.Load()
+	s.cacheBytes += e.accounted
+	s.entries[name] = e
+	return e, nil
+}
+
+// acquireAll acquires the distinct names in order; on error it releases
+// what it took.
+func (s *DB) acquireAll(names []string) ([]*entry, error) {
+	es := make([]*entry, 0, len(names))
+	for _, n := range names {
+		e, err := s.acquire(n)
+		if err != nil {
+			s.releaseAll(es)
+			return nil, err
+		}
+		es = append(es, e)
+	}
+	return es, nil
+}
+
+func (s *DB) releaseAll(es []*entry) {
+	for _, e := range es {
+		s.release(e)
+	}
+}
+
+// release unpins e. An unpinned clean entry joins the LRU list (or leaves
+// the cache if it holds no sketch), and the cache is trimmed to its bound.
+func (s *DB) release(e *entry) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	mem := e.mem.Load()
+	s.cacheBytes += mem - e.accounted
+	e.accounted = mem
+	e.pins--
+	if e.pins == 0 && !e.dirty.Load() {
+		s.parkLocked(e)
+	}
+	s.evictLocked()
+}
+
+// parkLocked puts an unpinned clean entry where it belongs: on the LRU
+// list, or out of the cache if it holds nothing. Called with cacheMu held.
+func (s *DB) parkLocked(e *entry) {
+	if e.st == nil {
+		delete(s.entries, e.name)
+		s.cacheBytes -= e.accounted
+		return
+	}
+	if e.lru == nil {
+		e.lru = s.lru.PushFront(e)
+	}
+}
+
+// evictLocked drops least recently used clean entries while the cache is
+// over its bound. Called with cacheMu held.
+func (s *DB) evictLocked() {
+	for s.cacheBytes > s.opts.CacheBytes {
+		back := s.lru.Back()
+		if back == nil {
+			return
+		}
+		e := s.lru.Remove(back).(*entry)
+		e.lru = nil
+		delete(s.entries, e.name)
+		s.cacheBytes -= e.accounted
+	}
+}
+
+// markDirty records that e changed: it joins the set the next checkpoint
+// copies and stays in memory until a checkpoint has committed it. Called
+// with e.mu held.
+func (s *DB) markDirty(e *entry, memDelta int64) {
+	e.gen++
+	e.dirty.Store(true)
+	s.dirtyMu.Lock()
+	if _, ok := s.dirty[e]; ok {
+		s.dirtyBytes.Add(memDelta)
+	} else {
+		s.dirty[e] = struct{}{}
+		s.dirtyBytes.Add(e.mem.Load())
+	}
+	s.dirtyMu.Unlock()
+}
+
+// summary is what the scrape-time statistics need of an entry's state.
+type summary struct {
+	exists   bool
+	key      countKey
+	metric   bool
+	estimate float64
+}
+
+// summary describes e's state. Called with e.mu held (or single-threaded).
+func (e *entry) summary() summary {
+	if e.st == nil {
+		return summary{}
+	}
+	return summary{exists: true, key: countKey{string(e.st.typ), e.st.representation()}, metric: e.st.metric}
+}
+
+// changed updates the statistics, memory accounting and dirty set after
+// e's state changed from before. Called with e.mu held.
+func (s *DB) changed(e *entry, before summary) {
+	after := e.summary()
+	var est float64
+	if after.metric {
+		est = e.st.estimate()
+	}
+	s.statsMu.Lock()
+	if before.exists {
+		s.counts[before.key]--
+	}
+	if after.exists {
+		s.counts[after.key]++
+	}
+	if after.metric {
+		s.estimates[e.name] = est
+	} else if before.metric {
+		delete(s.estimates, e.name)
+	}
+	s.statsMu.Unlock()
+	var mem int64
+	if e.st != nil {
+		mem = e.st.memory()
+	}
+	delta := mem - e.mem.Swap(mem)
+	s.markDirty(e, delta)
+}
+
+// loadStats counts the stored sketches by kind and representation and
+// reads the estimates of those exported on /metrics.
+func (s *DB) loadStats(tx *bolt.Tx) error {
+	sketches := tx.Bucket(bucketSketches)
+	err := sketches.ForEach(func(name, rec []byte) error {
+		key, err := recordKey(rec)
+		if err != nil {
+			return fmt.Errorf("stored sketch %q: %w", name, err)
+		}
+		s.counts[key]++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMetric).ForEach(func(name, _ []byte) error {
+		st, err := decodeRecord(sketches.Get(name))
+		if err != nil {
+			return fmt.Errorf("stored sketch %q: %w", name, err)
+		}
+		s.estimates[string(name)] = st.estimate()
+		return nil
+	})
+}
+
+// recordKey reads a record's type and, for an HLL, the representation in
+// its stored bytes (written by this package, so as Representation says).
+func recordKey(rec []byte) (countKey, error) {
+	if len(rec) < recordHeaderLen+1 {
+		return countKey{}, fmt.Errorf("record of %d bytes", len(rec))
+	}
+	switch rec[1] {
+	case typeHLL:
+		reps := [...]string{"UNDEFINED", "EMPTY", "EXPLICIT", "SPARSE", "FULL"}
+		t := int(rec[recordHeaderLen] & 0x0f)
+		if t >= len(reps) {
+			return countKey{}, fmt.Errorf("hll type %d", t)
+		}
+		return countKey{string(sketch.TypeHLL), reps[t]}, nil
+	case typeCMS:
+		return countKey{string(sketch.TypeCMS), ""}, nil
+	}
+	return countKey{}, fmt.Errorf("record type %d", rec[1])
+}

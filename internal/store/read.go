@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// view runs fn with the states of names (in the given order, repeats
+// allowed), each locked against writes. A missing name is NotFound.
+// Reads see every acknowledged write; they may also see a write whose
+// record is still being synced.
+func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	uniq := sortedUnique(names)
+	es, err := s.acquireAll(uniq)
+	if err != nil {
+		return err
+	}
+	defer s.releaseAll(es)
+	for _, e := range es {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	sts := make([]*state, len(names))
+	for i, n := range names {
+		j, _ := slices.BinarySearch(uniq, n)
+		if sts[i] = es[j].st; sts[i] == nil {
+			return notFound(n)
+		}
+	}
+	return fn(sts)
+}
+
+// Describe returns name's spec, state and estimate.
+func (s *DB) Describe(ctx context.Context, name string) (sketch.Info, error) {
+	var info sketch.Info
+	err := s.view(ctx, []string{name}, func(sts []*state) error {
+		info = sts[0].info(name)
+		return nil
+	})
+	return info, err
+}
+
+// ViewHLL runs fn with the HLL sketches names (in order) locked against
+// writes. fn must not keep or change them.
+func (s *DB) ViewHLL(ctx context.Context, names []string, fn func([]*hll.Sketch) error) error {
+	return s.view(ctx, names, func(sts []*state) error {
+		hs := make([]*hll.Sketch, len(sts))
+		for i, st := range sts {
+			if st.typ != sketch.TypeHLL {
+				return wrongType(names[i], st, sketch.TypeHLL)
+			}
+			hs[i] = st.hll
+		}
+		return fn(hs)
+	})
+}
+
+// ViewCMS runs fn with the CMS sketch name locked against writes. fn must
+// not keep or change it.
+func (s *DB) ViewCMS(ctx context.Context, name string, fn func(*cms.Sketch) error) error {
+	return s.view(ctx, []string{name}, func(sts []*state) error {
+		if sts[0].typ != sketch.TypeCMS {
+			return wrongType(name, sts[0], sketch.TypeCMS)
+		}
+		return fn(sts[0].cms)
+	})
+}
+
+// Raw returns name's type and its encoding (the HLL storage format, or
+// the CMS format), appended to buf.
+func (s *DB) Raw(ctx context.Context, name string, buf []byte) (sketch.Type, []byte, error) {
+	var typ sketch.Type
+	err := s.view(ctx, []string{name}, func(sts []*state) error {
+		typ = sts[0].typ
+		buf = appendSketch(buf, sts[0])
+		return nil
+	})
+	return typ, buf, err
+}
+
+// List returns up to limit sketches whose names start with prefix and sort
+// after after, in name order, and whether more follow.
+func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketch.Info, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	inRange := func(n string) bool { return strings.HasPrefix(n, prefix) && n > after }
+	// Sketches changed since the last checkpoint may be missing from
+	// bbolt, or deleted from memory but not yet from bbolt: they are read
+	// from the cache, everything else from bbolt.
+	var overlay []string
+	s.dirtyMu.Lock()
+	for e := range s.dirty {
+		if inRange(e.name) {
+			overlay = append(overlay, e.name)
+		}
+	}
+	s.dirtyMu.Unlock()
+	infos := map[string]sketch.Info{}
+	for _, n := range overlay {
+		e, err := s.acquire(n)
+		if err != nil {
+			return nil, false, err
+		}
+		e.mu.Lock()
+		if e.st != nil {
+			infos[n] = e.st.info(n)
+		}
+		e.mu.Unlock()
+		s.release(e)
+	}
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketSketches).Cursor()
+		start := max(prefix, after)
+		found := 0
+		for k, v := c.Seek([]byte(start)); k != nil && found <= limit; k, v = c.Next() {
+			n := string(k)
+			if !strings.HasPrefix(n, prefix) {
+				break
+			}
+			if n <= after || slices.Contains(overlay, n) {
+				continue
+			}
+			st, err := decodeRecord(v)
+			if err != nil {
+				return err
+			}
+			infos[n] = st.info(n)
+			found++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	names := make([]string, 0, len(infos))
+	for n := range infos {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	more := len(names) > limit
+	names = names[:min(limit, len(names))]
+	out := make([]sketch.Info, len(names))
+	for i, n := range names {
+		out[i] = infos[n]
+	}
+	return out, more, nil
+}
+
+// SketchCounts calls yield for each (kind, representation) with its
+// number of sketches.
+func (s *DB) SketchCounts(yield func(kind, representation string, n int)) {
+	s.statsMu.Lock()
+	counts := make(map[countKey]int, len(s.counts))
+	for k, n := range s.counts {
+		counts[k] = n
+	}
+	s.statsMu.Unlock()
+	for k, n := range counts {
+		yield(k.typ, k.rep, n)
+	}
+}
+
+// DiskBytes returns the sizes of the bbolt file and the write-ahead log.
+func (s *DB) DiskBytes() (db, wal int64) {
+	if fi, err := os.Stat(s.path); err == nil {
+		db = fi.Size()
+	}
+	return db, s.wal.bytes()
+}
+
+// CacheStats returns the number of cached sketches and their approximate
+// memory.
+func (s *DB) CacheStats() (entries int, bytes int64) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	return len(s.entries), s.cacheBytes
+}
+
+// MetricEstimates calls yield with the current estimate of every sketch
+// created with the metric flag (a CMS reports its total).
+func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
+	s.statsMu.Lock()
+	est := make(map[string]float64, len(s.estimates))
+	for n, v := range s.estimates {
+		est[n] = v
+	}
+	s.statsMu.Unlock()
+	for n, v := range est {
+		yield(n, v)
+	}
+}

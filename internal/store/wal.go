@@ -1,0 +1,436 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The write-ahead log makes a write durable with one fdatasync shared by
+// every writer that appended while the previous one ran (group commit),
+// instead of a bbolt commit per request (two fsyncs, 1.5-2 ms here).
+//
+// It is a directory of segment files named by a sequence number
+// (%020d.log) that orders them. A record is:
+//
+//	uint32 length of payload (big-endian) | uint32 CRC-32C of payload | payload
+//
+// and a payload starts with its uint64 LSN; LSNs are consecutive. A new
+// segment starts at each checkpoint, and segments whose records the bbolt
+// file already reflects are deleted. At open, records are read until the
+// end or the first torn record (short, zero-length or bad CRC), which can
+// only be the tail of the last segment: those bytes were never
+// acknowledged.
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+const (
+	walRecordHeader = 8
+	maxWALRecord    = 1 << 30
+)
+
+// errWALFailed is returned for every write once an fdatasync has failed:
+// the kernel may have dropped the dirty pages, so nothing later can be
+// acknowledged as durable.
+var errWALFailed = errors.New("write-ahead log failed")
+
+type segment struct {
+	path string
+	seq  uint64 // orders segments
+	f    *os.File
+	size int64
+}
+
+// batch is a group of records written and synced together.
+type batch struct {
+	seg     *segment
+	buf     []byte
+	last    uint64 // LSN of its last record
+	records int
+	done    chan struct{}
+	err     error // set before done is closed
+}
+
+type wal struct {
+	dir      string
+	interval time.Duration // extra wait to gather a bigger group
+	observe  func(records, bytes int, d time.Duration)
+	sync     func(f *os.File, b []byte) error // writeSync; tests inject delays and failures
+
+	mu       sync.Mutex
+	nextSeq  uint64     // sequence number of the next segment
+	seg      *segment   // where new records go
+	queue    []*batch   // batches not yet written, oldest first
+	inflight *batch     // being written now
+	last     uint64     // LSN of the last appended record
+	segs     []*segment // every open segment, oldest first
+	failed   error
+	size     int64 // bytes in all segments
+	kick     chan struct{}
+	stop     chan struct{}
+	stopped  chan struct{}
+	free     [][]byte // recycled batch buffers
+}
+
+// segmentName is the file name of segment seq.
+func segmentName(seq uint64) string { return fmt.Sprintf("%020d.log", seq) }
+
+// listSegments returns the segment files in dir, oldest first.
+func listSegments(dir string) ([]*segment, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var segs []*segment
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".log") {
+			continue
+		}
+		seq, err := strconv.ParseUint(strings.TrimSuffix(name, ".log"), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("wal: unexpected file %s", name)
+		}
+		segs = append(segs, &segment{path: filepath.Join(dir, name), seq: seq})
+	}
+	slices.SortFunc(segs, func(a, b *segment) int { return compareUint(a.seq, b.seq) })
+	return segs, nil
+}
+
+func compareUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// replayWAL calls fn for every intact record of dir's segments with an LSN
+// above after, in order, and returns the last LSN seen (after if none).
+// A torn tail in the last segment ends the log; anything else unreadable
+// is an error.
+func replayWAL(dir string, after uint64, fn func(lsn uint64, payload []byte) error) (uint64, error) {
+	segs, err := listSegments(dir)
+	if err != nil {
+		return 0, err
+	}
+	last := after
+	for i, seg := range segs {
+		data, err := os.ReadFile(seg.path)
+		if err != nil {
+			return 0, err
+		}
+		off := 0
+		for off < len(data) {
+			payload, n, ok := readRecord(data[off:])
+			if !ok {
+				if !emptyAfter(segs[i+1:]) {
+					return 0, fmt.Errorf("wal: segment %s is damaged at offset %d and later segments hold records", filepath.Base(seg.path), off)
+				}
+				return last, nil // torn tail: never acknowledged
+			}
+			if lsn := binary.BigEndian.Uint64(payload); lsn > after {
+				if lsn != last+1 {
+					return 0, fmt.Errorf("wal: record %d follows %d in %s", lsn, last, filepath.Base(seg.path))
+				}
+				if err := fn(lsn, payload[8:]); err != nil {
+					return 0, fmt.Errorf("wal: record %d: %w", lsn, err)
+				}
+				last = lsn
+			}
+			off += n
+		}
+	}
+	return last, nil
+}
+
+func emptyAfter(segs []*segment) bool {
+	for _, s := range segs {
+		if fi, err := os.Stat(s.path); err != nil || fi.Size() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// readRecord parses one record at the start of b.
+func readRecord(b []byte) (payload []byte, n int, ok bool) {
+	if len(b) < walRecordHeader {
+		return nil, 0, false
+	}
+	size := binary.BigEndian.Uint32(b)
+	if size < 8 || size > maxWALRecord || int(size) > len(b)-walRecordHeader {
+		return nil, 0, false
+	}
+	payload = b[walRecordHeader : walRecordHeader+int(size)]
+	if crc32.Checksum(payload, crcTable) != binary.BigEndian.Uint32(b[4:]) {
+		return nil, 0, false
+	}
+	return payload, walRecordHeader + int(size), true
+}
+
+// openWAL starts a log whose next record has LSN last+1, in a new segment.
+// Older segments must already be gone (the store checkpoints after replay).
+func openWAL(dir string, last uint64, interval time.Duration, observe func(int, int, time.Duration)) (*wal, error) {
+	w := &wal{
+		dir: dir, interval: interval, observe: observe, last: last, nextSeq: 1, sync: writeSync,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	seg, err := w.createSegment()
+	if err != nil {
+		return nil, err
+	}
+	w.seg = seg
+	w.segs = []*segment{seg}
+	go w.flushLoop()
+	return w, nil
+}
+
+// createSegment creates and syncs the next empty segment file (and its
+// directory entry, so the file survives a crash). Only checkpoints (one at
+// a time) and openWAL call it.
+func (w *wal) createSegment() (*segment, error) {
+	w.mu.Lock()
+	seq := w.nextSeq
+	w.nextSeq++
+	w.mu.Unlock()
+	path := filepath.Join(w.dir, segmentName(seq))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	if err := syncDir(w.dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &segment{path: path, seq: seq, f: f}, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("wal: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// append adds one record whose payload body encode appends (after the LSN)
+// and returns the batch that will make it durable.
+func (w *wal) append(encode func(b []byte) []byte) (*batch, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed != nil {
+		return nil, w.failed
+	}
+	b := w.tail()
+	start := len(b.buf)
+	lsn := w.last + 1
+	b.buf = append(b.buf, make([]byte, walRecordHeader)...)
+	b.buf = binary.BigEndian.AppendUint64(b.buf, lsn)
+	b.buf = encode(b.buf)
+	payload := b.buf[start+walRecordHeader:]
+	if len(payload) > maxWALRecord {
+		b.buf = b.buf[:start]
+		return nil, fmt.Errorf("wal: record of %d bytes is too large", len(payload))
+	}
+	binary.BigEndian.PutUint32(b.buf[start:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(b.buf[start+4:], crc32.Checksum(payload, crcTable))
+	w.last = lsn
+	b.last = lsn
+	b.records++
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	return b, nil
+}
+
+// tail returns the batch new records join: the newest queued one if it
+// targets the current segment, else a new one. Called with mu held.
+func (w *wal) tail() *batch {
+	if n := len(w.queue); n > 0 && w.queue[n-1].seg == w.seg {
+		return w.queue[n-1]
+	}
+	b := &batch{seg: w.seg, done: make(chan struct{})}
+	if n := len(w.free); n > 0 {
+		b.buf, w.free = w.free[n-1][:0], w.free[:n-1]
+	}
+	w.queue = append(w.queue, b)
+	return b
+}
+
+// barrier returns the newest batch not yet durable, or nil: a writer whose
+// request changed nothing waits on it, because the records that made its
+// ids redundant may still be in flight.
+func (w *wal) barrier() *batch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.queue); n > 0 {
+		return w.queue[n-1]
+	}
+	return w.inflight
+}
+
+// wait blocks until b is durable and returns its error.
+func (b *batch) wait() error {
+	if b == nil {
+		return nil
+	}
+	<-b.done
+	return b.err
+}
+
+func (w *wal) flushLoop() {
+	defer close(w.stopped)
+	for {
+		select {
+		case <-w.kick:
+		case <-w.stop:
+			w.flushAll()
+			return
+		}
+		if w.interval > 0 {
+			time.Sleep(w.interval)
+		}
+		w.flushAll()
+	}
+}
+
+// flushAll writes and syncs every queued batch, one fdatasync per batch.
+func (w *wal) flushAll() {
+	for {
+		w.mu.Lock()
+		if len(w.queue) == 0 {
+			w.mu.Unlock()
+			return
+		}
+		b := w.queue[0]
+		w.queue = w.queue[1:]
+		w.inflight = b
+		failed := w.failed
+		w.mu.Unlock()
+
+		start := time.Now()
+		err := failed
+		if err == nil {
+			err = w.sync(b.seg.f, b.buf)
+		}
+		d := time.Since(start)
+
+		w.mu.Lock()
+		if err != nil && w.failed == nil {
+			w.failed = fmt.Errorf("%w: %v", errWALFailed, err)
+		}
+		if err != nil {
+			b.err = w.failed
+		} else {
+			b.seg.size += int64(len(b.buf))
+			w.size += int64(len(b.buf))
+		}
+		w.inflight = nil
+		buf := b.buf
+		b.buf = nil
+		if cap(buf) <= 1<<20 {
+			w.free = append(w.free, buf)
+		}
+		w.mu.Unlock()
+		if err == nil && w.observe != nil {
+			w.observe(b.records, len(buf), d)
+		}
+		close(b.done)
+	}
+}
+
+func writeSync(f *os.File, buf []byte) error {
+	if _, err := f.Write(buf); err != nil {
+		return err
+	}
+	return unix.Fdatasync(int(f.Fd()))
+}
+
+// rotate makes seg the segment for new records and returns the newest
+// batch of the previous segment (nil if none), whose completion means the
+// previous segments hold everything they ever will.
+func (w *wal) rotate(seg *segment) *batch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var lastOld *batch
+	for _, b := range w.queue {
+		if b.seg == w.seg {
+			lastOld = b
+		}
+	}
+	if lastOld == nil && w.inflight != nil {
+		lastOld = w.inflight
+	}
+	w.seg = seg
+	w.segs = append(w.segs, seg)
+	return lastOld
+}
+
+// lastLSN returns the LSN of the last appended record.
+func (w *wal) lastLSN() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// dropBefore closes and deletes every segment older than keep.
+func (w *wal) dropBefore(keep *segment) error {
+	w.mu.Lock()
+	var old []*segment
+	for len(w.segs) > 0 && w.segs[0] != keep {
+		old = append(old, w.segs[0])
+		w.size -= w.segs[0].size
+		w.segs = w.segs[1:]
+	}
+	w.mu.Unlock()
+	var errs []error
+	for _, s := range old {
+		errs = append(errs, s.f.Close(), os.Remove(s.path))
+	}
+	return errors.Join(errs...)
+}
+
+// bytes returns the size of the log on disk.
+func (w *wal) bytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size
+}
+
+// err returns the log's failure, if any.
+func (w *wal) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
+// close flushes what is queued and closes every segment.
+func (w *wal) close() error {
+	close(w.stop)
+	<-w.stopped
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, s := range w.segs {
+		errs = append(errs, s.f.Close())
+	}
+	return errors.Join(errs...)
+}

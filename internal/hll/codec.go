@@ -3,6 +3,7 @@ package hll
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 const (
@@ -90,27 +91,54 @@ func (s *Sketch) appendSparse(b []byte) []byte {
 }
 
 func (s *Sketch) appendFull(b []byte) []byte {
-	w := bitWriter{b: b}
-	rw := uint(s.p.Regwidth)
-	switch s.kind {
-	case kindDense:
-		for _, v := range s.regs {
-			w.write(uint64(v), rw)
+	regs := s.regs
+	if s.kind == kindSparse {
+		regs = s.Registers(nil)
+	}
+	return packFull(b, regs, s.p.Regwidth)
+}
+
+// packFull appends m registers of rw bits. m is a multiple of 8, and 8
+// registers of rw bits are exactly rw bytes, so each group is assembled in
+// a uint64 and its low 8·rw bits written big-endian.
+func packFull(b, regs []uint8, rw int) []byte {
+	n := len(b)
+	b = slices.Grow(b, len(regs)/8*rw)[:n+len(regs)/8*rw]
+	out := b[n:]
+	shift := uint(rw)
+	for g := 0; g+8 <= len(regs); g += 8 {
+		r := regs[g : g+8 : g+8]
+		acc := uint64(r[0])
+		for _, v := range r[1:] {
+			acc = acc<<shift | uint64(v)
 		}
-	case kindSparse:
-		next := 0
-		for _, p := range s.pairs {
-			for ; next < int(p>>8); next++ {
-				w.write(0, rw)
-			}
-			w.write(uint64(uint8(p)), rw)
-			next++
+		for k := rw - 1; k >= 0; k-- {
+			out[k] = byte(acc)
+			acc >>= 8
 		}
-		for ; next < s.p.NumRegisters(); next++ {
-			w.write(0, rw)
+		out = out[rw:]
+	}
+	return b
+}
+
+// unpackFull is packFull's inverse; it also counts the register values.
+func unpackFull(regs []uint8, hist *[128]int, body []byte, rw int) {
+	shift := uint(rw)
+	mask := uint64(1)<<shift - 1
+	for g := 0; g+8 <= len(regs); g += 8 {
+		var acc uint64
+		for _, c := range body[:rw] {
+			acc = acc<<8 | uint64(c)
+		}
+		body = body[rw:]
+		r := regs[g : g+8 : g+8]
+		for k := 7; k >= 0; k-- {
+			v := uint8(acc & mask)
+			r[k] = v
+			hist[v]++
+			acc >>= shift
 		}
 	}
-	return w.flush()
 }
 
 // Decode parses a sketch in the storage format v1. It accepts exactly:
@@ -129,8 +157,8 @@ func (s *Sketch) appendFull(b []byte) []byte {
 //     with strictly ascending indexes and non-zero values, except that a
 //     final all-zero word is the padding of a short word width; fewer than 8
 //     padding bits, all zero (else ErrCorrupt).
-//   - FULL: exactly ceil(m·regwidth/8) bytes (ErrTooShort if fewer,
-//     ErrCorrupt if more), zero padding bits.
+//   - FULL: exactly m·regwidth/8 bytes (ErrTooShort if fewer, ErrCorrupt
+//     if more); with m >= 16 there are no padding bits.
 //
 // Sizes are checked before anything is allocated, so memory use is bounded
 // by a small multiple of len(b) whatever the header claims.
@@ -281,18 +309,10 @@ func decodeFull(p Params, body []byte) (*Sketch, error) {
 	case len(body) > want:
 		return nil, fmt.Errorf("hll: full body of %d bytes, %d registers of %d bits need %d: %w", len(body), m, p.Regwidth, want, ErrCorrupt)
 	}
+	// m >= 16, so m·regwidth is a whole number of bytes: no padding.
 	s := newSketch(p, kindDense)
 	s.regs = make([]uint8, m)
 	s.hist = new([128]int)
-	r := bitReader{b: body}
-	rw := uint(p.Regwidth)
-	for i := range s.regs {
-		v := uint8(r.read(rw))
-		s.regs[i] = v
-		s.hist[v]++
-	}
-	if pad, _ := r.rest(); pad != 0 {
-		return nil, fmt.Errorf("hll: full body has non-zero padding bits: %w", ErrCorrupt)
-	}
+	unpackFull(s.regs, s.hist, body, p.Regwidth)
 	return s, nil
 }

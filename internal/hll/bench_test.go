@@ -1,0 +1,167 @@
+package hll_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/axiomhq/hyperloglog"
+
+	"github.com/sketchd/sketchd/internal/hll"
+)
+
+// The peer is axiomhq/hyperloglog at precision 14 (dense), measured in the
+// same run. It hashes differently and cannot produce the storage format;
+// it is here only for speed. Run with:
+//
+//	go test -run '^$' -bench . -count 10 ./internal/hll | tee new.txt; benchstat new.txt
+
+const benchLog2m = 14
+
+func fullSketch(b *testing.B, seed uint64) *hll.Sketch {
+	b.Helper()
+	s, err := hll.New(hll.DefaultParams())
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, seed))
+	for range 1 << 20 {
+		s.AddHash(r.Uint64())
+	}
+	if s.Representation() != hll.Full {
+		b.Fatalf("sketch is %v, want FULL", s.Representation())
+	}
+	return s
+}
+
+func axiomSketch(b *testing.B, seed uint64) *hyperloglog.Sketch {
+	b.Helper()
+	s, err := hyperloglog.NewSketch(benchLog2m, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, seed))
+	for range 1 << 20 {
+		s.InsertHash(r.Uint64())
+	}
+	return s
+}
+
+// hashes returns a pre-generated ring of random hashes so the benchmarks
+// measure the add, not the generator.
+func hashes() []uint64 {
+	r := rand.New(rand.NewPCG(9, 9))
+	hs := make([]uint64, 1<<16)
+	for i := range hs {
+		hs[i] = r.Uint64()
+	}
+	return hs
+}
+
+func BenchmarkAddHash(b *testing.B) {
+	hs := hashes()
+	b.Run("impl=sketchd", func(b *testing.B) {
+		s := fullSketch(b, 1)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			s.AddHash(hs[i&(len(hs)-1)])
+			i++
+		}
+	})
+	b.Run("impl=axiomhq", func(b *testing.B) {
+		s := axiomSketch(b, 1)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			s.InsertHash(hs[i&(len(hs)-1)])
+			i++
+		}
+	})
+}
+
+// BenchmarkAddInt64 includes hashing the id (hll_hash_bigint).
+func BenchmarkAddInt64(b *testing.B) {
+	s := fullSketch(b, 2)
+	b.ReportAllocs()
+	var v int64
+	for b.Loop() {
+		s.AddInt64(v)
+		v++
+	}
+}
+
+func BenchmarkEstimate(b *testing.B) {
+	b.Run("impl=sketchd", func(b *testing.B) {
+		s := fullSketch(b, 3)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Estimate()
+		}
+	})
+	b.Run("impl=axiomhq", func(b *testing.B) {
+		s := axiomSketch(b, 3)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Estimate()
+		}
+	})
+}
+
+func BenchmarkUnion(b *testing.B) {
+	for _, n := range []int{2, 100} {
+		b.Run(benchName("impl=sketchd", n), func(b *testing.B) {
+			ss := make([]*hll.Sketch, n)
+			for i := range ss {
+				ss[i] = fullSketch(b, uint64(10+i))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := hll.Union(ss...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(benchName("impl=axiomhq", n), func(b *testing.B) {
+			ss := make([]*hyperloglog.Sketch, n)
+			for i := range ss {
+				ss[i] = axiomSketch(b, uint64(10+i))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				u := ss[0].Clone()
+				for _, s := range ss[1:] {
+					if err := u.Merge(s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func benchName(impl string, n int) string {
+	return fmt.Sprintf("%s/sketches=%d", impl, n)
+}
+
+func BenchmarkEncode(b *testing.B) {
+	s := fullSketch(b, 4)
+	buf := make([]byte, 0, s.SizeBytes())
+	b.SetBytes(int64(s.SizeBytes()))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = s.AppendBinary(buf[:0])
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	s := fullSketch(b, 5)
+	enc, _ := s.MarshalBinary()
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := hll.Decode(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -83,22 +83,22 @@ func AppendLineHashes(dst []uint64, body []byte, f LineFormat, maxIDs int) ([]ui
 	sc := lineScanner{b: body, f: f, line: 1}
 	out := dst
 	for n := 0; ; n++ {
-		tok, e := sc.next()
-		if e == nil && tok.kind != tokEnd && n == maxIDs {
-			e = tooMany(tok.at, "", maxIDs)
+		kind, e := sc.next()
+		if e == nil && kind != tokEnd && n == maxIDs {
+			e = tooMany(sc.at, "", maxIDs)
 		}
 		if e != nil {
 			e.Line = sc.line
 			return dst, e
 		}
 		var h uint64
-		switch tok.kind {
+		switch kind {
 		case tokEnd:
 			return out, nil
 		case tokInt:
-			h, _ = murmur.Int64(tok.v, 0)
+			h, _ = murmur.Int64(sc.v, 0)
 		case tokText:
-			h, _ = murmur.Bytes(body[tok.start:tok.end], 0)
+			h, _ = murmur.Bytes(body[sc.start:sc.end], 0)
 		case tokDecoded:
 			h, _ = murmur.Bytes(sc.buf, 0)
 		}
@@ -121,23 +121,23 @@ func AppendLineItems(dst []Item, body []byte, f LineFormat, maxIDs int) ([]Item,
 	out := dst
 	var arena []byte
 	for n := 0; ; n++ {
-		tok, e := sc.next()
-		if e == nil && tok.kind != tokEnd && n == maxIDs {
-			e = tooMany(tok.at, "", maxIDs)
+		kind, e := sc.next()
+		if e == nil && kind != tokEnd && n == maxIDs {
+			e = tooMany(sc.at, "", maxIDs)
 		}
 		if e != nil {
 			e.Line = sc.line
 			return dst, e
 		}
 		var id ID
-		switch tok.kind {
+		switch kind {
 		case tokEnd:
 			fixTexts(out[len(dst):], arena)
 			return out, nil
 		case tokInt:
-			id.Int = tok.v
+			id.Int = sc.v
 		case tokText:
-			arena = append(arena, body[tok.start:tok.end]...)
+			arena = append(arena, body[sc.start:sc.end]...)
 			id = ID{Int: int64(len(arena)), IsText: true}
 		case tokDecoded:
 			arena = append(arena, sc.buf...)
@@ -147,32 +147,30 @@ func AppendLineItems(dst []Item, body []byte, f LineFormat, maxIDs int) ([]Item,
 	}
 }
 
+// Token kinds returned by lineScanner.next.
 const (
 	tokEnd     = iota // no more ids
-	tokInt            // v
+	tokInt            // the scanner's v
 	tokText           // b[start:end]
 	tokDecoded        // the scanner's buf (an NDJSON string with escapes)
 )
 
-type lineTok struct {
-	kind       uint8
-	v          int64
-	at         int // offset of the id (for errors)
-	start, end int // tokText: the id's bytes
-}
-
-// lineScanner walks a line-oriented body one id at a time. line is the
-// 1-based line of the last token or error returned.
+// lineScanner walks a line-oriented body one id at a time. The token's
+// data is left in the scanner (returning it as a struct measured slower).
 type lineScanner struct {
 	b      []byte
-	i      int
-	line   int
+	i      int // where the next line starts
+	line   int // 1-based line of the last token or error returned
 	f      LineFormat
-	buf    []byte // the last NDJSON string with escapes, unescaped; allocated on first use
 	needNL bool   // the last token's line ended with '\n': line++ on the next call
+	buf    []byte // the last NDJSON string with escapes, unescaped; allocated on first use
+
+	v          int64 // tokInt
+	at         int   // offset of the last id, for errors
+	start, end int   // tokText
 }
 
-func (sc *lineScanner) next() (lineTok, *Error) {
+func (sc *lineScanner) next() (uint8, *Error) {
 	b, i := sc.b, sc.i
 	if sc.needNL {
 		sc.line++
@@ -181,44 +179,46 @@ func (sc *lineScanner) next() (lineTok, *Error) {
 	// Fast path: an integer alone on its line, the common int body.
 	if i < len(b) && (b[i]-'0' < 10 || b[i] == '-') && sc.f != TextTexts && sc.f != NDJSONTexts {
 		if v, j, ok := parseInt(b, i); ok && (j == len(b) || b[j] == '\n') {
+			sc.v, sc.at = v, i
 			sc.i, sc.needNL = min(j+1, len(b)), j < len(b)
-			return lineTok{kind: tokInt, v: v, at: i}, nil
+			return tokInt, nil
 		}
 	}
 	for i < len(b) {
-		var tok lineTok
+		var kind uint8
 		var e *Error
 		switch sc.f {
 		case TextTexts:
-			tok, i, e = textLine(b, i)
+			kind, i, e = sc.textLine(i)
 		case TextInts:
-			tok, i, e = intLine(b, i)
+			kind, i, e = sc.intLine(i)
 		default:
-			tok, i, e = sc.jsonLine(i)
+			kind, i, e = sc.jsonLine(i)
 		}
 		if e != nil {
-			return tok, e
+			return tokEnd, e
 		}
 		// i is at the line's '\n' or the end of the body.
 		nl := i < len(b)
 		if nl {
 			i++
 		}
-		if tok.kind != tokEnd {
+		if kind != tokEnd {
 			sc.i, sc.needNL = i, nl
-			return tok, nil
+			return kind, nil
 		}
 		if nl {
 			sc.line++
 		}
 	}
 	sc.i = i
-	return lineTok{kind: tokEnd}, nil
+	return tokEnd, nil
 }
 
 // textLine reads a TextTexts line starting at b[i]; it returns the index
 // of its '\n' (or len(b)); kind is tokEnd for an empty line.
-func textLine(b []byte, i int) (lineTok, int, *Error) {
+func (sc *lineScanner) textLine(i int) (uint8, int, *Error) {
+	b := sc.b
 	start := i
 	for {
 		for i+8 <= len(b) {
@@ -232,20 +232,20 @@ func textLine(b []byte, i int) (lineTok, int, *Error) {
 			break
 		}
 		if i >= len(b) {
-			return textTok(start, i), i, nil
+			return sc.text(start, i), i, nil
 		}
 		c := b[i]
 		switch {
 		case c == '\n':
-			return textTok(start, i), i, nil
+			return sc.text(start, i), i, nil
 		case c == '\r' && (i+1 == len(b) || b[i+1] == '\n'):
-			return textTok(start, i), i + 1, nil
+			return sc.text(start, i), i + 1, nil
 		case c < 0x20:
-			return lineTok{}, i, newError(ErrSyntax, i, "control character "+hexByte(c)+" in a text id (send ids with control characters as JSON)")
+			return tokEnd, i, newError(ErrSyntax, i, "control character "+hexByte(c)+" in a text id (send ids with control characters as JSON)")
 		case c >= utf8.RuneSelf:
 			r, n := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && n == 1 {
-				return lineTok{}, i, newError(ErrSyntax, i, "invalid UTF-8 in a text id")
+				return tokEnd, i, newError(ErrSyntax, i, "invalid UTF-8 in a text id")
 			}
 			i += n
 		default:
@@ -254,79 +254,83 @@ func textLine(b []byte, i int) (lineTok, int, *Error) {
 	}
 }
 
-func textTok(start, end int) lineTok {
+// text records the text id b[start:end], or none if it is empty.
+func (sc *lineScanner) text(start, end int) uint8 {
 	if start == end {
-		return lineTok{kind: tokEnd}
+		return tokEnd
 	}
-	return lineTok{kind: tokText, at: start, start: start, end: end}
+	sc.at, sc.start, sc.end = start, start, end
+	return tokText
 }
 
 // intLine reads a TextInts line starting at b[i].
-func intLine(b []byte, i int) (lineTok, int, *Error) {
+func (sc *lineScanner) intLine(i int) (uint8, int, *Error) {
+	b := sc.b
 	switch c := b[i]; {
 	case c == '\n':
-		return lineTok{kind: tokEnd}, i, nil
+		return tokEnd, i, nil
 	case c == '\r' && (i+1 == len(b) || b[i+1] == '\n'):
-		return lineTok{kind: tokEnd}, i + 1, nil
+		return tokEnd, i + 1, nil
 	case c-'0' < 10 || c == '-':
 		v, j, ok := parseInt(b, i)
 		if !ok {
-			return lineTok{}, i, intError(b, i, "ids")
+			return tokEnd, i, intError(b, i, "ids")
 		}
 		if j < len(b) && b[j] == '\r' {
 			j++
 		}
 		if j < len(b) && b[j] != '\n' {
-			return lineTok{}, j, newError(ErrSyntax, j, "want the end of the line after an integer id, found "+lineSnippet(b, j))
+			return tokEnd, j, newError(ErrSyntax, j, "want the end of the line after an integer id, found "+lineSnippet(b, j))
 		}
-		return lineTok{kind: tokInt, v: v, at: i}, j, nil
+		sc.v, sc.at = v, i
+		return tokInt, j, nil
 	}
-	return lineTok{}, i, newError(ErrSyntax, i, "want a decimal integer (id_type=int), found "+lineSnippet(b, i))
+	return tokEnd, i, newError(ErrSyntax, i, "want a decimal integer (id_type=int), found "+lineSnippet(b, i))
 }
 
 // jsonLine reads an NDJSON line starting at b[i].
-func (sc *lineScanner) jsonLine(i int) (lineTok, int, *Error) {
+func (sc *lineScanner) jsonLine(i int) (uint8, int, *Error) {
 	b := sc.b
 	i = skipLineSpace(b, i)
 	if i >= len(b) || b[i] == '\n' {
-		return lineTok{kind: tokEnd}, i, nil
+		return tokEnd, i, nil
 	}
-	var tok lineTok
+	var kind uint8
 	switch c := b[i]; {
 	case c-'0' < 10 || c == '-':
 		if sc.f == NDJSONTexts {
-			return tok, i, newError(ErrType, i, "number "+token(b, i)+" is not a text id (id_type=text)")
+			return tokEnd, i, newError(ErrType, i, "number "+token(b, i)+" is not a text id (id_type=text)")
 		}
 		v, j, ok := parseInt(b, i)
 		if !ok {
-			return tok, i, intError(b, i, "ids")
+			return tokEnd, i, intError(b, i, "ids")
 		}
-		tok, i = lineTok{kind: tokInt, v: v, at: i}, j
+		kind, sc.v, sc.at, i = tokInt, v, i, j
 	case c == '"':
 		if sc.f == NDJSONInts {
-			return tok, i, newError(ErrType, i, "a string is not an integer id (id_type=int)")
+			return tokEnd, i, newError(ErrType, i, "a string is not an integer id (id_type=int)")
 		}
+		sc.at = i
 		if end, ok := scanString(b, i+1); ok {
-			tok, i = lineTok{kind: tokText, at: i, start: i + 1, end: end}, end+1
+			kind, sc.start, sc.end, i = tokText, i+1, end, end+1
 			break
 		}
 		if sc.buf == nil {
 			sc.buf = make([]byte, 0, 256)
 		}
 		var e *Error
-		start := i
 		if sc.buf, i, e = decodeString(b, i+1, sc.buf[:0]); e != nil {
-			return tok, i, e
+			return tokEnd, i, e
 		}
-		tok = lineTok{kind: tokDecoded, at: start}
+		kind = tokDecoded
 	default:
-		return tok, i, elemError(b, i, "ids", 0)
+		return tokEnd, i, elemError(b, i, "ids", 0)
 	}
 	i = skipLineSpace(b, i)
 	if i < len(b) && b[i] != '\n' {
-		return lineTok{}, i, newError(ErrSyntax, i, "want the end of the line after the id, found "+found(b, i))
+		return tokEnd, i, newError(ErrSyntax, i, "want the end of the line after the id, found "+found(b, i))
 	}
-	return tok, i, nil
+	return kind, i, nil
 }
 
 // skipLineSpace skips JSON whitespace other than '\n'.

@@ -317,7 +317,7 @@ func parseItem(b []byte, i int, arena []byte, n int) (Item, []byte, int, *Error)
 		goto missing
 	}
 	for {
-		key, j, e := parseKey(b, i)
+		key, j, e := itemKey(b, i)
 		if e != nil {
 			return it, arena, j, at(e, path(""))
 		}
@@ -363,6 +363,20 @@ missing:
 		return it, arena, i, at(newError(ErrField, start, `missing field "count"`), path(""))
 	}
 	return it, arena, i, nil
+}
+
+// itemKey is parseKey with a shortcut for the usual `"id":` and
+// `"count":`.
+func itemKey(b []byte, i int) ([]byte, int, *Error) {
+	if rest := b[i:]; len(rest) > 8 && rest[0] == '"' {
+		if string(rest[:5]) == `"id":` {
+			return rest[1:3], skipSpace(b, i+5), nil
+		}
+		if string(rest[:8]) == `"count":` {
+			return rest[1:6], skipSpace(b, i+8), nil
+		}
+	}
+	return parseKey(b, i)
 }
 
 // parseCount parses a count (an int64 >= 1) at b[i] into *c.

@@ -93,11 +93,7 @@ func quote(b []byte) string {
 // "1.5 is not an integer". Non-printable input is quoted instead.
 func token(b []byte, i int) string {
 	j := i
-	for j < len(b) && j-i < snippetMax {
-		c := b[j]
-		if c == ',' || c == ']' || c == '}' || c == ':' || c == '[' || c == '{' || c == '"' || isSpace(c) {
-			break
-		}
+	for j < len(b) && j-i < snippetMax && !isDelim(b[j]) {
 		j++
 	}
 	if j == i {
@@ -122,6 +118,7 @@ func token(b []byte, i int) string {
 	return s
 }
 
+// isDelim reports whether c ends a bare JSON token.
 func isDelim(c byte) bool {
 	return c == ',' || c == ']' || c == '}' || c == ':' || c == '[' || c == '{' || c == '"' || isSpace(c)
 }

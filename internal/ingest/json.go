@@ -177,15 +177,8 @@ func AppendJSONItems(dst []Item, body []byte, maxIDs int) ([]Item, error) {
 // parsing, a text id's Int holds the end of its bytes in arena (arena may
 // move as it grows); each text starts where the previous one ended.
 func fixTexts(items []Item, arena []byte) {
-	if len(arena) == 0 {
-		for i := range items {
-			if items[i].ID.IsText {
-				items[i].ID.Int = 0
-			}
-		}
-		return
-	}
-	// arena is never written again, so the string may share its bytes.
+	// arena is never written again, so the string may share its bytes
+	// (with no text bytes at all it is nil and s is "").
 	s := unsafe.String(unsafe.SliceData(arena), len(arena))
 	prev := 0
 	for i := range items {

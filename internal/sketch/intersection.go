@@ -110,7 +110,8 @@ type Intersection struct {
 	// its own standard error (the smallest set's size is itself estimated).
 	Lower, Upper float64
 	// Spurious is true when Estimate is within 1.2·Δ of zero or Lower
-	// reaches zero: the sets may well be disjoint.
+	// reaches zero: the sets may well be disjoint. (For the MLE, Lower is
+	// also 0 when a likelihood-ratio test cannot reject disjoint sets.)
 	Spurious bool
 	// Reliable is true when the estimate is not spurious and the overlap
 	// and cardinality ratio lie inside DESIGN.md's practical cutoffs for
@@ -258,6 +259,9 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	res.Estimate = min(max(res.RawEstimate, 0), minOp.card)
 	res.Lower = max(0, res.RawEstimate-envelopeZ*res.Error)
 	res.Upper = min(max(res.RawEstimate+envelopeZ*res.Error, 0), minOp.card*(1+envelopeZ*minOp.sigma))
+	if est.zeroPlausible {
+		res.Lower = 0
+	}
 	if exact {
 		res.Lower, res.Upper = res.Estimate, res.Estimate
 	}
@@ -297,6 +301,9 @@ type pairExtras struct {
 	x                     Bounded
 	jaccard, aNotB, bNotA *Bounded
 	undetermined          bool // the MLE found a ridge, not a point
+	// zeroPlausible: a likelihood-ratio test cannot reject an empty
+	// intersection at the envelope's level, so Lower is 0.
+	zeroPlausible bool
 }
 
 // term is one union of the inclusion–exclusion sum.

@@ -298,6 +298,11 @@ type jointEstimate struct {
 	determined bool
 	// exactZero reports that the registers prove the sets disjoint.
 	exactZero bool
+	// lrZero is the likelihood-ratio statistic of "the sets are
+	// disjoint": twice the log-likelihood gained by letting λx leave 0.
+	// Unlike the covariance it stays honest where the likelihood is far
+	// from quadratic, such as near Ertl's ridge.
+	lrZero float64
 	// iterations counts accepted and rejected search steps.
 	iterations int
 }
@@ -328,7 +333,7 @@ func (s *jointStats) maximize() jointEstimate {
 	if s.minZero {
 		// Ertl's special case: no register is raised in both sketches,
 		// so no element is in both sets.
-		return s.finish([3]float64{e1, e2, 0}, true, 0)
+		return s.finish([3]float64{e1, e2, 0}, true, 0, 0)
 	}
 	eu := singleEstimate(cu, s.registerModel)
 	// Start from inclusion-exclusion over the single estimates, kept at
@@ -397,22 +402,30 @@ func (s *jointStats) maximize() jointEstimate {
 		}
 		mu = max(4*mu, 1e-3*maxAbsDiag(a), 1e-9)
 	}
-	return s.finish(rates(phi), false, iter)
+	// With λx = 0 the likelihood splits into one term per sketch, each
+	// the single-sketch likelihood: its maximum is at (e1, e2).
+	f0, _, _ := s.eval([3]float64{e1, e2, 0})
+	lr := math.Inf(1)
+	if !math.IsInf(f0, -1) && !math.IsNaN(f0) {
+		lr = max(2*(f-f0), 0)
+	}
+	return s.finish(rates(phi), false, iter, lr)
 }
 
 // finish attaches the covariance at rates l.
-func (s *jointStats) finish(l [3]float64, exactZero bool, iter int) jointEstimate {
-	est := jointEstimate{a: l[0], b: l[1], x: l[2], exactZero: exactZero, iterations: iter}
-	_, _, h := s.eval([3]float64{max(l[0], 1e-9), max(l[1], 1e-9), max(l[2], 1e-9)})
+func (s *jointStats) finish(l [3]float64, exactZero bool, iter int, lrZero float64) jointEstimate {
+	est := jointEstimate{a: l[0], b: l[1], x: l[2], exactZero: exactZero, iterations: iter, lrZero: lrZero}
+	_, g, h := s.eval([3]float64{max(l[0], 1e-9), max(l[1], 1e-9), max(l[2], 1e-9)})
 	var info [3][3]float64
 	for i := range 3 {
 		for j := range 3 {
 			info[i][j] = -h[i][j]
 		}
 	}
-	est.cov, est.determined = inverseSPD3(info)
-	if !est.determined {
-		est.cov, est.determined = boundaryCovariance(info, l)
+	if min(l[0], l[1], l[2]) < 1 {
+		est.cov, est.determined = boundaryCovariance(info, g, l)
+	} else {
+		est.cov, est.determined = inverseSPD3(info)
 	}
 	if exactZero {
 		est.cov[2] = [3]float64{}
@@ -421,23 +434,38 @@ func (s *jointStats) finish(l [3]float64, exactZero bool, iter int) jointEstimat
 	return est
 }
 
-// boundaryCovariance handles an information matrix that is not positive
-// definite because some rates sit on the boundary λ = 0 (identical
-// sketches have λa = λb = 0; there the information on λa vanishes with
-// λb). Rates below one element are held at zero: the covariance is the
-// inverse of the other rates' block, and each held rate gets the variance
-// 1/I_ii of its own direction. determined is false when even that fails.
-func boundaryCovariance(info [3][3]float64, l [3]float64) (cov [3][3]float64, determined bool) {
-	var free []int
+// boundaryZ is the likelihood-ratio distance, in standard deviations,
+// over which a rate held on its boundary is let move (the envelope's
+// 2.5).
+const boundaryZ = 2.5
+
+// boundaryCovariance is the covariance when some rates sit on the
+// boundary λ = 0 (below one element), where the normal approximation of
+// the likelihood does not hold: identical sketches have λa = λb = 0,
+// disjoint ones λx = 0, and there the information matrix need not even
+// be positive definite.
+//
+// The free rates get the inverse of their block of the information
+// matrix. A held rate i may still be positive: moving it by δ costs
+// |g_i|·δ + I_s·δ²/2 of log-likelihood (g_i the gradient, I_s its
+// information after the free rates adjust, a Schur complement), so the
+// δ at which that reaches boundaryZ²/2 is how far the data let it go; it
+// gets δ/boundaryZ as standard deviation, and the free rates get the
+// shift that moving it by δ induces in them, likewise scaled. This is
+// what catches the ridge Ertl describes, where every register of one
+// sketch lies below the other's: there |g_i| is tiny, δ is large, and
+// the intersection's error grows to match, instead of the rate held at
+// zero pinning the others.
+func boundaryCovariance(info [3][3]float64, grad, l [3]float64) (cov [3][3]float64, determined bool) {
+	var free, held []int
 	for i := range 3 {
 		if l[i] >= 1 {
 			free = append(free, i)
+		} else {
+			held = append(held, i)
 		}
 	}
-	if len(free) == 3 {
-		return cov, false
-	}
-	// Invert the free block by padding it with the identity.
+	// Invert the free block, padded with the identity.
 	var sub [3][3]float64
 	for i := range 3 {
 		sub[i][i] = 1
@@ -456,14 +484,33 @@ func boundaryCovariance(info [3][3]float64, l [3]float64) (cov [3][3]float64, de
 			cov[i][j] = inv[i][j]
 		}
 	}
-	for i := range 3 {
-		if l[i] >= 1 {
-			continue
+	total := max(l[0]+l[1]+l[2], 1)
+	for _, i := range held {
+		// w: how the free rates respond to a unit move of rate i.
+		var w [3]float64
+		schur := info[i][i]
+		for _, j := range free {
+			for _, k := range free {
+				w[j] += inv[j][k] * info[k][i]
+			}
+			schur -= info[i][j] * w[j]
 		}
-		if !(info[i][i] > 0) {
-			return cov, false
+		slope := max(-grad[i], 0)
+		var d float64
+		switch {
+		case schur > 1e-12*max(info[i][i], 1e-300):
+			d = (math.Sqrt(slope*slope+schur*boundaryZ*boundaryZ) - slope) / schur
+		case slope > 0:
+			d = boundaryZ * boundaryZ / (2 * slope)
+		default:
+			d = total
 		}
-		cov[i][i] = 1 / info[i][i]
+		d = min(d, total)
+		cov[i][i] += (d / boundaryZ) * (d / boundaryZ)
+		for _, j := range free {
+			shift := w[j] * d / boundaryZ
+			cov[j][j] += shift * shift
+		}
 	}
 	return cov, true
 }

@@ -50,6 +50,7 @@ func fromJoint(est jointEstimate, smallest float64) pairExtras {
 		j.Error = math.Sqrt(max(v, 0))
 	}
 	out.jaccard = j
+	out.zeroPlausible = est.lrZero <= envelopeZ*envelopeZ
 	if !est.determined && !est.exactZero {
 		out.undetermined = true
 		out.x.Error = max(smallest, out.x.Estimate)

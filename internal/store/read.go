@@ -51,6 +51,16 @@ func (s *DB) Describe(ctx context.Context, name string) (sketch.Info, error) {
 	return info, err
 }
 
+// TypeOf returns name's type.
+func (s *DB) TypeOf(ctx context.Context, name string) (sketch.Type, error) {
+	var typ sketch.Type
+	err := s.view(ctx, []string{name}, func(sts []*state) error {
+		typ = sts[0].typ
+		return nil
+	})
+	return typ, err
+}
+
 // ViewHLL runs fn with the HLL sketches names (in order) locked against
 // writes. fn must not keep or change them.
 func (s *DB) ViewHLL(ctx context.Context, names []string, fn func([]*hll.Sketch) error) error {

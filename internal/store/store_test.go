@@ -301,14 +301,14 @@ func TestEventsAllOrNothing(t *testing.T) {
 	mustCreate(t, s, "h", hllSpec(10))
 	mustCreate(t, s, "c", cmsSpec())
 	before := map[string][]byte{"h": rawOf(t, s, "h"), "c": rawOf(t, s, "c")}
-	bad := []Event{
+	bad := []sketch.Event{
 		{ID: cms.IntID(1), Sketches: []string{"h", "c"}},
 		{ID: cms.TextID("u"), Sketches: []string{"h", "nope"}},
 	}
 	if err := s.AddEvents(ctx, bad, false); sketch.KindOf(err) != sketch.NotFound || !strings.Contains(err.Error(), `"nope"`) {
 		t.Fatalf("AddEvents with an unknown sketch = %v, want NotFound naming it", err)
 	}
-	invalid := []Event{{ID: cms.IntID(1), Sketches: []string{"h"}}, {ID: cms.TextID(string([]byte{0xff})), Sketches: []string{"c"}}}
+	invalid := []sketch.Event{{ID: cms.IntID(1), Sketches: []string{"h"}}, {ID: cms.TextID(string([]byte{0xff})), Sketches: []string{"c"}}}
 	if err := s.AddEvents(ctx, invalid, false); sketch.KindOf(err) != sketch.Invalid {
 		t.Fatalf("AddEvents with invalid UTF-8 for a CMS = %v, want Invalid", err)
 	}
@@ -317,7 +317,7 @@ func TestEventsAllOrNothing(t *testing.T) {
 			t.Errorf("%s changed by a refused batch", n)
 		}
 	}
-	good := []Event{{ID: cms.IntID(1), Sketches: []string{"h", "c", "new"}}, {ID: cms.IntID(1), Sketches: []string{"c"}}}
+	good := []sketch.Event{{ID: cms.IntID(1), Sketches: []string{"h", "c", "new"}}, {ID: cms.IntID(1), Sketches: []string{"c"}}}
 	if err := s.AddEvents(ctx, good, true); err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestMergeAndUnionInto(t *testing.T) {
 	ha, hb := randomHashes(r, 5000), randomHashes(r, 5000)
 	s.AddHashes(ctx, "a", ha, false)
 	s.AddHashes(ctx, "b", hb, false)
-	u, err := s.UnionInto(ctx, []string{"a", "b"}, "a+b")
+	u, _, err := s.Union(ctx, []string{"a", "b"}, "a+b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,6 +367,10 @@ func TestMergeAndUnionInto(t *testing.T) {
 	}
 	if got, want := rawOf(t, s, "a"), expectHLL(t, hllSpec(12).HLL, ha, hb); !slices.Equal(got, want) {
 		t.Error("merge of a folded upload differs from adding its ids")
+	}
+	mustCreate(t, s, "c", cmsSpec())
+	if _, _, err := s.Union(ctx, []string{"a", "c"}, ""); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("Union(hll, cms) = %v, want Invalid", err)
 	}
 	f, err := s.FoldInto(ctx, "a", 8, 5, "a")
 	if err != nil || f.Params().Log2m != 8 {

@@ -287,16 +287,10 @@ func (s *DB) AddItems(ctx context.Context, name string, items []cms.Item) error 
 	})
 }
 
-// Event is one id to add to several sketches.
-type Event struct {
-	ID       cms.ID
-	Sketches []string
-}
-
 // AddEvents adds every event's id to each of its sketches (HLL or CMS,
 // count 1) in one durable record: all of them or, on any error, none.
 // With create, missing sketches are created as default HLLs.
-func (s *DB) AddEvents(ctx context.Context, events []Event, create bool) error {
+func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) error {
 	var names []string
 	for _, ev := range events {
 		names = append(names, ev.Sketches...)
@@ -367,17 +361,8 @@ func (s *DB) putState(ctx context.Context, name string, st *state) (created bool
 		return false, sketch.Errorf(sketch.Invalid, "an UNDEFINED hll (the result of an undefined operation in PostgreSQL) cannot be stored")
 	}
 	err = s.update(ctx, []string{name}, func(t *tx) error {
-		e := t.entry(name)
-		st.created, st.updated = t.now, t.now
-		if e.st != nil {
-			if e.st.typ != st.typ {
-				return wrongType(name, e.st, st.typ)
-			}
-			st.created, st.metric = e.st.created, e.st.metric
-		}
-		created = e.st == nil
-		t.put(e, st)
-		return nil
+		created = t.entry(name).st == nil
+		return t.putTyped(name, st)
 	})
 	return created, err
 }
@@ -425,32 +410,87 @@ func (s *DB) MergeCMS(ctx context.Context, name string, c *cms.Sketch) error {
 	})
 }
 
-// UnionInto stores the union of the HLL sketches names (see hll.Union:
-// folded to the smallest log2m, widened to the largest regwidth) as into,
-// atomically with respect to writes to any of them, and returns it.
-func (s *DB) UnionInto(ctx context.Context, names []string, into string) (*hll.Sketch, error) {
-	var out *hll.Sketch
+// Union returns the union of the sketches names, all HLL (see hll.Union:
+// folded to the smallest log2m, widened to the largest regwidth) or all
+// CMS (counters added; same width and depth). Unless into is "", the union
+// is also stored as into, atomically with respect to writes to any of the
+// sketches involved. Exactly one of the results is non-nil.
+func (s *DB) Union(ctx context.Context, names []string, into string) (*hll.Sketch, *cms.Sketch, error) {
+	var h *hll.Sketch
+	var c *cms.Sketch
+	if into == "" {
+		err := s.view(ctx, names, func(sts []*state) error {
+			var err error
+			h, c, err = unionStates(names, sts)
+			return err
+		})
+		return h, c, err
+	}
 	err := s.update(ctx, append(slices.Clone(names), into), func(t *tx) error {
-		hs, err := t.hlls(names)
+		sts, err := t.states(names)
 		if err != nil {
 			return err
 		}
-		if out, err = hll.Union(hs...); err != nil {
-			return sketch.Wrap(sketch.Invalid, err, trim(err.Error(), "hll: "))
+		if h, c, err = unionStates(names, sts); err != nil {
+			return err
 		}
-		return t.putHLL(into, out)
+		if h != nil {
+			return t.putHLL(into, h.Clone())
+		}
+		return t.putCMS(into, c.Clone())
 	})
-	return out, err
+	return h, c, err
 }
 
-// FoldInto folds the HLL sketch name to log2m and regwidth and stores the
-// result as into (which may be name itself), atomically.
+func unionStates(names []string, sts []*state) (*hll.Sketch, *cms.Sketch, error) {
+	for i, st := range sts[1:] {
+		if st.typ != sts[0].typ {
+			return nil, nil, sketch.Errorf(sketch.Invalid, "cannot union %s sketch %q with %s sketch %q", sts[0].typ, names[0], st.typ, names[i+1])
+		}
+	}
+	if sts[0].typ == sketch.TypeHLL {
+		hs := make([]*hll.Sketch, len(sts))
+		for i, st := range sts {
+			hs[i] = st.hll
+		}
+		h, err := hll.Union(hs...)
+		if err != nil {
+			return nil, nil, sketch.Wrap(sketch.Invalid, err, trim(err.Error(), "hll: "))
+		}
+		return h, nil, nil
+	}
+	c := sts[0].cms.Clone()
+	for i, st := range sts[1:] {
+		if err := c.Union(st.cms); err != nil {
+			return nil, nil, sketch.Wrap(sketch.Conflict, err, "cannot union "+strconv.Quote(names[0])+" with "+strconv.Quote(names[i+1])+": "+trim(err.Error(), "cms: "))
+		}
+	}
+	return nil, c, nil
+}
+
+// states returns the locked states of names, NotFound for a missing one.
+func (t *tx) states(names []string) ([]*state, error) {
+	out := make([]*state, len(names))
+	for i, n := range names {
+		if out[i] = t.entry(n).st; out[i] == nil {
+			return nil, notFound(n)
+		}
+	}
+	return out, nil
+}
+
+// FoldInto folds the HLL sketch name to log2m and regwidth (0: keep its
+// own) and stores the result as into (which may be name itself),
+// atomically.
 func (s *DB) FoldInto(ctx context.Context, name string, log2m, regwidth int, into string) (*hll.Sketch, error) {
 	var out *hll.Sketch
 	err := s.update(ctx, []string{name, into}, func(t *tx) error {
 		hs, err := t.hlls([]string{name})
 		if err != nil {
 			return err
+		}
+		if regwidth == 0 {
+			regwidth = hs[0].Params().Regwidth
 		}
 		if out, err = foldHLL(hs[0], log2m, regwidth); err != nil {
 			return err
@@ -470,16 +510,16 @@ func foldHLL(h *hll.Sketch, log2m, regwidth int) (*hll.Sketch, error) {
 
 // hlls returns the locked HLL sketches of names (not copies).
 func (t *tx) hlls(names []string) ([]*hll.Sketch, error) {
+	sts, err := t.states(names)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*hll.Sketch, len(names))
-	for i, n := range names {
-		e := t.entry(n)
-		if e.st == nil {
-			return nil, notFound(n)
+	for i, st := range sts {
+		if st.typ != sketch.TypeHLL {
+			return nil, wrongType(names[i], st, sketch.TypeHLL)
 		}
-		if e.st.typ != sketch.TypeHLL {
-			return nil, wrongType(n, e.st, sketch.TypeHLL)
-		}
-		out[i] = e.st.hll
+		out[i] = st.hll
 	}
 	return out, nil
 }
@@ -487,11 +527,19 @@ func (t *tx) hlls(names []string) ([]*hll.Sketch, error) {
 // putHLL stores h as name within a write, keeping an existing sketch's
 // creation time and metric flag.
 func (t *tx) putHLL(name string, h *hll.Sketch) error {
+	return t.putTyped(name, &state{typ: sketch.TypeHLL, hll: h})
+}
+
+func (t *tx) putCMS(name string, c *cms.Sketch) error {
+	return t.putTyped(name, &state{typ: sketch.TypeCMS, cms: c})
+}
+
+func (t *tx) putTyped(name string, st *state) error {
 	e := t.entry(name)
-	st := &state{typ: sketch.TypeHLL, hll: h, created: t.now, updated: t.now}
+	st.created, st.updated = t.now, t.now
 	if e.st != nil {
-		if e.st.typ != sketch.TypeHLL {
-			return wrongType(name, e.st, sketch.TypeHLL)
+		if e.st.typ != st.typ {
+			return wrongType(name, e.st, st.typ)
 		}
 		st.created, st.metric = e.st.created, e.st.metric
 	}

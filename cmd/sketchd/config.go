@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/sketchd/sketchd/internal/server"
+)
+
+// config is sketchd's configuration: flag > SKETCHD_<FLAG> > default.
+type config struct {
+	addr               string
+	data               string
+	authTokens         string
+	authMetrics        bool
+	maxBody            int64
+	maxIDs             int
+	maxInflightWrites  int
+	commitInterval     time.Duration
+	checkpointInterval time.Duration
+	cacheBytes         int64
+	shutdownTimeout    time.Duration
+	logLevel           slog.Level
+	logFormat          string
+}
+
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	def := server.DefaultConfig()
+	c := config{}
+	fs := flag.NewFlagSet("sketchd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", ":8080", "listen address")
+	fs.StringVar(&c.data, "data", "sketchd.db", "bbolt data file (its write-ahead log lives beside it in <data>.wal/)")
+	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines (role read or write); empty leaves the API open")
+	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens)")
+	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body, in bytes")
+	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
+	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
+	fs.DurationVar(&c.commitInterval, "commit-interval", 0, "extra wait before each log sync to group more writes (0: sync as soon as the previous sync ends)")
+	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
+	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "memory for decoded sketches, in bytes")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")
+	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "SKETCHD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && !set[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %v", env, v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case c.data == "":
+		return errors.New("-data must name a file")
+	case c.maxBody < 1024:
+		return fmt.Errorf("-max-body %d is below 1024 bytes", c.maxBody)
+	case c.maxIDs < 1:
+		return fmt.Errorf("-max-ids %d must be positive", c.maxIDs)
+	case c.maxInflightWrites < 1:
+		return fmt.Errorf("-max-inflight-writes %d must be positive", c.maxInflightWrites)
+	case c.commitInterval < 0 || c.commitInterval > time.Second:
+		return fmt.Errorf("-commit-interval %v must be between 0 and 1s", c.commitInterval)
+	case c.checkpointInterval < 100*time.Millisecond:
+		return fmt.Errorf("-checkpoint-interval %v is below 100ms", c.checkpointInterval)
+	case c.cacheBytes < 1<<20:
+		return fmt.Errorf("-cache-bytes %d is below 1 MiB", c.cacheBytes)
+	case c.shutdownTimeout <= 0:
+		return fmt.Errorf("-shutdown-timeout %v must be positive", c.shutdownTimeout)
+	case c.logFormat != "json" && c.logFormat != "text":
+		return fmt.Errorf("-log-format %q must be json or text", c.logFormat)
+	case c.authMetrics && c.authTokens == "":
+		return errors.New("-auth-metrics needs -auth-tokens")
+	}
+	return nil
+}

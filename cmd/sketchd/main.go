@@ -1,0 +1,26 @@
+// Command sketchd serves named HyperLogLog and Count-Min sketches over
+// HTTP, durable in a bbolt file. With no arguments it listens on :8080 and
+// keeps its data in ./sketchd.db; every flag also reads SKETCHD_<FLAG>
+// (upper case, - as _). SIGINT and SIGTERM drain requests, commit and exit
+// 0; SIGHUP reloads the token file.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Set at build time: -ldflags "-X main.version=... -X main.revision=...".
+var version, revision string
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "sketchd:", err)
+		os.Exit(1)
+	}
+}

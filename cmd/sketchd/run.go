@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sketchd/sketchd/api"
+	"github.com/sketchd/sketchd/internal/metrics"
+	"github.com/sketchd/sketchd/internal/server"
+	"github.com/sketchd/sketchd/internal/store"
+)
+
+// run starts sketchd and blocks until ctx ends (then shuts down cleanly
+// and returns nil) or it fails.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+
+	// The store reports commits to the metrics, which read the store at
+	// scrape time: the observer is wired once both exist.
+	var obs observer
+	db, err := store.Open(cfg.data, store.Options{
+		CommitInterval:     cfg.commitInterval,
+		CheckpointInterval: cfg.checkpointInterval,
+		CacheBytes:         cfg.cacheBytes,
+		Logger:             log,
+		Observer:           &obs,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			log.Error("closing the store", "err", err)
+		}
+	}()
+	reg := metrics.NewRegistry()
+	m := metrics.New(reg, metrics.Options{Version: buildVersion(), Revision: buildRevision(), Source: db})
+	obs.m.Store(m)
+
+	var auth *server.Auth
+	if cfg.authTokens != "" {
+		if auth, err = server.LoadAuth(cfg.authTokens); err != nil {
+			return err
+		}
+		go reloadOnHangup(ctx, auth, log)
+	}
+	srv := server.New(server.Config{
+		MaxBody: cfg.maxBody, MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
+	}, server.Deps{
+		Store: db, Metrics: m, Logger: log, Auth: auth,
+		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),
+	})
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.data, "version", buildVersion(), "auth", auth != nil)
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining requests")
+	srv.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("requests still running at the shutdown timeout", "err", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.logLevel}
+	if cfg.logFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// observer forwards the store's timings to the metrics once they exist.
+type observer struct{ m atomic.Pointer[metrics.Metrics] }
+
+func (o *observer) ObserveCommit(requests, bytes int, d time.Duration) {
+	o.m.Load().ObserveCommit(requests, bytes, d)
+}
+
+func (o *observer) ObserveCheckpoint(sketches int, d time.Duration) {
+	o.m.Load().ObserveCheckpoint(sketches, d)
+}
+
+func reloadOnHangup(ctx context.Context, auth *server.Auth, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := auth.Reload(); err != nil {
+				log.Error("reloading tokens failed; keeping the previous ones", "err", err)
+			} else {
+				log.Info("reloaded tokens")
+			}
+		}
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func buildRevision() string {
+	if revision != "" {
+		return revision
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}
+

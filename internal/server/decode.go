@@ -1,0 +1,242 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// mediaType returns the request's media type (lower case, no parameters)
+// and refuses a charset other than UTF-8.
+func mediaType(r *http.Request) (string, error) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return "", nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", errUnsupportedMedia(fmt.Sprintf("Content-Type %q cannot be parsed", clip(ct)))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return "", errUnsupportedMedia(fmt.Sprintf("charset %q is not supported; send UTF-8", clip(cs)))
+	}
+	return mt, nil
+}
+
+// readBody reads the whole body, refusing more than limit bytes with
+// TooLarge. The returned buffer is the caller's until it calls put.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*bytes.Buffer, error) {
+	buf := s.bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	if r.ContentLength > s.cfg.MaxBody {
+		s.bufs.Put(buf)
+		s.refused(refusedTooLarge)
+		return nil, tooLarge(s.cfg.MaxBody)
+	}
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		s.bufs.Put(buf)
+		s.refused(refusedTooLarge)
+		return nil, tooLarge(s.cfg.MaxBody)
+	case err != nil:
+		s.bufs.Put(buf)
+		return nil, sketch.Wrap(sketch.Invalid, err, "the request body could not be read")
+	}
+	return buf, nil
+}
+
+// putBody returns a body buffer to the pool unless it grew unusually big.
+func (s *Server) putBody(buf *bytes.Buffer) {
+	if buf != nil && buf.Cap() <= 4<<20 {
+		s.bufs.Put(buf)
+	}
+}
+
+func tooLarge(limit int64) error {
+	return sketch.Errorf(sketch.TooLarge, "the request body is larger than the %d-byte limit (-max-body)", limit)
+}
+
+// decodeJSON reads a JSON request body into dst: application/json only
+// (an empty body, when allowEmpty, decodes as {}), no unknown fields, one
+// value and nothing after it. Errors name the offset or field.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
+	mt, err := mediaType(r)
+	if err != nil {
+		s.refused(refusedMediaType)
+		return err
+	}
+	buf, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	defer s.putBody(buf)
+	if buf.Len() == 0 && allowEmpty && mt == "" {
+		return nil
+	}
+	if mt != "application/json" {
+		s.refused(refusedMediaType)
+		return errUnsupportedMedia(fmt.Sprintf("send Content-Type: application/json (got %q)", clip(r.Header.Get("Content-Type"))))
+	}
+	if err := strictUnmarshal(buf.Bytes(), dst); err != nil {
+		s.refused(refusedBadInput)
+		return err
+	}
+	return nil
+}
+
+// strictUnmarshal decodes exactly one JSON value with no unknown fields.
+func strictUnmarshal(b []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return sketch.Errorf(sketch.Invalid, "unexpected data after the JSON value at offset %d", dec.InputOffset())
+	}
+	return nil
+}
+
+// jsonError turns encoding/json's errors into client-safe details.
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return sketch.Errorf(sketch.Invalid, "malformed JSON at offset %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "the body"
+		}
+		return sketch.Errorf(sketch.Invalid, "%s at offset %d: a JSON %s cannot be %s", field, typ.Offset, typ.Value, goTypeName(typ.Type.String()))
+	case errors.Is(err, io.EOF):
+		return sketch.Errorf(sketch.Invalid, "the request body is empty; send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return sketch.Errorf(sketch.Invalid, "the JSON body is truncated")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return sketch.Errorf(sketch.Invalid, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	var se *sketch.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return sketch.Wrap(sketch.Invalid, err, "invalid JSON: "+clip(err.Error()))
+}
+
+func goTypeName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "*int"):
+		return "an integer here"
+	case t == "string", t == "*string":
+		return "a string here"
+	case t == "bool", t == "*bool":
+		return "a boolean here"
+	case strings.HasPrefix(t, "float"), strings.HasPrefix(t, "*float"):
+		return "a number here"
+	case strings.HasPrefix(t, "[]"):
+		return "an array here"
+	}
+	return "used here"
+}
+
+// clip shortens a client-supplied string for a detail message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// query checks that r's query has only the allowed parameters, each at
+// most once unless repeatable, and returns it.
+func query(r *http.Request, allowed ...string) (map[string][]string, error) {
+	q, err := urlQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range q {
+		ok := false
+		for _, a := range allowed {
+			name, repeatable := strings.CutSuffix(a, "*")
+			if k == name {
+				ok = true
+				if len(vs) > 1 && !repeatable {
+					return nil, sketch.Errorf(sketch.Invalid, "query parameter %q is given %d times", clip(k), len(vs))
+				}
+			}
+		}
+		if !ok {
+			return nil, sketch.Errorf(sketch.Invalid, "unknown query parameter %q; this route takes %s", clip(k), strings.Join(trimStars(allowed), ", "))
+		}
+	}
+	return q, nil
+}
+
+func trimStars(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.TrimSuffix(s, "*")
+	}
+	if len(out) == 0 {
+		return []string{"no parameters"}
+	}
+	return out
+}
+
+func urlQuery(r *http.Request) (map[string][]string, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, sketch.Errorf(sketch.Invalid, "malformed query string: %s", clip(err.Error()))
+	}
+	return q, nil
+}
+
+func first(q map[string][]string, k string) (string, bool) {
+	if vs := q[k]; len(vs) > 0 {
+		return vs[0], true
+	}
+	return "", false
+}
+
+// boolParam parses "true" or "false"; absent means def.
+func boolParam(q map[string][]string, k string, def bool) (bool, error) {
+	v, ok := first(q, k)
+	if !ok {
+		return def, nil
+	}
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, sketch.Errorf(sketch.Invalid, "query parameter %s=%q must be true or false", k, clip(v))
+}
+
+// intParam parses a decimal integer in [lo, hi]; absent means def.
+func intParam(q map[string][]string, k string, def, lo, hi int) (int, error) {
+	v, ok := first(q, k)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, sketch.Errorf(sketch.Invalid, "query parameter %s=%q must be an integer from %d to %d", k, clip(v), lo, hi)
+	}
+	return n, nil
+}

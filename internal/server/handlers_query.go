@@ -1,0 +1,253 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// Limits on query fan-in.
+const (
+	maxUnionSketches = 1000
+	maxFrequencyIDs  = 10000
+)
+
+func (s *Server) handleFrequencyPost(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	var req struct {
+		IDs []json.RawMessage `json:"ids"`
+	}
+	if err := s.decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	if req.IDs == nil {
+		return sketch.Errorf(sketch.Invalid, `send {"ids":[...]}`)
+	}
+	if len(req.IDs) > maxFrequencyIDs {
+		return sketch.Errorf(sketch.TooLarge, "%d ids; at most %d per frequency query", len(req.IDs), maxFrequencyIDs)
+	}
+	ids, err := parseRawIDs(len(req.IDs), func(i int) []byte { return req.IDs[i] }, "ids[%d]")
+	if err != nil {
+		return err
+	}
+	return s.frequency(w, r, name, ids)
+}
+
+// handleFrequencyGet answers ?id= (repeatable); ids are integers unless
+// id_type=text.
+func (s *Server) handleFrequencyGet(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "id*", "id_type")
+	if err != nil {
+		return err
+	}
+	idType, _ := first(q, "id_type")
+	if idType != "" && idType != "int" && idType != "text" {
+		return sketch.Errorf(sketch.Invalid, "query parameter id_type=%q must be int or text", clip(idType))
+	}
+	raw := q["id"]
+	if len(raw) == 0 {
+		return sketch.Errorf(sketch.Invalid, "give at least one ?id=")
+	}
+	if len(raw) > maxFrequencyIDs {
+		return sketch.Errorf(sketch.TooLarge, "%d ids; at most %d per frequency query", len(raw), maxFrequencyIDs)
+	}
+	ids := make([]cms.ID, len(raw))
+	for i, v := range raw {
+		if idType == "text" {
+			ids[i] = cms.TextID(v)
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return sketch.Errorf(sketch.Invalid, "id=%q is not an int64; add id_type=text for text ids", clip(v))
+		}
+		ids[i] = cms.IntID(n)
+	}
+	return s.frequency(w, r, name, ids)
+}
+
+func (s *Server) frequency(w http.ResponseWriter, r *http.Request, name string, ids []cms.ID) error {
+	var resp frequencyResponse
+	err := s.store.ViewCMS(r.Context(), name, func(c *cms.Sketch) error {
+		resp.Total = c.Total()
+		bound, conf := c.ErrorBound(), c.Confidence()
+		resp.Results = make([]frequencyResult, len(ids))
+		for i, id := range ids {
+			resp.Results[i] = frequencyResult{ID: idValue(id), Estimate: c.Estimate(id), ErrorBound: bound, Confidence: conf}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// handleTop lists a CMS's heavy hitters, heaviest first.
+func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "k")
+	if err != nil {
+		return err
+	}
+	k, err := intParam(q, "k", 0, 1, cms.MaxTopK)
+	if err != nil {
+		return err
+	}
+	resp := topResponse{Items: []topItem{}}
+	err = s.store.ViewCMS(r.Context(), name, func(c *cms.Sketch) error {
+		if c.Params().TopK == 0 {
+			return sketch.Errorf(sketch.Conflict, "sketch %q keeps no heavy hitters; create it with topk > 0", name)
+		}
+		for _, it := range c.Top(k) {
+			resp.Items = append(resp.Items, topItem{ID: idValue(it.ID), Estimate: it.Count})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// validateNames checks a list of sketch names from a body.
+func validateNames(field string, names []string, lo, hi int) error {
+	if len(names) < lo || len(names) > hi {
+		return sketch.Errorf(sketch.Invalid, "%s must name %d to %d sketches; it names %d", field, lo, hi, len(names))
+	}
+	for i, n := range names {
+		if err := sketch.ValidateName(n); err != nil {
+			return sketch.Errorf(sketch.Invalid, "%s[%d]: %s", field, i, err.(*sketch.Error).Detail)
+		}
+	}
+	return nil
+}
+
+// handleUnion estimates the union of sketches, optionally storing it.
+func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
+	var req unionRequest
+	if err := s.decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	if err := validateNames("sketches", req.Sketches, 1, maxUnionSketches); err != nil {
+		return err
+	}
+	if req.Into != "" {
+		if err := sketch.ValidateName(req.Into); err != nil {
+			return sketch.Errorf(sketch.Invalid, "into: %s", err.(*sketch.Error).Detail)
+		}
+		if err := requireWrite(r.Context()); err != nil {
+			return err
+		}
+	}
+	h, c, err := s.store.Union(r.Context(), req.Sketches, req.Into)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		p := c.Params()
+		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into})
+	}
+	return writeJSON(w, http.StatusOK, unionDTO(h, req.Into))
+}
+
+func unionDTO(h *hll.Sketch, into string) unionResponse {
+	p := h.Params()
+	return unionResponse{
+		Cardinality: finite(h.Estimate()), StdError: h.StdError(), Log2m: p.Log2m, Regwidth: p.Regwidth,
+		Representation: h.Representation().String(), Into: into,
+	}
+}
+
+// handleIntersection estimates the intersection of 2 to 8 HLL sketches
+// with its error envelope.
+func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
+	var req intersectionRequest
+	if err := s.decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	if err := validateNames("sketches", req.Sketches, 2, 8); err != nil {
+		return err
+	}
+	method, err := sketch.ParseMethod(req.Method)
+	if err != nil {
+		return sketch.Wrap(sketch.Invalid, err, `method must be "inclusion_exclusion" or "mle" (or absent for the default)`)
+	}
+	var x sketch.Intersection
+	err = s.store.ViewHLL(r.Context(), req.Sketches, func(hs []*hll.Sketch) error {
+		var err error
+		x, err = sketch.Intersect(req.Sketches, hs, method)
+		return err
+	})
+	if err != nil {
+		if sketch.KindOf(err) == sketch.Internal {
+			return sketch.Wrap(sketch.Invalid, err, err.Error())
+		}
+		return err
+	}
+	return writeJSON(w, http.StatusOK, intersectionDTO(x))
+}
+
+// handleFold folds a sketch to fewer registers (and optionally narrower
+// ones), in place or into another sketch.
+func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	var req foldRequest
+	if err := s.decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	if req.Log2m == nil {
+		return sketch.Errorf(sketch.Invalid, "log2m is required")
+	}
+	into := name
+	if req.Into != "" {
+		if err := sketch.ValidateName(req.Into); err != nil {
+			return sketch.Errorf(sketch.Invalid, "into: %s", err.(*sketch.Error).Detail)
+		}
+		into = req.Into
+	}
+	regwidth := 0
+	if req.Regwidth != nil {
+		regwidth = *req.Regwidth
+		if regwidth < hll.MinRegwidth || regwidth > hll.MaxRegwidth {
+			return sketch.Errorf(sketch.Invalid, "regwidth %d not in %d..%d", regwidth, hll.MinRegwidth, hll.MaxRegwidth)
+		}
+	}
+	if _, err := s.store.FoldInto(r.Context(), name, *req.Log2m, regwidth, into); err != nil {
+		return err
+	}
+	info, err := s.store.Describe(r.Context(), into)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, describe(info))
+}

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"bytes"
+	"encoding/hex"
+	"hash/fnv"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// cmsMagic is the first byte of every CMS encoding (cms doc.go); HLL
+// encodings start with 0x1X, so uploads identify their type.
+const cmsMagic = 0xC1
+
+// handleRawGet downloads a sketch's encoding: binary with an ETag, or
+// ?format=hex as PostgreSQL prints a bytea/hll (\x and lower-case hex);
+// ?log2m= folds an HLL on the way out.
+func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "format", "log2m")
+	if err != nil {
+		return err
+	}
+	format, _ := first(q, "format")
+	if format != "" && format != "hex" && format != "binary" {
+		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
+	}
+	var b []byte
+	if _, ok := first(q, "log2m"); ok {
+		log2m, err := intParam(q, "log2m", 0, hll.MinLog2m, hll.MaxLog2m)
+		if err != nil {
+			return err
+		}
+		err = s.store.ViewHLL(r.Context(), []string{name}, func(hs []*hll.Sketch) error {
+			f, err := hs[0].Fold(log2m, hs[0].Params().Regwidth)
+			if err != nil {
+				return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "hll: "))
+			}
+			b, _ = f.MarshalBinary()
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else if _, b, err = s.store.Raw(r.Context(), name, nil); err != nil {
+		return err
+	}
+	h := fnv.New64a()
+	h.Write(b)
+	etag := `"` + strconv.FormatUint(h.Sum64(), 16) + `"`
+	if format == "hex" {
+		etag = `"hex-` + etag[1:]
+	}
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "no-cache")
+	if match := r.Header.Get("If-None-Match"); match != "" && (match == etag || match == "*") {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	if format == "hex" {
+		out := make([]byte, 2+hex.EncodedLen(len(b)))
+		out[0], out[1] = '\\', 'x'
+		hex.Encode(out[2:], b)
+		b = out
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/octet-stream")
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	return nil
+}
+
+// upload reads a sketch sent as binary (application/octet-stream) or as
+// PostgreSQL's text form (text/plain, \x then hex digits), decoded as
+// strictly as the format allows. Exactly one result is non-nil.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) (*hll.Sketch, *cms.Sketch, error) {
+	if _, err := query(r); err != nil {
+		return nil, nil, err
+	}
+	mt, err := mediaType(r)
+	if err != nil {
+		s.refused(refusedMediaType)
+		return nil, nil, err
+	}
+	if mt != "application/octet-stream" && mt != "text/plain" {
+		s.refused(refusedMediaType)
+		return nil, nil, errUnsupportedMedia("upload a sketch as application/octet-stream (its bytes) or text/plain (\\x followed by hex, as PostgreSQL prints it)")
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.putBody(body)
+	raw := body.Bytes()
+	if mt == "text/plain" {
+		text := bytes.TrimSpace(raw)
+		text, ok := bytes.CutPrefix(text, []byte(`\x`))
+		if !ok {
+			s.refused(refusedBadInput)
+			return nil, nil, sketch.Errorf(sketch.Invalid, `a text upload starts with \x, as PostgreSQL prints an hll`)
+		}
+		raw = make([]byte, hex.DecodedLen(len(text)))
+		if _, err := hex.Decode(raw, text); err != nil {
+			s.refused(refusedBadInput)
+			return nil, nil, sketch.Errorf(sketch.Invalid, "the text upload is not hex: %s", clip(err.Error()))
+		}
+	}
+	if len(raw) > 0 && raw[0] == cmsMagic {
+		c, err := cms.Decode(raw)
+		if err != nil {
+			s.refused(refusedBadInput)
+			return nil, nil, sketch.Wrap(sketch.Invalid, err, "the upload is not a valid cms sketch: "+trimCMS(err.Error()))
+		}
+		return nil, c, nil
+	}
+	h, err := hll.Decode(raw)
+	if err != nil {
+		s.refused(refusedBadInput)
+		return nil, nil, sketch.Wrap(sketch.Invalid, err, "the upload is not a valid hll sketch: "+strings.TrimPrefix(err.Error(), "hll: "))
+	}
+	if h.Representation() == hll.Undefined {
+		s.refused(refusedBadInput)
+		return nil, nil, sketch.Errorf(sketch.Invalid, "an UNDEFINED hll (the result of an undefined operation in PostgreSQL) cannot be stored")
+	}
+	return h, nil, nil
+}
+
+// handleRawPut creates or replaces a sketch from uploaded bytes.
+func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	h, c, err := s.upload(w, r)
+	if err != nil {
+		return err
+	}
+	var created bool
+	if h != nil {
+		created, err = s.store.PutHLL(r.Context(), name, h)
+	} else {
+		created, err = s.store.PutCMS(r.Context(), name, c)
+	}
+	if err != nil {
+		return err
+	}
+	info, err := s.store.Describe(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return writeJSON(w, status, describe(info))
+}
+
+// handleRawPost unions uploaded bytes into a stored sketch.
+func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	h, c, err := s.upload(w, r)
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		err = s.store.MergeHLL(r.Context(), name, h)
+	} else {
+		err = s.store.MergeCMS(r.Context(), name, c)
+	}
+	if err != nil {
+		return err
+	}
+	info, err := s.store.Describe(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, describe(info))
+}

@@ -1,0 +1,348 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/ingest"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// nameParam returns the {name} path parameter, validated.
+func nameParam(r *http.Request) (string, error) {
+	name := chi.URLParam(r, "name")
+	if err := sketch.ValidateName(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r, "prefix", "after", "limit")
+	if err != nil {
+		return err
+	}
+	prefix, _ := first(q, "prefix")
+	after, _ := first(q, "after")
+	for k, v := range map[string]string{"prefix": prefix, "after": after} {
+		if v != "" && sketch.ValidateName(v) != nil {
+			return sketch.Errorf(sketch.Invalid, "query parameter %s=%q is not a sketch name (or its start)", k, clip(v))
+		}
+	}
+	limit, err := intParam(q, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	infos, more, err := s.store.List(r.Context(), prefix, after, limit)
+	if err != nil {
+		return err
+	}
+	resp := listResponse{Sketches: make([]any, len(infos))}
+	for i, in := range infos {
+		resp.Sketches[i] = describe(in)
+	}
+	if more {
+		resp.Next = infos[len(infos)-1].Name
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// handleCreate creates a sketch (201), accepts the same parameters again
+// (200, updating the metric flag if it differs) and refuses others (409).
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	var req createRequest
+	if err := s.decodeJSON(w, r, &req, true); err != nil {
+		return err
+	}
+	spec, err := req.spec()
+	if err != nil {
+		return err
+	}
+	info, created, err := s.store.Create(r.Context(), name, spec)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/sketches/"+name)
+	}
+	return writeJSON(w, status, describe(info))
+}
+
+func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	info, err := s.store.Describe(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, describe(info))
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	if err := s.store.Delete(r.Context(), name); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// bodyFormat is how an id body is encoded.
+type bodyFormat int
+
+const (
+	formatJSON bodyFormat = iota
+	formatLines
+	formatOctet
+)
+
+// idFormat reads the media type and ?id_type of an id body.
+func (s *Server) idFormat(r *http.Request, q map[string][]string) (bodyFormat, ingest.LineFormat, error) {
+	mt, err := mediaType(r)
+	if err != nil {
+		s.refused(refusedMediaType)
+		return 0, 0, err
+	}
+	idType, hasType := first(q, "id_type")
+	if hasType && idType != "int" && idType != "text" {
+		return 0, 0, sketch.Errorf(sketch.Invalid, "query parameter id_type=%q must be int or text", clip(idType))
+	}
+	switch mt {
+	case "application/json":
+		if hasType {
+			return 0, 0, sketch.Errorf(sketch.Invalid, "id_type applies to text/plain and application/x-ndjson bodies; JSON says its own types")
+		}
+		return formatJSON, 0, nil
+	case "application/x-ndjson":
+		switch idType {
+		case "int":
+			return formatLines, ingest.NDJSONInts, nil
+		case "text":
+			return formatLines, ingest.NDJSONTexts, nil
+		}
+		return formatLines, ingest.NDJSON, nil
+	case "text/plain":
+		if idType == "text" {
+			return formatLines, ingest.TextTexts, nil
+		}
+		return formatLines, ingest.TextInts, nil
+	case "application/octet-stream":
+		if idType == "text" {
+			return 0, 0, sketch.Errorf(sketch.Invalid, "octet-stream bodies carry big-endian int64 ids; id_type=text does not apply")
+		}
+		return formatOctet, 0, nil
+	}
+	s.refused(refusedMediaType)
+	return 0, 0, errUnsupportedMedia(fmt.Sprintf("Content-Type %q is not an id body; send application/json, application/x-ndjson, text/plain or application/octet-stream", clip(r.Header.Get("Content-Type"))))
+}
+
+// ingestError classifies a parser's refusal.
+func (s *Server) ingestError(err error) error {
+	s.refused(refusedBadInput)
+	var ie *ingest.Error
+	if !errors.As(err, &ie) {
+		return sketch.Wrap(sketch.Invalid, err, "the body could not be parsed")
+	}
+	if errors.Is(err, ingest.ErrTooMany) {
+		return sketch.Wrap(sketch.TooLarge, err, ie.Detail()+fmt.Sprintf(" (at most %d per request)", s.cfg.MaxIDs))
+	}
+	return sketch.Wrap(sketch.Invalid, err, ie.Detail())
+}
+
+// handleAdd adds ids to a sketch: hashed straight into an HLL, counted
+// into a CMS. 200 only once the write is durable.
+func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "create", "id_type")
+	if err != nil {
+		return err
+	}
+	create, err := boolParam(q, "create", false)
+	if err != nil {
+		return err
+	}
+	format, lines, err := s.idFormat(r, q)
+	if err != nil {
+		return err
+	}
+	typ, err := s.store.TypeOf(r.Context(), name)
+	switch {
+	case sketch.KindOf(err) == sketch.NotFound && create:
+		typ = sketch.TypeHLL
+	case err != nil:
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	defer s.putBody(body)
+	if typ == sketch.TypeCMS {
+		return s.addItems(w, r, name, body.Bytes(), format, lines)
+	}
+	hp := s.hashBufs.Get().(*[]uint64)
+	defer func() {
+		if cap(*hp) <= 1<<20 {
+			s.hashBufs.Put(hp)
+		}
+	}()
+	hashes := (*hp)[:0]
+	switch format {
+	case formatJSON:
+		hashes, err = ingest.AppendJSONHashes(hashes, body.Bytes(), s.cfg.MaxIDs)
+	case formatLines:
+		hashes, err = ingest.AppendLineHashes(hashes, body.Bytes(), lines, s.cfg.MaxIDs)
+	default:
+		hashes, err = ingest.AppendOctetHashes(hashes, body.Bytes(), s.cfg.MaxIDs)
+	}
+	*hp = hashes
+	if err != nil {
+		return s.ingestError(err)
+	}
+	if err := s.store.AddHashes(r.Context(), name, hashes, create); err != nil {
+		return err
+	}
+	s.metrics.Ingested(string(sketch.TypeHLL), len(hashes))
+	return writeJSON(w, http.StatusOK, addResponse{Accepted: len(hashes)})
+}
+
+func (s *Server) addItems(w http.ResponseWriter, r *http.Request, name string, body []byte, format bodyFormat, lines ingest.LineFormat) error {
+	items, err := s.parseItems(body, format, lines)
+	if err != nil {
+		return err
+	}
+	batch := make([]cms.Item, len(items))
+	for i, it := range items {
+		batch[i] = cms.Item{ID: cmsID(it.ID), Count: uint64(it.Count)}
+	}
+	if err := s.store.AddItems(r.Context(), name, batch); err != nil {
+		return err
+	}
+	s.metrics.Ingested(string(sketch.TypeCMS), len(batch))
+	return writeJSON(w, http.StatusOK, addResponse{Accepted: len(batch)})
+}
+
+func (s *Server) parseItems(body []byte, format bodyFormat, lines ingest.LineFormat) ([]ingest.Item, error) {
+	var items []ingest.Item
+	var err error
+	switch format {
+	case formatJSON:
+		items, err = ingest.AppendJSONItems(nil, body, s.cfg.MaxIDs)
+	case formatLines:
+		items, err = ingest.AppendLineItems(nil, body, lines, s.cfg.MaxIDs)
+	default:
+		items, err = ingest.AppendOctetItems(nil, body, s.cfg.MaxIDs)
+	}
+	if err != nil {
+		return nil, s.ingestError(err)
+	}
+	return items, nil
+}
+
+// handleEvents adds each event's id to all its sketches in one
+// all-or-nothing write.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r, "create")
+	if err != nil {
+		return err
+	}
+	create, err := boolParam(q, "create", false)
+	if err != nil {
+		return err
+	}
+	var req eventsRequest
+	if err := s.decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	if len(req.Events) > s.cfg.MaxIDs {
+		return sketch.Errorf(sketch.TooLarge, "%d events; at most %d per request", len(req.Events), s.cfg.MaxIDs)
+	}
+	ids, err := parseRawIDs(len(req.Events), func(i int) []byte { return req.Events[i].ID }, "events[%d].id")
+	if err != nil {
+		return err
+	}
+	events := make([]sketch.Event, len(req.Events))
+	for i, ev := range req.Events {
+		if len(ev.Sketches) == 0 {
+			return sketch.Errorf(sketch.Invalid, "events[%d] names no sketches", i)
+		}
+		if len(ev.Sketches) > maxEventSketches {
+			return sketch.Errorf(sketch.Invalid, "events[%d] names %d sketches; at most %d", i, len(ev.Sketches), maxEventSketches)
+		}
+		for j, n := range ev.Sketches {
+			if err := sketch.ValidateName(n); err != nil {
+				return sketch.Wrap(sketch.Invalid, err, fmt.Sprintf("events[%d].sketches[%d]: %s", i, j, err.(*sketch.Error).Detail))
+			}
+		}
+		events[i] = sketch.Event{ID: ids[i], Sketches: ev.Sketches}
+	}
+	if err := s.store.AddEvents(r.Context(), events, create); err != nil {
+		return err
+	}
+	s.metrics.Ingested("event", len(events))
+	return writeJSON(w, http.StatusOK, eventsResponse{Accepted: len(events)})
+}
+
+const maxEventSketches = 100
+
+// parseRawIDs parses n raw JSON ids (from an encoding/json decode) with the
+// ingest parser's strict rules: ints within int64, valid strings, nothing
+// else. path formats the position of id i for messages.
+func parseRawIDs(n int, raw func(i int) []byte, path string) ([]cms.ID, error) {
+	buf := make([]byte, 0, 16*n+16)
+	buf = append(buf, `{"ids":[`...)
+	for i := range n {
+		if len(raw(i)) == 0 {
+			return nil, sketch.Errorf(sketch.Invalid, path+" is missing", i)
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, raw(i)...)
+	}
+	buf = append(buf, "]}"...)
+	items, err := ingest.AppendJSONItems(nil, buf, -1)
+	if err != nil {
+		var ie *ingest.Error
+		var i int
+		if errors.As(err, &ie) {
+			if _, serr := fmt.Sscanf(ie.Path, "ids[%d]", &i); serr == nil {
+				return nil, sketch.Wrap(sketch.Invalid, err, fmt.Sprintf(path+": %s", i, ie.Reason))
+			}
+			return nil, sketch.Wrap(sketch.Invalid, err, ie.Reason)
+		}
+		return nil, sketch.Wrap(sketch.Invalid, err, "bad id")
+	}
+	ids := make([]cms.ID, len(items))
+	for i, it := range items {
+		ids[i] = cmsID(it.ID)
+	}
+	return ids, nil
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyRole
+)
+
+func requestIDOf(ctx context.Context) string {
+	id, _ := ctx.Value(keyRequestID).(string)
+	return id
+}
+
+// requestID honours a sane incoming X-Request-ID (printable ASCII, at
+// most 128 bytes), else makes one, and returns it on the response.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-ID")
+		if !validRequestID(id) {
+			var b [12]byte
+			rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-ID", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRequestID, id)))
+	})
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// recorder captures the status and size of a response.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// observe logs one line per request and records its metrics, labelled by
+// route pattern, never by raw path.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		d := time.Since(start)
+		// The matched pattern (bounded: at worst "/v1/*" for an unknown
+		// path under /v1), never the raw path.
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		in := max(r.ContentLength, 0)
+		s.metrics.ObserveHTTP(route, r.Method, rec.status, d, in, rec.bytes)
+		level := slog.LevelInfo
+		if rec.status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.LogAttrs(r.Context(), level, "request",
+			slog.String("request_id", requestIDOf(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", rec.status),
+			slog.Int64("bytes_in", in),
+			slog.Int64("bytes_out", rec.bytes),
+			slog.Duration("duration", d))
+	})
+}
+
+// recoverPanics turns a handler panic into a logged, counted 500.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.metrics.PanicRecovered()
+				s.writeProblem(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitWrites refuses a write with 503 when MaxInflightWrites are in
+// progress, so overload costs a quick refusal rather than memory.
+func (s *Server) limitWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.writes <- struct{}{}:
+			defer func() { <-s.writes }()
+			next.ServeHTTP(w, r)
+		default:
+			s.metrics.Overloaded()
+			s.writeProblem(w, r, sketch.Errorf(sketch.Unavailable, "too many writes in progress; retry shortly"))
+		}
+	})
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case s.draining.Load():
+		s.writeProblem(w, r, sketch.Errorf(sketch.Unavailable, "shutting down"))
+	case !s.store.Ready():
+		s.writeProblem(w, r, sketch.Errorf(sketch.Unavailable, "the store does not accept writes"))
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	}
+}
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(s.openapi)
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.promHTTP == nil {
+		s.writeProblem(w, r, &httpError{http.StatusNotFound, "metrics are not enabled"})
+		return
+	}
+	s.promHTTP.ServeHTTP(w, r)
+}

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// routes is DESIGN.md's route table. Reads need a read token, writes a
+// write token (when auth is on); operations routes stay open, and
+// /metrics too unless Config.AuthMetrics.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.requestID, s.observe, s.recoverPanics)
+	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return &httpError{http.StatusNotFound, "no route for " + clip(r.URL.Path) + "; see /openapi.yaml"}
+	}))
+	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return &httpError{http.StatusMethodNotAllowed, r.Method + " is not allowed on " + clip(r.URL.Path)}
+	}))
+
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/readyz", s.handleReadyz)
+	r.Get("/openapi.yaml", s.handleOpenAPI)
+	if s.cfg.AuthMetrics {
+		r.With(s.require(roleRead)).Get("/metrics", s.handleMetrics)
+	} else {
+		r.Get("/metrics", s.handleMetrics)
+	}
+
+	r.Route("/v1", func(r chi.Router) {
+		read := r.With(s.require(roleRead))
+		write := r.With(s.require(roleWrite), s.limitWrites)
+
+		read.Get("/sketches", s.handle(s.handleList))
+		write.Put("/sketches/{name}", s.handle(s.handleCreate))
+		read.Get("/sketches/{name}", s.handle(s.handleDescribe))
+		write.Delete("/sketches/{name}", s.handle(s.handleDelete))
+		write.Post("/sketches/{name}/add", s.handle(s.handleAdd))
+		write.Post("/events", s.handle(s.handleEvents))
+		read.Post("/sketches/{name}/frequency", s.handle(s.handleFrequencyPost))
+		read.Get("/sketches/{name}/frequency", s.handle(s.handleFrequencyGet))
+		read.Get("/sketches/{name}/top", s.handle(s.handleTop))
+		// A union stored "into" a sketch is a write; the handler checks.
+		read.Post("/union", s.handle(s.handleUnion))
+		read.Post("/intersection", s.handle(s.handleIntersection))
+		write.Post("/sketches/{name}/fold", s.handle(s.handleFold))
+		read.Get("/sketches/{name}/raw", s.handle(s.handleRawGet))
+		write.Put("/sketches/{name}/raw", s.handle(s.handleRawPut))
+		write.Post("/sketches/{name}/raw", s.handle(s.handleRawPost))
+	})
+	return r
+}

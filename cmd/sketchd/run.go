@@ -108,7 +108,9 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 }
 
 // observer forwards the store's timings to the metrics once they exist.
-type observer struct{ m atomic.Pointer[metrics.Metrics] }
+type observer struct {
+	m atomic.Pointer[metrics.Metrics]
+}
 
 func (o *observer) ObserveCommit(requests, bytes int, d time.Duration) {
 	o.m.Load().ObserveCommit(requests, bytes, d)
@@ -159,4 +161,3 @@ func buildRevision() string {
 	}
 	return ""
 }
-

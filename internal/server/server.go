@@ -137,11 +137,11 @@ func (s *Server) Drain() { s.draining.Store(true) }
 type noMetrics struct{}
 
 func (noMetrics) ObserveHTTP(string, string, int, time.Duration, int64, int64) {}
-func (noMetrics) Ingested(string, int)                                          {}
-func (noMetrics) BodyRefused(string)                                            {}
-func (noMetrics) Overloaded()                                                   {}
-func (noMetrics) PanicRecovered()                                               {}
-func (noMetrics) AuthFailed(string)                                             {}
+func (noMetrics) Ingested(string, int)                                         {}
+func (noMetrics) BodyRefused(string)                                           {}
+func (noMetrics) Overloaded()                                                  {}
+func (noMetrics) PanicRecovered()                                              {}
+func (noMetrics) AuthFailed(string)                                            {}
 
 // Reasons a body is refused, as the metrics name them.
 const (

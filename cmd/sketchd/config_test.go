@@ -1,0 +1,65 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := parseConfig(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.addr != ":8080" || c.data != "sketchd.db" || c.logLevel != slog.LevelInfo || c.authTokens != "" {
+		t.Errorf("defaults = %+v, want :8080, sketchd.db, info, no auth", c)
+	}
+}
+
+// TestConfigPrecedence: a flag beats SKETCHD_<FLAG>, which beats the default.
+func TestConfigPrecedence(t *testing.T) {
+	e := env(map[string]string{
+		"SKETCHD_ADDR":            "127.0.0.1:9000",
+		"SKETCHD_DATA":            "/tmp/x.db",
+		"SKETCHD_LOG_LEVEL":       "debug",
+		"SKETCHD_COMMIT_INTERVAL": "2ms",
+		"SKETCHD_MAX_BODY":        "4096",
+	})
+	c, err := parseConfig([]string{"-data", "/tmp/flag.db"}, e, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.addr != "127.0.0.1:9000" || c.data != "/tmp/flag.db" || c.logLevel != slog.LevelDebug ||
+		c.commitInterval != 2*time.Millisecond || c.maxBody != 4096 {
+		t.Errorf("config = %+v", c)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"-max-body", "10"}, nil, "-max-body"},
+		{[]string{"-log-format", "xml"}, nil, "-log-format"},
+		{[]string{"-auth-metrics"}, nil, "-auth-tokens"},
+		{[]string{"extra"}, nil, "unexpected argument"},
+		{nil, map[string]string{"SKETCHD_MAX_IDS": "many"}, "SKETCHD_MAX_IDS"},
+		{nil, map[string]string{"SKETCHD_LOG_LEVEL": "loud"}, "SKETCHD_LOG_LEVEL"},
+		{[]string{"-commit-interval", "5s"}, nil, "-commit-interval"},
+		{[]string{"-nope"}, nil, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		_, err := parseConfig(tt.args, env(tt.env), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseConfig(%v, %v) = %v, want an error mentioning %s", tt.args, tt.env, err, tt.want)
+		}
+	}
+}

@@ -364,17 +364,19 @@ func (s *jointStats) maximize() jointEstimate {
 			a[i][i] -= g[i]
 		}
 		var step [3]float64
-		for {
+		solved := false
+		for range 100 {
 			d := a
 			for i := range 3 {
 				d[i][i] += mu
 			}
-			var ok bool
-			step, ok = solve3(d, g)
-			if ok {
+			if step, solved = solve3(d, g); solved {
 				break
 			}
 			mu = max(4*mu, 1e-3*maxAbsDiag(a), 1e-9)
+		}
+		if !solved {
+			break // non-finite curvature: keep the best point so far
 		}
 		big := 0.0
 		for i := range 3 {
@@ -435,9 +437,8 @@ func (s *jointStats) finish(l [3]float64, exactZero bool, iter int, lrZero float
 }
 
 // boundaryZ is the likelihood-ratio distance, in standard deviations,
-// over which a rate held on its boundary is let move (the envelope's
-// 2.5).
-const boundaryZ = 2.5
+// over which a rate held on its boundary is let move: the envelope's.
+const boundaryZ = envelopeZ
 
 // boundaryCovariance is the covariance when some rates sit on the
 // boundary λ = 0 (below one element), where the normal approximation of

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -98,7 +99,8 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, all
 	return nil
 }
 
-// strictUnmarshal decodes exactly one JSON value with no unknown fields.
+// strictUnmarshal decodes exactly one JSON value with no unknown fields,
+// keys matched case-sensitively and none repeated.
 func strictUnmarshal(b []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -108,7 +110,101 @@ func strictUnmarshal(b []byte, dst any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return sketch.Errorf(sketch.Invalid, "unexpected data after the JSON value at offset %d", dec.InputOffset())
 	}
+	return exactKeys(b, reflect.TypeOf(dst))
+}
+
+// exactKeys refuses what encoding/json lets through: a key that matches a
+// field only case-insensitively ("Log2m" would set log2m) and a repeated
+// key (the last would silently win), as the ingest parsers do. b is known
+// to be well-formed; t is the type decoded into.
+func exactKeys(b []byte, t reflect.Type) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return walkKeys(dec, t, "")
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+func walkKeys(dec *json.Decoder, t reflect.Type, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonError(err)
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType {
+		t = nil // checked by the id parser
+	}
+	switch tok {
+	case json.Delim('{'):
+		var fields map[string]reflect.Type
+		if t != nil && t.Kind() == reflect.Struct {
+			fields = jsonFields(t)
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return jsonError(err)
+			}
+			k, _ := kt.(string)
+			if seen[k] {
+				return sketch.Errorf(sketch.Invalid, "key %q is repeated in %s", clip(k), objectName(path))
+			}
+			seen[k] = true
+			var ft reflect.Type
+			if fields != nil {
+				var ok bool
+				if ft, ok = fields[k]; !ok {
+					return sketch.Errorf(sketch.Invalid, "unknown field %q in %s (keys are case-sensitive)", clip(k), objectName(path))
+				}
+			}
+			if err := walkKeys(dec, ft, path+"."+k); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('['):
+		var et reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			et = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := walkKeys(dec, et, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	}
+	if err != nil {
+		return jsonError(err)
+	}
 	return nil
+}
+
+func objectName(path string) string {
+	if path == "" {
+		return "the body"
+	}
+	return strings.TrimPrefix(path, ".")
+}
+
+// jsonFields maps a struct's JSON keys to their field types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }
 
 // jsonError turns encoding/json's errors into client-safe details.

@@ -281,6 +281,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
+	if req.Events == nil {
+		s.refused(refusedBadInput)
+		return sketch.Errorf(sketch.Invalid, `send {"events":[{"id":…,"sketches":[…]}]}`)
+	}
 	if len(req.Events) > s.cfg.MaxIDs {
 		return sketch.Errorf(sketch.TooLarge, "%d events; at most %d per request", len(req.Events), s.cfg.MaxIDs)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -15,8 +16,12 @@ func (s *Server) routes() http.Handler {
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{http.StatusNotFound, "no route for " + clip(r.URL.Path) + "; see /openapi.yaml"}
 	}))
+	mux := r
 	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		return &httpError{http.StatusMethodNotAllowed, r.Method + " is not allowed on " + clip(r.URL.Path)}
+		// RFC 9110 requires a 405 to list the methods the route has.
+		allowed := allowedMethods(mux, r)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		return &httpError{http.StatusMethodNotAllowed, r.Method + " is not allowed on " + clip(r.URL.Path) + "; use " + strings.Join(allowed, " or ")}
 	}))
 
 	r.Get("/healthz", s.handleHealthz)
@@ -50,4 +55,19 @@ func (s *Server) routes() http.Handler {
 		write.Post("/sketches/{name}/raw", s.handle(s.handleRawPost))
 	})
 	return r
+}
+
+// allowedMethods lists the methods r's path is routed for.
+func allowedMethods(mux *chi.Mux, r *http.Request) []string {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+		if mux.Find(chi.NewRouteContext(), m, path) != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -54,8 +54,8 @@ func (s *Server) handleFrequencyGet(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	idType, _ := first(q, "id_type")
-	if idType != "" && idType != "int" && idType != "text" {
+	idType, hasType := first(q, "id_type")
+	if hasType && idType != "int" && idType != "text" {
 		return sketch.Errorf(sketch.Invalid, "query parameter id_type=%q must be int or text", clip(idType))
 	}
 	raw := q["id"]

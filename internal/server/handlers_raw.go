@@ -29,8 +29,8 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	format, _ := first(q, "format")
-	if format != "" && format != "hex" && format != "binary" {
+	format, hasFormat := first(q, "format")
+	if hasFormat && format != "hex" && format != "binary" {
 		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
 	}
 	var b []byte

@@ -126,8 +126,8 @@ func (s *Server) require(need role) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRole, roleWrite)))
 				return
 			}
-			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || token == "" {
+			token, ok := bearerToken(r.Header.Get("Authorization"))
+			if !ok {
 				s.metrics.AuthFailed("missing")
 				s.writeProblem(w, r, sketch.Errorf(sketch.Unauthorized, "send Authorization: Bearer <token>"))
 				return
@@ -146,6 +146,17 @@ func (s *Server) require(need role) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRole, got)))
 		})
 	}
+}
+
+// bearerToken returns the token of an Authorization header using the
+// Bearer scheme, whose name is case-insensitive (RFC 9110 §11.1).
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
 }
 
 // requireWrite checks, inside a read route, an action that writes.

@@ -162,14 +162,16 @@ func (s *Server) idFormat(r *http.Request, q map[string][]string) (bodyFormat, i
 
 // ingestError classifies a parser's refusal.
 func (s *Server) ingestError(err error) error {
-	s.refused(refusedBadInput)
 	var ie *ingest.Error
 	if !errors.As(err, &ie) {
+		s.refused(refusedBadInput)
 		return sketch.Wrap(sketch.Invalid, err, "the body could not be parsed")
 	}
 	if errors.Is(err, ingest.ErrTooMany) {
+		s.refused(refusedTooLarge)
 		return sketch.Wrap(sketch.TooLarge, err, ie.Detail()+fmt.Sprintf(" (at most %d per request)", s.cfg.MaxIDs))
 	}
+	s.refused(refusedBadInput)
 	return sketch.Wrap(sketch.Invalid, err, ie.Detail())
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -288,10 +289,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		return sketch.Errorf(sketch.Invalid, `send {"events":[{"id":…,"sketches":[…]}]}`)
 	}
 	if len(req.Events) > s.cfg.MaxIDs {
+		s.refused(refusedTooLarge)
 		return sketch.Errorf(sketch.TooLarge, "%d events; at most %d per request", len(req.Events), s.cfg.MaxIDs)
 	}
 	ids, err := parseRawIDs(len(req.Events), func(i int) []byte { return req.Events[i].ID }, "events[%d].id")
 	if err != nil {
+		s.refused(refusedBadInput)
 		return err
 	}
 	events := make([]sketch.Event, len(req.Events))
@@ -312,8 +315,32 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.AddEvents(r.Context(), events, create); err != nil {
 		return err
 	}
-	s.metrics.Ingested("event", len(events))
+	s.countEvents(r.Context(), events)
 	return writeJSON(w, http.StatusOK, eventsResponse{Accepted: len(events)})
+}
+
+// countEvents counts each event's id in sketchd_ingested_total once per
+// sketch it went to, under that sketch's kind, as the add route counts
+// ids and items.
+func (s *Server) countEvents(ctx context.Context, events []sketch.Event) {
+	per := map[string]int{}
+	for _, ev := range events {
+		for _, n := range ev.Sketches {
+			per[n]++
+		}
+	}
+	var hlls, cmss int
+	for n, k := range per {
+		switch typ, err := s.store.TypeOf(ctx, n); {
+		case err != nil: // deleted since: its ids are not counted
+		case typ == sketch.TypeCMS:
+			cmss += k
+		default:
+			hlls += k
+		}
+	}
+	s.metrics.Ingested(string(sketch.TypeHLL), hlls)
+	s.metrics.Ingested(string(sketch.TypeCMS), cmss)
 }
 
 const maxEventSketches = 100

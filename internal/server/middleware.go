@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -87,10 +88,12 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		d := time.Since(start)
-		// The matched pattern (bounded: at worst "/v1/*" for an unknown
-		// path under /v1), never the raw path.
+		// The matched pattern, never the raw path. A pattern ending in
+		// "/*" is the /v1 mount, not a route (no route has a wildcard):
+		// chi leaves it for a 404 or 405 under /v1, which the metrics
+		// label unmatched like any other.
 		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" && !strings.HasSuffix(rc.RoutePattern(), "/*") {
 			route = rc.RoutePattern()
 		}
 		if rec.status == 0 {

@@ -153,7 +153,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	send(key{"unmatched", "GET", "404"}, 2, func(i int) response { return e.get(t, fmt.Sprintf("/nothing-%d", i)) })
 	send(key{"unmatched", "GET", "404"}, 1, func(i int) response { return e.get(t, "/v1/sketches/h/nothing") })
 	scrapes := 1 // the scrape before the traffic is counted too
-	hllIDs += 2 // events: ids 1 and 2 into h
+	hllIDs += 2  // events: ids 1 and 2 into h
 	cmsItems += 3
 
 	eventually(t, func() error {

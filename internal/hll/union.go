@@ -122,23 +122,35 @@ func mergePairs(a, b []uint32) []uint32 {
 	return append(out, b[j:]...)
 }
 
-// maxBytes sets dst[i] = max(dst[i], src[i]) eight registers at a time.
-// Register values are below 128, so per byte (a|0x80)-b never borrows
-// across bytes and its top bit says a >= b.
+// maxBytes sets dst[i] = max(dst[i], src[i]), eight registers a word and
+// four words an iteration. Register values are below 128, so per byte
+// (a|0x80)-b never borrows across bytes and its top bit says a >= b.
 func maxBytes(dst, src []uint8) {
-	const hi = 0x8080808080808080
-	n := len(dst) &^ 7
+	n := len(dst) &^ 31
 	src = src[:len(dst)]
-	for i := 0; i < n; i += 8 {
-		a := binary.LittleEndian.Uint64(dst[i:])
-		b := binary.LittleEndian.Uint64(src[i:])
-		ge := ((a | hi) - b) & hi
-		mask := (ge >> 7) * 0xff
-		binary.LittleEndian.PutUint64(dst[i:], a&mask|b&^mask)
+	for i := 0; i < n; i += 32 {
+		d, s := dst[i:i+32:i+32], src[i:i+32:i+32]
+		a0, b0 := binary.LittleEndian.Uint64(d[0:]), binary.LittleEndian.Uint64(s[0:])
+		a1, b1 := binary.LittleEndian.Uint64(d[8:]), binary.LittleEndian.Uint64(s[8:])
+		a2, b2 := binary.LittleEndian.Uint64(d[16:]), binary.LittleEndian.Uint64(s[16:])
+		a3, b3 := binary.LittleEndian.Uint64(d[24:]), binary.LittleEndian.Uint64(s[24:])
+		binary.LittleEndian.PutUint64(d[0:], maxWord(a0, b0))
+		binary.LittleEndian.PutUint64(d[8:], maxWord(a1, b1))
+		binary.LittleEndian.PutUint64(d[16:], maxWord(a2, b2))
+		binary.LittleEndian.PutUint64(d[24:], maxWord(a3, b3))
 	}
 	for i := n; i < len(dst); i++ {
 		dst[i] = max(dst[i], src[i])
 	}
+}
+
+// maxWord is the bytewise maximum of two words of register values (< 128).
+func maxWord(a, b uint64) uint64 {
+	const hi = 0x8080808080808080
+	ge := ((a | hi) - b) & hi // top bit of each byte: a >= b
+	mask := ge - ge>>7        // 0x7f where a >= b...
+	mask |= ge                // ...0xff with the top bit
+	return a&mask | b&^mask
 }
 
 // rehist recounts the histogram of a dense sketch.

@@ -1,0 +1,43 @@
+package hll
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestMaxBytes checks the word-at-a-time maximum against the definition,
+// for every length from 0 to 100 (chunks and tails) and every value a
+// register can hold (0..127).
+func TestMaxBytes(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(8, 8))
+	for n := range 101 {
+		for range 20 {
+			dst, src := make([]uint8, n), make([]uint8, n)
+			for i := range n {
+				dst[i], src[i] = uint8(r.IntN(128)), uint8(r.IntN(128))
+			}
+			want := make([]uint8, n)
+			for i := range n {
+				want[i] = max(dst[i], src[i])
+			}
+			maxBytes(dst, src)
+			if string(dst) != string(want) {
+				t.Fatalf("len %d: maxBytes = %v, want %v", n, dst, want)
+			}
+		}
+	}
+}
+
+func BenchmarkMaxBytes(b *testing.B) {
+	dst := make([]uint8, 16384)
+	src := make([]uint8, 16384)
+	for i := range src {
+		src[i] = uint8(i*7) % 31
+		dst[i] = uint8(i*13) % 29
+	}
+	b.SetBytes(16384)
+	for b.Loop() {
+		maxBytes(dst, src)
+	}
+}

@@ -27,6 +27,7 @@ type config struct {
 	shutdownTimeout    time.Duration
 	logLevel           slog.Level
 	logFormat          string
+	debugAddr          string
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -47,6 +48,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

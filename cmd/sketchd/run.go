@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -68,6 +69,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
+	}
+	if cfg.debugAddr != "" {
+		if err := serveDebug(ctx, cfg.debugAddr, log); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	hs := &http.Server{
 		Handler:           srv,
@@ -160,4 +167,27 @@ func buildRevision() string {
 		}
 	}
 	return ""
+}
+
+// serveDebug serves the profiler on its own listener, apart from the API
+// (and its auth), until ctx ends.
+func serveDebug(ctx context.Context, addr string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	log.Info("serving pprof", "addr", ln.Addr().String())
+	return nil
 }

@@ -139,25 +139,37 @@ type request struct {
 // allow.
 func (e *env) do(tb testing.TB, rq request) response {
 	tb.Helper()
+	r, err := e.try(tb, rq)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// try is do for goroutines other than the test's: a transport error is
+// returned rather than fatal (5xx and spec violations are still
+// reported with Errorf, which any goroutine may call).
+func (e *env) try(tb testing.TB, rq request) (response, error) {
+	tb.Helper()
 	req, err := http.NewRequest(rq.Method, e.srv.URL+rq.Path, rq.Body)
 	if err != nil {
-		tb.Fatalf("NewRequest(%s %s): %v", rq.Method, rq.Path, err)
+		return response{}, fmt.Errorf("NewRequest(%s %s): %w", rq.Method, rq.Path, err)
 	}
 	for _, h := range rq.Header {
 		k, v, ok := strings.Cut(h, ":")
 		if !ok {
-			tb.Fatalf("header %q has no colon", h)
+			return response{}, fmt.Errorf("header %q has no colon", h)
 		}
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
-		tb.Fatalf("%s %s: %v", rq.Method, rq.Path, err)
+		return response{}, fmt.Errorf("%s %s: %w", rq.Method, rq.Path, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		tb.Fatalf("%s %s: reading the answer: %v", rq.Method, rq.Path, err)
+		return response{}, fmt.Errorf("%s %s: reading the answer: %w", rq.Method, rq.Path, err)
 	}
 	r := response{Status: resp.StatusCode, Header: resp.Header, Body: body, Route: e.route(req)}
 	if r.Status >= 500 {
@@ -166,7 +178,7 @@ func (e *env) do(tb testing.TB, rq request) response {
 	if e.validate {
 		e.spec.checkResponse(tb, rq.Method, r)
 	}
-	return r
+	return r, nil
 }
 
 // route returns the chi pattern req matches, "" if none.

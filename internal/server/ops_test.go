@@ -1,0 +1,159 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct {
+		name, sent string
+		kept       bool
+	}{
+		{"absent", "", false},
+		{"sane", "abc-123_XYZ.9", true},
+		{"128 bytes", strings.Repeat("r", 128), true},
+		{"129 bytes", strings.Repeat("r", 129), false},
+		{"space", "a b", false},
+		{"non-ascii", "caf\u00e9", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var hdr []string
+			if c.sent != "" {
+				hdr = append(hdr, "X-Request-ID: "+c.sent)
+			}
+			r := e.get(t, "/v1/sketches/nope", hdr...)
+			p := checkProblem(t, r, http.StatusNotFound)
+			got := r.Header.Get("X-Request-ID")
+			if c.kept && got != c.sent {
+				t.Errorf("X-Request-ID = %q, want the client's %q", got, c.sent)
+			}
+			if !c.kept && (got == c.sent || len(got) < 16) {
+				t.Errorf("X-Request-ID = %q for a sent %q, want a fresh id", got, c.sent)
+			}
+			if p.Instance != "/v1/sketches/nope" {
+				t.Errorf("instance = %q", p.Instance)
+			}
+		})
+	}
+	a, b := e.get(t, "/healthz"), e.get(t, "/healthz")
+	if a.Header.Get("X-Request-ID") == b.Header.Get("X-Request-ID") {
+		t.Errorf("two requests share the id %q", a.Header.Get("X-Request-ID"))
+	}
+}
+
+// TestListPaging pages through sketches some of which are only in the
+// write-ahead log and cache, some only in bbolt, some deleted since the
+// checkpoint.
+func TestListPaging(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var want []string
+	for i := range 30 {
+		name := fmt.Sprintf("a%02d", i)
+		e.create(t, name, `{"log2m":4}`)
+		want = append(want, name)
+	}
+	e.create(t, "b00", `{"log2m":4}`)
+	if err := e.db.Checkpoint(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a05", "a17", "a29"} {
+		must(t, e.send(t, "DELETE", "/v1/sketches/"+n, "", ""), http.StatusNoContent, "delete "+n)
+		want = slices.DeleteFunc(want, func(s string) bool { return s == n })
+	}
+	for _, n := range []string{"a055", "a30", "a31", "a", "a17x"} {
+		e.create(t, n, `{"type":"cms","width":4,"depth":1}`)
+		want = append(want, n)
+	}
+	e.addIDs(t, "a10", `{"ids":[1]}`, 1) // changed since the checkpoint
+	slices.Sort(want)
+
+	for _, limit := range []int{1, 4, 7, 33, 34, 1000} {
+		var got []string
+		after := ""
+		for pages := 0; ; pages++ {
+			if pages > 40 {
+				t.Fatalf("limit %d: paging does not end", limit)
+			}
+			path := fmt.Sprintf("/v1/sketches?prefix=a&limit=%d", limit)
+			if after != "" {
+				path += "&after=" + after
+			}
+			var page struct {
+				Sketches []struct {
+					Name string `json:"name"`
+				} `json:"sketches"`
+				Next string `json:"next"`
+			}
+			decode(t, must(t, e.get(t, path), 200, "list").Body, &page)
+			if len(page.Sketches) > limit {
+				t.Fatalf("limit %d: page of %d", limit, len(page.Sketches))
+			}
+			for _, s := range page.Sketches {
+				got = append(got, s.Name)
+			}
+			if page.Next == "" {
+				break
+			}
+			if len(page.Sketches) == 0 || page.Next != page.Sketches[len(page.Sketches)-1].Name {
+				t.Fatalf("limit %d: next %q after %v", limit, page.Next, page.Sketches)
+			}
+			after = page.Next
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("limit %d: listed %v\nwant %v", limit, got, want)
+		}
+	}
+}
+
+// TestOverloadAndDrain holds the only write slot with a body that does
+// not end: the next write is refused with 503 and Retry-After, reads go
+// on; Drain turns /readyz to 503.
+func TestOverloadAndDrain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *Config) { c.MaxInflightWrites = 1 }))
+	e.allow503 = true
+	e.create(t, "h", `{}`)
+	pr, pw := io.Pipe()
+	held := make(chan response, 1)
+	go func() {
+		r, err := e.try(t, request{Method: "POST", Path: "/v1/sketches/h/add", Body: pr, Header: []string{"Content-Type: application/json"}})
+		if err != nil {
+			t.Errorf("held write: %v", err)
+		}
+		held <- r
+	}()
+	if _, err := pw.Write([]byte(`{"ids":[1,`)); err != nil {
+		t.Fatal(err)
+	}
+	var r response
+	for range 500 {
+		r = e.postJSON(t, "/v1/sketches/h/add", `{"ids":[2]}`)
+		if r.Status == http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	checkProblem(t, r, http.StatusServiceUnavailable)
+	if r.Header.Get("Retry-After") == "" {
+		t.Errorf("503 without Retry-After")
+	}
+	must(t, e.get(t, "/v1/sketches/h"), 200, "a read while writes are full")
+	pw.Write([]byte(`3]}`))
+	pw.Close()
+	must(t, <-held, 200, "the held write")
+	must(t, e.postJSON(t, "/v1/sketches/h/add", `{"ids":[4]}`), 200, "a write once the slot is free")
+
+	must(t, e.get(t, "/readyz"), 200, "readyz")
+	e.s.Drain()
+	checkProblem(t, e.get(t, "/readyz"), http.StatusServiceUnavailable)
+	must(t, e.get(t, "/healthz"), 200, "healthz while draining")
+}

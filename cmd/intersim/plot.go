@@ -32,6 +32,9 @@ func plotAll(dir string, g grid, res results) error {
 	return nil
 }
 
+// coverageFloor is the bottom of the coverage plots.
+const coverageFloor = 0.85
+
 // palette gives each ratio a colour.
 func palette(i int) color.Color {
 	cs := []color.Color{
@@ -57,7 +60,9 @@ func plotMetric(path string, g grid, res results, lg int, title, ylabel string, 
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	} else {
-		p.Y.Min, p.Y.Max = 0, 1.02
+		// Coverage lives near 1: show 85%..100%, anything lower at the
+		// floor.
+		p.Y.Min, p.Y.Max = coverageFloor, 1.005
 	}
 	// Bottom corners: the curves fall to the right (error) or hug the top
 	// (coverage).
@@ -75,6 +80,8 @@ func plotMetric(path string, g grid, res results, lg int, title, ylabel string, 
 				v := metric(summarise(c[mi]))
 				if logY {
 					v = math.Max(v, 1e-4) // log axis: keep zeros visible
+				} else {
+					v = math.Max(v, coverageFloor)
 				}
 				pts = append(pts, plotter.XY{X: o, Y: v})
 			}

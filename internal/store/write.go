@@ -59,13 +59,20 @@ func (t *tx) delete(e *entry) {
 	t.body = appendDelete(t.body, e.name)
 }
 
-// addHashes adds hs to e's HLL and logs those that changed it.
+// addHashes adds hs to e's HLL and logs those that changed it, or the
+// whole new state when that is smaller (a fresh sketch taking a big batch
+// changes on almost every id: 8 bytes each, against 10 KiB for a whole
+// log2m=14 sketch), so no record outgrows the sketch it describes.
 func (t *tx) addHashes(e *entry, hs []uint64) {
 	changed := e.st.hll.AddHashes(hs, nil)
 	if len(changed) == 0 {
 		return
 	}
 	e.st.updated = t.now
+	if 8*len(changed) > e.st.hll.SizeBytes()+recordHeaderLen {
+		t.put(e, e.st)
+		return
+	}
 	t.touch(e)
 	t.nops++
 	t.body = appendAddHashes(t.body, e.name, t.now, changed)

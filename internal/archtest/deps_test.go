@@ -1,0 +1,105 @@
+package archtest
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/sketchd/sketchd/"
+
+// rules says, for each package, which non-standard packages its whole
+// dependency closure may contain (by prefix), and which standard ones it
+// must not.
+var rules = map[string]struct {
+	allow     []string
+	forbidStd []string
+}{
+	"internal/murmur":  {allow: []string{"github.com/spaolacci/murmur3"}},
+	"internal/hll":     {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
+	"internal/cms":     {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
+	"internal/ingest":  {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
+	"internal/sketch":  {allow: []string{mod + "internal/hll", mod + "internal/cms", mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
+	"migrations":       {allow: []string{"go.etcd.io/bbolt", "golang.org/x/sys"}, forbidStd: []string{"net/http"}},
+	"internal/store":   {allow: []string{mod + "internal/sketch", mod + "internal/hll", mod + "internal/cms", mod + "internal/murmur", mod + "migrations", "github.com/spaolacci/murmur3", "go.etcd.io/bbolt", "golang.org/x/sys"}, forbidStd: []string{"net/http"}},
+	"internal/metrics": {allow: []string{"github.com/prometheus/", "github.com/beorn7/perks", "github.com/cespare/xxhash", "github.com/munnerz/goautoneg", "go.yaml.in/", "google.golang.org/protobuf", "golang.org/x/sys", "github.com/kylelemons/godebug"}},
+	"internal/server":  {allow: []string{mod + "internal/sketch", mod + "internal/hll", mod + "internal/cms", mod + "internal/ingest", mod + "internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5"}},
+}
+
+type pkg struct {
+	ImportPath string
+	Standard   bool
+}
+
+// deps lists the dependency closure of the package at path.
+func deps(t *testing.T, path string) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-json", mod+path).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", path, err)
+	}
+	var list []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, p)
+	}
+	return list
+}
+
+func TestDependencyRules(t *testing.T) {
+	for path, rule := range rules {
+		t.Run(path, func(t *testing.T) {
+			for _, p := range deps(t, path) {
+				if p.ImportPath == mod+path {
+					continue
+				}
+				if p.Standard {
+					for _, f := range rule.forbidStd {
+						if p.ImportPath == f {
+							t.Errorf("%s depends on %s", path, f)
+						}
+					}
+					continue
+				}
+				ok := false
+				for _, a := range rule.allow {
+					if strings.HasPrefix(p.ImportPath, a) {
+						ok = true
+					}
+				}
+				if !ok {
+					t.Errorf("%s depends on %s, which STYLE.md §2 does not allow", path, p.ImportPath)
+				}
+			}
+		})
+	}
+}
+
+// TestOnlyCommandsWire: no internal package imports a command, and only
+// commands import the store (the server declares the interface it needs).
+func TestOnlyCommandsWire(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		importer := strings.TrimPrefix(fields[0], mod)
+		for _, imp := range fields[1:] {
+			switch {
+			case strings.HasPrefix(imp, mod+"cmd/"):
+				t.Errorf("%s imports the command %s", importer, imp)
+			case imp == mod+"internal/store" && !strings.HasPrefix(importer, "cmd/"):
+				t.Errorf("%s imports internal/store; only commands wire concrete types", importer)
+			}
+		}
+	}
+}

@@ -72,8 +72,9 @@ func tooLarge(limit int64) error {
 }
 
 // decodeJSON reads a JSON request body into dst: application/json only
-// (an empty body, when allowEmpty, decodes as {}), no unknown fields, one
-// value and nothing after it. Errors name the offset or field.
+// (an empty body, when allowEmpty, decodes as {} with or without that
+// Content-Type), no unknown fields, one value and nothing after it.
+// Errors name the offset or field.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
 	mt, err := mediaType(r)
 	if err != nil {
@@ -85,7 +86,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, all
 		return err
 	}
 	defer s.putBody(buf)
-	if buf.Len() == 0 && allowEmpty && mt == "" {
+	if buf.Len() == 0 && allowEmpty && (mt == "" || mt == "application/json") {
 		return nil
 	}
 	if mt != "application/json" {

@@ -157,3 +157,27 @@ func TestOverloadAndDrain(t *testing.T) {
 	checkProblem(t, e.get(t, "/readyz"), http.StatusServiceUnavailable)
 	must(t, e.get(t, "/healthz"), 200, "healthz while draining")
 }
+
+// TestCreateDefaults: an empty body, with or without a JSON Content-Type,
+// creates an HLL with the defaults (api/openapi.yaml, createSketch).
+func TestCreateDefaults(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, c := range []struct{ name, ctype, body string }{
+		{"d1", "", ""},
+		{"d2", "application/json", ""},
+		{"d3", "application/json", "{}"},
+		{"d4", "application/json; charset=utf-8", " {} "},
+	} {
+		r := must(t, e.send(t, "PUT", "/v1/sketches/"+c.name, c.ctype, c.body), http.StatusCreated, "create "+c.name)
+		if loc := r.Header.Get("Location"); loc != "/v1/sketches/"+c.name {
+			t.Errorf("Location = %q", loc)
+		}
+		var d hllResponse
+		decode(t, r.Body, &d)
+		if d.Type != "hll" || d.Log2m != 14 || d.Regwidth != 5 || d.Expthresh != -1 || !d.Sparse || d.Metric || d.Representation != "EMPTY" {
+			t.Errorf("%s = %+v, want the default hll", c.name, d)
+		}
+		must(t, e.send(t, "PUT", "/v1/sketches/"+c.name, c.ctype, c.body), http.StatusOK, "create "+c.name+" again")
+	}
+}

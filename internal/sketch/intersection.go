@@ -1,7 +1,3 @@
-// Package sketch is sketchd's domain layer: what a sketch is, the kinds of
-// error the API shows, and the estimates built on top of the HLL engine,
-// such as the intersection of several HLL sketches with its error
-// envelope (see Intersect).
 package sketch
 
 import (

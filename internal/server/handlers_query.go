@@ -159,6 +159,13 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		if err := requireWrite(r.Context()); err != nil {
 			return err
 		}
+		// The route is a read; storing the union is a write and takes
+		// a write slot like the write routes.
+		release, err := s.acquireWrite()
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	h, c, err := s.store.Union(r.Context(), req.Sketches, req.Into)
 	if err != nil {

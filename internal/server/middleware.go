@@ -136,15 +136,26 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 // progress, so overload costs a quick refusal rather than memory.
 func (s *Server) limitWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.writes <- struct{}{}:
-			defer func() { <-s.writes }()
-			next.ServeHTTP(w, r)
-		default:
-			s.metrics.Overloaded()
-			s.writeProblem(w, r, sketch.Errorf(sketch.Unavailable, "too many writes in progress; retry shortly"))
+		release, err := s.acquireWrite()
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
 		}
+		defer release()
+		next.ServeHTTP(w, r)
 	})
+}
+
+// acquireWrite takes one of the MaxInflightWrites slots, or refuses with
+// Unavailable when all are taken. The caller calls release when done.
+func (s *Server) acquireWrite() (release func(), err error) {
+	select {
+	case s.writes <- struct{}{}:
+		return func() { <-s.writes }, nil
+	default:
+		s.metrics.Overloaded()
+		return nil, sketch.Errorf(sketch.Unavailable, "too many writes in progress; retry shortly")
+	}
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {

@@ -147,6 +147,8 @@ func TestOverloadAndDrain(t *testing.T) {
 		t.Errorf("503 without Retry-After")
 	}
 	must(t, e.get(t, "/v1/sketches/h"), 200, "a read while writes are full")
+	must(t, e.postJSON(t, "/v1/union", `{"sketches":["h"]}`), 200, "a union while writes are full")
+	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":["h"],"into":"u"}`), http.StatusServiceUnavailable)
 	pw.Write([]byte(`3]}`))
 	pw.Close()
 	must(t, <-held, 200, "the held write")

@@ -61,7 +61,7 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
-	if match := r.Header.Get("If-None-Match"); match != "" && (match == etag || match == "*") {
+	if noneMatch(r.Header.Values("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
@@ -188,4 +188,19 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, describe(info))
+}
+
+// noneMatch reports whether an If-None-Match header (a list of entity
+// tags, or "*") matches etag, comparing weakly as RFC 9110 §13.1.2 says:
+// W/"x" matches "x".
+func noneMatch(headers []string, etag string) bool {
+	for _, h := range headers {
+		for _, tag := range strings.Split(h, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -183,3 +183,38 @@ func TestCreateDefaults(t *testing.T) {
 		must(t, e.send(t, "PUT", "/v1/sketches/"+c.name, c.ctype, c.body), http.StatusOK, "create "+c.name+" again")
 	}
 }
+
+func TestRawETag(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.create(t, "h", `{}`)
+	e.addIDs(t, "h", `{"ids":[1,2,3]}`, 3)
+	r := must(t, e.get(t, "/v1/sketches/h/raw"), 200, "raw")
+	etag := r.Header.Get("ETag")
+	if !strings.HasPrefix(etag, `"`) || !strings.HasSuffix(etag, `"`) {
+		t.Fatalf("ETag = %q, want a quoted entity tag", etag)
+	}
+	for _, c := range []struct {
+		match string
+		want  int
+	}{
+		{etag, 304},
+		{"W/" + etag, 304},
+		{`"nope", ` + etag, 304},
+		{"*", 304},
+		{`"nope"`, 200},
+		{`W/"nope"`, 200},
+	} {
+		if got := e.get(t, "/v1/sketches/h/raw", "If-None-Match: "+c.match); got.Status != c.want {
+			t.Errorf("If-None-Match %s: %v, want %d", c.match, got, c.want)
+		}
+	}
+	hexTag := must(t, e.get(t, "/v1/sketches/h/raw?format=hex"), 200, "hex").Header.Get("ETag")
+	if hexTag == etag {
+		t.Errorf("binary and hex downloads share the ETag %s", etag)
+	}
+	e.addIDs(t, "h", `{"ids":[4]}`, 1)
+	if got := e.get(t, "/v1/sketches/h/raw", "If-None-Match: "+etag); got.Status != 200 || got.Header.Get("ETag") == etag {
+		t.Errorf("after a change: %v with ETag %s, want 200 and a new ETag", got, got.Header.Get("ETag"))
+	}
+}

@@ -109,16 +109,16 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 	// Sketches changed since the last checkpoint may be missing from
 	// bbolt, or deleted from memory but not yet from bbolt: they are read
 	// from the cache, everything else from bbolt.
-	var overlay []string
+	overlay := map[string]bool{}
 	s.dirtyMu.Lock()
 	for e := range s.dirty {
 		if inRange(e.name) {
-			overlay = append(overlay, e.name)
+			overlay[e.name] = true
 		}
 	}
 	s.dirtyMu.Unlock()
 	infos := map[string]sketch.Info{}
-	for _, n := range overlay {
+	for n := range overlay {
 		e, err := s.acquire(n)
 		if err != nil {
 			return nil, false, err
@@ -139,7 +139,7 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 			if !strings.HasPrefix(n, prefix) {
 				break
 			}
-			if n <= after || slices.Contains(overlay, n) {
+			if n <= after || overlay[n] {
 				continue
 			}
 			st, err := decodeRecord(v)

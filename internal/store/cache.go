@@ -10,18 +10,51 @@ import (
 
 // acquire returns the entry for name, loading it from bbolt if it is not
 // cached, and pins it: a pinned entry is never evicted, so every goroutine
-// using a name uses the same entry. Callers release it when done.
+// using a name uses the same entry. Callers release it when done. The
+// first acquirer of an uncached name decodes it outside the cache lock
+// (a large sketch takes a while); later ones wait for it.
 func (s *DB) acquire(name string) (*entry, error) {
 	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
 	if e := s.entries[name]; e != nil {
 		e.pins++
 		if e.lru != nil {
 			s.lru.Remove(e.lru)
 			e.lru = nil
 		}
+		s.cacheMu.Unlock()
+		<-e.loaded
+		if e.loadErr != nil {
+			s.release(e)
+			return nil, e.loadErr
+		}
 		return e, nil
 	}
+	e := &entry{name: name, pins: 1, loaded: make(chan struct{})}
+	s.entries[name] = e
+	s.cacheMu.Unlock()
+
+	st, err := s.load(name)
+	s.cacheMu.Lock()
+	if err != nil {
+		e.loadErr = err
+		s.removeLocked(e)
+		e.pins--
+	} else if st != nil {
+		e.st = st
+		e.mem.Store(st.memory())
+		e.accounted = e.mem.Load()
+		s.cacheBytes += e.accounted
+	}
+	s.cacheMu.Unlock()
+	close(e.loaded)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// load reads and decodes name's record (nil if there is none).
+func (s *DB) load(name string) (*state, error) {
 	var st *state
 	err := s.bolt.View(func(tx *bolt.Tx) error {
 		rec := tx.Bucket(bucketSketches).Get([]byte(name))
@@ -35,14 +68,16 @@ func (s *DB) acquire(name string) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: stored sketch %q is unreadable: %w", name, err)
 	}
-	e := &entry{name: name, pins: 1, st: st}
-	if st != nil {
-		e.mem.Store(st.memory())
+	return st, nil
+}
+
+// removeLocked takes e out of the cache, if it is still the entry for its
+// name. Called with cacheMu held.
+func (s *DB) removeLocked(e *entry) {
+	if s.entries[e.name] == e {
+		delete(s.entries, e.name)
+		s.cacheBytes -= e.accounted
 	}
-	e.accounted = e.mem.Load()
-	s.cacheBytes += e.accounted
-	s.entries[name] = e
-	return e, nil
 }
 
 // acquireAll acquires the distinct names in order; on error it releases
@@ -85,8 +120,7 @@ func (s *DB) release(e *entry) {
 // list, or out of the cache if it holds nothing. Called with cacheMu held.
 func (s *DB) parkLocked(e *entry) {
 	if e.st == nil {
-		delete(s.entries, e.name)
-		s.cacheBytes -= e.accounted
+		s.removeLocked(e)
 		return
 	}
 	if e.lru == nil {
@@ -104,8 +138,7 @@ func (s *DB) evictLocked() {
 		}
 		e := s.lru.Remove(back).(*entry)
 		e.lru = nil
-		delete(s.entries, e.name)
-		s.cacheBytes -= e.accounted
+		s.removeLocked(e)
 	}
 }
 

@@ -158,6 +158,11 @@ type entry struct {
 	lru       *list.Element
 	accounted int64
 
+	// loaded is closed once st (or loadErr) is set by the acquire that
+	// read the sketch from bbolt, outside the cache lock.
+	loaded  chan struct{}
+	loadErr error
+
 	mu    sync.Mutex
 	st    *state
 	gen   uint64       // counts changes; a checkpoint clears dirty only if none followed its copy

@@ -527,3 +527,60 @@ func TestStats(t *testing.T) {
 	s.Close()
 	check(reopen(t, path, Options{}))
 }
+
+// TestColdLoads: concurrent first reads of a sketch that is not cached
+// share one load; an unreadable record fails every reader and leaves no
+// entry behind, so a repaired record reads again.
+func TestColdLoads(t *testing.T) {
+	s, path := openStore(t, Options{})
+	mustCreate(t, s, "cold", hllSpec(14))
+	if err := s.AddHashes(ctx, "cold", randomHashes(rand.New(rand.NewPCG(1, 1)), 50000), false); err != nil {
+		t.Fatal(err)
+	}
+	want := rawOf(t, s, "cold")
+	s.Close()
+	s = reopen(t, path, Options{})
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got := rawOf(t, s, "cold"); !slices.Equal(got, want) {
+				t.Error("a concurrent cold read differs")
+			}
+		}()
+	}
+	wg.Wait()
+	if entries, _ := s.CacheStats(); entries != 1 {
+		t.Errorf("%d cache entries after reading one sketch", entries)
+	}
+
+	s.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSketches).Put([]byte("broken"), []byte{1, 1, 0})
+	})
+	for range 3 {
+		if _, err := s.Describe(ctx, "broken"); err == nil || sketch.KindOf(err) != sketch.Internal {
+			t.Fatalf("Describe(unreadable) = %v, want an internal error", err)
+		}
+	}
+	s.cacheMu.Lock()
+	_, cached := s.entries["broken"]
+	s.cacheMu.Unlock()
+	if cached {
+		t.Error("a failed load left an entry in the cache")
+	}
+	good := appendRecord(nil, &state{typ: sketch.TypeHLL, hll: mustHLL(t, hllSpec(10).HLL), created: time.Now(), updated: time.Now()})
+	s.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSketches).Put([]byte("broken"), good) })
+	if _, err := s.Describe(ctx, "broken"); err != nil {
+		t.Errorf("Describe after repair = %v", err)
+	}
+}
+
+func mustHLL(tb testing.TB, p hll.Params) *hll.Sketch {
+	tb.Helper()
+	h, err := hll.New(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}

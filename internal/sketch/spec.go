@@ -97,3 +97,10 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// Event is one id to add to several sketches at once (POST /v1/events):
+// counted once in each CMS, added to each HLL.
+type Event struct {
+	ID       cms.ID
+	Sketches []string
+}

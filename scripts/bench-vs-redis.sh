@@ -24,6 +24,13 @@
 #   IDS=100000000      id space: ids are drawn from [0, IDS)
 #   REDIS_REQUESTS=    redis-benchmark -n; default: what sketchload -redis did
 #                      per second on the same server times DURATION
+#   PREBUILT=0         sketchload -prebuilt: 0 builds every request during the
+#                      run from fresh random ids, as redis-benchmark's
+#                      __rand_int__ does. A reused pool (-1 = sketchload's
+#                      default) repeats ids, and an add that changes no
+#                      register needs no durable write: Redis does not even
+#                      append such a PFADD to its AOF, so fsync-always figures
+#                      from a pool measure no fsync at all.
 #   REDIS_REF=benchmark  which Redis figure the bars use: benchmark
 #                      (redis-benchmark) or sketchload (sketchload -redis)
 #   SKIP_SKETCHD=0     1 = measure Redis only (no sketchd build)
@@ -41,6 +48,7 @@ BATCH=${BATCH:-10000}
 IDS=${IDS:-100000000}
 REDIS_REQUESTS=${REDIS_REQUESTS:-}
 REDIS_REF=${REDIS_REF:-benchmark}
+PREBUILT=${PREBUILT:-0}
 SKIP_SKETCHD=${SKIP_SKETCHD:-0}
 OUT=${OUT:-}
 STRICT=${STRICT:-0}
@@ -71,6 +79,7 @@ done
 ((DURATION > 0 && CLIENTS > 0 && PIPELINE > 0 && REDIS_BATCH > 0 && BATCH > 0 && IDS > 0)) ||
 	die "DURATION, CLIENTS, PIPELINE, REDIS_BATCH, BATCH and IDS must be positive"
 [[ -z $REDIS_REQUESTS || $REDIS_REQUESTS =~ ^[1-9][0-9]*$ ]] || die "REDIS_REQUESTS=$REDIS_REQUESTS: want a positive number"
+[[ $PREBUILT =~ ^(-1|[0-9]+)$ ]] || die "PREBUILT=$PREBUILT: want -1, 0 or a number of bodies"
 [[ $REDIS_REF == benchmark || $REDIS_REF == sketchload ]] || die "REDIS_REF=$REDIS_REF: want benchmark or sketchload"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -198,7 +207,7 @@ measure_redis() {
 	local name=$1 out="$TMP/$1"
 	log "redis ($name): sketchload -redis, ${DURATION}s"
 	"$SKETCHLOAD" -redis "127.0.0.1:$REDIS_PORT" -c "$CLIENTS" -pipeline "$PIPELINE" -batch "$REDIS_BATCH" \
-		-ids "$IDS" -duration "${DURATION}s" -warmup "${WARMUP}s" -progress 0 -json >"$out/sketchload.json" ||
+		-ids "$IDS" -prebuilt "$PREBUILT" -duration "${DURATION}s" -warmup "${WARMUP}s" -progress 0 -json >"$out/sketchload.json" ||
 		die "sketchload -redis ($name) failed: $(cat "$out/sketchload.json")"
 	SL_IDS=$(json_num "$out/sketchload.json" ids_per_second)
 	local slrps
@@ -263,7 +272,7 @@ if [[ $SKIP_SKETCHD != 1 ]]; then
 		local f=$1 out="$TMP/sketchd-$1.json"
 		log "sketchd: sketchload -format $f, $BATCH ids a request, $CLIENTS clients, ${DURATION}s"
 		"$SKETCHLOAD" -target "http://127.0.0.1:$SD_PORT" -create -prefix "$2" -format "$f" -c "$CLIENTS" \
-			-batch "$BATCH" -ids "$IDS" -duration "${DURATION}s" -warmup "${WARMUP}s" -progress 0 -json >"$out" ||
+			-batch "$BATCH" -ids "$IDS" -prebuilt "$PREBUILT" -duration "${DURATION}s" -warmup "${WARMUP}s" -progress 0 -json >"$out" ||
 			die "sketchload against sketchd ($f) failed: $(cat "$out")"
 		local failed
 		failed=$(json_num "$out" failed_requests)
@@ -289,6 +298,7 @@ fi
 echo
 LOAD_AFTER=$(loadavg)
 echo "Redis: $REDIS_BATCH ids a PFADD, pipeline $PIPELINE; redis-benchmark -n $NOFSYNC_N (no fsync), -n $FSYNC_N (fsync always)."
+echo "sketchload -prebuilt $PREBUILT ($([[ $PREBUILT == 0 ]] && echo "fresh random ids in every request" || echo "reused bodies: ids repeat"))."
 echo "Load average $LOAD_BEFORE before, $LOAD_AFTER after, on $CORES cores."
 
 FAILED=0
@@ -324,6 +334,7 @@ if [[ -n $OUT ]]; then
   "redis_batch": $REDIS_BATCH,
   "batch": $BATCH,
   "id_space": $IDS,
+  "prebuilt": $PREBUILT,
   "cores": $CORES,
   "load_average_before": $LOAD_BEFORE,
   "load_average_after": $LOAD_AFTER,

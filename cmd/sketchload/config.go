@@ -95,7 +95,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.zipfS, "zipf-s", 1.1, "zipf exponent s (> 1)")
 	fs.Uint64Var(&c.ids, "ids", 100_000_000, "id space size: ids are drawn from [0, ids)")
 	fs.StringVar(&formatName, "format", "json", "body format: json, json-text, ndjson, text or octet (ignored with -redis)")
-	fs.IntVar(&c.prebuilt, "prebuilt", -1, "bodies built before the clock starts and reused round robin; -1 = enough for about 1M ids (16 to 16384 bodies), 0 = build each body during the run")
+	fs.IntVar(&c.prebuilt, "prebuilt", -1, "bodies built before the clock starts and reused round robin; -1 = enough for about 1M ids (16 to 16384 bodies), 0 = build each body during the run.\n"+
+		"Reused bodies repeat ids: once a sketch holds them an add changes nothing, and a server may skip the durable write\n"+
+		"(Redis does not append a PFADD that changes no register to its AOF). Measure durable writes with 0 (fresh ids)")
 	fs.BoolVar(&c.create, "create", false, "create the sketches first (PUT) with -log2m and -regwidth")
 	fs.IntVar(&c.log2m, "log2m", 14, "log2m of sketches made by -create")
 	fs.IntVar(&c.regwidth, "regwidth", 5, "regwidth of sketches made by -create")

@@ -216,7 +216,7 @@ func TestRunHTTPFormats(t *testing.T) {
 			if res.Latency.Count != uint64(res.OKRequests) || res.Latency.Max < res.Latency.P50 || res.Latency.P50 <= 0 {
 				t.Errorf("latency %+v, want %d samples, 0 < p50 <= max", res.Latency, res.OKRequests)
 			}
-			if res.Mode != "http" || res.Format != fm.String() || res.Batch != batch || res.Concurrency != 3 {
+			if res.Mode != "http" || res.Format != fm.String() || res.Batch != batch || res.Concurrency != 3 || res.PoolPasses != 0 {
 				t.Errorf("echoed settings %s/%s/%d/%d", res.Mode, res.Format, res.Batch, res.Concurrency)
 			}
 			// Sequential ids built during the run: every batch distinct,
@@ -256,8 +256,8 @@ func TestRunHTTPModes(t *testing.T) {
 			t.Fatalf("run: %v (stderr %s)", err, stderr)
 		}
 		srv.Close()
-		if res.IDs != 200 || res.Prebuilt != 4 {
-			t.Errorf("ids %d prebuilt %d, want 200 and 4", res.IDs, res.Prebuilt)
+		if res.IDs != 200 || res.Prebuilt != 4 || res.PoolPasses != 5 {
+			t.Errorf("ids %d prebuilt %d pool passes %v, want 200, 4 and 5", res.IDs, res.Prebuilt, res.PoolPasses)
 		}
 		distinct := slices.Compact(slices.Sorted(slices.Values(fake.received)))
 		if len(distinct) != 40 || distinct[0] != 0 || distinct[39] != 39 {

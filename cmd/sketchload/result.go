@@ -24,6 +24,9 @@ type result struct {
 	Dist        string  `json:"dist"`
 	Rate        float64 `json:"rate,omitempty"` // requested requests/s in open-loop mode
 	Prebuilt    int     `json:"prebuilt"`       // bodies built before the clock started
+	// PoolPasses is how many times, on average, each prebuilt body was sent
+	// (ids_sent / ids in the pool); above 1 the run repeats ids.
+	PoolPasses float64 `json:"pool_passes,omitempty"`
 
 	DurationSeconds   float64          `json:"duration_seconds"`
 	Requests          int64            `json:"requests"` // completed, ok or failed
@@ -80,6 +83,9 @@ func newResult(cfg *config, r phaseResult) *result {
 	if cfg.redis != "" {
 		res.Mode, res.Target, res.Format, res.Pipeline = "redis", cfg.redis, "resp", cfg.pipeline
 	}
+	if cfg.prebuilt > 0 {
+		res.PoolPasses = math.Round(float64(t.idsSent)/float64(cfg.prebuilt*cfg.batch)*100) / 100
+	}
 	if s := r.elapsed.Seconds(); s > 0 {
 		res.IDsPerSecond = float64(t.ids) / s
 		res.RequestsPerSecond = float64(t.requests) / s
@@ -134,6 +140,9 @@ func (res *result) writeText(w io.Writer) error {
 	fmt.Fprintf(&b, "ids         %s acknowledged, %s ids/s\n", groupDigits(float64(res.IDs)), groupDigits(res.IDsPerSecond))
 	if res.Mode == "http" && res.Accepted != res.IDs {
 		fmt.Fprintf(&b, "accepted    %s (answers' \"accepted\" differ from ids sent)\n", groupDigits(float64(res.Accepted)))
+	}
+	if res.PoolPasses > 1 {
+		fmt.Fprintf(&b, "ids repeat  each of the %d prebuilt bodies was sent %.1f times (-prebuilt 0 sends fresh ids)\n", res.Prebuilt, res.PoolPasses)
 	}
 	mbps := 0.0
 	if res.DurationSeconds > 0 {

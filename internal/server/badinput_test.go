@@ -341,6 +341,11 @@ func badInputCases(f fixture) []badCase {
 	add("intersection bad name", "POST", "/v1/intersection", js, `{"sketches":["h","é"]}`, 400)
 	add("fold into bad name", "POST", "/v1/sketches/h/fold", js, `{"log2m":10,"into":".x"}`, 400)
 	add("events bad name", "POST", "/v1/events?create=true", js, `{"events":[{"id":1,"sketches":["h","a b"]}]}`, 400)
+	add("events same sketch twice", "POST", "/v1/events", js, `{"events":[{"id":1,"sketches":["c","c"]}]}`, 400)
+	add("create log2m null", "PUT", "/v1/sketches/newsketch", js, `{"log2m":null}`, 400)
+	add("create body null", "PUT", "/v1/sketches/newsketch", js, `null`, 400)
+	add("union into null", "POST", "/v1/union", js, `{"sketches":["h"],"into":null}`, 400)
+	add("fold regwidth null", "POST", "/v1/sketches/h/fold", js, `{"log2m":10,"regwidth":null}`, 400)
 	add("list bad prefix", "GET", "/v1/sketches?prefix=%2F", "", "", 400)
 	add("list bad after", "GET", "/v1/sketches?after=..", "", "", 400)
 

@@ -106,6 +106,9 @@ func strictUnmarshal(b []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return sketch.Errorf(sketch.Invalid, "the JSON body is truncated at offset %d", len(b))
+		}
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -136,6 +139,13 @@ func walkKeys(dec *json.Decoder, t reflect.Type, path string) error {
 	}
 	if t == rawMessageType {
 		t = nil // checked by the id parser
+	}
+	if tok == nil && t != nil {
+		// encoding/json would leave the field at its default.
+		if path == "" {
+			return sketch.Errorf(sketch.Invalid, "the body is null; send a JSON object")
+		}
+		return sketch.Errorf(sketch.Invalid, "%s is null; leave it out to take its default", strings.TrimPrefix(path, "."))
 	}
 	switch tok {
 	case json.Delim('{'):

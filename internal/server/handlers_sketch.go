@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 
@@ -308,6 +309,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		for j, n := range ev.Sketches {
 			if err := sketch.ValidateName(n); err != nil {
 				return sketch.Wrap(sketch.Invalid, err, fmt.Sprintf("events[%d].sketches[%d]: %s", i, j, err.(*sketch.Error).Detail))
+			}
+			// A name twice would count the id twice in a CMS.
+			if slices.Contains(ev.Sketches[:j], n) {
+				return sketch.Errorf(sketch.Invalid, "events[%d] names sketch %q twice", i, n)
 			}
 		}
 		events[i] = sketch.Event{ID: ids[i], Sketches: ev.Sketches}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -86,6 +87,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
+		body := &countingBody{ReadCloser: r.Body}
+		r.Body = body
 		next.ServeHTTP(rec, r)
 		d := time.Since(start)
 		// The matched pattern, never the raw path. A pattern ending in
@@ -99,7 +102,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		in := max(r.ContentLength, 0)
+		in := body.n // what was read, not what Content-Length claimed
 		s.metrics.ObserveHTTP(route, r.Method, rec.status, d, in, rec.bytes)
 		level := slog.LevelInfo
 		if rec.status >= 500 {
@@ -184,4 +187,16 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.promHTTP.ServeHTTP(w, r)
+}
+
+// countingBody counts the request body bytes a handler reads.
+type countingBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -216,5 +218,21 @@ func TestRawETag(t *testing.T) {
 	e.addIDs(t, "h", `{"ids":[4]}`, 1)
 	if got := e.get(t, "/v1/sketches/h/raw", "If-None-Match: "+etag); got.Status != 200 || got.Header.Get("ETag") == etag {
 		t.Errorf("after a change: %v with ETag %s, want 200 and a new ETag", got, got.Header.Get("ETag"))
+	}
+}
+
+// TestClientGoneIsNotAServerError: a request whose client has gone away
+// is answered 499 (which nobody reads) rather than counted and logged as
+// a 500.
+func TestClientGoneIsNotAServerError(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/sketches/x/add?create=true", strings.NewReader(`{"ids":[1]}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	e.s.ServeHTTP(rec, req)
+	if rec.Code != 499 {
+		t.Fatalf("status %d, want 499", rec.Code)
 	}
 }

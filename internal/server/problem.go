@@ -68,6 +68,17 @@ func statusOf(err error) (int, string) {
 	return http.StatusInternalServerError, "internal"
 }
 
+// statusClientClosed is the non-standard status for a request whose
+// client went away before the answer.
+const statusClientClosed = 499
+
+func statusText(status int) string {
+	if status == statusClientClosed {
+		return "Client Closed Request"
+	}
+	return http.StatusText(status)
+}
+
 // problemTypePrefix prefixes every problem type; the rest names the kind
 // (invalid, not-found, conflict, too-large, unsupported-media-type,
 // method-not-allowed, unauthorized, forbidden, unavailable, internal).
@@ -77,9 +88,15 @@ const problemTypePrefix = "urn:sketchd:problem:"
 // errors are logged, here, once.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	status, kind := statusOf(err)
+	if r.Context().Err() != nil {
+		// The client went away (or its deadline passed): nobody reads this
+		// answer, and it is not the server's failure. 499 is the code
+		// proxies use for it.
+		status, kind = statusClientClosed, "client-closed"
+	}
 	p := problem{
 		Type:      problemTypePrefix + kind,
-		Title:     http.StatusText(status),
+		Title:     statusText(status),
 		Status:    status,
 		Instance:  r.URL.Path,
 		RequestID: requestIDOf(r.Context()),

@@ -183,15 +183,7 @@ func (s *Sketch) AddHash(h uint64) bool {
 		return false
 	}
 	v := uint8(bits.TrailingZeros64(w)) + 1
-	v = min(v, s.max)
-	i := h & uint64(len(s.regs)-1)
-	if old := s.regs[i]; v > old {
-		s.regs[i] = v
-		s.hist[old]--
-		s.hist[v]++
-		return true
-	}
-	return false
+	return s.setDense(uint32(h&uint64(len(s.regs)-1)), min(v, s.max))
 }
 
 // AddHashes adds every hash of hs and appends to changed the hashes that

@@ -252,9 +252,5 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.store.FoldInto(r.Context(), name, *req.Log2m, regwidth, into); err != nil {
 		return err
 	}
-	info, err := s.store.Describe(r.Context(), into)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, describe(info))
+	return s.writeDescribe(w, r, into, http.StatusOK)
 }

@@ -154,15 +154,10 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.store.Describe(r.Context(), name)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
 	if created {
-		status = http.StatusCreated
+		return s.writeDescribe(w, r, name, http.StatusCreated)
 	}
-	return writeJSON(w, status, describe(info))
+	return s.writeDescribe(w, r, name, http.StatusOK)
 }
 
 // handleRawPost unions uploaded bytes into a stored sketch.
@@ -183,11 +178,16 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.writeDescribe(w, r, name, http.StatusOK)
+}
+
+// writeDescribe answers with the current description of name.
+func (s *Server) writeDescribe(w http.ResponseWriter, r *http.Request, name string, status int) error {
 	info, err := s.store.Describe(r.Context(), name)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, describe(info))
+	return writeJSON(w, status, describe(info))
 }
 
 // noneMatch reports whether an If-None-Match header (a list of entity

@@ -91,11 +91,7 @@ func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
-	info, err := s.store.Describe(r.Context(), name)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, describe(info))
+	return s.writeDescribe(w, r, name, http.StatusOK)
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {

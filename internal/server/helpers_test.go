@@ -11,11 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/sketchd/sketchd/api"
 	"github.com/sketchd/sketchd/internal/hll"
@@ -90,18 +88,9 @@ func withAuth(a *Auth) func(*envSetup) {
 // checkBolt runs bbolt's consistency check on a closed file.
 func checkBolt(tb testing.TB, path string) {
 	tb.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	if err != nil {
-		tb.Errorf("reopen %s for checking: %v", path, err)
-		return
+	if err := store.Check(path); err != nil {
+		tb.Errorf("bbolt check: %v", err)
 	}
-	defer db.Close()
-	db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			tb.Errorf("bbolt check: %v", err)
-		}
-		return nil
-	})
 }
 
 // mux returns the server's chi router.

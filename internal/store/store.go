@@ -345,3 +345,21 @@ func (s *DB) Ready() bool {
 
 // Path returns the bbolt file's path.
 func (s *DB) Path() string { return s.path }
+
+// Check runs bbolt's consistency check on the closed file at path,
+// read-only, and returns every problem it finds.
+func Check(path string) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("store: check %s: %w", path, err)
+	}
+	defer db.Close()
+	var errs []error
+	db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	return errors.Join(errs...)
+}

@@ -50,18 +50,9 @@ func reopen(tb testing.TB, path string, opts Options) *DB {
 // checkFile runs bbolt's consistency check on a closed file.
 func checkFile(tb testing.TB, path string) {
 	tb.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	if err != nil {
-		tb.Errorf("reopen %s for checking: %v", path, err)
-		return
+	if err := Check(path); err != nil {
+		tb.Errorf("bbolt check: %v", err)
 	}
-	defer db.Close()
-	db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			tb.Errorf("bbolt check: %v", err)
-		}
-		return nil
-	})
 }
 
 var errCrashed = errors.New("crashed")

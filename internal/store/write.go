@@ -283,15 +283,25 @@ func (s *DB) AddHashes(ctx context.Context, name string, hashes []uint64, create
 // AddItems adds counted ids to the CMS sketch name, all or none.
 func (s *DB) AddItems(ctx context.Context, name string, items []cms.Item) error {
 	return s.update(ctx, []string{name}, func(t *tx) error {
-		e := t.entry(name)
-		if e.st == nil {
-			return notFound(name)
-		}
-		if e.st.typ != sketch.TypeCMS {
-			return wrongType(name, e.st, sketch.TypeCMS)
+		e, err := t.typed(name, sketch.TypeCMS)
+		if err != nil {
+			return err
 		}
 		return t.addItems(e, items)
 	})
+}
+
+// typed returns the locked entry of name, which must exist and be of type
+// typ.
+func (t *tx) typed(name string, typ sketch.Type) (*entry, error) {
+	e := t.entry(name)
+	if e.st == nil {
+		return nil, notFound(name)
+	}
+	if e.st.typ != typ {
+		return nil, wrongType(name, e.st, typ)
+	}
+	return e, nil
 }
 
 // AddEvents adds every event's id to each of its sketches (HLL or CMS,
@@ -378,12 +388,9 @@ func (s *DB) putState(ctx context.Context, name string, st *state) (created bool
 // is folded to them, and one with fewer registers is a Conflict.
 func (s *DB) MergeHLL(ctx context.Context, name string, h *hll.Sketch) error {
 	return s.update(ctx, []string{name}, func(t *tx) error {
-		e := t.entry(name)
-		if e.st == nil {
-			return notFound(name)
-		}
-		if e.st.typ != sketch.TypeHLL {
-			return wrongType(name, e.st, sketch.TypeHLL)
+		e, err := t.typed(name, sketch.TypeHLL)
+		if err != nil {
+			return err
 		}
 		merged := e.st.hll.Clone()
 		if err := merged.Union(h); err != nil {
@@ -399,12 +406,9 @@ func (s *DB) MergeHLL(ctx context.Context, name string, h *hll.Sketch) error {
 // MergeCMS adds c's counts into the CMS sketch name (same width and depth).
 func (s *DB) MergeCMS(ctx context.Context, name string, c *cms.Sketch) error {
 	return s.update(ctx, []string{name}, func(t *tx) error {
-		e := t.entry(name)
-		if e.st == nil {
-			return notFound(name)
-		}
-		if e.st.typ != sketch.TypeCMS {
-			return wrongType(name, e.st, sketch.TypeCMS)
+		e, err := t.typed(name, sketch.TypeCMS)
+		if err != nil {
+			return err
 		}
 		merged := e.st.cms.Clone()
 		if err := merged.Union(c); err != nil {
@@ -517,16 +521,13 @@ func foldHLL(h *hll.Sketch, log2m, regwidth int) (*hll.Sketch, error) {
 
 // hlls returns the locked HLL sketches of names (not copies).
 func (t *tx) hlls(names []string) ([]*hll.Sketch, error) {
-	sts, err := t.states(names)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]*hll.Sketch, len(names))
-	for i, st := range sts {
-		if st.typ != sketch.TypeHLL {
-			return nil, wrongType(names[i], st, sketch.TypeHLL)
+	for i, n := range names {
+		e, err := t.typed(n, sketch.TypeHLL)
+		if err != nil {
+			return nil, err
 		}
-		out[i] = st.hll
+		out[i] = e.st.hll
 	}
 	return out, nil
 }

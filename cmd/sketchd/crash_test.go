@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/store"
 )
 
 // ledger records what sketchd acknowledged and what was sent.
@@ -188,6 +189,9 @@ func TestCrashRecovery(t *testing.T) {
 	t.Logf("%d HLL ids and %d CMS counts acknowledged across %d kills; CMS total %d (sent %d)", total, l.cmsAckedN, cycles, desc.Total, l.cmsSentMax)
 	if err := p.terminate(t); err != nil {
 		t.Errorf("SIGTERM exit: %v\n%s", err, p.log())
+	}
+	if err := store.Check(data); err != nil {
+		t.Errorf("the file after six kills: %v", err)
 	}
 }
 

@@ -42,7 +42,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body, in bytes")
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
 	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
-	fs.DurationVar(&c.commitInterval, "commit-interval", 0, "extra wait before each log sync to group more writes (0: sync as soon as the previous sync ends)")
+	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
 	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
 	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "memory for decoded sketches, in bytes")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")

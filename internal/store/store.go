@@ -55,8 +55,9 @@ type Observer interface {
 
 // Options configure a DB. Zero values choose the defaults.
 type Options struct {
-	// CommitInterval is an extra wait before each log sync to gather more
-	// writers into it (default 0: sync as soon as the previous sync ends).
+	// CommitInterval is how long a log sync waits for more writers to
+	// join it when the previous sync was shared (writers are concurrent);
+	// a lone writer never waits. 0 (the default) never waits.
 	CommitInterval time.Duration
 	// CheckpointInterval is the longest time between checkpoints (default 30s).
 	CheckpointInterval time.Duration

@@ -76,6 +76,7 @@ type wal struct {
 	segs     []*segment // every open segment, oldest first
 	failed   error
 	size     int64 // bytes in all segments
+	lastSize int   // records in the last synced batch: > 1 means writers are concurrent
 	kick     chan struct{}
 	stop     chan struct{}
 	stopped  chan struct{}
@@ -305,7 +306,13 @@ func (w *wal) flushLoop() {
 			w.flushAll()
 			return
 		}
-		if w.interval > 0 {
+		// Like PostgreSQL's commit_delay: when writers are arriving
+		// concurrently, wait a moment so more of them share the sync; a
+		// lone writer never waits.
+		w.mu.Lock()
+		concurrent := w.lastSize > 1
+		w.mu.Unlock()
+		if w.interval > 0 && concurrent {
 			time.Sleep(w.interval)
 		}
 		w.flushAll()
@@ -344,6 +351,7 @@ func (w *wal) flushAll() {
 			w.size += int64(len(b.buf))
 		}
 		w.inflight = nil
+		w.lastSize = b.records
 		buf := b.buf
 		b.buf = nil
 		if cap(buf) <= 1<<20 {

@@ -271,10 +271,30 @@ func BenchmarkJSONItems(b *testing.B) {
 	}
 }
 
+// uniformInts are ids drawn uniformly below 10^8, as the load generator
+// draws them: almost all have 7 or 8 digits.
+func uniformInts() []int64 {
+	r := rand.New(rand.NewPCG(5, 6))
+	v := make([]int64, benchIDs)
+	for i := range v {
+		v[i] = int64(r.IntN(100_000_000))
+	}
+	return v
+}
+
 // BenchmarkParseInt compares the eight-digit parser with a byte-at-a-time
-// one over the same tokens.
+// one over the same tokens, for the mixed ids and for uniform ones.
 func BenchmarkParseInt(b *testing.B) {
-	body := jsonBody(b, "ids", benchInts(), false)
+	for _, ids := range []struct {
+		name string
+		v    []int64
+	}{{"mixed", benchInts()}, {"uniform1e8", uniformInts()}} {
+		b.Run("ids="+ids.name, func(b *testing.B) { benchParseInt(b, ids.v) })
+	}
+}
+
+func benchParseInt(b *testing.B, ids []int64) {
+	body := jsonBody(b, "ids", ids, false)
 	var starts []int
 	for i := 8; i < len(body); i++ {
 		if body[i-1] == '[' || body[i-1] == ',' {

@@ -96,16 +96,16 @@ func appendBody(dst []byte, f format, ids []int64) []byte {
 			if f == formatJSONText {
 				dst = append(dst, '"')
 				dst = append(dst, textIDPrefix...)
-				dst = strconv.AppendInt(dst, id, 10)
+				dst = appendID(dst, id)
 				dst = append(dst, '"')
 			} else {
-				dst = strconv.AppendInt(dst, id, 10)
+				dst = appendID(dst, id)
 			}
 		}
 		dst = append(dst, "]}"...)
 	case formatNDJSON, formatText:
 		for _, id := range ids {
-			dst = strconv.AppendInt(dst, id, 10)
+			dst = appendID(dst, id)
 			dst = append(dst, '\n')
 		}
 	case formatOctet:
@@ -132,9 +132,9 @@ func appendRESPHeader(dst []byte, key string, n int) []byte {
 // appendRESPArgs appends each id as a RESP bulk string of its decimal digits
 // (what redis-benchmark's __rand_int__ sends, without the zero padding).
 func appendRESPArgs(dst []byte, ids []int64) []byte {
-	var digits [20]byte
+	var digits [24]byte
 	for _, id := range ids {
-		d := strconv.AppendInt(digits[:0], id, 10)
+		d := appendID(digits[:0], id)
 		dst = append(dst, '$')
 		dst = strconv.AppendInt(dst, int64(len(d)), 10)
 		dst = append(dst, "\r\n"...)

@@ -90,12 +90,13 @@ func (s *DB) commitCheckpoint(snaps []snapshot, lsn uint64) error {
 	return nil
 }
 
-// releaseClean parks the entries that are now clean and unpinned.
-func (s *DB) releaseClean() {
+// releaseClean parks the snapshots' entries that are now clean and
+// unpinned: only they can have turned clean.
+func (s *DB) releaseClean(snaps []snapshot) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	for _, e := range s.entries {
-		if e.pins == 0 && !e.dirty.Load() {
+	for _, sn := range snaps {
+		if e := sn.e; e.pins == 0 && !e.dirty.Load() {
 			s.parkLocked(e)
 		}
 	}
@@ -146,7 +147,7 @@ func (s *DB) finishCheckpoint(snaps []snapshot, lsn uint64, last *batch, seg *se
 	if err := s.wal.dropBefore(seg); err != nil {
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
-	s.releaseClean()
+	s.releaseClean(snaps)
 	if s.opts.Observer != nil {
 		s.opts.Observer.ObserveCheckpoint(len(snaps), time.Since(start))
 	}

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/migrations"
@@ -178,7 +179,7 @@ type entry struct {
 func Open(path string, opts Options) (*DB, error) {
 	opts.setDefaults()
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is locked by another process (is another sketchd running on it?)", path)
 	}
 	if err != nil {
@@ -244,7 +245,8 @@ func (s *DB) open() error {
 		s.opts.Logger.Info("replayed write-ahead log", "records", replayed, "from_lsn", checkpoint+1, "to_lsn", last)
 	}
 	// Make bbolt reflect everything replayed, then start a clean log.
-	if err := s.commitCheckpoint(s.takeSnapshots(), last); err != nil {
+	snaps := s.takeSnapshots()
+	if err := s.commitCheckpoint(snaps, last); err != nil {
 		return err
 	}
 	s.checkpointed = last
@@ -257,7 +259,7 @@ func (s *DB) open() error {
 			return fmt.Errorf("store: %w", err)
 		}
 	}
-	s.releaseClean()
+	s.releaseClean(snaps)
 	var observe func(int, int, time.Duration)
 	if s.opts.Observer != nil {
 		observe = s.opts.Observer.ObserveCommit
@@ -327,8 +329,10 @@ func (s *DB) replay(o op) error {
 // and closes the files. It is safe to call more than once.
 func (s *DB) Close() error {
 	s.closeOnce.Do(func() {
+		// Once the gate is held no write is in flight; writers waiting for
+		// it see closing and refuse.
+		s.gate.Lock()
 		s.closing.Store(true)
-		s.gate.Lock() // every write in flight has finished
 		s.gate.Unlock()
 		close(s.stop)
 		<-s.done

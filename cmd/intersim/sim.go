@@ -192,15 +192,14 @@ func (g grid) unit(run, ri int) (results, error) {
 
 // stats summarises one cell for one method.
 type stats struct {
-	n                    int
-	medRel, p95Rel       float64 // relative error of the clamped estimate
-	coverage             float64 // share with truth in [lower, upper]
-	reliable             int     // observations flagged reliable
-	relCovered           int     // … of which covered
-	relRight             int     // … of which covered and within tolerance
-	spurious             float64 // share flagged spurious
-	p95Norm              float64 // 95th percentile of |raw-truth|/Δ
-	reliableNormExceeded int     // reliable with |raw-truth| > 2Δ
+	n              int
+	medRel, p95Rel float64 // relative error of the clamped estimate
+	coverage       float64 // share with truth in [lower, upper]
+	reliable       int     // observations flagged reliable
+	relCovered     int     // … of which covered
+	relRight       int     // … of which covered and within tolerance
+	spurious       float64 // share flagged spurious
+	p95Norm        float64 // 95th percentile of |raw-truth|/Δ
 }
 
 // rightTolerance: a reliable answer is "right" when the truth is inside

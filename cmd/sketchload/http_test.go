@@ -36,7 +36,6 @@ type fakeSketchd struct {
 	received  []int64          // every id of every add body, in arrival order
 	accepted  int64            // ids in adds answered 200
 	perSketch map[string]int64 // adds per sketch
-	wrongType []string         // format problems seen
 }
 
 func newFakeSketchd(t testing.TB) *fakeSketchd {

@@ -149,12 +149,11 @@ func TestAppendLineHashesInvalidFormat(t *testing.T) {
 func TestAppendLineItemsCopiesText(t *testing.T) {
 	t.Parallel()
 	body := []byte("alice\n\"b\\u00e9b\"\n7\n")
-	got, err := AppendLineItems(nil, body, NDJSON, -1)
-	if err == nil {
+	if _, err := AppendLineItems(nil, body, NDJSON, -1); err == nil {
 		t.Fatalf("AppendLineItems(%q, NDJSON) accepted unquoted text", body)
 	}
 	body = []byte("\"alice\"\n\"b\\u00e9b\"\n7\n\"\"\n")
-	got, err = AppendLineItems(nil, body, NDJSON, -1)
+	got, err := AppendLineItems(nil, body, NDJSON, -1)
 	if err != nil {
 		t.Fatalf("AppendLineItems(%q) error %v", body, err)
 	}

@@ -160,10 +160,9 @@ func (s *DB) markDirty(e *entry, memDelta int64) {
 
 // summary is what the scrape-time statistics need of an entry's state.
 type summary struct {
-	exists   bool
-	key      countKey
-	metric   bool
-	estimate float64
+	exists bool
+	key    countKey
+	metric bool
 }
 
 // summary describes e's state. Called with e.mu held (or single-threaded).

@@ -62,8 +62,8 @@ var errCrashed = errors.New("crashed")
 func crash(tb testing.TB, s *DB) {
 	tb.Helper()
 	s.closeOnce.Do(func() {
-		s.closing.Store(true)
 		s.gate.Lock()
+		s.closing.Store(true)
 		s.gate.Unlock()
 		close(s.stop)
 		<-s.done

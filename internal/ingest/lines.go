@@ -73,14 +73,10 @@ func (f LineFormat) String() string {
 // with Line set; on error dst is returned unchanged. An invalid f is a
 // programming error and returns a plain error.
 func AppendLineHashes(dst []uint64, body []byte, f LineFormat, maxIDs int) ([]uint64, error) {
-	if f < NDJSON || f > TextTexts {
-		return dst, fmt.Errorf("ingest: invalid line format %d", uint8(f))
+	sc, err := newLineScanner(body, f)
+	if err != nil {
+		return dst, err
 	}
-	if e := bomError(body); e != nil {
-		e.Line = 1
-		return dst, e
-	}
-	sc := lineScanner{b: body, f: f, line: 1}
 	out := dst
 	for n := 0; ; n++ {
 		kind, e := sc.next()
@@ -110,14 +106,10 @@ func AppendLineHashes(dst []uint64, body []byte, f LineFormat, maxIDs int) ([]ui
 // of Count 1 per id. Text ids are copies sharing one allocation per call,
 // as for AppendJSONItems.
 func AppendLineItems(dst []Item, body []byte, f LineFormat, maxIDs int) ([]Item, error) {
-	if f < NDJSON || f > TextTexts {
-		return dst, fmt.Errorf("ingest: invalid line format %d", uint8(f))
+	sc, err := newLineScanner(body, f)
+	if err != nil {
+		return dst, err
 	}
-	if e := bomError(body); e != nil {
-		e.Line = 1
-		return dst, e
-	}
-	sc := lineScanner{b: body, f: f, line: 1}
 	out := dst
 	var arena []byte
 	for n := 0; ; n++ {
@@ -168,6 +160,22 @@ type lineScanner struct {
 	v          int64 // tokInt
 	at         int   // offset of the last id, for errors
 	start, end int   // tokText
+}
+
+// newLineScanner checks the format and the body's start and returns a
+// scanner over body. An invalid f is a programming error and returns a
+// plain error; a refused body an *Error. The id limit and line numbers on
+// errors stay in the callers' loops: a method wrapping next per line
+// measured 10-28% slower.
+func newLineScanner(body []byte, f LineFormat) (lineScanner, error) {
+	if f < NDJSON || f > TextTexts {
+		return lineScanner{}, fmt.Errorf("ingest: invalid line format %d", uint8(f))
+	}
+	if e := bomError(body); e != nil {
+		e.Line = 1
+		return lineScanner{}, e
+	}
+	return lineScanner{b: body, f: f, line: 1}, nil
 }
 
 func (sc *lineScanner) next() (uint8, *Error) {

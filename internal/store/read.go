@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -172,10 +173,7 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 // number of sketches.
 func (s *DB) SketchCounts(yield func(kind, representation string, n int)) {
 	s.statsMu.Lock()
-	counts := make(map[countKey]int, len(s.counts))
-	for k, n := range s.counts {
-		counts[k] = n
-	}
+	counts := maps.Clone(s.counts)
 	s.statsMu.Unlock()
 	for k, n := range counts {
 		yield(k.typ, k.rep, n)
@@ -202,10 +200,7 @@ func (s *DB) CacheStats() (entries int, bytes int64) {
 // created with the metric flag (a CMS reports its total).
 func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
 	s.statsMu.Lock()
-	est := make(map[string]float64, len(s.estimates))
-	for n, v := range s.estimates {
-		est[n] = v
-	}
+	est := maps.Clone(s.estimates)
 	s.statsMu.Unlock()
 	for n, v := range est {
 		yield(n, v)

@@ -329,17 +329,22 @@ func (s *DB) replay(o op) error {
 // and closes the files. It is safe to call more than once.
 func (s *DB) Close() error {
 	s.closeOnce.Do(func() {
-		// Once the gate is held no write is in flight; writers waiting for
-		// it see closing and refuse.
-		s.gate.Lock()
-		s.closing.Store(true)
-		s.gate.Unlock()
-		close(s.stop)
-		<-s.done
+		s.quiesce()
 		err := s.Checkpoint(context.Background())
 		s.closeErr = errors.Join(err, s.wal.close(), s.bolt.Close())
 	})
 	return s.closeErr
+}
+
+// quiesce refuses new writes, waits for those in flight and stops the
+// checkpoint loop. Once the gate is held no write is in flight; writers
+// waiting for it see closing and refuse.
+func (s *DB) quiesce() {
+	s.gate.Lock()
+	s.closing.Store(true)
+	s.gate.Unlock()
+	close(s.stop)
+	<-s.done
 }
 
 // Ready reports whether the store accepts writes: open, not closing, and

@@ -62,11 +62,7 @@ var errCrashed = errors.New("crashed")
 func crash(tb testing.TB, s *DB) {
 	tb.Helper()
 	s.closeOnce.Do(func() {
-		s.gate.Lock()
-		s.closing.Store(true)
-		s.gate.Unlock()
-		close(s.stop)
-		<-s.done
+		s.quiesce()
 		close(s.wal.stop)
 		<-s.wal.stopped
 		for _, seg := range s.wal.segs {

@@ -210,10 +210,7 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 		return err
 	})
 	if err != nil {
-		if sketch.KindOf(err) == sketch.Internal {
-			return sketch.Wrap(sketch.Invalid, err, err.Error())
-		}
-		return err
+		return err // Intersect classifies what the client caused as Invalid
 	}
 	return writeJSON(w, http.StatusOK, intersectionDTO(x))
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/hll"
-	"github.com/sketchd/sketchd/internal/store"
+	"github.com/sketchd/sketchd/internal/store/bolt"
 )
 
 // ledger records what sketchd acknowledged and what was sent.
@@ -190,7 +190,7 @@ func TestCrashRecovery(t *testing.T) {
 	if err := p.terminate(t); err != nil {
 		t.Errorf("SIGTERM exit: %v\n%s", err, p.log())
 	}
-	if err := store.Check(data); err != nil {
+	if err := bolt.Check(data); err != nil {
 		t.Errorf("the file after six kills: %v", err)
 	}
 }

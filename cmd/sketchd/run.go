@@ -18,7 +18,7 @@ import (
 	"github.com/sketchd/sketchd/api"
 	"github.com/sketchd/sketchd/internal/metrics"
 	"github.com/sketchd/sketchd/internal/server"
-	"github.com/sketchd/sketchd/internal/store"
+	"github.com/sketchd/sketchd/internal/store/bolt"
 )
 
 // run starts sketchd and blocks until ctx ends (then shuts down cleanly
@@ -33,7 +33,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// The store reports commits to the metrics, which read the store at
 	// scrape time: the observer is wired once both exist.
 	var obs observer
-	db, err := store.Open(cfg.data, store.Options{
+	db, err := bolt.Open(cfg.data, bolt.Options{
 		CommitInterval:     cfg.commitInterval,
 		CheckpointInterval: cfg.checkpointInterval,
 		CacheBytes:         cfg.cacheBytes,

@@ -18,7 +18,7 @@ import (
 	"github.com/sketchd/sketchd/api"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/metrics"
-	"github.com/sketchd/sketchd/internal/store"
+	"github.com/sketchd/sketchd/internal/store/bolt"
 )
 
 // env is a server over a real store in a temporary directory, served by
@@ -28,7 +28,7 @@ import (
 type env struct {
 	srv  *httptest.Server
 	s    *Server
-	db   *store.DB
+	db   *bolt.DB
 	reg  *prometheus.Registry
 	cfg  Config
 	spec *specIndex
@@ -53,7 +53,7 @@ func newEnv(tb testing.TB, opts ...func(*envSetup)) *env {
 		o(&setup)
 	}
 	path := filepath.Join(tb.TempDir(), "sketchd.db")
-	db, err := store.Open(path, store.Options{})
+	db, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func withAuth(a *Auth) func(*envSetup) {
 // checkBolt runs bbolt's consistency check on a closed file.
 func checkBolt(tb testing.TB, path string) {
 	tb.Helper()
-	if err := store.Check(path); err != nil {
+	if err := bolt.Check(path); err != nil {
 		tb.Errorf("bbolt check: %v", err)
 	}
 }

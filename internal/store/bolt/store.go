@@ -27,7 +27,7 @@
 // evicted least recently used first. When changed sketches alone pass the
 // limit a checkpoint starts early, and past twice the limit writes are
 // refused with an Unavailable error until it completes.
-package store
+package bolt
 
 import (
 	"container/list"
@@ -41,7 +41,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -112,7 +112,7 @@ type DB struct {
 	opts   Options
 	path   string
 	walDir string
-	bolt   *bolt.DB
+	bdb    *bbolt.DB
 	wal    *wal
 
 	// cp orders writers against checkpoints: writers hold it shared while
@@ -178,7 +178,7 @@ type entry struct {
 // error saying so.
 func Open(path string, opts Options) (*DB, error) {
 	opts.setDefaults()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout})
+	bdb, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.OpenTimeout})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is locked by another process (is another sketchd running on it?)", path)
 	}
@@ -186,7 +186,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s := &DB{
-		opts: opts, path: path, walDir: path + ".wal", bolt: bdb,
+		opts: opts, path: path, walDir: path + ".wal", bdb: bdb,
 		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
 		counts: map[countKey]int{}, estimates: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
@@ -201,7 +201,7 @@ func Open(path string, opts Options) (*DB, error) {
 
 func (s *DB) open() error {
 	var from, to int
-	err := s.bolt.Update(func(tx *bolt.Tx) error {
+	err := s.bdb.Update(func(tx *bbolt.Tx) error {
 		var err error
 		from, to, err = migrations.Run(tx)
 		return err
@@ -216,7 +216,7 @@ func (s *DB) open() error {
 		return fmt.Errorf("store: %w", err)
 	}
 	var checkpoint uint64
-	if err := s.bolt.View(func(tx *bolt.Tx) error {
+	if err := s.bdb.View(func(tx *bbolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keyCheckpoint); len(v) == 8 {
 			checkpoint = binary.BigEndian.Uint64(v)
 		}
@@ -331,7 +331,7 @@ func (s *DB) Close() error {
 	s.closeOnce.Do(func() {
 		s.quiesce()
 		err := s.Checkpoint(context.Background())
-		s.closeErr = errors.Join(err, s.wal.close(), s.bolt.Close())
+		s.closeErr = errors.Join(err, s.wal.close(), s.bdb.Close())
 	})
 	return s.closeErr
 }
@@ -359,13 +359,13 @@ func (s *DB) Path() string { return s.path }
 // Check runs bbolt's consistency check on the closed file at path,
 // read-only, and returns every problem it finds.
 func Check(path string) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("store: check %s: %w", path, err)
 	}
 	defer db.Close()
 	var errs []error
-	db.View(func(tx *bolt.Tx) error {
+	db.View(func(tx *bbolt.Tx) error {
 		for err := range tx.Check() {
 			errs = append(errs, err)
 		}

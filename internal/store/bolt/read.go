@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/hll"
@@ -131,7 +131,7 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 		e.mu.Unlock()
 		s.release(e)
 	}
-	err := s.bolt.View(func(tx *bolt.Tx) error {
+	err := s.bdb.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketSketches).Cursor()
 		start := max(prefix, after)
 		found := 0

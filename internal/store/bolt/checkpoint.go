@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // snapshot is a copy of one changed sketch (st nil: deleted) taken at the
@@ -43,7 +43,7 @@ func (s *DB) takeSnapshots() []snapshot {
 // in one bbolt transaction, then marks clean the entries not changed since
 // their copy. On failure the entries return to the dirty set.
 func (s *DB) commitCheckpoint(snaps []snapshot, lsn uint64) error {
-	err := s.bolt.Update(func(tx *bolt.Tx) error {
+	err := s.bdb.Update(func(tx *bbolt.Tx) error {
 		sketches, metric := tx.Bucket(bucketSketches), tx.Bucket(bucketMetric)
 		var buf []byte
 		for _, sn := range snaps {

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/hll"
@@ -68,7 +68,7 @@ func crash(tb testing.TB, s *DB) {
 		for _, seg := range s.wal.segs {
 			seg.f.Close()
 		}
-		s.bolt.Close()
+		s.bdb.Close()
 		s.closeErr = errCrashed
 	})
 }
@@ -269,11 +269,11 @@ func TestSecondOpenFailsFast(t *testing.T) {
 
 func TestRefusesNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "future.db")
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Update(func(tx *bolt.Tx) error {
+	db.Update(func(tx *bbolt.Tx) error {
 		b, _ := tx.CreateBucketIfNotExists([]byte(migrations.BucketMeta))
 		return b.Put([]byte(migrations.KeyVersion), []byte{0, 0, 0, 99})
 	})
@@ -542,7 +542,7 @@ func TestColdLoads(t *testing.T) {
 		t.Errorf("%d cache entries after reading one sketch", entries)
 	}
 
-	s.bolt.Update(func(tx *bolt.Tx) error {
+	s.bdb.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketSketches).Put([]byte("broken"), []byte{1, 1, 0})
 	})
 	for range 3 {
@@ -557,7 +557,7 @@ func TestColdLoads(t *testing.T) {
 		t.Error("a failed load left an entry in the cache")
 	}
 	good := appendRecord(nil, &state{typ: sketch.TypeHLL, hll: mustHLL(t, hllSpec(10).HLL), created: time.Now(), updated: time.Now()})
-	s.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSketches).Put([]byte("broken"), good) })
+	s.bdb.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketSketches).Put([]byte("broken"), good) })
 	if _, err := s.Describe(ctx, "broken"); err != nil {
 		t.Errorf("Describe after repair = %v", err)
 	}

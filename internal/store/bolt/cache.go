@@ -1,9 +1,9 @@
-package store
+package bolt
 
 import (
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -56,7 +56,7 @@ func (s *DB) acquire(name string) (*entry, error) {
 // load reads and decodes name's record (nil if there is none).
 func (s *DB) load(name string) (*state, error) {
 	var st *state
-	err := s.bolt.View(func(tx *bolt.Tx) error {
+	err := s.bdb.View(func(tx *bbolt.Tx) error {
 		rec := tx.Bucket(bucketSketches).Get([]byte(name))
 		if rec == nil {
 			return nil
@@ -204,7 +204,7 @@ func (s *DB) changed(e *entry, before summary) {
 
 // loadStats counts the stored sketches by kind and representation and
 // reads the estimates of those exported on /metrics.
-func (s *DB) loadStats(tx *bolt.Tx) error {
+func (s *DB) loadStats(tx *bbolt.Tx) error {
 	sketches := tx.Bucket(bucketSketches)
 	err := sketches.ForEach(func(name, rec []byte) error {
 		key, err := recordKey(rec)

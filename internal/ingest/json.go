@@ -534,3 +534,21 @@ func afterElem(b []byte, i int, path string) *Error {
 	}
 	return &Error{Err: ErrSyntax, Offset: i, Path: path, Reason: "want ',' or ']' after the value, found " + found(b, i)}
 }
+
+// FirstKey returns the first key of a JSON object body ("" when the body
+// does not start as an object with a key), without parsing further: how
+// a body of {"items":…} is told from one of {"ids":…} before either parse.
+func FirstKey(body []byte) string {
+	if bomError(body) != nil {
+		return ""
+	}
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return ""
+	}
+	key, _, e := parseKey(body, skipSpace(body, i+1))
+	if e != nil {
+		return ""
+	}
+	return string(key)
+}

@@ -2,26 +2,36 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Source is what the store offers at scrape time. It uses only builtin types
-// so that the store implements it without importing this package. Its
-// methods are called from the scrape goroutine, concurrently with writes and
-// possibly with another scrape, so they must be safe for concurrent use; a
-// yield callback does not block and does not call back into the Source.
+// Source is what every store backend offers at scrape time. It uses only
+// builtin types so that a backend implements it without importing this
+// package. Its methods are called from the scrape goroutine, concurrently
+// with writes and possibly with another scrape, so they must be safe for
+// concurrent use; a yield callback does not block and does not call back
+// into the Source. A backend may also implement DiskSource and
+// CacheSource; the families they feed are exported only when it does.
 type Source interface {
 	// SketchCounts calls yield for every (kind, representation) pair with its
 	// number of sketches. kind is "hll" or "cms"; representation is EMPTY,
 	// EXPLICIT, SPARSE, FULL (hll) or "" (cms). Repeated pairs are summed.
 	SketchCounts(yield func(kind, representation string, n int))
-	// DiskBytes reports the bbolt file size and the write-ahead log size in
-	// bytes.
-	DiskBytes() (db, wal int64)
-	// CacheStats reports the decoded-sketch cache: entries and approximate
-	// bytes.
-	CacheStats() (entries int, bytes int64)
 	// MetricEstimates calls yield for every sketch created with
 	// "metric": true, and only those, with its current estimate. Names are
 	// unique; a repeated name is reported as a gather error.
 	MetricEstimates(yield func(name string, estimate float64))
+}
+
+// DiskSource is a backend with local files: the embedded one.
+type DiskSource interface {
+	// DiskBytes reports the bbolt file size and the write-ahead log size in
+	// bytes.
+	DiskBytes() (db, wal int64)
+}
+
+// CacheSource is a backend with a cache of decoded sketches.
+type CacheSource interface {
+	// CacheStats reports the decoded-sketch cache: entries and approximate
+	// bytes.
+	CacheStats() (entries int, bytes int64)
 }
 
 // sourceCollector turns a Source into gauges at scrape time, so that nothing
@@ -97,13 +107,16 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constGauge(c.sketches, sc.n, sc.kind, sc.representation)
 	}
 
-	db, wal := c.src.DiskBytes()
-	ch <- constGauge(c.dbSize, float64(db))
-	ch <- constGauge(c.walSize, float64(wal))
-
-	entries, bytes := c.src.CacheStats()
-	ch <- constGauge(c.cacheEntries, float64(entries))
-	ch <- constGauge(c.cacheBytes, float64(bytes))
+	if d, ok := c.src.(DiskSource); ok {
+		db, wal := d.DiskBytes()
+		ch <- constGauge(c.dbSize, float64(db))
+		ch <- constGauge(c.walSize, float64(wal))
+	}
+	if cs, ok := c.src.(CacheSource); ok {
+		entries, bytes := cs.CacheStats()
+		ch <- constGauge(c.cacheEntries, float64(entries))
+		ch <- constGauge(c.cacheBytes, float64(bytes))
+	}
 
 	var estimates []prometheus.Metric
 	c.src.MetricEstimates(func(name string, estimate float64) {

@@ -29,28 +29,30 @@ type createRequest struct {
 }
 
 func (c createRequest) spec() (sketch.Spec, error) {
-	sp := sketch.Spec{Type: sketch.TypeHLL}
+	typ := sketch.TypeHLL
 	if c.Type != nil {
-		sp.Type = sketch.Type(*c.Type)
+		typ = sketch.Type(*c.Type)
 	}
+	var sp sketch.Spec
 	if c.Metric != nil {
 		sp.Metric = *c.Metric
 	}
-	switch sp.Type {
+	switch typ {
 	case sketch.TypeHLL:
 		if name := firstSet(map[string]bool{"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil,
 			"delta": c.Delta != nil, "conservative": c.Conservative != nil, "topk": c.TopK != nil}); name != "" {
 			return sp, sketch.Errorf(sketch.Invalid, "%s is a cms parameter; this sketch is an hll", name)
 		}
-		sp.HLL = hll.DefaultParams()
-		setInt(&sp.HLL.Log2m, c.Log2m)
-		setInt(&sp.HLL.Regwidth, c.Regwidth)
+		p := hll.DefaultParams()
+		setInt(&p.Log2m, c.Log2m)
+		setInt(&p.Regwidth, c.Regwidth)
 		if c.Expthresh != nil {
-			sp.HLL.Expthresh = *c.Expthresh
+			p.Expthresh = *c.Expthresh
 		}
 		if c.Sparse != nil {
-			sp.HLL.Sparse = *c.Sparse
+			p.Sparse = *c.Sparse
 		}
+		sp.Params = sketch.HLLParams{Params: p}
 	case sketch.TypeCMS:
 		if name := firstSet(map[string]bool{"log2m": c.Log2m != nil, "regwidth": c.Regwidth != nil,
 			"expthresh": c.Expthresh != nil, "sparse": c.Sparse != nil}); name != "" {
@@ -58,6 +60,7 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		}
 		shape := c.Width != nil || c.Depth != nil
 		bound := c.Epsilon != nil || c.Delta != nil
+		var p cms.Params
 		switch {
 		case shape && bound:
 			return sp, sketch.Errorf(sketch.Invalid, "give either width and depth or epsilon and delta, not both")
@@ -66,20 +69,25 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		case bound && (c.Epsilon == nil || c.Delta == nil):
 			return sp, sketch.Errorf(sketch.Invalid, "epsilon and delta go together")
 		case shape:
-			sp.CMS = cms.Params{Width: *c.Width, Depth: *c.Depth}
+			p = cms.Params{Width: *c.Width, Depth: *c.Depth}
 		case bound:
-			p, err := cms.ParamsFromError(*c.Epsilon, *c.Delta)
-			if err != nil {
+			var err error
+			if p, err = cms.ParamsFromError(*c.Epsilon, *c.Delta); err != nil {
 				return sp, sketch.Wrap(sketch.Invalid, err, "invalid cms parameters: "+trimCMS(err.Error()))
 			}
-			sp.CMS = p
 		default:
-			sp.CMS = cms.DefaultParams()
+			p = cms.DefaultParams()
 		}
 		if c.Conservative != nil {
-			sp.CMS.Conservative = *c.Conservative
+			p.Conservative = *c.Conservative
 		}
-		setInt(&sp.CMS.TopK, c.TopK)
+		setInt(&p.TopK, c.TopK)
+		sp.Params = sketch.CMSParams{Params: p}
+	default:
+		if _, err := sketch.Lookup(typ); err != nil {
+			return sp, err
+		}
+		return sp, sketch.Errorf(sketch.Invalid, "sketches of type %s cannot be created over HTTP", typ)
 	}
 	return sp, sp.Validate()
 }
@@ -143,20 +151,32 @@ type cmsResponse struct {
 
 // describe converts a store Info to its response shape.
 func describe(in sketch.Info) any {
-	if in.Spec.Type == sketch.TypeCMS {
-		p := in.Spec.CMS
+	switch p := in.Spec.Params.(type) {
+	case sketch.CMSParams:
 		return cmsResponse{
 			Name: in.Name, Type: string(sketch.TypeCMS), Width: p.Width, Depth: p.Depth,
 			Epsilon: p.Epsilon(), Delta: p.Delta(), Conservative: p.Conservative, TopK: p.TopK,
 			Total: in.Total, SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric,
 		}
+	case sketch.HLLParams:
+		return hllResponse{
+			Name: in.Name, Type: string(sketch.TypeHLL), Log2m: p.Log2m, Regwidth: p.Regwidth, Expthresh: p.Expthresh,
+			Sparse: p.Sparse, Representation: in.Representation, Cardinality: finite(in.Cardinality), StdError: in.StdError,
+			SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric,
+		}
 	}
-	p := in.Spec.HLL
-	return hllResponse{
-		Name: in.Name, Type: string(sketch.TypeHLL), Log2m: p.Log2m, Regwidth: p.Regwidth, Expthresh: p.Expthresh,
-		Sparse: p.Sparse, Representation: in.Representation, Cardinality: finite(in.Cardinality), StdError: in.StdError,
-		SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric,
-	}
+	return baseResponse{Name: in.Name, Type: string(in.Spec.Type()), SizeBytes: in.SizeBytes,
+		CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+}
+
+// baseResponse describes a sketch of a kind without a shape of its own.
+type baseResponse struct {
+	Name      string    `json:"name"`
+	Type      string    `json:"type"`
+	SizeBytes int       `json:"size_bytes"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Metric    bool      `json:"metric"`
 }
 
 // finite guards JSON encoding: the estimator never returns NaN for a

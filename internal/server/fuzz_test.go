@@ -215,7 +215,7 @@ func FuzzUpload(f *testing.F) {
 		}
 		// What was stored downloads, decodes, and uploads back to itself.
 		got := e.raw(t, m.name)
-		if len(got) > 0 && got[0] != cmsMagic {
+		if len(got) > 0 && got[0] != 0xC1 { // not a Count-Min (cms doc.go)
 			if _, err := hll.Decode(got); err != nil {
 				t.Fatalf("stored %s does not decode: %v", m.name, err)
 			}

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/hll"
@@ -82,7 +84,7 @@ func (s *Server) handleFrequencyGet(w http.ResponseWriter, r *http.Request) erro
 
 func (s *Server) frequency(w http.ResponseWriter, r *http.Request, name string, ids []cms.ID) error {
 	var resp frequencyResponse
-	err := s.store.ViewCMS(r.Context(), name, func(c *cms.Sketch) error {
+	err := s.viewCMS(r.Context(), name, func(c *cms.Sketch) error {
 		resp.Total = c.Total()
 		bound, conf := c.ErrorBound(), c.Confidence()
 		resp.Results = make([]frequencyResult, len(ids))
@@ -112,7 +114,7 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	resp := topResponse{Items: []topItem{}}
-	err = s.store.ViewCMS(r.Context(), name, func(c *cms.Sketch) error {
+	err = s.viewCMS(r.Context(), name, func(c *cms.Sketch) error {
 		if c.Params().TopK == 0 {
 			return sketch.Errorf(sketch.Conflict, "sketch %q keeps no heavy hitters; create it with topk > 0", name)
 		}
@@ -167,13 +169,17 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		}
 		defer release()
 	}
-	h, c, err := s.store.Union(r.Context(), req.Sketches, req.Into)
+	u, err := s.store.Union(r.Context(), req.Sketches, req.Into)
 	if err != nil {
 		return err
 	}
-	if c != nil {
+	if c, ok := sketch.CMSOf(u); ok {
 		p := c.Params()
 		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into})
+	}
+	h, ok := sketch.HLLOf(u)
+	if !ok {
+		return sketch.Errorf(sketch.Invalid, "a union of %s sketches has no answer here", u.Kind().Type)
 	}
 	return writeJSON(w, http.StatusOK, unionDTO(h, req.Into))
 }
@@ -204,7 +210,7 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 		return sketch.Wrap(sketch.Invalid, err, `method must be "inclusion_exclusion" or "mle" (or absent for the default)`)
 	}
 	var x sketch.Intersection
-	err = s.store.ViewHLL(r.Context(), req.Sketches, func(hs []*hll.Sketch) error {
+	err = s.viewHLLs(r.Context(), req.Sketches, func(hs []*hll.Sketch) error {
 		var err error
 		x, err = sketch.Intersect(req.Sketches, hs, method)
 		return err
@@ -246,8 +252,51 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 			return sketch.Errorf(sketch.Invalid, "regwidth %d not in %d..%d", regwidth, hll.MinRegwidth, hll.MaxRegwidth)
 		}
 	}
-	if _, err := s.store.FoldInto(r.Context(), name, *req.Log2m, regwidth, into); err != nil {
+	log2m := *req.Log2m
+	info, err := s.store.Transform(r.Context(), name, into, func(sk sketch.Sketch) (sketch.Sketch, error) {
+		h, ok := sketch.HLLOf(sk)
+		if !ok {
+			return nil, sketch.WrongKind(name, sk.Kind().Type, sketch.TypeHLL)
+		}
+		rw := regwidth
+		if rw == 0 {
+			rw = h.Params().Regwidth
+		}
+		f, err := h.Fold(log2m, rw)
+		if err != nil {
+			return nil, sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "hll: "))
+		}
+		return sketch.NewHLL(f), nil
+	})
+	if err != nil {
 		return err
 	}
-	return s.writeDescribe(w, r, into, http.StatusOK)
+	return writeJSON(w, http.StatusOK, describe(info))
+}
+
+// viewCMS runs fn with the Count-Min sketch name, unchanged while fn runs.
+func (s *Server) viewCMS(ctx context.Context, name string, fn func(*cms.Sketch) error) error {
+	return s.store.View(ctx, []string{name}, func(sks []sketch.Sketch) error {
+		c, ok := sketch.CMSOf(sks[0])
+		if !ok {
+			return sketch.WrongKind(name, sks[0].Kind().Type, sketch.TypeCMS)
+		}
+		return fn(c)
+	})
+}
+
+// viewHLLs runs fn with the HLL sketches names, in order, unchanged while
+// fn runs.
+func (s *Server) viewHLLs(ctx context.Context, names []string, fn func([]*hll.Sketch) error) error {
+	return s.store.View(ctx, names, func(sks []sketch.Sketch) error {
+		hs := make([]*hll.Sketch, len(sks))
+		for i, sk := range sks {
+			h, ok := sketch.HLLOf(sk)
+			if !ok {
+				return sketch.WrongKind(names[i], sk.Kind().Type, sketch.TypeHLL)
+			}
+			hs[i] = h
+		}
+		return fn(hs)
+	})
 }

@@ -8,14 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
-
-// cmsMagic is the first byte of every CMS encoding (cms doc.go); HLL
-// encodings start with 0x1X, so uploads identify their type.
-const cmsMagic = 0xC1
 
 // handleRawGet downloads a sketch's encoding: binary with an ETag, or
 // ?format=hex as PostgreSQL prints a bytea/hll (\x and lower-case hex);
@@ -39,7 +34,7 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		err = s.store.ViewHLL(r.Context(), []string{name}, func(hs []*hll.Sketch) error {
+		err = s.viewHLLs(r.Context(), []string{name}, func(hs []*hll.Sketch) error {
 			f, err := hs[0].Fold(log2m, hs[0].Params().Regwidth)
 			if err != nil {
 				return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "hll: "))
@@ -50,8 +45,14 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-	} else if _, b, err = s.store.Raw(r.Context(), name, nil); err != nil {
-		return err
+	} else {
+		err = s.store.View(r.Context(), []string{name}, func(sks []sketch.Sketch) error {
+			b = sks[0].AppendBinary(nil)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	h := fnv.New64a()
 	h.Write(b)
@@ -81,24 +82,24 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 }
 
 // upload reads a sketch sent as binary (application/octet-stream) or as
-// PostgreSQL's text form (text/plain, \x then hex digits), decoded as
-// strictly as the format allows. Exactly one result is non-nil.
-func (s *Server) upload(w http.ResponseWriter, r *http.Request) (*hll.Sketch, *cms.Sketch, error) {
+// PostgreSQL's text form (text/plain, \x then hex digits), of whichever
+// registered kind its bytes are, decoded as strictly as the format allows.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, error) {
 	if _, err := query(r); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	mt, err := mediaType(r)
 	if err != nil {
 		s.refused(refusedMediaType)
-		return nil, nil, err
+		return nil, err
 	}
 	if mt != "application/octet-stream" && mt != "text/plain" {
 		s.refused(refusedMediaType)
-		return nil, nil, errUnsupportedMedia("upload a sketch as application/octet-stream (its bytes) or text/plain (\\x followed by hex, as PostgreSQL prints it)")
+		return nil, errUnsupportedMedia("upload a sketch as application/octet-stream (its bytes) or text/plain (\\x followed by hex, as PostgreSQL prints it)")
 	}
 	body, err := s.readBody(w, r)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer s.putBody(body)
 	raw := body.Bytes()
@@ -107,32 +108,20 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) (*hll.Sketch, *c
 		text, ok := bytes.CutPrefix(text, []byte(`\x`))
 		if !ok {
 			s.refused(refusedBadInput)
-			return nil, nil, sketch.Errorf(sketch.Invalid, `a text upload starts with \x, as PostgreSQL prints an hll`)
+			return nil, sketch.Errorf(sketch.Invalid, `a text upload starts with \x, as PostgreSQL prints an hll`)
 		}
 		raw = make([]byte, hex.DecodedLen(len(text)))
 		if _, err := hex.Decode(raw, text); err != nil {
 			s.refused(refusedBadInput)
-			return nil, nil, sketch.Errorf(sketch.Invalid, "the text upload is not hex: %s", clip(err.Error()))
+			return nil, sketch.Errorf(sketch.Invalid, "the text upload is not hex: %s", clip(err.Error()))
 		}
 	}
-	if len(raw) > 0 && raw[0] == cmsMagic {
-		c, err := cms.Decode(raw)
-		if err != nil {
-			s.refused(refusedBadInput)
-			return nil, nil, sketch.Wrap(sketch.Invalid, err, "the upload is not a valid cms sketch: "+trimCMS(err.Error()))
-		}
-		return nil, c, nil
-	}
-	h, err := hll.Decode(raw)
+	sk, err := sketch.DetectUpload(raw)
 	if err != nil {
 		s.refused(refusedBadInput)
-		return nil, nil, sketch.Wrap(sketch.Invalid, err, "the upload is not a valid hll sketch: "+strings.TrimPrefix(err.Error(), "hll: "))
+		return nil, err
 	}
-	if h.Representation() == hll.Undefined {
-		s.refused(refusedBadInput)
-		return nil, nil, sketch.Errorf(sketch.Invalid, "an UNDEFINED hll (the result of an undefined operation in PostgreSQL) cannot be stored")
-	}
-	return h, nil, nil
+	return sk, nil
 }
 
 // handleRawPut creates or replaces a sketch from uploaded bytes.
@@ -141,23 +130,18 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h, c, err := s.upload(w, r)
+	sk, err := s.upload(w, r)
 	if err != nil {
 		return err
 	}
-	var created bool
-	if h != nil {
-		created, err = s.store.PutHLL(r.Context(), name, h)
-	} else {
-		created, err = s.store.PutCMS(r.Context(), name, c)
-	}
+	info, created, err := s.store.Put(r.Context(), name, sk)
 	if err != nil {
 		return err
 	}
 	if created {
-		return s.writeDescribe(w, r, name, http.StatusCreated)
+		return writeJSON(w, http.StatusCreated, describe(info))
 	}
-	return s.writeDescribe(w, r, name, http.StatusOK)
+	return writeJSON(w, http.StatusOK, describe(info))
 }
 
 // handleRawPost unions uploaded bytes into a stored sketch.
@@ -166,19 +150,15 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h, c, err := s.upload(w, r)
+	sk, err := s.upload(w, r)
 	if err != nil {
 		return err
 	}
-	if h != nil {
-		err = s.store.MergeHLL(r.Context(), name, h)
-	} else {
-		err = s.store.MergeCMS(r.Context(), name, c)
-	}
+	info, err := s.store.Merge(r.Context(), name, sk)
 	if err != nil {
 		return err
 	}
-	return s.writeDescribe(w, r, name, http.StatusOK)
+	return writeJSON(w, http.StatusOK, describe(info))
 }
 
 // writeDescribe answers with the current description of name.

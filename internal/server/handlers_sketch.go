@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -174,7 +173,8 @@ func (s *Server) ingestError(err error) error {
 }
 
 // handleAdd adds ids to a sketch: hashed straight into an HLL, counted
-// into a CMS. 200 only once the write is durable.
+// into a CMS, as the store finds the sketch's kind. 200 only once the
+// write is durable.
 func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	name, err := nameParam(r)
 	if err != nil {
@@ -192,61 +192,72 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	typ, err := s.store.TypeOf(r.Context(), name)
-	switch {
-	case sketch.KindOf(err) == sketch.NotFound && create:
-		typ = sketch.TypeHLL
-	case err != nil:
-		return err
-	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
 	defer s.putBody(body)
-	if typ == sketch.TypeCMS {
-		return s.addItems(w, r, name, body.Bytes(), format, lines)
-	}
-	hp := s.hashBufs.Get().(*[]uint64)
-	defer func() {
-		if cap(*hp) <= 1<<20 {
-			s.hashBufs.Put(hp)
-		}
-	}()
-	hashes := (*hp)[:0]
-	switch format {
-	case formatJSON:
-		hashes, err = ingest.AppendJSONHashes(hashes, body.Bytes(), s.cfg.MaxIDs)
-	case formatLines:
-		hashes, err = ingest.AppendLineHashes(hashes, body.Bytes(), lines, s.cfg.MaxIDs)
-	default:
-		hashes, err = ingest.AppendOctetHashes(hashes, body.Bytes(), s.cfg.MaxIDs)
-	}
-	*hp = hashes
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
+	defer in.release()
+	added, err := s.store.Add(r.Context(), name, in, create)
 	if err != nil {
-		return s.ingestError(err)
-	}
-	if err := s.store.AddHashes(r.Context(), name, hashes, create); err != nil {
 		return err
 	}
-	s.metrics.Ingested(string(sketch.TypeHLL), len(hashes))
-	return writeJSON(w, http.StatusOK, addResponse{Accepted: len(hashes)})
+	s.metrics.Ingested(string(added.Type), added.Accepted)
+	return writeJSON(w, http.StatusOK, addResponse{Accepted: added.Accepted})
 }
 
-func (s *Server) addItems(w http.ResponseWriter, r *http.Request, name string, body []byte, format bodyFormat, lines ingest.LineFormat) error {
-	items, err := s.parseItems(body, format, lines)
+// bodyInput is an id body parsed on demand in the form the sketch's kind
+// takes (sketch.Input). Hashes reuse a pooled buffer, released with the
+// request.
+type bodyInput struct {
+	s      *Server
+	body   []byte
+	format bodyFormat
+	lines  ingest.LineFormat
+	hp     *[]uint64
+}
+
+func (in *bodyInput) Hashes() ([]uint64, error) {
+	if in.hp == nil {
+		in.hp = in.s.hashBufs.Get().(*[]uint64)
+	}
+	hashes := (*in.hp)[:0]
+	var err error
+	switch in.format {
+	case formatJSON:
+		hashes, err = ingest.AppendJSONHashes(hashes, in.body, in.s.cfg.MaxIDs)
+	case formatLines:
+		hashes, err = ingest.AppendLineHashes(hashes, in.body, in.lines, in.s.cfg.MaxIDs)
+	default:
+		hashes, err = ingest.AppendOctetHashes(hashes, in.body, in.s.cfg.MaxIDs)
+	}
+	*in.hp = hashes
 	if err != nil {
-		return err
+		return nil, in.s.ingestError(err)
+	}
+	return hashes, nil
+}
+
+func (in *bodyInput) Items() ([]cms.Item, error) {
+	items, err := in.s.parseItems(in.body, in.format, in.lines)
+	if err != nil {
+		return nil, err
 	}
 	batch := make([]cms.Item, len(items))
 	for i, it := range items {
 		batch[i] = cms.Item{ID: cmsID(it.ID), Count: uint64(it.Count)}
 	}
-	if err := s.store.AddItems(r.Context(), name, batch); err != nil {
-		return err
+	return batch, nil
+}
+
+// Type makes a body of counted items create a Count-Min: its first JSON
+// key is "items".
+func (in *bodyInput) Type() sketch.Type {
+	if in.format == formatJSON && ingest.FirstKey(in.body) == "items" {
+		return sketch.TypeCMS
 	}
-	s.metrics.Ingested(string(sketch.TypeCMS), len(batch))
-	return writeJSON(w, http.StatusOK, addResponse{Accepted: len(batch)})
+	return sketch.TypeHLL
 }
 
 func (s *Server) parseItems(body []byte, format bodyFormat, lines ingest.LineFormat) ([]ingest.Item, error) {
@@ -264,6 +275,12 @@ func (s *Server) parseItems(body []byte, format bodyFormat, lines ingest.LineFor
 		return nil, s.ingestError(err)
 	}
 	return items, nil
+}
+
+func (in *bodyInput) release() {
+	if in.hp != nil && cap(*in.hp) <= 1<<20 {
+		in.s.hashBufs.Put(in.hp)
+	}
 }
 
 // handleEvents adds each event's id to all its sketches in one
@@ -313,35 +330,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		events[i] = sketch.Event{ID: ids[i], Sketches: ev.Sketches}
 	}
-	if err := s.store.AddEvents(r.Context(), events, create); err != nil {
+	counts, err := s.store.AddEvents(r.Context(), events, create)
+	if err != nil {
 		return err
 	}
-	s.countEvents(r.Context(), events)
+	// sketchd_ingested_total counts each id once per sketch it went to,
+	// under that sketch's kind, as the add route counts ids and items.
+	for typ, n := range counts {
+		s.metrics.Ingested(string(typ), n)
+	}
 	return writeJSON(w, http.StatusOK, eventsResponse{Accepted: len(events)})
-}
-
-// countEvents counts each event's id in sketchd_ingested_total once per
-// sketch it went to, under that sketch's kind, as the add route counts
-// ids and items.
-func (s *Server) countEvents(ctx context.Context, events []sketch.Event) {
-	per := map[string]int{}
-	for _, ev := range events {
-		for _, n := range ev.Sketches {
-			per[n]++
-		}
-	}
-	var hlls, cmss int
-	for n, k := range per {
-		switch typ, err := s.store.TypeOf(ctx, n); {
-		case err != nil: // deleted since: its ids are not counted
-		case typ == sketch.TypeCMS:
-			cmss += k
-		default:
-			hlls += k
-		}
-	}
-	s.metrics.Ingested(string(sketch.TypeHLL), hlls)
-	s.metrics.Ingested(string(sketch.TypeCMS), cmss)
 }
 
 const maxEventSketches = 100

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
+	"os"
 	"strings"
 	"testing"
 
@@ -19,6 +19,8 @@ import (
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/metrics"
 	"github.com/sketchd/sketchd/internal/store/bolt"
+	"github.com/sketchd/sketchd/internal/store/bolt/bolttest"
+	"github.com/sketchd/sketchd/internal/store/storetest"
 )
 
 // env is a server over a real store in a temporary directory, served by
@@ -28,7 +30,7 @@ import (
 type env struct {
 	srv  *httptest.Server
 	s    *Server
-	db   *bolt.DB
+	db   *storetest.Instance
 	reg  *prometheus.Registry
 	cfg  Config
 	spec *specIndex
@@ -52,19 +54,10 @@ func newEnv(tb testing.TB, opts ...func(*envSetup)) *env {
 	for _, o := range opts {
 		o(&setup)
 	}
-	path := filepath.Join(tb.TempDir(), "sketchd.db")
-	db, err := bolt.Open(path, bolt.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			tb.Errorf("store Close: %v", err)
-		}
-		checkBolt(tb, path)
-	})
+	db := storetest.Open(tb, testBackend(tb))
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, metrics.Options{Source: db})
+	src, _ := db.Store.(metrics.Source)
+	m := metrics.New(reg, metrics.Options{Source: src})
 	s := New(setup.cfg, Deps{
 		Store: db, Metrics: m, Auth: setup.auth,
 		MetricsHandler: metrics.Handler(reg, nil), OpenAPI: api.Spec(),
@@ -85,11 +78,18 @@ func withAuth(a *Auth) func(*envSetup) {
 	return func(s *envSetup) { s.auth = a }
 }
 
-// checkBolt runs bbolt's consistency check on a closed file.
-func checkBolt(tb testing.TB, path string) {
+// testBackend is the store backend the server's tests run over: the one
+// SKETCHD_TEST_BACKEND names (default bolt, the embedded one), through the
+// factory the conformance suite uses, so every backend passes the same
+// HTTP tests.
+func testBackend(tb testing.TB) storetest.Backend {
 	tb.Helper()
-	if err := bolt.Check(path); err != nil {
-		tb.Errorf("bbolt check: %v", err)
+	switch name := os.Getenv("SKETCHD_TEST_BACKEND"); name {
+	case "", "bolt":
+		return bolttest.Backend(bolt.Options{})
+	default:
+		tb.Fatalf("SKETCHD_TEST_BACKEND=%q names no backend", name)
+		return storetest.Backend{}
 	}
 }
 

@@ -64,9 +64,7 @@ func TestListPaging(t *testing.T) {
 		want = append(want, name)
 	}
 	e.create(t, "b00", `{"log2m":4}`)
-	if err := e.db.Checkpoint(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	e.db.Settle(t)
 	for _, n := range []string{"a05", "a17", "a29"} {
 		must(t, e.send(t, "DELETE", "/v1/sketches/"+n, "", ""), http.StatusNoContent, "delete "+n)
 		want = slices.DeleteFunc(want, func(s string) bool { return s == n })

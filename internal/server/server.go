@@ -6,39 +6,12 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/sketchd/sketchd/internal/cms"
-	"github.com/sketchd/sketchd/internal/hll"
-	"github.com/sketchd/sketchd/internal/sketch"
 )
-
-// Store is what the handlers need of the storage layer.
-type Store interface {
-	Create(ctx context.Context, name string, spec sketch.Spec) (sketch.Info, bool, error)
-	Describe(ctx context.Context, name string) (sketch.Info, error)
-	List(ctx context.Context, prefix, after string, limit int) ([]sketch.Info, bool, error)
-	Delete(ctx context.Context, name string) error
-	AddHashes(ctx context.Context, name string, hashes []uint64, create bool) error
-	AddItems(ctx context.Context, name string, items []cms.Item) error
-	AddEvents(ctx context.Context, events []sketch.Event, create bool) error
-	TypeOf(ctx context.Context, name string) (sketch.Type, error)
-	ViewHLL(ctx context.Context, names []string, fn func([]*hll.Sketch) error) error
-	ViewCMS(ctx context.Context, name string, fn func(*cms.Sketch) error) error
-	Raw(ctx context.Context, name string, buf []byte) (sketch.Type, []byte, error)
-	PutHLL(ctx context.Context, name string, h *hll.Sketch) (bool, error)
-	PutCMS(ctx context.Context, name string, c *cms.Sketch) (bool, error)
-	MergeHLL(ctx context.Context, name string, h *hll.Sketch) error
-	MergeCMS(ctx context.Context, name string, c *cms.Sketch) error
-	Union(ctx context.Context, names []string, into string) (*hll.Sketch, *cms.Sketch, error)
-	FoldInto(ctx context.Context, name string, log2m, regwidth int, into string) (*hll.Sketch, error)
-	Ready() bool
-}
 
 // Metrics records what the handlers observe; *metrics.Metrics implements
 // it. A nil Metrics in Deps records nothing.

@@ -4,7 +4,7 @@
 //   - what a sketch is: its Type, the Spec it is created with, the Info
 //     that describes it, and the rule for names (ValidateName);
 //   - the errors the API shows: *Error carries a client-safe detail and a
-//     Kind that the HTTP layer maps to one status (Invalid 400, NotFound
+//     ErrorKind that the HTTP layer maps to one status (Invalid 400, NotFound
 //     404, Conflict 409, TooLarge 413, Unauthorized 401, Forbidden 403,
 //     Unavailable 503); anything else is Internal, logged and never shown;
 //   - estimates built on top of the engines: the intersection of 2 to 8 HLL

@@ -5,25 +5,25 @@ import (
 	"fmt"
 )
 
-// Kind classifies an error by what the API user should do about it. The
+// ErrorKind classifies an error by what the API user should do about it. The
 // HTTP layer maps each kind to one status; anything unclassified is an
 // internal error whose details are logged, never shown.
-type Kind uint8
+type ErrorKind uint8
 
 // Error kinds.
 const (
-	Internal     Kind = iota // a bug or an I/O failure: 500
-	Invalid                  // the request is malformed or out of range: 400
-	NotFound                 // the named sketch does not exist: 404
-	Conflict                 // the request contradicts the stored state: 409
-	TooLarge                 // a body or upload exceeds a limit: 413
-	Unauthorized             // no or unknown credentials: 401
-	Forbidden                // credentials lack the needed role: 403
-	Unavailable              // overloaded or shutting down; retry later: 503
+	Internal     ErrorKind = iota // a bug or an I/O failure: 500
+	Invalid                       // the request is malformed or out of range: 400
+	NotFound                      // the named sketch does not exist: 404
+	Conflict                      // the request contradicts the stored state: 409
+	TooLarge                      // a body or upload exceeds a limit: 413
+	Unauthorized                  // no or unknown credentials: 401
+	Forbidden                     // credentials lack the needed role: 403
+	Unavailable                   // overloaded or shutting down; retry later: 503
 )
 
 // String names the kind as the problem type URIs do.
-func (k Kind) String() string {
+func (k ErrorKind) String() string {
 	switch k {
 	case Invalid:
 		return "invalid"
@@ -46,7 +46,7 @@ func (k Kind) String() string {
 // Error is an error the API may show: Detail is safe to send to the
 // client; Err, if any, is the cause, for logs and errors.Is.
 type Error struct {
-	Kind   Kind
+	Kind   ErrorKind
 	Detail string
 	Err    error
 }
@@ -61,18 +61,18 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error of kind k with a formatted client-safe detail.
-func Errorf(k Kind, format string, args ...any) *Error {
+func Errorf(k ErrorKind, format string, args ...any) *Error {
 	return &Error{Kind: k, Detail: fmt.Sprintf(format, args...)}
 }
 
 // Wrap returns an *Error of kind k whose detail is detail and whose cause
 // is err.
-func Wrap(k Kind, err error, detail string) *Error {
+func Wrap(k ErrorKind, err error, detail string) *Error {
 	return &Error{Kind: k, Detail: detail, Err: err}
 }
 
 // KindOf returns the kind of the first *Error in err's chain, or Internal.
-func KindOf(err error) Kind {
+func KindOf(err error) ErrorKind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind

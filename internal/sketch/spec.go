@@ -2,11 +2,9 @@ package sketch
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
-	"github.com/sketchd/sketchd/internal/hll"
 )
 
 // Type is a sketch's type as the API names it.
@@ -18,54 +16,40 @@ const (
 	TypeCMS Type = "cms"
 )
 
-// Spec is what a sketch is created with: its type and parameters (HLL for
-// TypeHLL, CMS for TypeCMS) and whether its estimate is exported on
-// /metrics. Two specs with the same Type and parameters describe the same
-// sketch whatever their Metric flag, which can be changed later.
+// Spec is what a sketch is created with: its kind's parameters and
+// whether its estimate is exported on /metrics. Two specs with the same
+// parameters describe the same sketch whatever their Metric flag, which
+// can be changed later.
 type Spec struct {
-	Type   Type
-	HLL    hll.Params
-	CMS    cms.Params
+	Params Params
 	Metric bool
 }
 
-// DefaultHLL returns the spec of a sketch created implicitly (?create=true).
-func DefaultHLL() Spec { return Spec{Type: TypeHLL, HLL: hll.DefaultParams()} }
-
-// SameParams reports whether s and o have the same type and parameters.
-func (s Spec) SameParams(o Spec) bool {
-	if s.Type != o.Type {
-		return false
+// Type is the spec's sketch type ("" when it has no parameters).
+func (s Spec) Type() Type {
+	if s.Params == nil {
+		return ""
 	}
-	if s.Type == TypeHLL {
-		return s.HLL == o.HLL
-	}
-	return s.CMS == o.CMS
+	return s.Params.Kind().Type
 }
 
-// Validate checks the parameters of the spec's type; errors are Invalid.
+// SameParams reports whether s and o have the same kind and parameters.
+func (s Spec) SameParams(o Spec) bool { return s.Params == o.Params }
+
+// Validate checks the parameters; errors are Invalid.
 func (s Spec) Validate() error {
-	switch s.Type {
-	case TypeHLL:
-		if err := s.HLL.Validate(); err != nil {
-			return Wrap(Invalid, err, "invalid hll parameters: "+trimPrefix(err.Error(), "hll: "))
-		}
-	case TypeCMS:
-		if err := s.CMS.Validate(); err != nil {
-			return Wrap(Invalid, err, "invalid cms parameters: "+trimPrefix(err.Error(), "cms: "))
-		}
-	default:
-		return Errorf(Invalid, "unknown sketch type %s; use hll or cms", quote(string(s.Type)))
+	if s.Params == nil {
+		return Errorf(Invalid, "a sketch needs a type; use %s", typeList())
 	}
-	return nil
+	return s.Params.Validate()
 }
 
-// ParamsString describes the parameters for conflict messages.
-func (s Spec) ParamsString() string {
-	if s.Type == TypeHLL {
-		return "hll " + s.HLL.String()
+// New returns an empty sketch of the spec.
+func (s Spec) New() (Sketch, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("cms width=%d depth=%d conservative=%t topk=%d", s.CMS.Width, s.CMS.Depth, s.CMS.Conservative, s.CMS.TopK)
+	return s.Params.New()
 }
 
 // Info describes a stored sketch: its spec, its state and its estimate.
@@ -86,13 +70,6 @@ type Info struct {
 	UpdatedAt time.Time
 }
 
-func trimPrefix(s, p string) string {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
-}
-
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -104,3 +81,34 @@ type Event struct {
 	ID       cms.ID
 	Sketches []string
 }
+
+// Added is what an add applied: the kind of the sketch it went to and how
+// many ids (or items) it accepted.
+type Added struct {
+	Type     Type
+	Accepted int
+}
+
+// IDs returns the Input of ids given one by one (an event's id), each
+// counted once.
+func IDs(ids []cms.ID) Input { return idsInput(ids) }
+
+type idsInput []cms.ID
+
+func (in idsInput) Hashes() ([]uint64, error) {
+	hs := make([]uint64, len(in))
+	for i, id := range in {
+		hs[i] = hashID(id)
+	}
+	return hs, nil
+}
+
+func (in idsInput) Items() ([]cms.Item, error) {
+	its := make([]cms.Item, len(in))
+	for i, id := range in {
+		its[i] = cms.Item{ID: id, Count: 1}
+	}
+	return its, nil
+}
+
+func (in idsInput) Type() Type { return TypeHLL }

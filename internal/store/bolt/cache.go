@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	bbolt "go.etcd.io/bbolt"
-
-	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // acquire returns the entry for name, loading it from bbolt if it is not
@@ -170,7 +168,7 @@ func (e *entry) summary() summary {
 	if e.st == nil {
 		return summary{}
 	}
-	return summary{exists: true, key: countKey{string(e.st.typ), e.st.representation()}, metric: e.st.metric}
+	return summary{exists: true, key: countKey{string(e.st.typ()), e.st.sk.Representation()}, metric: e.st.metric}
 }
 
 // changed updates the statistics, memory accounting and dirty set after
@@ -179,7 +177,7 @@ func (s *DB) changed(e *entry, before summary) {
 	after := e.summary()
 	var est float64
 	if after.metric {
-		est = e.st.estimate()
+		est = e.st.sk.Estimate()
 	}
 	s.statsMu.Lock()
 	if before.exists {
@@ -222,27 +220,24 @@ func (s *DB) loadStats(tx *bbolt.Tx) error {
 		if err != nil {
 			return fmt.Errorf("stored sketch %q: %w", name, err)
 		}
-		s.estimates[string(name)] = st.estimate()
+		s.estimates[string(name)] = st.sk.Estimate()
 		return nil
 	})
 }
 
-// recordKey reads a record's type and, for an HLL, the representation in
-// its stored bytes (written by this package, so as Representation says).
+// recordKey reads a record's kind and the representation in its stored
+// bytes (written by this package, so as Representation says) without
+// decoding the sketch.
 func recordKey(rec []byte) (countKey, error) {
-	if len(rec) < recordHeaderLen+1 {
-		return countKey{}, fmt.Errorf("record of %d bytes", len(rec))
+	kind, err := recordKind(rec)
+	if err != nil {
+		return countKey{}, err
 	}
-	switch rec[1] {
-	case typeHLL:
-		reps := [...]string{"UNDEFINED", "EMPTY", "EXPLICIT", "SPARSE", "FULL"}
-		t := int(rec[recordHeaderLen] & 0x0f)
-		if t >= len(reps) {
-			return countKey{}, fmt.Errorf("hll type %d", t)
+	key := countKey{typ: string(kind.Type)}
+	if kind.Representation != nil {
+		if key.rep, err = kind.Representation(rec[recordHeaderLen:]); err != nil {
+			return countKey{}, err
 		}
-		return countKey{string(sketch.TypeHLL), reps[t]}, nil
-	case typeCMS:
-		return countKey{string(sketch.TypeCMS), ""}, nil
 	}
-	return countKey{}, fmt.Errorf("record type %d", rec[1])
+	return key, nil
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // A WAL record's payload, after its LSN, is a uvarint count of operations,
@@ -14,10 +14,15 @@ import (
 //
 //	opPut       uvarint length + a full record (record.go): create or replace
 //	opDelete    nothing
-//	opAddHashes int64 updated (Unix ns) | uvarint n | n big-endian uint64 hashes
-//	opAddItems  int64 updated | uvarint n | n items: kind byte (0 int, 1 text),
-//	            8-byte int or uvarint length + text, then uvarint count
+//	opAdd       kind tag | int64 updated (Unix ns) | uvarint length + the
+//	            kind's delta (sketch.Sketch.Apply)
 //	opMetric    one byte, 0 or 1: the metric flag
+//
+// Logs written before kinds were registered hold two more, still read:
+// opAddHashes and opAddItems, an HLL's and a Count-Min's delta without the
+// tag and length (int64 updated, then the delta, which is self-delimiting:
+// a uvarint count of 8-byte hashes, or of items as sketch.AppendItems
+// writes them).
 //
 // All operations of one record apply together or not at all (a record is
 // written and checksummed whole), which is what makes POST /v1/events
@@ -29,9 +34,16 @@ type opType byte
 const (
 	opPut opType = iota + 1
 	opDelete
-	opAddHashes
-	opAddItems
+	opAddHashes // legacy: an HLL delta
+	opAddItems  // legacy: a Count-Min delta
 	opMetric
+	opAdd
+)
+
+// Tags of the kinds the legacy operations stand for.
+const (
+	tagHLL = 1
+	tagCMS = 2
 )
 
 type op struct {
@@ -39,9 +51,9 @@ type op struct {
 	name    string
 	rec     []byte // opPut
 	updated time.Time
-	hashes  []uint64   // opAddHashes
-	items   []cms.Item // opAddItems
-	metric  bool       // opMetric
+	tag     byte   // opAdd: the kind
+	delta   []byte // opAdd: the kind's delta
+	metric  bool   // opMetric
 }
 
 func appendName(b []byte, t opType, name string) []byte {
@@ -59,32 +71,12 @@ func appendPut(b []byte, name string, st *state) []byte {
 
 func appendDelete(b []byte, name string) []byte { return appendName(b, opDelete, name) }
 
-func appendAddHashes(b []byte, name string, updated time.Time, hs []uint64) []byte {
-	b = appendName(b, opAddHashes, name)
+func appendAdd(b []byte, name string, tag byte, updated time.Time, delta []byte) []byte {
+	b = appendName(b, opAdd, name)
+	b = append(b, tag)
 	b = binary.BigEndian.AppendUint64(b, uint64(updated.UnixNano()))
-	b = binary.AppendUvarint(b, uint64(len(hs)))
-	for _, h := range hs {
-		b = binary.BigEndian.AppendUint64(b, h)
-	}
-	return b
-}
-
-func appendAddItems(b []byte, name string, updated time.Time, items []cms.Item) []byte {
-	b = appendName(b, opAddItems, name)
-	b = binary.BigEndian.AppendUint64(b, uint64(updated.UnixNano()))
-	b = binary.AppendUvarint(b, uint64(len(items)))
-	for _, it := range items {
-		if it.ID.IsText() {
-			b = append(b, 1)
-			b = binary.AppendUvarint(b, uint64(len(it.ID.Text())))
-			b = append(b, it.ID.Text()...)
-		} else {
-			b = append(b, 0)
-			b = binary.BigEndian.AppendUint64(b, uint64(it.ID.Int()))
-		}
-		b = binary.AppendUvarint(b, it.Count)
-	}
-	return b
+	b = binary.AppendUvarint(b, uint64(len(delta)))
+	return append(b, delta...)
 }
 
 func appendMetric(b []byte, name string, on bool) []byte {
@@ -185,65 +177,53 @@ func (r *opReader) op() (op, error) {
 		}
 		o.metric = b[0] == 1
 		return o, nil
-	case opAddHashes, opAddItems:
-		ts, err := r.u64()
+	case opAdd:
+		tag, err := r.bytes(1)
 		if err != nil {
 			return o, err
 		}
-		o.updated = time.Unix(0, int64(ts)).UTC()
+		o.tag = tag[0]
+		if o.updated, err = r.time(); err != nil {
+			return o, err
+		}
 		n, err := r.uvarint()
 		if err != nil {
 			return o, err
 		}
-		if n > uint64(len(r.b)-r.off) {
-			return o, errOpTruncated
+		o.delta, err = r.bytes(n)
+		return o, err
+	case opAddHashes, opAddItems:
+		if o.updated, err = r.time(); err != nil {
+			return o, err
+		}
+		// The legacy deltas are self-delimiting: find their end.
+		start := r.off
+		n, err := r.uvarint()
+		if err != nil {
+			return o, err
 		}
 		if o.typ == opAddHashes {
-			o.hashes = make([]uint64, n)
-			for i := range o.hashes {
-				if o.hashes[i], err = r.u64(); err != nil {
-					return o, err
-				}
+			o.tag = tagHLL
+			if n > uint64(len(r.b)-r.off)/8 {
+				return o, errOpTruncated
 			}
-			return o, nil
-		}
-		o.items = make([]cms.Item, n)
-		for i := range o.items {
-			if o.items[i], err = r.item(); err != nil {
+			r.off += 8 * int(n)
+		} else {
+			o.tag = tagCMS
+			_, k, err := sketch.ReadItems(r.b[start:])
+			if err != nil {
 				return o, err
 			}
+			r.off = start + k
 		}
+		o.delta = r.b[start:r.off]
+		o.typ = opAdd
 		return o, nil
 	}
 	return o, fmt.Errorf("unknown operation type %d", o.typ)
 }
 
-func (r *opReader) item() (cms.Item, error) {
-	kind, err := r.bytes(1)
-	if err != nil {
-		return cms.Item{}, err
-	}
-	var id cms.ID
-	switch kind[0] {
-	case 0:
-		v, err := r.u64()
-		if err != nil {
-			return cms.Item{}, err
-		}
-		id = cms.IntID(int64(v))
-	case 1:
-		n, err := r.uvarint()
-		if err != nil {
-			return cms.Item{}, err
-		}
-		t, err := r.bytes(n)
-		if err != nil {
-			return cms.Item{}, err
-		}
-		id = cms.TextID(string(t))
-	default:
-		return cms.Item{}, fmt.Errorf("unknown id kind %d", kind[0])
-	}
-	count, err := r.uvarint()
-	return cms.Item{ID: id, Count: count}, err
+func (r *opReader) time() (time.Time, error) {
+	ts, err := r.u64()
+	return time.Unix(0, int64(ts)).UTC(), err
 }

@@ -9,8 +9,6 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/sketchd/sketchd/internal/cms"
-	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -52,52 +50,32 @@ func (s *DB) Describe(ctx context.Context, name string) (sketch.Info, error) {
 	return info, err
 }
 
-// TypeOf returns name's type.
-func (s *DB) TypeOf(ctx context.Context, name string) (sketch.Type, error) {
-	var typ sketch.Type
-	err := s.view(ctx, []string{name}, func(sts []*state) error {
-		typ = sts[0].typ
-		return nil
-	})
-	return typ, err
-}
-
-// ViewHLL runs fn with the HLL sketches names (in order) locked against
-// writes. fn must not keep or change them.
-func (s *DB) ViewHLL(ctx context.Context, names []string, fn func([]*hll.Sketch) error) error {
+// View runs fn with the sketches of names (in order, repeats allowed),
+// each locked against writes while fn runs. fn must not keep or change
+// them. A missing name is NotFound.
+func (s *DB) View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error {
 	return s.view(ctx, names, func(sts []*state) error {
-		hs := make([]*hll.Sketch, len(sts))
+		sks := make([]sketch.Sketch, len(sts))
 		for i, st := range sts {
-			if st.typ != sketch.TypeHLL {
-				return wrongType(names[i], st, sketch.TypeHLL)
-			}
-			hs[i] = st.hll
+			sks[i] = st.sk
 		}
-		return fn(hs)
+		return fn(sks)
 	})
 }
 
-// ViewCMS runs fn with the CMS sketch name locked against writes. fn must
-// not keep or change it.
-func (s *DB) ViewCMS(ctx context.Context, name string, fn func(*cms.Sketch) error) error {
-	return s.view(ctx, []string{name}, func(sts []*state) error {
-		if sts[0].typ != sketch.TypeCMS {
-			return wrongType(name, sts[0], sketch.TypeCMS)
-		}
-		return fn(sts[0].cms)
-	})
-}
-
-// Raw returns name's type and its encoding (the HLL storage format, or
-// the CMS format), appended to buf.
-func (s *DB) Raw(ctx context.Context, name string, buf []byte) (sketch.Type, []byte, error) {
-	var typ sketch.Type
-	err := s.view(ctx, []string{name}, func(sts []*state) error {
-		typ = sts[0].typ
-		buf = appendSketch(buf, sts[0])
-		return nil
-	})
-	return typ, buf, err
+// kindOf returns the kind of the sketch name, NotFound if it is missing.
+func (s *DB) kindOf(name string) (*sketch.Kind, error) {
+	e, err := s.acquire(name)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.st == nil {
+		return nil, notFound(name)
+	}
+	return e.st.sk.Kind(), nil
 }
 
 // List returns up to limit sketches whose names start with prefix and sort

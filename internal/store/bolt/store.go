@@ -274,10 +274,8 @@ func (t opType) String() string {
 		return "put"
 	case opDelete:
 		return "delete"
-	case opAddHashes:
-		return "add hashes"
-	case opAddItems:
-		return "add items"
+	case opAdd, opAddHashes, opAddItems:
+		return "add"
 	case opMetric:
 		return "metric"
 	}
@@ -301,17 +299,14 @@ func (s *DB) replay(o op) error {
 		e.st = st
 	case opDelete:
 		e.st = nil
-	case opAddHashes:
-		if e.st == nil || e.st.typ != sketch.TypeHLL {
-			return errors.New("no hll sketch to add to")
+	case opAdd:
+		if e.st == nil {
+			return errors.New("no sketch to add to")
 		}
-		e.st.hll.AddHashes(o.hashes, nil)
-		e.st.updated = o.updated
-	case opAddItems:
-		if e.st == nil || e.st.typ != sketch.TypeCMS {
-			return errors.New("no cms sketch to add to")
+		if tag := e.st.sk.Kind().Tag; tag != o.tag {
+			return fmt.Errorf("the sketch has kind tag %d, the delta %d", tag, o.tag)
 		}
-		if err := e.st.cms.AddBatch(o.items); err != nil {
+		if err := e.st.sk.ApplyDelta(o.delta); err != nil {
 			return err
 		}
 		e.st.updated = o.updated
@@ -334,6 +329,22 @@ func (s *DB) Close() error {
 		s.closeErr = errors.Join(err, s.wal.close(), s.bdb.Close())
 	})
 	return s.closeErr
+}
+
+// ErrCrashed is what Close returns after Crash.
+var ErrCrashed = errors.New("store: abandoned by Crash")
+
+// Crash abandons the store as kill -9 would once its acknowledged writes
+// returned: the log and the bbolt file are closed with no checkpoint, so
+// the next Open must replay. It is the hook recovery tests use; a
+// process never calls it.
+func (s *DB) Crash() {
+	s.closeOnce.Do(func() {
+		s.quiesce()
+		s.wal.abandon()
+		s.bdb.Close()
+		s.closeErr = ErrCrashed
+	})
 }
 
 // quiesce refuses new writes, waits for those in flight and stops the

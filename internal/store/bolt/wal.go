@@ -442,3 +442,15 @@ func (w *wal) close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// abandon stops the log as a crash would: whatever is queued after the
+// last sync stays unwritten, and the segments are closed.
+func (w *wal) abandon() {
+	close(w.stop)
+	<-w.stopped
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.segs {
+		s.f.Close()
+	}
+}

@@ -42,11 +42,11 @@ func TestRedundantWriteWaitsForDurability(t *testing.T) {
 	mustCreate(t, s, "h", hllSpec(10))
 	release := blockSyncs(t, s)
 	first, second := make(chan error, 1), make(chan error, 1)
-	go func() { first <- s.AddHashes(ctx, "h", []uint64{5 << 20}, false) }()
+	go func() { first <- addHashes(s, "h", []uint64{5 << 20}, false) }()
 	for s.wal.barrier() == nil { // wait until the first record is queued or in flight
 		time.Sleep(time.Millisecond)
 	}
-	go func() { second <- s.AddHashes(ctx, "h", []uint64{5 << 20}, false) }()
+	go func() { second <- addHashes(s, "h", []uint64{5 << 20}, false) }()
 	if returned(second) {
 		t.Fatal("a redundant write was acknowledged before the record holding its id was synced")
 	}
@@ -66,7 +66,7 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	mustCreate(t, s, "h", hllSpec(10))
 	release := blockSyncs(t, s)
 	done := make(chan error, 1)
-	go func() { done <- s.AddHashes(ctx, "h", []uint64{6 << 20}, false) }()
+	go func() { done <- addHashes(s, "h", []uint64{6 << 20}, false) }()
 	release <- errors.New("injected EIO")
 	if err := <-done; err == nil {
 		t.Fatal("write acknowledged although its sync failed")
@@ -74,7 +74,7 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	if s.Ready() {
 		t.Error("Ready() after a failed sync")
 	}
-	if err := s.AddHashes(ctx, "h", []uint64{7 << 20}, false); sketch.KindOf(err) != sketch.Unavailable {
+	if err := addHashes(s, "h", []uint64{7 << 20}, false); sketch.KindOf(err) != sketch.Unavailable {
 		t.Errorf("write after a failed sync = %v, want Unavailable", err)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
-	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -24,6 +24,7 @@ type tx struct {
 	now     time.Time
 	nops    int
 	body    []byte
+	scratch []byte
 }
 
 func (t *tx) index(name string) int {
@@ -59,34 +60,25 @@ func (t *tx) delete(e *entry) {
 	t.body = appendDelete(t.body, e.name)
 }
 
-// addHashes adds hs to e's HLL and logs those that changed it, or the
-// whole new state when that is smaller (a fresh sketch taking a big batch
-// changes on almost every id: 8 bytes each, against 10 KiB for a whole
-// log2m=14 sketch), so no record outgrows the sketch it describes.
-func (t *tx) addHashes(e *entry, hs []uint64) {
-	changed := e.st.hll.AddHashes(hs, nil)
-	if len(changed) == 0 {
-		return
+// add applies the prepared batch b to e's sketch, which must have
+// accepted it (Check), and logs what changed it, or the whole new state
+// when that is smaller (a fresh HLL taking a big batch changes on almost
+// every id: 8 bytes each, against 10 KiB for a whole log2m=14 sketch), so
+// no record outgrows the sketch it describes.
+func (t *tx) add(e *entry, b sketch.Batch) error {
+	delta, err := e.st.sk.Apply(b, t.scratch[:0])
+	t.scratch = delta[:0]
+	if err != nil || len(delta) == 0 {
+		return err
 	}
 	e.st.updated = t.now
-	if 8*len(changed) > e.st.hll.SizeBytes()+recordHeaderLen {
+	if len(delta) > e.st.sk.SizeBytes()+recordHeaderLen {
 		t.put(e, e.st)
-		return
+		return nil
 	}
 	t.touch(e)
 	t.nops++
-	t.body = appendAddHashes(t.body, e.name, t.now, changed)
-}
-
-// addItems adds items to e's CMS, all or none.
-func (t *tx) addItems(e *entry, items []cms.Item) error {
-	if err := e.st.cms.AddBatch(items); err != nil {
-		return cmsError(err)
-	}
-	e.st.updated = t.now
-	t.touch(e)
-	t.nops++
-	t.body = appendAddItems(t.body, e.name, t.now, items)
+	t.body = appendAdd(t.body, e.name, e.st.sk.Kind().Tag, t.now, delta)
 	return nil
 }
 
@@ -186,39 +178,15 @@ func notFound(name string) error {
 	return sketch.Errorf(sketch.NotFound, "sketch %q does not exist", name)
 }
 
-func wrongType(name string, st *state, want sketch.Type) error {
-	return sketch.Errorf(sketch.Conflict, "sketch %q is a %s sketch, not %s", name, st.typ, want)
-}
-
-func cmsError(err error) error {
-	if errors.Is(err, cms.ErrOverflow) || errors.Is(err, cms.ErrIncompatible) {
-		return sketch.Wrap(sketch.Conflict, err, trim(err.Error(), "cms: "))
-	}
-	return sketch.Wrap(sketch.Invalid, err, trim(err.Error(), "cms: "))
-}
-
-func trim(s, prefix string) string {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):]
-	}
-	return s
-}
-
 func newState(spec sketch.Spec, now time.Time) (*state, error) {
-	st := &state{typ: spec.Type, metric: spec.Metric, created: now, updated: now}
-	var err error
-	if spec.Type == sketch.TypeCMS {
-		st.cms, err = cms.New(spec.CMS)
-	} else {
-		st.hll, err = hll.New(spec.HLL)
-	}
+	sk, err := spec.New()
 	if err != nil {
-		return nil, sketch.Wrap(sketch.Invalid, err, "invalid parameters")
+		return nil, err
 	}
-	return st, nil
+	return &state{sk: sk, metric: spec.Metric, created: now, updated: now}, nil
 }
 
-// Create creates name with spec. If it exists with the same type and
+// Create creates name with spec. If it exists with the same kind and
 // parameters, Create changes only its metric flag (if spec's differs) and
 // reports created false; with other parameters it fails with Conflict.
 func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sketch.Info, created bool, err error) {
@@ -229,7 +197,7 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 		e := t.entry(name)
 		if e.st != nil {
 			if have := e.st.spec(); !have.SameParams(spec) {
-				return sketch.Errorf(sketch.Conflict, "sketch %q exists with %s; the request asks for %s", name, have.ParamsString(), spec.ParamsString())
+				return sketch.Errorf(sketch.Conflict, "sketch %q exists with %s; the request asks for %s", name, have.Params, spec.Params)
 			}
 			if e.st.metric != spec.Metric {
 				t.setMetric(e, spec.Metric)
@@ -260,223 +228,220 @@ func (s *DB) Delete(ctx context.Context, name string) error {
 	})
 }
 
-// AddHashes adds already hashed ids to the HLL sketch name, creating it
-// with the default parameters if it is missing and create is set.
-func (s *DB) AddHashes(ctx context.Context, name string, hashes []uint64, create bool) error {
-	return s.update(ctx, []string{name}, func(t *tx) error {
-		e := t.entry(name)
-		if e.st == nil {
-			if !create {
-				return notFound(name)
+// errKindChanged makes Add prepare its input again: the sketch was deleted
+// and created as another kind between the look and the write.
+var errKindChanged = errors.New("the sketch changed kind")
+
+// Add adds in's ids to name in the form name's kind takes them, creating
+// it with the defaults of in.Type() if it is missing and create is set.
+// The input is parsed before any lock is taken.
+func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool) (sketch.Added, error) {
+	for {
+		kind, err := s.kindOf(name)
+		switch {
+		case sketch.KindOf(err) == sketch.NotFound && create:
+			if kind, err = sketch.Lookup(in.Type()); err != nil {
+				return sketch.Added{}, err
 			}
-			st, _ := newState(sketch.DefaultHLL(), t.now)
-			t.put(e, st)
+		case err != nil:
+			return sketch.Added{}, err
 		}
-		if e.st.typ != sketch.TypeHLL {
-			return wrongType(name, e.st, sketch.TypeHLL)
-		}
-		t.addHashes(e, hashes)
-		return nil
-	})
-}
-
-// AddItems adds counted ids to the CMS sketch name, all or none.
-func (s *DB) AddItems(ctx context.Context, name string, items []cms.Item) error {
-	return s.update(ctx, []string{name}, func(t *tx) error {
-		e, err := t.typed(name, sketch.TypeCMS)
+		b, err := kind.Prepare(in)
 		if err != nil {
-			return err
+			return sketch.Added{}, err
 		}
-		return t.addItems(e, items)
-	})
+		err = s.update(ctx, []string{name}, func(t *tx) error {
+			e := t.entry(name)
+			st := e.st
+			if st == nil {
+				if !create {
+					return notFound(name)
+				}
+				if st, err = newState(sketch.Spec{Params: kind.Default()}, t.now); err != nil {
+					return err
+				}
+			}
+			if st.sk.Kind() != kind {
+				return errKindChanged
+			}
+			if err := st.sk.Check(b); err != nil {
+				return err
+			}
+			if e.st == nil {
+				t.put(e, st)
+			}
+			return t.add(e, b)
+		})
+		if err == errKindChanged {
+			continue
+		}
+		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, err
+	}
 }
 
-// typed returns the locked entry of name, which must exist and be of type
-// typ.
-func (t *tx) typed(name string, typ sketch.Type) (*entry, error) {
-	e := t.entry(name)
-	if e.st == nil {
-		return nil, notFound(name)
-	}
-	if e.st.typ != typ {
-		return nil, wrongType(name, e.st, typ)
-	}
-	return e, nil
-}
-
-// AddEvents adds every event's id to each of its sketches (HLL or CMS,
-// count 1) in one durable record: all of them or, on any error, none.
-// With create, missing sketches are created as default HLLs.
-func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) error {
+// AddEvents adds every event's id to each of its sketches (count 1) in
+// one durable record: all of them or, on any error, none. With create,
+// missing sketches are created as default HLLs. It returns how many ids
+// went to sketches of each kind.
+func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error) {
 	var names []string
 	for _, ev := range events {
 		names = append(names, ev.Sketches...)
 	}
-	return s.update(ctx, names, func(t *tx) error {
-		hashes := map[*entry][]uint64{}
-		items := map[*entry][]cms.Item{}
+	counts := map[sketch.Type]int{}
+	err := s.update(ctx, names, func(t *tx) error {
+		// The ids of each sketch, and the event each came from.
+		ids := make([][]cms.ID, len(t.es))
+		from := make([][]int, len(t.es))
 		for i, ev := range events {
 			for _, name := range ev.Sketches {
-				e := t.entry(name)
-				switch {
-				case e.st == nil && !create:
+				j := t.index(name)
+				if t.es[j].st == nil && !create {
 					return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, name)
-				case e.st == nil || e.st.typ == sketch.TypeHLL:
-					hashes[e] = append(hashes[e], hashID(ev.ID))
-				default:
-					if err := ev.ID.Validate(); err != nil {
-						return sketch.Wrap(sketch.Invalid, err, "events["+strconv.Itoa(i)+"]: "+trim(err.Error(), "cms: "))
-					}
-					items[e] = append(items[e], cms.Item{ID: ev.ID, Count: 1})
 				}
+				ids[j] = append(ids[j], ev.ID)
+				from[j] = append(from[j], i)
 			}
 		}
-		for e, its := range items {
-			if err := e.st.cms.CheckAdd(uint64(len(its))); err != nil {
-				return cmsError(err)
+		sts := make([]*state, len(t.es))
+		batches := make([]sketch.Batch, len(t.es))
+		for j, e := range t.es {
+			if sts[j] = e.st; sts[j] == nil {
+				var err error
+				if sts[j], err = newState(sketch.DefaultHLL(), t.now); err != nil {
+					return err
+				}
 			}
+			b, err := sts[j].sk.Kind().Prepare(sketch.IDs(ids[j]))
+			if err == nil {
+				err = sts[j].sk.Check(b)
+			}
+			if err != nil {
+				return eventError(sts[j], ids[j], from[j], err)
+			}
+			batches[j] = b
 		}
 		// Everything is checked: apply in name order so logs are stable.
-		for _, e := range t.es {
-			if hs, ok := hashes[e]; ok {
-				if e.st == nil {
-					st, _ := newState(sketch.DefaultHLL(), t.now)
-					t.put(e, st)
-				}
-				t.addHashes(e, hs)
+		for j, e := range t.es {
+			if e.st == nil {
+				t.put(e, sts[j])
 			}
-			if its, ok := items[e]; ok {
-				if err := t.addItems(e, its); err != nil {
-					return err // unreachable: checked above
-				}
+			if err := t.add(e, batches[j]); err != nil {
+				return err // unreachable: checked above
 			}
+			counts[sts[j].typ()] += batches[j].Len()
 		}
 		return nil
 	})
-}
-
-func hashID(id cms.ID) uint64 {
-	if id.IsText() {
-		return hll.HashString(id.Text())
+	if err != nil {
+		return nil, err
 	}
-	return hll.HashInt64(id.Int())
+	return counts, nil
 }
 
-// PutHLL creates name as h, or replaces its state with h keeping its
-// creation time and metric flag. A CMS of that name is a Conflict.
-func (s *DB) PutHLL(ctx context.Context, name string, h *hll.Sketch) (created bool, err error) {
-	return s.putState(ctx, name, &state{typ: sketch.TypeHLL, hll: h})
-}
-
-// PutCMS is PutHLL for a Count-Min sketch.
-func (s *DB) PutCMS(ctx context.Context, name string, c *cms.Sketch) (created bool, err error) {
-	return s.putState(ctx, name, &state{typ: sketch.TypeCMS, cms: c})
-}
-
-func (s *DB) putState(ctx context.Context, name string, st *state) (created bool, err error) {
-	if st.typ == sketch.TypeHLL && st.hll.Representation() == hll.Undefined {
-		return false, sketch.Errorf(sketch.Invalid, "an UNDEFINED hll (the result of an undefined operation in PostgreSQL) cannot be stored")
+// eventError names the first event whose id the sketch refuses (err is
+// the refusal of all its ids together).
+func eventError(st *state, ids []cms.ID, from []int, err error) error {
+	for i, id := range ids {
+		b, perr := st.sk.Kind().Prepare(sketch.IDs([]cms.ID{id}))
+		if perr == nil {
+			perr = st.sk.Check(b)
+		}
+		if perr != nil {
+			return sketch.Prefixed(perr, fmt.Sprintf("events[%d]: ", from[i]))
+		}
 	}
+	return err
+}
+
+// Put creates name as sk, or replaces its state with sk keeping its
+// creation time and metric flag. A sketch of another kind is a Conflict.
+func (s *DB) Put(ctx context.Context, name string, sk sketch.Sketch) (info sketch.Info, created bool, err error) {
 	err = s.update(ctx, []string{name}, func(t *tx) error {
 		created = t.entry(name).st == nil
-		return t.putTyped(name, st)
+		if err := t.putSketch(name, sk); err != nil {
+			return err
+		}
+		info = t.entry(name).st.info(name)
+		return nil
 	})
-	return created, err
+	return info, created, err
 }
 
-// MergeHLL unions h into the HLL sketch name, keeping its parameters: h
-// is folded to them, and one with fewer registers is a Conflict.
-func (s *DB) MergeHLL(ctx context.Context, name string, h *hll.Sketch) error {
-	return s.update(ctx, []string{name}, func(t *tx) error {
-		e, err := t.typed(name, sketch.TypeHLL)
+// Merge unions sk into name, keeping name's parameters (see
+// sketch.Sketch.Merge).
+func (s *DB) Merge(ctx context.Context, name string, sk sketch.Sketch) (sketch.Info, error) {
+	return s.Transform(ctx, name, name, func(cur sketch.Sketch) (sketch.Sketch, error) {
+		if err := sketch.NeedKind(name, cur, sk.Kind().Type); err != nil {
+			return nil, err
+		}
+		merged := cur.Clone()
+		if err := merged.Merge(sk); err != nil {
+			return nil, sketch.Prefixed(err, "cannot union into "+strconv.Quote(name)+": ")
+		}
+		return merged, nil
+	})
+}
+
+// Transform stores fn of src's sketch as dst (which may be src itself),
+// atomically: no write to either lands in between. A missing dst is
+// created; an existing one keeps its creation time and metric flag and
+// must be of the result's kind.
+func (s *DB) Transform(ctx context.Context, src, dst string, fn func(sketch.Sketch) (sketch.Sketch, error)) (info sketch.Info, err error) {
+	err = s.update(ctx, []string{src, dst}, func(t *tx) error {
+		st := t.entry(src).st
+		if st == nil {
+			return notFound(src)
+		}
+		out, err := fn(st.sk)
 		if err != nil {
 			return err
 		}
-		merged := e.st.hll.Clone()
-		if err := merged.Union(h); err != nil {
-			return sketch.Wrap(sketch.Conflict, err, "cannot union into "+strconv.Quote(name)+": "+trim(err.Error(), "hll: "))
-		}
-		st := *e.st
-		st.hll, st.updated = merged, t.now
-		t.put(e, &st)
-		return nil
-	})
-}
-
-// MergeCMS adds c's counts into the CMS sketch name (same width and depth).
-func (s *DB) MergeCMS(ctx context.Context, name string, c *cms.Sketch) error {
-	return s.update(ctx, []string{name}, func(t *tx) error {
-		e, err := t.typed(name, sketch.TypeCMS)
-		if err != nil {
+		if err := t.putSketch(dst, out); err != nil {
 			return err
 		}
-		merged := e.st.cms.Clone()
-		if err := merged.Union(c); err != nil {
-			return cmsError(err)
-		}
-		st := *e.st
-		st.cms, st.updated = merged, t.now
-		t.put(e, &st)
+		info = t.entry(dst).st.info(dst)
 		return nil
 	})
+	return info, err
 }
 
-// Union returns the union of the sketches names, all HLL (see hll.Union:
-// folded to the smallest log2m, widened to the largest regwidth) or all
-// CMS (counters added; same width and depth). Unless into is "", the union
+// Union returns the union of the sketches names, all of one kind (see
+// sketch.Kind.Union for mixed parameters). Unless into is "", the union
 // is also stored as into, atomically with respect to writes to any of the
-// sketches involved. Exactly one of the results is non-nil.
-func (s *DB) Union(ctx context.Context, names []string, into string) (*hll.Sketch, *cms.Sketch, error) {
-	var h *hll.Sketch
-	var c *cms.Sketch
+// sketches involved.
+func (s *DB) Union(ctx context.Context, names []string, into string) (sketch.Sketch, error) {
+	var out sketch.Sketch
 	if into == "" {
 		err := s.view(ctx, names, func(sts []*state) error {
 			var err error
-			h, c, err = unionStates(names, sts)
+			out, err = unionStates(names, sts)
 			return err
 		})
-		return h, c, err
+		return out, err
 	}
 	err := s.update(ctx, append(slices.Clone(names), into), func(t *tx) error {
 		sts, err := t.states(names)
 		if err != nil {
 			return err
 		}
-		if h, c, err = unionStates(names, sts); err != nil {
+		if out, err = unionStates(names, sts); err != nil {
 			return err
 		}
-		if h != nil {
-			return t.putHLL(into, h.Clone())
-		}
-		return t.putCMS(into, c.Clone())
+		return t.putSketch(into, out.Clone())
 	})
-	return h, c, err
+	return out, err
 }
 
-func unionStates(names []string, sts []*state) (*hll.Sketch, *cms.Sketch, error) {
-	for i, st := range sts[1:] {
-		if st.typ != sts[0].typ {
-			return nil, nil, sketch.Errorf(sketch.Invalid, "cannot union %s sketch %q with %s sketch %q", sts[0].typ, names[0], st.typ, names[i+1])
-		}
+func unionStates(names []string, sts []*state) (sketch.Sketch, error) {
+	sks := make([]sketch.Sketch, len(sts))
+	for i, st := range sts {
+		sks[i] = st.sk
 	}
-	if sts[0].typ == sketch.TypeHLL {
-		hs := make([]*hll.Sketch, len(sts))
-		for i, st := range sts {
-			hs[i] = st.hll
-		}
-		h, err := hll.Union(hs...)
-		if err != nil {
-			return nil, nil, sketch.Wrap(sketch.Invalid, err, trim(err.Error(), "hll: "))
-		}
-		return h, nil, nil
+	if err := sketch.SameKind(names, sks); err != nil {
+		return nil, err
 	}
-	c := sts[0].cms.Clone()
-	for i, st := range sts[1:] {
-		if err := c.Union(st.cms); err != nil {
-			return nil, nil, sketch.Wrap(sketch.Conflict, err, "cannot union "+strconv.Quote(names[0])+" with "+strconv.Quote(names[i+1])+": "+trim(err.Error(), "cms: "))
-		}
-	}
-	return nil, c, nil
+	return sks[0].Kind().Union(sks)
 }
 
 // states returns the locked states of names, NotFound for a missing one.
@@ -490,64 +455,14 @@ func (t *tx) states(names []string) ([]*state, error) {
 	return out, nil
 }
 
-// FoldInto folds the HLL sketch name to log2m and regwidth (0: keep its
-// own) and stores the result as into (which may be name itself),
-// atomically.
-func (s *DB) FoldInto(ctx context.Context, name string, log2m, regwidth int, into string) (*hll.Sketch, error) {
-	var out *hll.Sketch
-	err := s.update(ctx, []string{name, into}, func(t *tx) error {
-		hs, err := t.hlls([]string{name})
-		if err != nil {
-			return err
-		}
-		if regwidth == 0 {
-			regwidth = hs[0].Params().Regwidth
-		}
-		if out, err = foldHLL(hs[0], log2m, regwidth); err != nil {
-			return err
-		}
-		return t.putHLL(into, out.Clone())
-	})
-	return out, err
-}
-
-func foldHLL(h *hll.Sketch, log2m, regwidth int) (*hll.Sketch, error) {
-	f, err := h.Fold(log2m, regwidth)
-	if err != nil {
-		return nil, sketch.Wrap(sketch.Invalid, err, trim(err.Error(), "hll: "))
-	}
-	return f, nil
-}
-
-// hlls returns the locked HLL sketches of names (not copies).
-func (t *tx) hlls(names []string) ([]*hll.Sketch, error) {
-	out := make([]*hll.Sketch, len(names))
-	for i, n := range names {
-		e, err := t.typed(n, sketch.TypeHLL)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = e.st.hll
-	}
-	return out, nil
-}
-
-// putHLL stores h as name within a write, keeping an existing sketch's
-// creation time and metric flag.
-func (t *tx) putHLL(name string, h *hll.Sketch) error {
-	return t.putTyped(name, &state{typ: sketch.TypeHLL, hll: h})
-}
-
-func (t *tx) putCMS(name string, c *cms.Sketch) error {
-	return t.putTyped(name, &state{typ: sketch.TypeCMS, cms: c})
-}
-
-func (t *tx) putTyped(name string, st *state) error {
+// putSketch stores sk as name within a write, keeping an existing
+// sketch's creation time and metric flag.
+func (t *tx) putSketch(name string, sk sketch.Sketch) error {
 	e := t.entry(name)
-	st.created, st.updated = t.now, t.now
+	st := &state{sk: sk, created: t.now, updated: t.now}
 	if e.st != nil {
-		if e.st.typ != st.typ {
-			return wrongType(name, e.st, st.typ)
+		if err := sketch.NeedKind(name, e.st.sk, sk.Kind().Type); err != nil {
+			return err
 		}
 		st.created, st.metric = e.st.created, e.st.metric
 	}

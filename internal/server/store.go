@@ -1,0 +1,83 @@
+package server
+
+import (
+	"context"
+
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// Store is what the server needs of a storage backend: named sketches,
+// each of a kind registered in internal/sketch, which the backend keeps
+// as opaque (kind, parameters, bytes) and asks the registry to decode,
+// update and merge. internal/store/storetest is its conformance suite;
+// every backend passes it.
+//
+// Errors. Every method fails with ctx's error if ctx is done before it
+// changes anything. Errors a client can act on are *sketch.Error:
+// NotFound for a sketch that does not exist; Conflict for an operation on
+// a sketch of another kind or with other parameters, or a result that
+// would contradict the stored state (a Count-Min total past 2^63−1);
+// Invalid for input the kind refuses; TooLarge for input over a limit;
+// Unavailable when the backend cannot take the write now (shutting down,
+// its log or database failed, overloaded): the client may retry. Anything
+// else is an internal error, logged and answered as a 500.
+//
+// Atomicity. Each write changes everything it names or nothing, and
+// concurrent writes to one sketch are serialised: their result is the
+// result of some order of them. Reads see a consistent state of the
+// sketches they name.
+//
+// Durability. A write that returns nil is durable: it survives a crash of
+// the process (kill -9) and, on a shared backend, is visible to every
+// node. A write that returns an error may or may not have been applied
+// only when the error is Unavailable or internal; every other error means
+// nothing changed. Reads see every write that returned before they
+// started (and may see one still being made durable).
+type Store interface {
+	// Create creates name with spec. If name exists with the same kind
+	// and parameters, Create only sets its metric flag to spec's and
+	// reports created false; with other parameters it is a Conflict.
+	Create(ctx context.Context, name string, spec sketch.Spec) (info sketch.Info, created bool, err error)
+	// Describe returns name's parameters, state and estimate.
+	Describe(ctx context.Context, name string) (sketch.Info, error)
+	// List returns up to limit sketches whose names start with prefix
+	// and sort after after, in name order, and whether more follow.
+	List(ctx context.Context, prefix, after string, limit int) ([]sketch.Info, bool, error)
+	// Delete removes name.
+	Delete(ctx context.Context, name string) error
+	// Add adds in's ids to name, parsed in the form name's kind takes
+	// them (a body the kind cannot take is Invalid). With create, a
+	// missing name is first created with the defaults of in.Type(), in
+	// the same atomic write. It returns the kind and the count applied.
+	Add(ctx context.Context, name string, in sketch.Input, create bool) (sketch.Added, error)
+	// AddEvents adds each event's id once to each sketch it names, all
+	// or nothing; with create, missing sketches are created as default
+	// HLLs in the same write. It returns how many ids went to sketches of
+	// each kind.
+	AddEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error)
+	// Put creates name as sk, or replaces its state with sk keeping its
+	// creation time and metric flag; a sketch of another kind is a
+	// Conflict. It returns the new description.
+	Put(ctx context.Context, name string, sk sketch.Sketch) (info sketch.Info, created bool, err error)
+	// Merge unions sk into name, keeping name's parameters
+	// (sketch.Sketch.Merge), and returns the new description.
+	Merge(ctx context.Context, name string, sk sketch.Sketch) (sketch.Info, error)
+	// Transform stores fn(src's sketch) as dst (which may be src),
+	// atomically: no write to src or dst lands in between. fn must not
+	// keep or change its argument; its error is returned as is. A missing
+	// dst is created; an existing one keeps its creation time and metric
+	// flag and must be of the result's kind.
+	Transform(ctx context.Context, src, dst string, fn func(sketch.Sketch) (sketch.Sketch, error)) (sketch.Info, error)
+	// Union returns the union of names, all of one kind (mixing kinds is
+	// a Conflict; parameters combine by the kind's Union rule). With
+	// into != "", the union is also stored as into, atomically with
+	// respect to writes to any of the sketches involved. The result is
+	// the caller's.
+	Union(ctx context.Context, names []string, into string) (sketch.Sketch, error)
+	// View runs fn with the sketches of names (in that order; repeats
+	// allowed), unchanged while fn runs. fn must not keep or change them;
+	// its error is returned as is.
+	View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error
+	// Ready reports whether the backend takes writes now (/readyz).
+	Ready() bool
+}

@@ -130,6 +130,9 @@ type hllResponse struct {
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
 	Metric         bool      `json:"metric"`
+	// FoldedFromLog2m is set after a union with ?fold=true folded the
+	// stored sketch: its log2m before.
+	FoldedFromLog2m int `json:"folded_from_log2m,omitempty"`
 }
 
 // cmsResponse describes a Count-Min sketch.

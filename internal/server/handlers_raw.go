@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"hash/fnv"
 	"net/http"
 	"strconv"
@@ -85,9 +87,6 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 // PostgreSQL's text form (text/plain, \x then hex digits), of whichever
 // registered kind its bytes are, decoded as strictly as the format allows.
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, error) {
-	if _, err := query(r); err != nil {
-		return nil, err
-	}
 	mt, err := mediaType(r)
 	if err != nil {
 		s.refused(refusedMediaType)
@@ -130,6 +129,9 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if _, err := query(r); err != nil {
+		return err
+	}
 	sk, err := s.upload(w, r)
 	if err != nil {
 		return err
@@ -144,9 +146,21 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, describe(info))
 }
 
-// handleRawPost unions uploaded bytes into a stored sketch.
+// handleRawPost unions uploaded bytes into a stored sketch, which keeps
+// its parameters. An HLL upload with fewer registers than the stored
+// sketch is a 409 unless ?fold=true: then the stored sketch is folded down
+// to the upload's log2m first (lossy, so never implicit), and the answer
+// says from which log2m.
 func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "fold")
+	if err != nil {
+		return err
+	}
+	fold, err := boolParam(q, "fold", false)
 	if err != nil {
 		return err
 	}
@@ -154,11 +168,51 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.store.Merge(r.Context(), name, sk)
+	up, isHLL := sketch.HLLOf(sk)
+	if !fold {
+		info, err := s.store.Merge(r.Context(), name, sk)
+		if errors.Is(err, hll.ErrIncompatible) {
+			e := err.(*sketch.Error)
+			return sketch.Wrap(e.Kind, err, fmt.Sprintf("%s; POST with ?fold=true to fold the stored sketch down to log2m=%d (lossy: it keeps fewer registers)", e.Detail, up.Params().Log2m))
+		}
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, describe(info))
+	}
+	if !isHLL {
+		return sketch.Errorf(sketch.Invalid, "fold=true applies to hll uploads; this is a %s sketch", sk.Kind().Type)
+	}
+	var from int
+	info, err := s.store.Transform(r.Context(), name, name, func(cur sketch.Sketch) (sketch.Sketch, error) {
+		h, ok := sketch.HLLOf(cur)
+		if !ok {
+			return nil, sketch.WrongKind(name, cur.Kind().Type, sketch.TypeHLL)
+		}
+		from = 0
+		if p := h.Params(); up.Params().Log2m < p.Log2m {
+			f, err := h.Fold(up.Params().Log2m, p.Regwidth)
+			if err != nil {
+				return nil, sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "hll: "))
+			}
+			h, from = f, p.Log2m
+		} else {
+			h = h.Clone()
+		}
+		if err := h.Union(up); err != nil {
+			return nil, sketch.Wrap(sketch.Conflict, err, "cannot union into "+strconv.Quote(name)+": "+strings.TrimPrefix(err.Error(), "hll: "))
+		}
+		return sketch.NewHLL(h), nil
+	})
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, describe(info))
+	d := describe(info)
+	if hr, ok := d.(hllResponse); ok && from > 0 {
+		hr.FoldedFromLog2m = from
+		d = hr
+	}
+	return writeJSON(w, http.StatusOK, d)
 }
 
 // writeDescribe answers with the current description of name.

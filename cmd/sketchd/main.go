@@ -11,6 +11,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// Series bucket edges need IANA time zones, and the static image has
+	// no /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 // Set at build time: -ldflags "-X main.version=... -X main.revision=...".

@@ -1,0 +1,142 @@
+package series
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Duration is an ISO 8601 duration with calendar parts (PnYnMnWnDTnHnMnS,
+// whole numbers only). Years, months, weeks and days are calendar units:
+// added in the series' time zone, a day is 23 or 25 hours across a DST
+// change and a month is as long as the month is.
+type Duration struct {
+	Years, Months, Weeks, Days int
+	Hours, Minutes, Seconds    int
+}
+
+// maxDurationPart bounds each part so that arithmetic stays far from
+// overflow: 10,000 years, or as many of the smaller units.
+const maxDurationPart = 10_000 * 366 * 24 * 3600
+
+// ParseDuration parses an ISO 8601 duration such as P400D, P5Y, PT1H or
+// P1DT12H. Each part is a whole number; at least one part is required,
+// and the whole must be positive.
+func ParseDuration(s string) (Duration, error) {
+	var d Duration
+	rest, ok := strings.CutPrefix(s, "P")
+	if !ok || rest == "" || rest == "T" {
+		return d, fmt.Errorf("duration %q: want ISO 8601 like P7D, PT1H or P1Y2M", s)
+	}
+	inTime := false
+	seen := ""
+	for rest != "" {
+		if rest[0] == 'T' {
+			if inTime {
+				return d, fmt.Errorf("duration %q: T twice", s)
+			}
+			inTime, rest = true, rest[1:]
+			if rest == "" {
+				return d, fmt.Errorf("duration %q: nothing after T", s)
+			}
+			continue
+		}
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(rest) {
+			return d, fmt.Errorf("duration %q: want a whole number then a unit (Y, M, W, D, or H, M, S after T)", s)
+		}
+		n, err := strconv.Atoi(rest[:i])
+		if err != nil || n > maxDurationPart {
+			return d, fmt.Errorf("duration %q: %s is too large", s, rest[:i])
+		}
+		unit := string(rest[i])
+		if inTime {
+			unit = "T" + unit
+		}
+		if strings.Contains(seen, unit+",") {
+			return d, fmt.Errorf("duration %q: %s given twice", s, strings.TrimPrefix(unit, "T"))
+		}
+		seen += unit + ","
+		switch unit {
+		case "Y":
+			d.Years = n
+		case "M":
+			d.Months = n
+		case "W":
+			d.Weeks = n
+		case "D":
+			d.Days = n
+		case "TH":
+			d.Hours = n
+		case "TM":
+			d.Minutes = n
+		case "TS":
+			d.Seconds = n
+		default:
+			return d, fmt.Errorf("duration %q: unknown unit %q", s, rest[i])
+		}
+		rest = rest[i+1:]
+	}
+	if d.IsZero() {
+		return d, fmt.Errorf("duration %q is zero", s)
+	}
+	return d, nil
+}
+
+// IsZero reports whether every part is 0.
+func (d Duration) IsZero() bool { return d == Duration{} }
+
+// AddTo returns t plus d (sign 1) or minus d (sign -1), the calendar parts
+// in t's location.
+func (d Duration) AddTo(t time.Time, sign int) time.Time {
+	t = t.AddDate(sign*d.Years, sign*d.Months, sign*(7*d.Weeks+d.Days))
+	return t.Add(time.Duration(sign) * (time.Duration(d.Hours)*time.Hour + time.Duration(d.Minutes)*time.Minute + time.Duration(d.Seconds)*time.Second))
+}
+
+// String formats d in ISO 8601, as ParseDuration reads it.
+func (d Duration) String() string {
+	var b strings.Builder
+	b.WriteByte('P')
+	for _, p := range []struct {
+		n    int
+		unit byte
+	}{{d.Years, 'Y'}, {d.Months, 'M'}, {d.Weeks, 'W'}, {d.Days, 'D'}} {
+		if p.n != 0 {
+			b.WriteString(strconv.Itoa(p.n))
+			b.WriteByte(p.unit)
+		}
+	}
+	if d.Hours != 0 || d.Minutes != 0 || d.Seconds != 0 {
+		b.WriteByte('T')
+		for _, p := range []struct {
+			n    int
+			unit byte
+		}{{d.Hours, 'H'}, {d.Minutes, 'M'}, {d.Seconds, 'S'}} {
+			if p.n != 0 {
+				b.WriteString(strconv.Itoa(p.n))
+				b.WriteByte(p.unit)
+			}
+		}
+	}
+	if b.Len() == 1 {
+		return "PT0S"
+	}
+	return b.String()
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}

@@ -1,0 +1,321 @@
+package series
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+func mustLoc(tb testing.TB, name string) *time.Location {
+	tb.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return loc
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]Duration{
+		"P400D": {Days: 400}, "PT1H": {Hours: 1}, "P5Y": {Years: 5}, "P1Y2M3W4DT5H6M7S": {1, 2, 3, 4, 5, 6, 7},
+		"P1DT12H": {Days: 1, Hours: 12}, "P14D": {Days: 14}, "PT90M": {Minutes: 90},
+	} {
+		got, err := ParseDuration(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+		if back, err := ParseDuration(got.String()); err != nil || back != got {
+			t.Errorf("%q formats as %q, which parses as %+v, %v", in, got.String(), back, err)
+		}
+	}
+	for _, in := range []string{"", "P", "PT", "7D", "P7", "P1.5D", "P-1D", "PD", "P1D1D", "PT1D", "P1H", "P0D", "P1DT", "P99999999999999999999D", "P1DTT1H", "p7d"} {
+		if d, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q) = %+v, want an error", in, d)
+		}
+	}
+}
+
+// TestLevelEdges: bucket edges in a zone with DST, across ISO week and
+// year boundaries.
+func TestLevelEdges(t *testing.T) {
+	ny := mustLoc(t, "America/New_York")
+	at := func(s string) time.Time {
+		v, err := time.ParseInLocation("2006-01-02 15:04", s, ny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// Spring forward: 2026-03-08 is 23 hours long, fall back 2026-11-01 25.
+	for day, hours := range map[string]float64{"2026-03-08 12:00": 23, "2026-11-01 12:00": 25, "2026-07-01 12:00": 24} {
+		s := Day.Start(at(day), ny)
+		if got := Day.Next(s, ny).Sub(s).Hours(); got != hours {
+			t.Errorf("the day of %s lasts %v hours, want %v", day, got, hours)
+		}
+		n := 0
+		for h := s; h.Before(Day.Next(s, ny)); h = Hour.Next(h, ny) {
+			if !Hour.Aligned(h, ny) || h.Minute() != 0 {
+				t.Fatalf("hour bucket start %v is not a whole local hour", h)
+			}
+			n++
+		}
+		if float64(n) != hours {
+			t.Errorf("the day of %s has %d hour buckets, want %v", day, n, hours)
+		}
+	}
+	for in, want := range map[string]string{
+		"2026-12-31 10:00": "2026-12-28 00:00", // Thursday; the ISO week starts Monday
+		"2027-01-03 23:59": "2026-12-28 00:00", // Sunday, same week
+		"2027-01-04 00:00": "2027-01-04 00:00", // Monday
+	} {
+		if got := Week.Start(at(in), ny); !got.Equal(at(want)) {
+			t.Errorf("week of %s starts %v, want %s", in, got, want)
+		}
+	}
+	if got := Month.Next(Month.Start(at("2026-01-31 12:00"), ny), ny); !got.Equal(at("2026-02-01 00:00")) {
+		t.Errorf("month after January starts %v", got)
+	}
+	if got := Hour.Start(at("2026-11-01 01:30").Add(time.Hour), ny); got.Hour() != 1 || got.Equal(at("2026-11-01 01:00")) {
+		t.Errorf("the repeated 01:00 hour of the fall-back starts %v; want a second 01:00 bucket", got)
+	}
+}
+
+// TestLevelProperties: for random instants in several zones, Start(t) <= t
+// < Next(Start(t)), and Next is a bucket start.
+func TestLevelProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, zone := range []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "America/Santiago"} {
+		loc := mustLoc(t, zone)
+		for range 3000 {
+			tm := time.Unix(1_700_000_000+r.Int64N(200_000_000), 0)
+			for _, l := range Levels {
+				s := l.Start(tm, loc)
+				n := l.Next(s, loc)
+				if s.After(tm) || !n.After(tm) {
+					t.Fatalf("%s %s: %v not in [%v, %v)", zone, l, tm, s, n)
+				}
+				if !l.Aligned(n, loc) || !l.Aligned(s, loc) {
+					t.Fatalf("%s %s: %v or %v is not aligned", zone, l, s, n)
+				}
+			}
+		}
+	}
+}
+
+func testSpec(tb testing.TB, tz string, levels ...LevelSpec) *Spec {
+	tb.Helper()
+	s := &Spec{Params: sketch.HLLParams{Params: hll.DefaultParams()}, TZ: tz, Levels: levels}
+	if err := s.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func TestValidate(t *testing.T) {
+	p := sketch.HLLParams{Params: hll.DefaultParams()}
+	for name, s := range map[string]Spec{
+		"no params":           {TZ: "UTC", Levels: []LevelSpec{{Day, Duration{Days: 10}}}},
+		"bad tz":              {Params: p, TZ: "Mars/Olympus", Levels: []LevelSpec{{Day, Duration{Days: 10}}}},
+		"empty tz":            {Params: p, Levels: []LevelSpec{{Day, Duration{Days: 10}}}},
+		"no levels":           {Params: p, TZ: "UTC"},
+		"level twice":         {Params: p, TZ: "UTC", Levels: []LevelSpec{{Day, Duration{Days: 10}}, {Day, Duration{Days: 20}}}},
+		"coarser keeps less":  {Params: p, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 30}}, {Day, Duration{Days: 10}}}},
+		"zero retention":      {Params: p, TZ: "UTC", Levels: []LevelSpec{{Day, Duration{}}}},
+		"late past retention": {Params: p, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 2}}}, LateLimit: Duration{Days: 3}},
+		"unknown level":       {Params: p, TZ: "UTC", Levels: []LevelSpec{{9, Duration{Days: 2}}}},
+	} {
+		if err := s.Validate(); sketch.KindOf(err) != sketch.Invalid {
+			t.Errorf("%s: Validate = %v, want Invalid", name, err)
+		}
+	}
+}
+
+func TestBuckets(t *testing.T) {
+	s := testSpec(t, "Europe/Berlin", LevelSpec{Hour, Duration{Days: 14}}, LevelSpec{Day, Duration{Days: 400}}, LevelSpec{Month, Duration{Years: 5}})
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	keys, err := s.Buckets(now.Add(-time.Hour), now)
+	if err != nil || len(keys) != 3 {
+		t.Fatalf("Buckets(now-1h) = %v, %v; want hour, day, month", keys, err)
+	}
+	if _, err := s.Buckets(now.Add(6*time.Minute), now); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("6 minutes ahead = %v, want Invalid", err)
+	}
+	if _, err := s.Buckets(now.Add(4*time.Minute), now); err != nil {
+		t.Errorf("4 minutes ahead = %v", err)
+	}
+	if _, err := s.Buckets(now.AddDate(0, 0, -8), now); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("8 days late (limit P7D) = %v, want Invalid", err)
+	}
+	// A late limit longer than the finest level keeps is refused.
+	s2 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}}
+	if err := s2.Validate(); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("default late limit P7D over an hour level kept P1D = %v, want Invalid", err)
+	}
+	s3 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}, LateLimit: Duration{Hours: 20}}
+	if err := s3.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	keys, err = s3.Buckets(now.Add(-19*time.Hour), now)
+	if err != nil || len(keys) != 2 {
+		t.Errorf("19 hours late = %v, %v", keys, err)
+	}
+}
+
+// bestCover finds the fewest unexpired buckets tiling [a, b) by a
+// shortest path over every bucket edge: the reference Plan must match.
+func bestCover(s *Spec, a, b, now time.Time) int {
+	dist := map[time.Time]int{a: 0}
+	frontier := []time.Time{a}
+	for len(frontier) > 0 {
+		slices.SortFunc(frontier, func(x, y time.Time) int { return x.Compare(y) })
+		t := frontier[0]
+		frontier = frontier[1:]
+		if t.Equal(b) {
+			return dist[t]
+		}
+		for _, ls := range s.Levels {
+			l := ls.Level
+			if !l.Aligned(t, s.loc) {
+				continue
+			}
+			n := l.Next(t, s.loc)
+			if n.After(b) || !n.After(s.Cutoff(l, now)) {
+				continue
+			}
+			if d, ok := dist[n]; !ok || dist[t]+1 < d {
+				if !ok {
+					frontier = append(frontier, n)
+				}
+				dist[n] = dist[t] + 1
+			}
+		}
+	}
+	return -1
+}
+
+// TestPlanOptimal: on random ranges in a DST zone, the plan tiles the
+// covered range exactly with unexpired buckets, as few as the best cover,
+// and warns exactly when the covered range differs from the one asked.
+func TestPlanOptimal(t *testing.T) {
+	s := testSpec(t, "America/New_York", LevelSpec{Hour, Duration{Days: 14}}, LevelSpec{Day, Duration{Days: 400}},
+		LevelSpec{Week, Duration{Days: 400}}, LevelSpec{Month, Duration{Years: 5}})
+	now := time.Date(2026, 11, 20, 15, 17, 0, 0, time.UTC)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 300 {
+		from := now.Add(-time.Duration(r.Int64N(int64(450 * 24 * time.Hour))))
+		if i%3 == 0 { // day-aligned ranges, as most users ask
+			from = Day.Start(from, s.loc)
+		}
+		to := from.Add(time.Duration(1 + r.Int64N(int64(200*24*time.Hour))))
+		if i%3 == 0 {
+			to = Day.Ceil(to, s.loc)
+		}
+		p, err := s.Plan(from, to, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(p.Warnings) > 0) != (!p.From.Equal(from) || !p.To.Equal(to)) {
+			t.Fatalf("[%v, %v): covered [%v, %v) with warnings %q", from, to, p.From, p.To, p.Warnings)
+		}
+		at := p.From
+		for _, k := range p.Buckets {
+			if !k.Start.Equal(at) {
+				t.Fatalf("[%v, %v): bucket %v %v does not start where the last ended (%v)", from, to, k.Level, k.Start, at)
+			}
+			at = k.Level.Next(k.Start, s.loc)
+			if !at.After(s.Cutoff(k.Level, now)) {
+				t.Fatalf("plan uses expired %v bucket %v", k.Level, k.Start)
+			}
+		}
+		if !at.Equal(p.To) {
+			t.Fatalf("[%v, %v): buckets end at %v, want %v", from, to, at, p.To)
+		}
+		if best := bestCover(s, p.From, p.To, now); best != len(p.Buckets) {
+			t.Fatalf("[%v, %v): %d buckets, the best cover has %d", p.From, p.To, len(p.Buckets), best)
+		}
+	}
+	if _, err := s.Plan(now, now, now); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("zero-length range = %v, want Invalid", err)
+	}
+	if _, err := s.Plan(now, now.Add(-time.Hour), now); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("to before from = %v, want Invalid", err)
+	}
+	p, err := s.Plan(now.AddDate(-10, 0, 0), now.AddDate(-9, 0, 0), now)
+	if err != nil || len(p.Buckets) != 0 || len(p.Warnings) == 0 {
+		t.Errorf("an expired range = %+v, %v; want no buckets and a warning", p, err)
+	}
+}
+
+// set is a tiny exact "sketch" for testing the window: a sorted id list.
+func unionSets(a, b []int) []int {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestWindowMatchesNaive: a random sequence of pushes and pops gives the
+// union of exactly the elements inside, every time.
+func TestWindowMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	unions := 0
+	w := NewWindow(func(a, b []int) []int { unions++; return unionSets(a, b) })
+	var inside [][]int
+	for i := range 5000 {
+		if len(inside) > 40 || (len(inside) > 0 && r.IntN(3) == 0) {
+			w.Pop()
+			inside = inside[1:]
+		} else {
+			v := []int{r.IntN(1000), i}
+			w.Push(v)
+			inside = append(inside, v)
+		}
+		var want []int
+		for _, v := range inside {
+			want = unionSets(want, v)
+		}
+		if got := w.Value(); !slices.Equal(got, want) || w.Len() != len(inside) {
+			t.Fatalf("step %d: window %v (len %d), want %v (len %d)", i, got, w.Len(), want, len(inside))
+		}
+	}
+	// Amortised O(1) unions per operation (plus one per Value).
+	if unions > 5*5000 {
+		t.Errorf("%d unions for 5000 operations", unions)
+	}
+}
+
+// TestTimeseries: a 30-day window by day over a year uses day buckets,
+// each point's window is its own day and the 29 before, across DST.
+func TestTimeseries(t *testing.T) {
+	s := testSpec(t, "America/New_York", LevelSpec{Hour, Duration{Days: 14}}, LevelSpec{Day, Duration{Days: 500}}, LevelSpec{Month, Duration{Years: 5}})
+	now := time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)
+	from := Day.Start(now.AddDate(-1, 0, 0), s.loc)
+	to := Day.Start(now, s.loc)
+	ts, err := s.Timeseries(from, to, Duration{Days: 1}, Duration{Days: 30}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.Level != Day || len(ts.Points) != 365 || len(ts.Elements) != 365+29 {
+		t.Fatalf("level %v, %d points, %d elements; want day, 365, 394", ts.Level, len(ts.Points), len(ts.Elements))
+	}
+	for _, p := range ts.Points {
+		if p.Last-p.First != 30 || !ts.Elements[p.First].Start.Equal(p.WindowFrom) || !Day.Next(ts.Elements[p.Last-1].Start, s.loc).Equal(p.End) {
+			t.Fatalf("point %v: elements [%d, %d)", p.Start, p.First, p.Last)
+		}
+	}
+	// Monthly points over 3-month windows use month buckets.
+	ts, err = s.Timeseries(Month.Start(from, s.loc), to, Duration{Months: 1}, Duration{Months: 3}, now)
+	if err != nil || ts.Level != Month {
+		t.Errorf("monthly: level %v, %v", ts.Level, err)
+	}
+	// Steps that fit no level are refused.
+	if _, err := s.Timeseries(from.Add(30*time.Minute), to, Duration{Days: 1}, Duration{Days: 7}, now); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("unaligned from = %v, want Invalid", err)
+	}
+	if _, err := s.Timeseries(from, to, Duration{Minutes: 1}, Duration{Days: 7}, now); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("more than MaxPoints or unaligned = %v, want Invalid", err)
+	}
+}

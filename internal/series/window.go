@@ -1,0 +1,155 @@
+package series
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// MaxPoints bounds the points of one timeseries.
+const MaxPoints = 10_000
+
+// Point is one point of a timeseries: the step [Start, End) it stands for
+// and the trailing window [WindowFrom, End) its value is taken over.
+type Point struct {
+	Start, End time.Time
+	WindowFrom time.Time
+	// First and Last index the elements (Timeseries.Elements) the window
+	// holds: [First, Last).
+	First, Last int
+}
+
+// Timeseries plans a rolling line: one point per step from from to to,
+// each over the trailing window that ends with its step, answered from
+// the buckets of one level (the coarsest whose edges match every window),
+// which a sliding-window union visits once each.
+type Timeseries struct {
+	Level    Level
+	Elements []Key
+	Points   []Point
+	Warnings []string
+}
+
+// Timeseries plans the points of [from, to) by step with window. step and
+// window must fit a kept level's buckets exactly; from must be a bucket
+// start of that level.
+func (s *Spec) Timeseries(from, to time.Time, step, window Duration, now time.Time) (Timeseries, error) {
+	if !to.After(from) {
+		return Timeseries{}, sketch.Errorf(sketch.Invalid, "to (%s) must be after from (%s)", stamp(to), stamp(from))
+	}
+	from = from.In(s.loc)
+	var pts []Point
+	for t := from; t.Before(to); {
+		end := step.AddTo(t, 1)
+		if !end.After(t) {
+			return Timeseries{}, sketch.Errorf(sketch.Invalid, "step %s does not advance", step)
+		}
+		wf := window.AddTo(end, -1)
+		if !wf.Before(end) {
+			return Timeseries{}, sketch.Errorf(sketch.Invalid, "window %s is empty", window)
+		}
+		if len(pts) == MaxPoints {
+			return Timeseries{}, sketch.Errorf(sketch.Invalid, "more than %d points; use a larger step or a shorter range", MaxPoints)
+		}
+		pts = append(pts, Point{Start: t, End: end, WindowFrom: wf})
+		t = end
+	}
+	ts := Timeseries{Points: pts}
+	// The coarsest kept level every window edge is a bucket start of.
+	var level Level
+	for i := len(s.Levels) - 1; i >= 0 && level == 0; i-- {
+		l := s.Levels[i].Level
+		ok := true
+		for _, p := range pts {
+			if !l.Aligned(p.WindowFrom, s.loc) || !l.Aligned(p.End, s.loc) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			level = l
+		}
+	}
+	if level == 0 {
+		return Timeseries{}, sketch.Errorf(sketch.Invalid, "from, step %s and window %s must fall on the bucket edges of a level the series keeps (%s)", step, window, s.levelNames())
+	}
+	ts.Level = level
+	first := pts[0].WindowFrom
+	for t := first; t.Before(pts[len(pts)-1].End); t = level.Next(t, s.loc) {
+		ts.Elements = append(ts.Elements, Key{level, t})
+	}
+	j := 0
+	for i := range pts {
+		for j < len(ts.Elements) && ts.Elements[j].Start.Before(pts[i].WindowFrom) {
+			j++
+		}
+		pts[i].First = j
+		k := j
+		for k < len(ts.Elements) && ts.Elements[k].Start.Before(pts[i].End) {
+			k++
+		}
+		pts[i].Last = k
+	}
+	if cut := s.Cutoff(level, now); level.Next(first, s.loc).Compare(cut) <= 0 {
+		ts.Warnings = append(ts.Warnings, fmt.Sprintf("%s buckets before %s have expired: points whose window reaches before then miss that data", level, stamp(level.Start(cut, s.loc))))
+	}
+	return ts, nil
+}
+
+func (s *Spec) levelNames() string {
+	out := ""
+	for i, l := range s.Levels {
+		if i > 0 {
+			out += ", "
+		}
+		out += l.Level.String()
+	}
+	return out
+}
+
+// Window is a sliding-window union (two stacks): Push adds the newest
+// element, Pop drops the oldest, Value is the union of what is inside.
+// Each element takes part in a constant number of unions over its life,
+// so a line of n points costs O(n + elements) unions, not O(n·window).
+// union(a, b) returns a new value and must treat a zero T as empty.
+type Window[T any] struct {
+	union   func(a, b T) T
+	front   []T // aggregates: front[i] is the union of front elements i.. (oldest at the end)
+	back    []T // elements in arrival order
+	backAgg T
+	zero    T
+}
+
+// NewWindow returns an empty window over union.
+func NewWindow[T any](union func(a, b T) T) *Window[T] { return &Window[T]{union: union} }
+
+// Push adds the newest element.
+func (w *Window[T]) Push(v T) {
+	w.back = append(w.back, v)
+	w.backAgg = w.union(w.backAgg, v)
+}
+
+// Pop drops the oldest element; the window must not be empty.
+func (w *Window[T]) Pop() {
+	if len(w.front) == 0 {
+		agg := w.zero
+		for i := len(w.back) - 1; i >= 0; i-- {
+			agg = w.union(w.back[i], agg)
+			w.front = append(w.front, agg)
+		}
+		w.back, w.backAgg = w.back[:0], w.zero
+	}
+	w.front = w.front[:len(w.front)-1]
+}
+
+// Len is the number of elements inside.
+func (w *Window[T]) Len() int { return len(w.front) + len(w.back) }
+
+// Value is the union of the elements inside.
+func (w *Window[T]) Value() T {
+	if len(w.front) == 0 {
+		return w.union(w.zero, w.backAgg)
+	}
+	return w.union(w.front[len(w.front)-1], w.backAgg)
+}

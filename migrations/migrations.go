@@ -23,6 +23,8 @@ const (
 	BucketMeta     = "meta"
 	BucketSketches = "sketches"
 	BucketMetric   = "metric"
+	BucketSeries   = "series"
+	BucketBuckets  = "series_buckets"
 	KeyVersion     = "schema_version"
 )
 
@@ -38,6 +40,7 @@ func Steps() []Step {
 	return []Step{
 		{Version: 1, Name: "create meta and sketches buckets", Up: v1Layout},
 		{Version: 2, Name: "index sketches exported on /metrics", Up: v2MetricIndex},
+		{Version: 3, Name: "create series and series_buckets buckets", Up: v3Series},
 	}
 }
 

@@ -109,7 +109,7 @@ func TestNewFile(t *testing.T) {
 		t.Fatalf("Run on a new file = %d, %d, %v; want 0, %d, nil", from, to, err, Latest())
 	}
 	db.View(func(tx *bolt.Tx) error {
-		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric} {
+		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric, BucketSeries, BucketBuckets} {
 			if tx.Bucket([]byte(b)) == nil {
 				t.Errorf("bucket %s missing", b)
 			}
@@ -125,8 +125,8 @@ func TestNewFile(t *testing.T) {
 func TestV2IndexesMetricSketches(t *testing.T) {
 	db := openDB(t, copyFixture(t, "v1.db"))
 	from, to, err := run(t, db)
-	if err != nil || from != 1 || to != 2 {
-		t.Fatalf("Run on v1.db = %d, %d, %v; want 1, 2, nil", from, to, err)
+	if err != nil || from != 1 || to != Latest() {
+		t.Fatalf("Run on v1.db = %d, %d, %v; want 1, %d, nil", from, to, err, Latest())
 	}
 	err = db.View(func(tx *bolt.Tx) error {
 		var indexed []string
@@ -168,4 +168,37 @@ func TestRejectsCorruptVersion(t *testing.T) {
 	if _, _, err := run(t, db); err == nil {
 		t.Fatal("Run accepted a 1-byte schema version")
 	}
+}
+
+// TestV3AddsSeriesBuckets upgrades a version-2 file (the v1 fixture after
+// step 2): both series buckets appear and nothing else changes.
+func TestV3AddsSeriesBuckets(t *testing.T) {
+	db := openDB(t, copyFixture(t, "v1.db"))
+	err := db.Update(func(tx *bolt.Tx) error {
+		if err := v2MetricIndex(tx); err != nil {
+			return err
+		}
+		return setVersion(tx, 2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to, err := run(t, db)
+	if err != nil || from != 2 || to != 3 {
+		t.Fatalf("Run on a version-2 file = %d, %d, %v; want 2, 3, nil", from, to, err)
+	}
+	db.View(func(tx *bolt.Tx) error {
+		for _, b := range []string{BucketSeries, BucketBuckets} {
+			if tx.Bucket([]byte(b)) == nil {
+				t.Errorf("bucket %s missing", b)
+			}
+		}
+		b := tx.Bucket([]byte(BucketSketches))
+		for name, rec := range v1Records {
+			if got := b.Get([]byte(name)); !bytes.Equal(got, rec) {
+				t.Errorf("record %s changed to %x", name, got)
+			}
+		}
+		return nil
+	})
 }

@@ -138,3 +138,35 @@ func (s *Spec) String() string {
 	}
 	return fmt.Sprintf("%s tz=%s levels=%s late_limit=%s", s.Params, s.TZ, levels, s.LateLimit)
 }
+
+// Same reports whether s and o describe the same series: same sketch
+// parameters, zone, levels with their retentions and late limit.
+func (s *Spec) Same(o *Spec) bool {
+	return s.Params == o.Params && s.TZ == o.TZ && s.LateLimit == o.LateLimit && slices.Equal(s.Levels, o.Levels)
+}
+
+// LevelInfo describes the buckets one level holds.
+type LevelInfo struct {
+	Level     Level
+	Retention Duration
+	Buckets   int
+	// Oldest and Newest are the first and last bucket starts (zero when
+	// the level holds none).
+	Oldest, Newest time.Time
+	// Bytes is the size of the level's bucket encodings.
+	Bytes int64
+}
+
+// Info describes a stored series.
+type Info struct {
+	Name      string
+	Spec      *Spec
+	Levels    []LevelInfo
+	CreatedAt time.Time
+}
+
+// Expired is what one retention pass removed.
+type Expired struct {
+	Buckets int
+	Bytes   int64
+}

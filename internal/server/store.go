@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"time"
 
+	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -80,4 +82,30 @@ type Store interface {
 	View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error
 	// Ready reports whether the backend takes writes now (/readyz).
 	Ready() bool
+
+	// Series: named sequences of sketches, one per time bucket and level
+	// (internal/series decides which buckets; the backend keeps them).
+
+	// CreateSeries creates the series name with spec (validated). If it
+	// exists with the same spec, created is false; with another it is a
+	// Conflict. Series and sketches have separate names.
+	CreateSeries(ctx context.Context, name string, spec *series.Spec) (info series.Info, created bool, err error)
+	// DescribeSeries returns name's spec and what each level holds.
+	DescribeSeries(ctx context.Context, name string) (series.Info, error)
+	// ListSeries lists series as List lists sketches.
+	ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error)
+	// DeleteSeries removes name and all its buckets.
+	DeleteSeries(ctx context.Context, name string) error
+	// AddSeries adds in's ids, stamped ts, to one bucket per level
+	// (series.Spec.Buckets at the backend's clock: a ts too late or too
+	// far ahead is Invalid and changes nothing), all in one atomic write.
+	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error)
+	// ViewSeries calls plan with name's spec, then fn with the spec and
+	// the buckets plan named, in its order (nil where a bucket holds
+	// nothing), unchanged while fn runs. fn must not keep or change them;
+	// plan's and fn's errors are returned as they are.
+	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error
+	// ExpireSeries removes every bucket whose level's retention has run
+	// out at now, in every series, and says how much it removed.
+	ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error)
 }

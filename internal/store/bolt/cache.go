@@ -55,12 +55,13 @@ func (s *DB) acquire(name string) (*entry, error) {
 func (s *DB) load(name string) (*state, error) {
 	var st *state
 	err := s.bdb.View(func(tx *bbolt.Tx) error {
-		rec := tx.Bucket(bucketSketches).Get([]byte(name))
+		bucket, key := location(name)
+		rec := tx.Bucket(bucket).Get(key)
 		if rec == nil {
 			return nil
 		}
 		var err error
-		st, err = decodeRecord(rec)
+		st, err = decodeEntry(name, rec)
 		return err
 	})
 	if err != nil {
@@ -165,8 +166,8 @@ type summary struct {
 
 // summary describes e's state. Called with e.mu held (or single-threaded).
 func (e *entry) summary() summary {
-	if e.st == nil {
-		return summary{}
+	if e.st == nil || !isSketchName(e.name) {
+		return summary{} // series are not counted among sketches
 	}
 	return summary{exists: true, key: countKey{string(e.st.typ()), e.st.sk.Representation()}, metric: e.st.metric}
 }

@@ -44,13 +44,18 @@ func (s *DB) takeSnapshots() []snapshot {
 // their copy. On failure the entries return to the dirty set.
 func (s *DB) commitCheckpoint(snaps []snapshot, lsn uint64) error {
 	err := s.bdb.Update(func(tx *bbolt.Tx) error {
-		sketches, metric := tx.Bucket(bucketSketches), tx.Bucket(bucketMetric)
+		metric := tx.Bucket(bucketMetric)
 		var buf []byte
 		for _, sn := range snaps {
-			key := []byte(sn.e.name)
+			bucket, key := location(sn.e.name)
+			b := tx.Bucket(bucket)
+			indexed := isSketchName(sn.e.name) // only sketches are on /metrics
 			if sn.st == nil {
-				if err := sketches.Delete(key); err != nil {
+				if err := b.Delete(key); err != nil {
 					return err
+				}
+				if !indexed {
+					continue
 				}
 				if err := metric.Delete(key); err != nil {
 					return err
@@ -59,8 +64,11 @@ func (s *DB) commitCheckpoint(snaps []snapshot, lsn uint64) error {
 			}
 			buf = appendRecord(buf[:0], sn.st)
 			// bbolt keeps the slice until the transaction commits.
-			if err := sketches.Put(key, append([]byte(nil), buf...)); err != nil {
+			if err := b.Put(key, append([]byte(nil), buf...)); err != nil {
 				return err
+			}
+			if !indexed {
+				continue
 			}
 			var err error
 			if sn.st.metric {

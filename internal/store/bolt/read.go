@@ -84,7 +84,7 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	inRange := func(n string) bool { return strings.HasPrefix(n, prefix) && n > after }
+	inRange := func(n string) bool { return isSketchName(n) && strings.HasPrefix(n, prefix) && n > after }
 	// Sketches changed since the last checkpoint may be missing from
 	// bbolt, or deleted from memory but not yet from bbolt: they are read
 	// from the cache, everything else from bbolt.

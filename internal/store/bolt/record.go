@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -18,10 +19,12 @@ const (
 	flagMetric      = 1
 )
 
-// state is one sketch's full state: what a record holds and what the
-// cache keeps decoded.
+// state is one entry's full state: what a record holds and what the cache
+// keeps decoded. An entry is a sketch, a series bucket (a sketch too) or
+// a series definition (def set, sk nil); see series.go for their keys.
 type state struct {
 	sk               sketch.Sketch
+	def              *series.Spec
 	metric           bool
 	created, updated time.Time
 }
@@ -32,14 +35,45 @@ func appendRecord(b []byte, st *state) []byte {
 	if st.metric {
 		flags |= flagMetric
 	}
-	b = append(b, recordFormat, st.sk.Kind().Tag, flags)
+	b = append(b, recordFormat, st.kind().Tag, flags)
 	b = binary.BigEndian.AppendUint64(b, uint64(st.created.UnixNano()))
 	b = binary.BigEndian.AppendUint64(b, uint64(st.updated.UnixNano()))
+	if st.def != nil {
+		return appendDef(b, st.def)
+	}
 	return st.sk.AppendBinary(b)
 }
 
-// decodeRecord parses a record as strictly as an upload. The returned
-// state shares no memory with rec.
+// kind is the kind of the sketch, or of a series' buckets.
+func (st *state) kind() *sketch.Kind {
+	if st.def != nil {
+		return st.def.Params.Kind()
+	}
+	return st.sk.Kind()
+}
+
+// decodeEntry parses the record of the entry key: a series definition or
+// a sketch.
+func decodeEntry(key string, rec []byte) (*state, error) {
+	if key == "" || key[0] != prefixSeries {
+		return decodeRecord(rec)
+	}
+	kind, err := recordKind(rec)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{
+		created: time.Unix(0, int64(binary.BigEndian.Uint64(rec[3:]))).UTC(),
+		updated: time.Unix(0, int64(binary.BigEndian.Uint64(rec[11:]))).UTC(),
+	}
+	if st.def, err = decodeDef(kind, rec[recordHeaderLen:]); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// decodeRecord parses a sketch record as strictly as an upload. The
+// returned state shares no memory with rec.
 func decodeRecord(rec []byte) (*state, error) {
 	kind, err := recordKind(rec)
 	if err != nil {
@@ -86,9 +120,16 @@ func (st *state) info(name string) sketch.Info {
 
 func (st *state) clone() *state {
 	c := *st
-	c.sk = st.sk.Clone()
+	if st.sk != nil {
+		c.sk = st.sk.Clone()
+	}
 	return &c
 }
 
 // memory approximates the heap the decoded state holds.
-func (st *state) memory() int64 { return st.sk.MemoryBytes() }
+func (st *state) memory() int64 {
+	if st.def != nil {
+		return 512
+	}
+	return st.sk.MemoryBytes()
+}

@@ -292,7 +292,7 @@ func (s *DB) replay(o op) error {
 	before := e.summary()
 	switch o.typ {
 	case opPut:
-		st, err := decodeRecord(o.rec)
+		st, err := decodeEntry(o.name, o.rec)
 		if err != nil {
 			return err
 		}

@@ -17,9 +17,11 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -40,6 +42,13 @@ type Store interface {
 	Union(ctx context.Context, names []string, into string) (sketch.Sketch, error)
 	View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error
 	Ready() bool
+	CreateSeries(ctx context.Context, name string, spec *series.Spec) (info series.Info, created bool, err error)
+	DescribeSeries(ctx context.Context, name string) (series.Info, error)
+	ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error)
+	DeleteSeries(ctx context.Context, name string) error
+	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error)
+	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error
+	ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error)
 }
 
 // Backend opens stores of one backend.
@@ -122,6 +131,11 @@ func Run(t *testing.T, b Backend) {
 		{"Concurrent", testConcurrent},
 		{"Reopen", testReopen},
 		{"Canceled", testCanceled},
+		{"SeriesLifecycle", testSeriesLifecycle},
+		{"SeriesAdd", testSeriesAdd},
+		{"SeriesCMS", testSeriesCMS},
+		{"SeriesDeleteRecreate", testSeriesDeleteRecreate},
+		{"SeriesExpire", testSeriesExpire},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,604 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/sketchd/sketchd/internal/series"
+	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/migrations"
+)
+
+// Series live in the same cache, log and checkpoints as sketches, as
+// entries whose keys start with a byte no sketch name can (names start
+// with a letter or digit):
+//
+//	"\x01" name                              a series' definition
+//	"\x02" name "\x00" level start(8, BE s)  one bucket: a sketch
+//
+// In bbolt, definitions are in bucket "series" under the name and buckets
+// in "series_buckets" under the key without its first byte, so one
+// series' buckets of one level are a range in time order.
+const (
+	prefixSeries = '\x01'
+	prefixBucket = '\x02'
+)
+
+var (
+	bucketSeries  = []byte(migrations.BucketSeries)
+	bucketBuckets = []byte(migrations.BucketBuckets)
+)
+
+func seriesKey(name string) string { return string(prefixSeries) + name }
+
+func bucketKey(name string, k series.Key) string {
+	b := make([]byte, 0, len(name)+11)
+	b = append(b, prefixBucket)
+	b = append(b, name...)
+	b = append(b, 0, byte(k.Level))
+	b = binary.BigEndian.AppendUint64(b, uint64(k.Start.Unix()))
+	return string(b)
+}
+
+// bucketPrefix is the key prefix of all of name's buckets.
+func bucketPrefix(name string) string { return string(prefixBucket) + name + "\x00" }
+
+// parseBucketKey reads a bucket key's level and start (in UTC).
+func parseBucketKey(key string) (series.Level, time.Time, error) {
+	i := strings.IndexByte(key, 0)
+	if key == "" || key[0] != prefixBucket || i < 0 || len(key)-i != 10 {
+		return 0, time.Time{}, fmt.Errorf("bucket key %q is malformed", key)
+	}
+	l := series.Level(key[i+1])
+	if !l.Valid() {
+		return 0, time.Time{}, fmt.Errorf("bucket key %q: level %d", key, l)
+	}
+	return l, time.Unix(int64(binary.BigEndian.Uint64([]byte(key[i+2:]))), 0).UTC(), nil
+}
+
+// isSketchName reports whether an entry key names a plain sketch.
+func isSketchName(key string) bool {
+	return key != "" && key[0] != prefixSeries && key[0] != prefixBucket
+}
+
+// location returns the bbolt bucket and key an entry is stored under.
+func location(key string) (bucket, k []byte) {
+	switch {
+	case key != "" && key[0] == prefixSeries:
+		return bucketSeries, []byte(key[1:])
+	case key != "" && key[0] == prefixBucket:
+		return bucketBuckets, []byte(key[1:])
+	}
+	return bucketSketches, []byte(key)
+}
+
+// appendDef appends a series definition's body: the empty sketch of its
+// parameters (which carries them), the zone, the levels and the late
+// limit, each length-prefixed.
+func appendDef(b []byte, spec *series.Spec) []byte {
+	empty, err := spec.Params.New()
+	if err != nil {
+		panic("bolt: a validated series spec has parameters New refuses: " + err.Error())
+	}
+	b = appendBytes(b, empty.AppendBinary(nil))
+	b = appendBytes(b, []byte(spec.TZ))
+	b = binary.AppendUvarint(b, uint64(len(spec.Levels)))
+	for _, l := range spec.Levels {
+		b = append(b, byte(l.Level))
+		b = appendBytes(b, []byte(l.Retention.String()))
+	}
+	return appendBytes(b, []byte(spec.LateLimit.String()))
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// decodeDef reads what appendDef wrote, with kind the record's kind, and
+// validates it as a create would.
+func decodeDef(kind *sketch.Kind, b []byte) (*series.Spec, error) {
+	r := &opReader{b: b}
+	field := func() ([]byte, error) {
+		n, err := r.uvarint()
+		if err != nil {
+			return nil, err
+		}
+		return r.bytes(n)
+	}
+	empty, err := field()
+	if err != nil {
+		return nil, err
+	}
+	sk, err := kind.Decode(empty)
+	if err != nil {
+		return nil, err
+	}
+	spec := &series.Spec{Params: sk.Params()}
+	tz, err := field()
+	if err != nil {
+		return nil, err
+	}
+	spec.TZ = string(tz)
+	n, err := r.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if n > 8 {
+		return nil, fmt.Errorf("series definition with %d levels", n)
+	}
+	for range n {
+		l, err := r.bytes(1)
+		if err != nil {
+			return nil, err
+		}
+		ret, err := field()
+		if err != nil {
+			return nil, err
+		}
+		d, err := series.ParseDuration(string(ret))
+		if err != nil {
+			return nil, err
+		}
+		spec.Levels = append(spec.Levels, series.LevelSpec{Level: series.Level(l[0]), Retention: d})
+	}
+	late, err := field()
+	if err != nil {
+		return nil, err
+	}
+	if spec.LateLimit, err = series.ParseDuration(string(late)); err != nil {
+		return nil, err
+	}
+	if r.off != len(b) {
+		return nil, fmt.Errorf("%d bytes after the series definition", len(b)-r.off)
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+func seriesNotFound(name string) error {
+	return sketch.Errorf(sketch.NotFound, "series %q does not exist", name)
+}
+
+// CreateSeries creates the series name with spec; the same spec again
+// changes nothing, another is a Conflict. Buckets left by a deletion that
+// a crash interrupted are removed in the same write.
+func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (info series.Info, created bool, err error) {
+	if err := spec.Validate(); err != nil {
+		return series.Info{}, false, err
+	}
+	// No series of that name, so no add can create buckets meanwhile.
+	stale, err := s.bucketKeys(name)
+	if err != nil {
+		return series.Info{}, false, err
+	}
+	key := seriesKey(name)
+	err = s.update(ctx, append([]string{key}, stale...), func(t *tx) error {
+		e := t.entry(key)
+		if e.st != nil {
+			if !e.st.def.Same(spec) {
+				return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, e.st.def, spec)
+			}
+			return nil
+		}
+		for _, k := range stale {
+			if be := t.entry(k); be.st != nil {
+				t.delete(be)
+			}
+		}
+		t.put(e, &state{def: spec, created: t.now, updated: t.now})
+		created = true
+		return nil
+	})
+	if err != nil {
+		return series.Info{}, false, err
+	}
+	info, err = s.DescribeSeries(ctx, name)
+	return info, created, err
+}
+
+// bucketKeys lists the keys of name's buckets that exist: those in bbolt,
+// with the changes since the last checkpoint laid over them.
+func (s *DB) bucketKeys(name string) ([]string, error) {
+	prefix := bucketPrefix(name)
+	keys := map[string]bool{}
+	err := s.bdb.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketBuckets).Cursor()
+		p := []byte(prefix[1:])
+		for k, _ := c.Seek(p); k != nil && strings.HasPrefix(string(k), string(p)); k, _ = c.Next() {
+			keys[string(prefixBucket)+string(k)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range s.dirtyEntries(prefix) {
+		e.mu.Lock()
+		keys[e.name] = e.st != nil
+		e.mu.Unlock()
+	}
+	out := make([]string, 0, len(keys))
+	for k, ok := range keys {
+		if ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// dirtyEntries returns the entries changed since the last checkpoint whose
+// keys start with prefix.
+func (s *DB) dirtyEntries(prefix string) []*entry {
+	s.dirtyMu.Lock()
+	defer s.dirtyMu.Unlock()
+	var out []*entry
+	for e := range s.dirty {
+		if strings.HasPrefix(e.name, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// series returns name's definition and creation time.
+func (s *DB) series(name string) (*series.Spec, time.Time, error) {
+	e, err := s.acquire(seriesKey(name))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer s.release(e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.st == nil {
+		return nil, time.Time{}, seriesNotFound(name)
+	}
+	return e.st.def, e.st.created, nil
+}
+
+// DescribeSeries returns name's spec and, per level, its buckets.
+func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return series.Info{}, err
+	}
+	spec, created, err := s.series(name)
+	if err != nil {
+		return series.Info{}, err
+	}
+	keys, err := s.bucketKeys(name)
+	if err != nil {
+		return series.Info{}, err
+	}
+	info := series.Info{Name: name, Spec: spec, CreatedAt: created}
+	for _, ls := range spec.Levels {
+		info.Levels = append(info.Levels, series.LevelInfo{Level: ls.Level, Retention: ls.Retention})
+	}
+	err = s.viewKeys(ctx, keys, func(sts []*state) error {
+		for i, st := range sts {
+			if st == nil {
+				continue
+			}
+			l, start, err := parseBucketKey(keys[i])
+			if err != nil {
+				return err
+			}
+			for j := range info.Levels {
+				li := &info.Levels[j]
+				if li.Level != l {
+					continue
+				}
+				li.Buckets++
+				li.Bytes += int64(st.sk.SizeBytes())
+				start = start.In(spec.Location())
+				if li.Oldest.IsZero() || start.Before(li.Oldest) {
+					li.Oldest = start
+				}
+				if start.After(li.Newest) {
+					li.Newest = start
+				}
+			}
+		}
+		return nil
+	})
+	return info, err
+}
+
+// viewKeys runs fn with the states of keys (nil for a missing one), each
+// locked against writes.
+func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	uniq := sortedUnique(keys)
+	es, err := s.acquireAll(uniq)
+	if err != nil {
+		return err
+	}
+	defer s.releaseAll(es)
+	for _, e := range es {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	sts := make([]*state, len(keys))
+	for i, k := range keys {
+		j, _ := slices.BinarySearch(uniq, k)
+		sts[i] = es[j].st
+	}
+	return fn(sts)
+}
+
+// ListSeries returns up to limit series whose names start with prefix and
+// sort after after, in name order, and whether more follow.
+func (s *DB) ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error) {
+	names, more, err := s.listKeys(ctx, string(prefixSeries), bucketSeries, prefix, after, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]series.Info, 0, len(names))
+	for _, n := range names {
+		info, err := s.DescribeSeries(ctx, n)
+		if sketch.KindOf(err) == sketch.NotFound {
+			continue // deleted since
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, info)
+	}
+	return out, more, nil
+}
+
+// listKeys lists up to limit names (without keyPrefix) of one keyspace
+// that exist, start with prefix and sort after after, and whether more
+// follow: bbolt's bucket with the changes since the checkpoint laid over.
+func (s *DB) listKeys(ctx context.Context, keyPrefix string, bucket []byte, prefix, after string, limit int) ([]string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	exists := map[string]bool{}
+	for _, e := range s.dirtyEntries(keyPrefix + prefix) {
+		n := e.name[len(keyPrefix):]
+		if n <= after {
+			continue
+		}
+		e.mu.Lock()
+		exists[n] = e.st != nil
+		e.mu.Unlock()
+	}
+	found := 0
+	err := s.bdb.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucket).Cursor()
+		for k, _ := c.Seek([]byte(max(prefix, after))); k != nil && found <= limit; k, _ = c.Next() {
+			n := string(k)
+			if !strings.HasPrefix(n, prefix) {
+				break
+			}
+			if _, over := exists[n]; n <= after || over {
+				continue
+			}
+			exists[n] = true
+			found++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	var names []string
+	for n, ok := range exists {
+		if ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	more := len(names) > limit
+	return names[:min(limit, len(names))], more, nil
+}
+
+// DeleteSeries removes name and its buckets. Adds stop once the definition
+// is gone; a bucket an add created while the keys were listed is removed
+// by a second pass.
+func (s *DB) DeleteSeries(ctx context.Context, name string) error {
+	key := seriesKey(name)
+	for pass := 0; ; pass++ {
+		keys, err := s.bucketKeys(name)
+		if err != nil {
+			return err
+		}
+		if pass > 0 && len(keys) == 0 {
+			return nil
+		}
+		err = s.update(ctx, append([]string{key}, keys...), func(t *tx) error {
+			e := t.entry(key)
+			if pass == 0 {
+				if e.st == nil {
+					return seriesNotFound(name)
+				}
+				t.delete(e)
+			}
+			for _, k := range keys {
+				if be := t.entry(k); be.st != nil {
+					t.delete(be)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// errSeriesChanged makes AddSeries start again: the series was deleted and
+// created anew between the look and the write.
+var errSeriesChanged = errors.New("the series changed")
+
+// AddSeries adds in's ids stamped ts to one bucket per level, creating
+// the buckets it needs, in one durable write.
+func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error) {
+	for {
+		spec, _, err := s.series(name)
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		keys, err := spec.Buckets(ts, s.opts.Now())
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		kind := spec.Params.Kind()
+		b, err := kind.Prepare(in)
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		names := []string{seriesKey(name)}
+		for _, k := range keys {
+			names = append(names, bucketKey(name, k))
+		}
+		err = s.update(ctx, names, func(t *tx) error {
+			d := t.entry(names[0]).st
+			if d == nil {
+				return seriesNotFound(name)
+			}
+			if d.def != spec {
+				return errSeriesChanged
+			}
+			sts := make([]*state, len(keys))
+			for i, n := range names[1:] {
+				if sts[i] = t.entry(n).st; sts[i] == nil {
+					if sts[i], err = newState(sketch.Spec{Params: spec.Params}, t.now); err != nil {
+						return err
+					}
+				}
+				if err := sts[i].sk.Check(b); err != nil {
+					return err
+				}
+			}
+			for i, n := range names[1:] {
+				e := t.entry(n)
+				if e.st == nil {
+					t.put(e, sts[i])
+				}
+				if err := t.add(e, b); err != nil {
+					return err // unreachable: checked above
+				}
+			}
+			return nil
+		})
+		if err == errSeriesChanged {
+			continue
+		}
+		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, err
+	}
+}
+
+// ViewSeries calls plan with name's spec, then fn with the planned buckets
+// (nil where a bucket holds nothing), all locked against writes.
+func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error {
+	for {
+		spec, _, err := s.series(name)
+		if err != nil {
+			return err
+		}
+		ks, err := plan(spec)
+		if err != nil {
+			return err
+		}
+		keys := make([]string, len(ks)+1)
+		keys[0] = seriesKey(name)
+		for i, k := range ks {
+			keys[i+1] = bucketKey(name, k)
+		}
+		err = s.viewKeys(ctx, keys, func(sts []*state) error {
+			if sts[0] == nil {
+				return seriesNotFound(name)
+			}
+			if sts[0].def != spec {
+				return errSeriesChanged
+			}
+			sks := make([]sketch.Sketch, len(ks))
+			for i, st := range sts[1:] {
+				if st != nil {
+					sks[i] = st.sk
+				}
+			}
+			return fn(spec, sks)
+		})
+		if err != errSeriesChanged {
+			return err
+		}
+	}
+}
+
+// ExpireSeries removes, in every series, the buckets whose end is at or
+// before their level's cutoff at now.
+func (s *DB) ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error) {
+	var out series.Expired
+	after := ""
+	for {
+		names, more, err := s.listKeys(ctx, string(prefixSeries), bucketSeries, "", after, 100)
+		if err != nil {
+			return out, err
+		}
+		for _, n := range names {
+			x, err := s.expire(ctx, n, now)
+			out.Buckets += x.Buckets
+			out.Bytes += x.Bytes
+			if err != nil && sketch.KindOf(err) != sketch.NotFound {
+				return out, err
+			}
+		}
+		if !more || len(names) == 0 {
+			return out, nil
+		}
+		after = names[len(names)-1]
+	}
+}
+
+func (s *DB) expire(ctx context.Context, name string, now time.Time) (series.Expired, error) {
+	spec, _, err := s.series(name)
+	if err != nil {
+		return series.Expired{}, err
+	}
+	keys, err := s.bucketKeys(name)
+	if err != nil {
+		return series.Expired{}, err
+	}
+	var old []string
+	for _, k := range keys {
+		l, start, err := parseBucketKey(k)
+		if err != nil {
+			return series.Expired{}, err
+		}
+		if _, kept := spec.Kept(l); !kept || !l.Next(start.In(spec.Location()), spec.Location()).After(spec.Cutoff(l, now)) {
+			old = append(old, k)
+		}
+	}
+	var x series.Expired
+	if len(old) == 0 {
+		return x, nil
+	}
+	err = s.update(ctx, old, func(t *tx) error {
+		for _, k := range old {
+			if e := t.entry(k); e.st != nil {
+				x.Buckets++
+				x.Bytes += int64(e.st.sk.SizeBytes())
+				t.delete(e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return series.Expired{}, err
+	}
+	return x, nil
+}

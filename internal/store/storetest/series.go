@@ -1,0 +1,280 @@
+package storetest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/series"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// seriesSpec is a series of log2m-11 HLLs in New York (DST) keeping
+// hours 14 days, days 400 and months 5 years.
+func seriesSpec(tb testing.TB, params sketch.Params) *series.Spec {
+	tb.Helper()
+	spec := &series.Spec{Params: params, TZ: "America/New_York", Levels: []series.LevelSpec{
+		{Level: series.Hour, Retention: series.Duration{Days: 14}},
+		{Level: series.Day, Retention: series.Duration{Days: 400}},
+		{Level: series.Month, Retention: series.Duration{Years: 5}},
+	}}
+	if err := spec.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	return spec
+}
+
+func hllParams11() sketch.Params {
+	p := hll.DefaultParams()
+	p.Log2m = 11
+	return sketch.HLLParams{Params: p}
+}
+
+// bucketBytes returns the encodings of the buckets keys of name (nil for
+// an empty one).
+func bucketBytes(tb testing.TB, s Store, name string, keys ...series.Key) [][]byte {
+	tb.Helper()
+	out := make([][]byte, len(keys))
+	err := s.ViewSeries(ctx, name, func(*series.Spec) ([]series.Key, error) { return keys, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
+		for i, sk := range sks {
+			if sk != nil {
+				out[i] = sk.AppendBinary(nil)
+			}
+		}
+		return nil
+	})
+	must(tb, err, "ViewSeries "+name)
+	return out
+}
+
+func testSeriesLifecycle(t *testing.T, in *Instance) {
+	spec := seriesSpec(t, hllParams11())
+	info, created, err := in.CreateSeries(ctx, "s", spec)
+	must(t, err, "create series")
+	if !created || info.Name != "s" || !info.Spec.Same(spec) || len(info.Levels) != 3 || info.CreatedAt.IsZero() {
+		t.Fatalf("CreateSeries = %+v, %v", info, created)
+	}
+	_, created, err = in.CreateSeries(ctx, "s", seriesSpec(t, hllParams11()))
+	must(t, err, "create the same series again")
+	if created {
+		t.Error("the same series again reports created")
+	}
+	other := seriesSpec(t, hllParams11())
+	other.TZ = "UTC"
+	must(t, other.Validate(), "validate")
+	_, _, err = in.CreateSeries(ctx, "s", other)
+	mustKind(t, err, sketch.Conflict, "another zone")
+	_, _, err = in.CreateSeries(ctx, "bad", &series.Spec{Params: hllParams11(), TZ: "Nowhere/Else"})
+	mustKind(t, err, sketch.Invalid, "a bad spec")
+	// Series and sketches have separate names.
+	create(t, in, "s", hllSpec(11))
+	_, err = in.DescribeSeries(ctx, "bad")
+	mustKind(t, err, sketch.NotFound, "describe a refused series")
+	for _, n := range []string{"s2", "s3", "t1"} {
+		_, _, err := in.CreateSeries(ctx, n, seriesSpec(t, sketch.CMSParams{Params: cms.Params{Width: 64, Depth: 2}}))
+		must(t, err, "create "+n)
+	}
+	in.Settle(t)
+	list, more, err := in.ListSeries(ctx, "s", "", 2)
+	must(t, err, "list")
+	if len(list) != 2 || !more || list[0].Name != "s" || list[1].Name != "s2" {
+		t.Errorf("ListSeries(s, 2) = %v, more %v", names(list), more)
+	}
+	list, more, err = in.ListSeries(ctx, "s", "s2", 10)
+	must(t, err, "list after")
+	if len(list) != 1 || more || list[0].Name != "s3" {
+		t.Errorf("ListSeries(s after s2) = %v, more %v", names(list), more)
+	}
+	must(t, in.DeleteSeries(ctx, "s2"), "delete")
+	mustKind(t, in.DeleteSeries(ctx, "s2"), sketch.NotFound, "delete twice")
+	_, err = in.DescribeSeries(ctx, "s2")
+	mustKind(t, err, sketch.NotFound, "describe deleted")
+	if _, err := in.Describe(ctx, "s"); err != nil {
+		t.Errorf("the sketch named like the series: %v", err)
+	}
+	list, _, err = in.ListSeries(ctx, "", "", 10)
+	must(t, err, "list all")
+	if got := names(list); len(got) != 3 || got[0] != "s" || got[1] != "s3" || got[2] != "t1" {
+		t.Errorf("series after delete: %v", got)
+	}
+	sketches, _, err := in.List(ctx, "", "", 10)
+	must(t, err, "list sketches")
+	if len(sketches) != 1 {
+		t.Errorf("series show among sketches: %d sketches listed", len(sketches))
+	}
+}
+
+func names(infos []series.Info) []string {
+	out := make([]string, len(infos))
+	for i, in := range infos {
+		out[i] = in.Name
+	}
+	return out
+}
+
+// testSeriesAdd adds ids at several times and checks every bucket holds
+// exactly the sketch of the ids stamped inside it, at every level, before
+// and after a reopen.
+func testSeriesAdd(t *testing.T, in *Instance) {
+	spec := seriesSpec(t, hllParams11())
+	_, _, err := in.CreateSeries(ctx, "s", spec)
+	must(t, err, "create")
+	loc := spec.Location()
+	now := time.Now()
+	stamps := []time.Time{now.Add(-30 * time.Hour), now.Add(-29*time.Hour - 30*time.Minute), now.Add(-3 * time.Hour), now.Add(-2 * time.Minute), now.Add(4 * time.Minute)}
+	want := map[series.Key][]cms.ID{}
+	for i, ts := range stamps {
+		ids := Ints(int64(i*100), int64(i*100+150))
+		a, err := in.AddSeries(ctx, "s", ts, ids)
+		must(t, err, "add")
+		if a.Type != sketch.TypeHLL || a.Accepted != 150 {
+			t.Errorf("AddSeries = %+v", a)
+		}
+		for _, l := range []series.Level{series.Hour, series.Day, series.Month} {
+			k := series.Key{Level: l, Start: l.Start(ts, loc)}
+			want[k] = append(want[k], ids.IDs...)
+		}
+		if i == 2 {
+			in.Settle(t)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for k, ids := range want {
+			got := bucketBytes(t, in, "s", k)[0]
+			if w := hllOf(t, 11, ids...); !bytes.Equal(got, w) {
+				t.Errorf("%s: %s bucket %v differs from the sketch of its %d ids", when, k.Level, k.Start, len(ids))
+			}
+		}
+		empty := series.Key{Level: series.Day, Start: series.Day.Start(now.AddDate(0, 0, -5), loc)}
+		if b := bucketBytes(t, in, "s", empty)[0]; b != nil {
+			t.Errorf("%s: a day with no adds holds %x", when, clip(b))
+		}
+	}
+	check("before reopen")
+	info, err := in.DescribeSeries(ctx, "s")
+	must(t, err, "describe")
+	var buckets int
+	for _, l := range info.Levels {
+		buckets += l.Buckets
+		if l.Buckets > 0 && (l.Oldest.IsZero() || l.Newest.Before(l.Oldest) || l.Bytes <= 0) {
+			t.Errorf("level %+v", l)
+		}
+	}
+	if buckets != len(want) {
+		t.Errorf("describe counts %d buckets, want %d", buckets, len(want))
+	}
+	in.Reopen(t)
+	check("after reopen")
+
+	// Refused adds change nothing.
+	before := bucketBytes(t, in, "s", series.Key{Level: series.Month, Start: series.Month.Start(now, loc)})[0]
+	_, err = in.AddSeries(ctx, "s", now.Add(10*time.Minute), Ints(5000, 5100))
+	mustKind(t, err, sketch.Invalid, "an add from the future")
+	_, err = in.AddSeries(ctx, "s", now.AddDate(0, 0, -8), Ints(5000, 5100))
+	mustKind(t, err, sketch.Invalid, "an add older than the late limit")
+	_, err = in.AddSeries(ctx, "s", now, Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{2}})
+	mustKind(t, err, sketch.Invalid, "counted items into an hll series")
+	_, err = in.AddSeries(ctx, "none", now, Ints(0, 1))
+	mustKind(t, err, sketch.NotFound, "an add to a missing series")
+	if after := bucketBytes(t, in, "s", series.Key{Level: series.Month, Start: series.Month.Start(now, loc)})[0]; !bytes.Equal(after, before) {
+		t.Error("a refused add changed a bucket")
+	}
+	// A plan's error comes back as is; a missing series is NotFound.
+	sentinel := sketch.Errorf(sketch.Invalid, "plan")
+	if err := in.ViewSeries(ctx, "s", func(*series.Spec) ([]series.Key, error) { return nil, sentinel }, nil); err != sentinel {
+		t.Errorf("plan's error came back as %v", err)
+	}
+	err = in.ViewSeries(ctx, "none", func(*series.Spec) ([]series.Key, error) { return nil, nil }, func(*series.Spec, []sketch.Sketch) error { return nil })
+	mustKind(t, err, sketch.NotFound, "view a missing series")
+}
+
+// testSeriesCMS: Count-Min series count every add once per level.
+func testSeriesCMS(t *testing.T, in *Instance) {
+	spec := seriesSpec(t, sketch.CMSParams{Params: cms.Params{Width: 128, Depth: 3}})
+	_, _, err := in.CreateSeries(ctx, "c", spec)
+	must(t, err, "create")
+	now := time.Now()
+	_, err = in.AddSeries(ctx, "c", now.Add(-time.Minute), Input{IDs: []cms.ID{cms.TextID("a"), cms.IntID(2)}, Counts: []uint64{3, 4}})
+	must(t, err, "add items")
+	_, err = in.AddSeries(ctx, "c", now.Add(-time.Minute), Ints(0, 5))
+	must(t, err, "add ids")
+	k := series.Key{Level: series.Day, Start: series.Day.Start(now.Add(-time.Minute), spec.Location())}
+	err = in.ViewSeries(ctx, "c", func(*series.Spec) ([]series.Key, error) { return []series.Key{k}, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
+		c, ok := sketch.CMSOf(sks[0])
+		if !ok || c.Total() != 12 {
+			t.Errorf("day bucket: %v, want a cms with total 12", sks[0])
+		}
+		return nil
+	})
+	must(t, err, "view")
+}
+
+// testSeriesDeleteRecreate: a deleted series leaves nothing behind for a
+// new one of the same name.
+func testSeriesDeleteRecreate(t *testing.T, in *Instance) {
+	spec := seriesSpec(t, hllParams11())
+	_, _, err := in.CreateSeries(ctx, "s", spec)
+	must(t, err, "create")
+	now := time.Now().Add(-time.Minute)
+	_, err = in.AddSeries(ctx, "s", now, Ints(0, 100))
+	must(t, err, "add")
+	in.Settle(t)
+	_, err = in.AddSeries(ctx, "s", now, Ints(100, 200))
+	must(t, err, "add")
+	must(t, in.DeleteSeries(ctx, "s"), "delete")
+	_, _, err = in.CreateSeries(ctx, "s", spec)
+	must(t, err, "create again")
+	k := series.Key{Level: series.Day, Start: series.Day.Start(now, spec.Location())}
+	if b := bucketBytes(t, in, "s", k)[0]; b != nil {
+		t.Errorf("a recreated series holds %x", clip(b))
+	}
+	in.Reopen(t)
+	if b := bucketBytes(t, in, "s", k)[0]; b != nil {
+		t.Errorf("after reopen a recreated series holds %x", clip(b))
+	}
+	info, err := in.DescribeSeries(ctx, "s")
+	must(t, err, "describe")
+	for _, l := range info.Levels {
+		if l.Buckets != 0 {
+			t.Errorf("recreated series level %s has %d buckets", l.Level, l.Buckets)
+		}
+	}
+}
+
+// testSeriesExpire: a retention pass at a later now drops the buckets
+// whose level's retention ran out, and only those.
+func testSeriesExpire(t *testing.T, in *Instance) {
+	spec := seriesSpec(t, hllParams11())
+	_, _, err := in.CreateSeries(ctx, "s", spec)
+	must(t, err, "create")
+	ts := time.Now().Add(-time.Minute)
+	_, err = in.AddSeries(ctx, "s", ts, Ints(0, 100))
+	must(t, err, "add")
+	x, err := in.ExpireSeries(ctx, time.Now())
+	must(t, err, "expire now")
+	if x.Buckets != 0 {
+		t.Errorf("expired %d buckets at once", x.Buckets)
+	}
+	// 20 days on: the hour bucket (kept 14 days) goes, day and month stay.
+	x, err = in.ExpireSeries(ctx, ts.AddDate(0, 0, 20))
+	must(t, err, "expire in 20 days")
+	if x.Buckets != 1 || x.Bytes <= 0 {
+		t.Errorf("20 days on: expired %+v, want the hour bucket", x)
+	}
+	loc := spec.Location()
+	got := bucketBytes(t, in, "s", series.Key{Level: series.Hour, Start: series.Hour.Start(ts, loc)}, series.Key{Level: series.Day, Start: series.Day.Start(ts, loc)})
+	if got[0] != nil || got[1] == nil {
+		t.Errorf("after expiry: hour bucket %v, day bucket %v; want gone and kept", got[0] != nil, got[1] != nil)
+	}
+	in.Reopen(t)
+	info, err := in.DescribeSeries(ctx, "s")
+	must(t, err, "describe")
+	for _, l := range info.Levels {
+		if want := map[series.Level]int{series.Hour: 0, series.Day: 1, series.Month: 1}[l.Level]; l.Buckets != want {
+			t.Errorf("after expiry and reopen, level %s has %d buckets, want %d", l.Level, l.Buckets, want)
+		}
+	}
+}

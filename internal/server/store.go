@@ -82,9 +82,14 @@ type Store interface {
 	View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error
 	// Ready reports whether the backend takes writes now (/readyz).
 	Ready() bool
+}
 
-	// Series: named sequences of sketches, one per time bucket and level
-	// (internal/series decides which buckets; the backend keeps them).
+// SeriesStore is the part of the contract that keeps series: named
+// sequences of sketches, one per time bucket and level (internal/series
+// decides which buckets; the backend keeps them). Errors, atomicity and
+// durability are as for Store. A backend without it answers the series
+// routes with 501.
+type SeriesStore interface {
 
 	// CreateSeries creates the series name with spec (validated). If it
 	// exists with the same spec, created is false; with another it is a

@@ -8,6 +8,8 @@ import (
 // The suite's Store and the server's are the same method set: each
 // converts to the other.
 var (
-	_ server.Store    = storetest.Store(nil)
-	_ storetest.Store = server.Store(nil)
+	_ server.Store          = storetest.Store(nil)
+	_ storetest.Store       = server.Store(nil)
+	_ server.SeriesStore    = storetest.SeriesStore(nil)
+	_ storetest.SeriesStore = server.SeriesStore(nil)
 )

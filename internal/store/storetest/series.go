@@ -34,7 +34,7 @@ func hllParams11() sketch.Params {
 
 // bucketBytes returns the encodings of the buckets keys of name (nil for
 // an empty one).
-func bucketBytes(tb testing.TB, s Store, name string, keys ...series.Key) [][]byte {
+func bucketBytes(tb testing.TB, s SeriesStore, name string, keys ...series.Key) [][]byte {
 	tb.Helper()
 	out := make([][]byte, len(keys))
 	err := s.ViewSeries(ctx, name, func(*series.Spec) ([]series.Key, error) { return keys, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
@@ -49,14 +49,28 @@ func bucketBytes(tb testing.TB, s Store, name string, keys ...series.Key) [][]by
 	return out
 }
 
+// seriesOf is the store's series part (it changes with Reopen).
+func seriesOf(in *Instance) SeriesStore { return in.Store.(SeriesStore) }
+
+var seriesTests = []struct {
+	name string
+	fn   func(t *testing.T, in *Instance)
+}{
+	{"SeriesLifecycle", testSeriesLifecycle},
+	{"SeriesAdd", testSeriesAdd},
+	{"SeriesCMS", testSeriesCMS},
+	{"SeriesDeleteRecreate", testSeriesDeleteRecreate},
+	{"SeriesExpire", testSeriesExpire},
+}
+
 func testSeriesLifecycle(t *testing.T, in *Instance) {
 	spec := seriesSpec(t, hllParams11())
-	info, created, err := in.CreateSeries(ctx, "s", spec)
+	info, created, err := seriesOf(in).CreateSeries(ctx, "s", spec)
 	must(t, err, "create series")
 	if !created || info.Name != "s" || !info.Spec.Same(spec) || len(info.Levels) != 3 || info.CreatedAt.IsZero() {
 		t.Fatalf("CreateSeries = %+v, %v", info, created)
 	}
-	_, created, err = in.CreateSeries(ctx, "s", seriesSpec(t, hllParams11()))
+	_, created, err = seriesOf(in).CreateSeries(ctx, "s", seriesSpec(t, hllParams11()))
 	must(t, err, "create the same series again")
 	if created {
 		t.Error("the same series again reports created")
@@ -64,37 +78,37 @@ func testSeriesLifecycle(t *testing.T, in *Instance) {
 	other := seriesSpec(t, hllParams11())
 	other.TZ = "UTC"
 	must(t, other.Validate(), "validate")
-	_, _, err = in.CreateSeries(ctx, "s", other)
+	_, _, err = seriesOf(in).CreateSeries(ctx, "s", other)
 	mustKind(t, err, sketch.Conflict, "another zone")
-	_, _, err = in.CreateSeries(ctx, "bad", &series.Spec{Params: hllParams11(), TZ: "Nowhere/Else"})
+	_, _, err = seriesOf(in).CreateSeries(ctx, "bad", &series.Spec{Params: hllParams11(), TZ: "Nowhere/Else"})
 	mustKind(t, err, sketch.Invalid, "a bad spec")
 	// Series and sketches have separate names.
 	create(t, in, "s", hllSpec(11))
-	_, err = in.DescribeSeries(ctx, "bad")
+	_, err = seriesOf(in).DescribeSeries(ctx, "bad")
 	mustKind(t, err, sketch.NotFound, "describe a refused series")
 	for _, n := range []string{"s2", "s3", "t1"} {
-		_, _, err := in.CreateSeries(ctx, n, seriesSpec(t, sketch.CMSParams{Params: cms.Params{Width: 64, Depth: 2}}))
+		_, _, err := seriesOf(in).CreateSeries(ctx, n, seriesSpec(t, sketch.CMSParams{Params: cms.Params{Width: 64, Depth: 2}}))
 		must(t, err, "create "+n)
 	}
 	in.Settle(t)
-	list, more, err := in.ListSeries(ctx, "s", "", 2)
+	list, more, err := seriesOf(in).ListSeries(ctx, "s", "", 2)
 	must(t, err, "list")
 	if len(list) != 2 || !more || list[0].Name != "s" || list[1].Name != "s2" {
 		t.Errorf("ListSeries(s, 2) = %v, more %v", names(list), more)
 	}
-	list, more, err = in.ListSeries(ctx, "s", "s2", 10)
+	list, more, err = seriesOf(in).ListSeries(ctx, "s", "s2", 10)
 	must(t, err, "list after")
 	if len(list) != 1 || more || list[0].Name != "s3" {
 		t.Errorf("ListSeries(s after s2) = %v, more %v", names(list), more)
 	}
-	must(t, in.DeleteSeries(ctx, "s2"), "delete")
-	mustKind(t, in.DeleteSeries(ctx, "s2"), sketch.NotFound, "delete twice")
-	_, err = in.DescribeSeries(ctx, "s2")
+	must(t, seriesOf(in).DeleteSeries(ctx, "s2"), "delete")
+	mustKind(t, seriesOf(in).DeleteSeries(ctx, "s2"), sketch.NotFound, "delete twice")
+	_, err = seriesOf(in).DescribeSeries(ctx, "s2")
 	mustKind(t, err, sketch.NotFound, "describe deleted")
 	if _, err := in.Describe(ctx, "s"); err != nil {
 		t.Errorf("the sketch named like the series: %v", err)
 	}
-	list, _, err = in.ListSeries(ctx, "", "", 10)
+	list, _, err = seriesOf(in).ListSeries(ctx, "", "", 10)
 	must(t, err, "list all")
 	if got := names(list); len(got) != 3 || got[0] != "s" || got[1] != "s3" || got[2] != "t1" {
 		t.Errorf("series after delete: %v", got)
@@ -119,7 +133,7 @@ func names(infos []series.Info) []string {
 // and after a reopen.
 func testSeriesAdd(t *testing.T, in *Instance) {
 	spec := seriesSpec(t, hllParams11())
-	_, _, err := in.CreateSeries(ctx, "s", spec)
+	_, _, err := seriesOf(in).CreateSeries(ctx, "s", spec)
 	must(t, err, "create")
 	loc := spec.Location()
 	now := time.Now()
@@ -127,7 +141,7 @@ func testSeriesAdd(t *testing.T, in *Instance) {
 	want := map[series.Key][]cms.ID{}
 	for i, ts := range stamps {
 		ids := Ints(int64(i*100), int64(i*100+150))
-		a, err := in.AddSeries(ctx, "s", ts, ids)
+		a, err := seriesOf(in).AddSeries(ctx, "s", ts, ids)
 		must(t, err, "add")
 		if a.Type != sketch.TypeHLL || a.Accepted != 150 {
 			t.Errorf("AddSeries = %+v", a)
@@ -143,18 +157,18 @@ func testSeriesAdd(t *testing.T, in *Instance) {
 	check := func(when string) {
 		t.Helper()
 		for k, ids := range want {
-			got := bucketBytes(t, in, "s", k)[0]
+			got := bucketBytes(t, seriesOf(in), "s", k)[0]
 			if w := hllOf(t, 11, ids...); !bytes.Equal(got, w) {
 				t.Errorf("%s: %s bucket %v differs from the sketch of its %d ids", when, k.Level, k.Start, len(ids))
 			}
 		}
 		empty := series.Key{Level: series.Day, Start: series.Day.Start(now.AddDate(0, 0, -5), loc)}
-		if b := bucketBytes(t, in, "s", empty)[0]; b != nil {
+		if b := bucketBytes(t, seriesOf(in), "s", empty)[0]; b != nil {
 			t.Errorf("%s: a day with no adds holds %x", when, clip(b))
 		}
 	}
 	check("before reopen")
-	info, err := in.DescribeSeries(ctx, "s")
+	info, err := seriesOf(in).DescribeSeries(ctx, "s")
 	must(t, err, "describe")
 	var buckets int
 	for _, l := range info.Levels {
@@ -170,39 +184,39 @@ func testSeriesAdd(t *testing.T, in *Instance) {
 	check("after reopen")
 
 	// Refused adds change nothing.
-	before := bucketBytes(t, in, "s", series.Key{Level: series.Month, Start: series.Month.Start(now, loc)})[0]
-	_, err = in.AddSeries(ctx, "s", now.Add(10*time.Minute), Ints(5000, 5100))
+	before := bucketBytes(t, seriesOf(in), "s", series.Key{Level: series.Month, Start: series.Month.Start(now, loc)})[0]
+	_, err = seriesOf(in).AddSeries(ctx, "s", now.Add(10*time.Minute), Ints(5000, 5100))
 	mustKind(t, err, sketch.Invalid, "an add from the future")
-	_, err = in.AddSeries(ctx, "s", now.AddDate(0, 0, -8), Ints(5000, 5100))
+	_, err = seriesOf(in).AddSeries(ctx, "s", now.AddDate(0, 0, -8), Ints(5000, 5100))
 	mustKind(t, err, sketch.Invalid, "an add older than the late limit")
-	_, err = in.AddSeries(ctx, "s", now, Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{2}})
+	_, err = seriesOf(in).AddSeries(ctx, "s", now, Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{2}})
 	mustKind(t, err, sketch.Invalid, "counted items into an hll series")
-	_, err = in.AddSeries(ctx, "none", now, Ints(0, 1))
+	_, err = seriesOf(in).AddSeries(ctx, "none", now, Ints(0, 1))
 	mustKind(t, err, sketch.NotFound, "an add to a missing series")
-	if after := bucketBytes(t, in, "s", series.Key{Level: series.Month, Start: series.Month.Start(now, loc)})[0]; !bytes.Equal(after, before) {
+	if after := bucketBytes(t, seriesOf(in), "s", series.Key{Level: series.Month, Start: series.Month.Start(now, loc)})[0]; !bytes.Equal(after, before) {
 		t.Error("a refused add changed a bucket")
 	}
 	// A plan's error comes back as is; a missing series is NotFound.
 	sentinel := sketch.Errorf(sketch.Invalid, "plan")
-	if err := in.ViewSeries(ctx, "s", func(*series.Spec) ([]series.Key, error) { return nil, sentinel }, nil); err != sentinel {
+	if err := seriesOf(in).ViewSeries(ctx, "s", func(*series.Spec) ([]series.Key, error) { return nil, sentinel }, nil); err != sentinel {
 		t.Errorf("plan's error came back as %v", err)
 	}
-	err = in.ViewSeries(ctx, "none", func(*series.Spec) ([]series.Key, error) { return nil, nil }, func(*series.Spec, []sketch.Sketch) error { return nil })
+	err = seriesOf(in).ViewSeries(ctx, "none", func(*series.Spec) ([]series.Key, error) { return nil, nil }, func(*series.Spec, []sketch.Sketch) error { return nil })
 	mustKind(t, err, sketch.NotFound, "view a missing series")
 }
 
 // testSeriesCMS: Count-Min series count every add once per level.
 func testSeriesCMS(t *testing.T, in *Instance) {
 	spec := seriesSpec(t, sketch.CMSParams{Params: cms.Params{Width: 128, Depth: 3}})
-	_, _, err := in.CreateSeries(ctx, "c", spec)
+	_, _, err := seriesOf(in).CreateSeries(ctx, "c", spec)
 	must(t, err, "create")
 	now := time.Now()
-	_, err = in.AddSeries(ctx, "c", now.Add(-time.Minute), Input{IDs: []cms.ID{cms.TextID("a"), cms.IntID(2)}, Counts: []uint64{3, 4}})
+	_, err = seriesOf(in).AddSeries(ctx, "c", now.Add(-time.Minute), Input{IDs: []cms.ID{cms.TextID("a"), cms.IntID(2)}, Counts: []uint64{3, 4}})
 	must(t, err, "add items")
-	_, err = in.AddSeries(ctx, "c", now.Add(-time.Minute), Ints(0, 5))
+	_, err = seriesOf(in).AddSeries(ctx, "c", now.Add(-time.Minute), Ints(0, 5))
 	must(t, err, "add ids")
 	k := series.Key{Level: series.Day, Start: series.Day.Start(now.Add(-time.Minute), spec.Location())}
-	err = in.ViewSeries(ctx, "c", func(*series.Spec) ([]series.Key, error) { return []series.Key{k}, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
+	err = seriesOf(in).ViewSeries(ctx, "c", func(*series.Spec) ([]series.Key, error) { return []series.Key{k}, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
 		c, ok := sketch.CMSOf(sks[0])
 		if !ok || c.Total() != 12 {
 			t.Errorf("day bucket: %v, want a cms with total 12", sks[0])
@@ -216,26 +230,26 @@ func testSeriesCMS(t *testing.T, in *Instance) {
 // new one of the same name.
 func testSeriesDeleteRecreate(t *testing.T, in *Instance) {
 	spec := seriesSpec(t, hllParams11())
-	_, _, err := in.CreateSeries(ctx, "s", spec)
+	_, _, err := seriesOf(in).CreateSeries(ctx, "s", spec)
 	must(t, err, "create")
 	now := time.Now().Add(-time.Minute)
-	_, err = in.AddSeries(ctx, "s", now, Ints(0, 100))
+	_, err = seriesOf(in).AddSeries(ctx, "s", now, Ints(0, 100))
 	must(t, err, "add")
 	in.Settle(t)
-	_, err = in.AddSeries(ctx, "s", now, Ints(100, 200))
+	_, err = seriesOf(in).AddSeries(ctx, "s", now, Ints(100, 200))
 	must(t, err, "add")
-	must(t, in.DeleteSeries(ctx, "s"), "delete")
-	_, _, err = in.CreateSeries(ctx, "s", spec)
+	must(t, seriesOf(in).DeleteSeries(ctx, "s"), "delete")
+	_, _, err = seriesOf(in).CreateSeries(ctx, "s", spec)
 	must(t, err, "create again")
 	k := series.Key{Level: series.Day, Start: series.Day.Start(now, spec.Location())}
-	if b := bucketBytes(t, in, "s", k)[0]; b != nil {
+	if b := bucketBytes(t, seriesOf(in), "s", k)[0]; b != nil {
 		t.Errorf("a recreated series holds %x", clip(b))
 	}
 	in.Reopen(t)
-	if b := bucketBytes(t, in, "s", k)[0]; b != nil {
+	if b := bucketBytes(t, seriesOf(in), "s", k)[0]; b != nil {
 		t.Errorf("after reopen a recreated series holds %x", clip(b))
 	}
-	info, err := in.DescribeSeries(ctx, "s")
+	info, err := seriesOf(in).DescribeSeries(ctx, "s")
 	must(t, err, "describe")
 	for _, l := range info.Levels {
 		if l.Buckets != 0 {
@@ -248,29 +262,29 @@ func testSeriesDeleteRecreate(t *testing.T, in *Instance) {
 // whose level's retention ran out, and only those.
 func testSeriesExpire(t *testing.T, in *Instance) {
 	spec := seriesSpec(t, hllParams11())
-	_, _, err := in.CreateSeries(ctx, "s", spec)
+	_, _, err := seriesOf(in).CreateSeries(ctx, "s", spec)
 	must(t, err, "create")
 	ts := time.Now().Add(-time.Minute)
-	_, err = in.AddSeries(ctx, "s", ts, Ints(0, 100))
+	_, err = seriesOf(in).AddSeries(ctx, "s", ts, Ints(0, 100))
 	must(t, err, "add")
-	x, err := in.ExpireSeries(ctx, time.Now())
+	x, err := seriesOf(in).ExpireSeries(ctx, time.Now())
 	must(t, err, "expire now")
 	if x.Buckets != 0 {
 		t.Errorf("expired %d buckets at once", x.Buckets)
 	}
 	// 20 days on: the hour bucket (kept 14 days) goes, day and month stay.
-	x, err = in.ExpireSeries(ctx, ts.AddDate(0, 0, 20))
+	x, err = seriesOf(in).ExpireSeries(ctx, ts.AddDate(0, 0, 20))
 	must(t, err, "expire in 20 days")
 	if x.Buckets != 1 || x.Bytes <= 0 {
 		t.Errorf("20 days on: expired %+v, want the hour bucket", x)
 	}
 	loc := spec.Location()
-	got := bucketBytes(t, in, "s", series.Key{Level: series.Hour, Start: series.Hour.Start(ts, loc)}, series.Key{Level: series.Day, Start: series.Day.Start(ts, loc)})
+	got := bucketBytes(t, seriesOf(in), "s", series.Key{Level: series.Hour, Start: series.Hour.Start(ts, loc)}, series.Key{Level: series.Day, Start: series.Day.Start(ts, loc)})
 	if got[0] != nil || got[1] == nil {
 		t.Errorf("after expiry: hour bucket %v, day bucket %v; want gone and kept", got[0] != nil, got[1] != nil)
 	}
 	in.Reopen(t)
-	info, err := in.DescribeSeries(ctx, "s")
+	info, err := seriesOf(in).DescribeSeries(ctx, "s")
 	must(t, err, "describe")
 	for _, l := range info.Levels {
 		if want := map[series.Level]int{series.Hour: 0, series.Day: 1, series.Month: 1}[l.Level]; l.Buckets != want {

@@ -23,18 +23,7 @@ func nameParam(r *http.Request) (string, error) {
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "prefix", "after", "limit")
-	if err != nil {
-		return err
-	}
-	prefix, _ := first(q, "prefix")
-	after, _ := first(q, "after")
-	for k, v := range map[string]string{"prefix": prefix, "after": after} {
-		if v != "" && sketch.ValidateName(v) != nil {
-			return sketch.Errorf(sketch.Invalid, "query parameter %s=%q is not a sketch name (or its start)", k, clip(v))
-		}
-	}
-	limit, err := intParam(q, "limit", 100, 1, 1000)
+	prefix, after, limit, err := listParams(r)
 	if err != nil {
 		return err
 	}
@@ -50,6 +39,23 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 		resp.Next = infos[len(infos)-1].Name
 	}
 	return writeJSON(w, http.StatusOK, resp)
+}
+
+// listParams reads ?prefix=, ?after= and ?limit= of a list route.
+func listParams(r *http.Request) (prefix, after string, limit int, err error) {
+	q, err := query(r, "prefix", "after", "limit")
+	if err != nil {
+		return "", "", 0, err
+	}
+	prefix, _ = first(q, "prefix")
+	after, _ = first(q, "after")
+	for k, v := range map[string]string{"prefix": prefix, "after": after} {
+		if v != "" && sketch.ValidateName(v) != nil {
+			return "", "", 0, sketch.Errorf(sketch.Invalid, "query parameter %s=%q is not a name (or its start)", k, clip(v))
+		}
+	}
+	limit, err = intParam(q, "limit", 100, 1, 1000)
+	return prefix, after, limit, err
 }
 
 // handleCreate creates a sketch (201), accepts the same parameters again

@@ -59,7 +59,7 @@ func newEnv(tb testing.TB, opts ...func(*envSetup)) *env {
 	src, _ := db.Store.(metrics.Source)
 	m := metrics.New(reg, metrics.Options{Source: src})
 	s := New(setup.cfg, Deps{
-		Store: db, Metrics: m, Auth: setup.auth,
+		Store: db.Store, Metrics: m, Auth: setup.auth,
 		MetricsHandler: metrics.Handler(reg, nil), OpenAPI: api.Spec(),
 	})
 	e := &env{srv: httptest.NewServer(s), s: s, db: db, reg: reg, cfg: s.cfg, spec: loadSpec(tb), validate: true}

@@ -46,6 +46,8 @@ func statusOf(err error) (int, string) {
 			return he.status, "method-not-allowed"
 		case http.StatusNotFound:
 			return he.status, "not-found"
+		case http.StatusNotImplemented:
+			return he.status, "not-implemented"
 		}
 		return he.status, "invalid"
 	}

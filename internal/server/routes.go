@@ -53,6 +53,16 @@ func (s *Server) routes() http.Handler {
 		read.Get("/sketches/{name}/raw", s.handle(s.handleRawGet))
 		write.Put("/sketches/{name}/raw", s.handle(s.handleRawPut))
 		write.Post("/sketches/{name}/raw", s.handle(s.handleRawPost))
+
+		read.Get("/series", s.handle(s.handleSeriesList))
+		write.Put("/series/{name}", s.handle(s.handleSeriesCreate))
+		read.Get("/series/{name}", s.handle(s.handleSeriesDescribe))
+		write.Delete("/series/{name}", s.handle(s.handleSeriesDelete))
+		write.Post("/series/{name}/add", s.handle(s.handleSeriesAdd))
+		read.Get("/series/{name}/count", s.handle(s.handleSeriesCount))
+		read.Get("/series/{name}/timeseries", s.handle(s.handleSeriesTimeseries))
+		read.Get("/series/{name}/top", s.handle(s.handleSeriesTop))
+		read.Get("/series/{name}/raw", s.handle(s.handleSeriesRaw))
 	})
 	return r
 }

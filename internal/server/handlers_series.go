@@ -1,0 +1,644 @@
+package server
+
+import (
+	"context"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/series"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// seriesStore returns the backend's series part, or a 501 when the
+// backend keeps none.
+func (s *Server) seriesStore() (SeriesStore, error) {
+	ss, ok := s.store.(SeriesStore)
+	if !ok {
+		return nil, &httpError{http.StatusNotImplemented, "this storage backend does not keep series yet"}
+	}
+	return ss, nil
+}
+
+// timeParam parses an RFC 3339 query parameter; required unless def is
+// given (non-zero).
+func timeParam(q map[string][]string, k string, def time.Time) (time.Time, error) {
+	v, ok := first(q, k)
+	if !ok {
+		if def.IsZero() {
+			return time.Time{}, sketch.Errorf(sketch.Invalid, "query parameter %s is required (RFC 3339, like 2026-11-17T00:00:00Z)", k)
+		}
+		return def, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, sketch.Errorf(sketch.Invalid, "query parameter %s=%q is not an RFC 3339 time, like 2026-11-17T00:00:00Z", k, clip(v))
+	}
+	return t, nil
+}
+
+func durationParam(q map[string][]string, k, def string) (series.Duration, error) {
+	v, ok := first(q, k)
+	if !ok {
+		v = def
+	}
+	d, err := series.ParseDuration(v)
+	if err != nil {
+		return d, sketch.Errorf(sketch.Invalid, "query parameter %s: %s", k, err)
+	}
+	return d, nil
+}
+
+func (s *Server) handleSeriesCreate(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	var req seriesRequest
+	if err := s.decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	spec, err := req.spec()
+	if err != nil {
+		return err
+	}
+	info, created, err := ss.CreateSeries(r.Context(), name, spec)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/series/"+name)
+	}
+	return writeJSON(w, status, describeSeries(info))
+}
+
+func (s *Server) handleSeriesDescribe(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	info, err := ss.DescribeSeries(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, describeSeries(info))
+}
+
+func (s *Server) handleSeriesDelete(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	if _, err := query(r); err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	if err := ss.DeleteSeries(r.Context(), name); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) handleSeriesList(w http.ResponseWriter, r *http.Request) error {
+	prefix, after, limit, err := listParams(r)
+	if err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	infos, more, err := ss.ListSeries(r.Context(), prefix, after, limit)
+	if err != nil {
+		return err
+	}
+	resp := seriesListResponse{Series: make([]seriesResponse, len(infos))}
+	for i, in := range infos {
+		resp.Series[i] = describeSeries(in)
+	}
+	if more {
+		resp.Next = infos[len(infos)-1].Name
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// handleSeriesAdd adds ids stamped ?ts= (default now) in every body format
+// of a sketch add; 200 once durable.
+func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "ts", "id_type")
+	if err != nil {
+		return err
+	}
+	ts, err := timeParam(q, "ts", time.Now())
+	if err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	format, lines, err := s.idFormat(r, q)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	defer s.putBody(body)
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
+	defer in.release()
+	added, err := ss.AddSeries(r.Context(), name, ts, in)
+	if err != nil {
+		return err
+	}
+	s.metrics.Ingested(string(added.Type), added.Accepted)
+	return writeJSON(w, http.StatusOK, addResponse{Accepted: added.Accepted})
+}
+
+// rangeUnion reads [from, to) of a series: the plan and the union of its
+// buckets (an empty sketch of the series' parameters when none holds
+// anything).
+func (s *Server) rangeUnion(ctx context.Context, ss SeriesStore, name string, from, to time.Time) (series.Plan, sketch.Sketch, error) {
+	var plan series.Plan
+	var u sketch.Sketch
+	err := ss.ViewSeries(ctx, name, func(spec *series.Spec) ([]series.Key, error) {
+		var err error
+		plan, err = spec.Plan(from, to, time.Now())
+		return plan.Buckets, err
+	}, func(spec *series.Spec, sks []sketch.Sketch) error {
+		var err error
+		u, err = unionOf(spec, sks)
+		return err
+	})
+	return plan, u, err
+}
+
+// unionOf unions the non-empty sketches, or returns an empty one.
+func unionOf(spec *series.Spec, sks []sketch.Sketch) (sketch.Sketch, error) {
+	var some []sketch.Sketch
+	for _, sk := range sks {
+		if sk != nil {
+			some = append(some, sk)
+		}
+	}
+	if len(some) == 0 {
+		return spec.Params.New()
+	}
+	return spec.Params.Kind().Union(some)
+}
+
+// rangeParams reads ?from= and ?to=.
+func rangeParams(q map[string][]string) (from, to time.Time, err error) {
+	if from, err = timeParam(q, "from", time.Time{}); err != nil {
+		return
+	}
+	to, err = timeParam(q, "to", time.Time{})
+	return
+}
+
+// handleSeriesCount answers the distinct count (HLL) or the total and
+// ?id= frequencies (CMS) over [from, to).
+func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "from", "to", "id*", "id_type")
+	if err != nil {
+		return err
+	}
+	from, to, err := rangeParams(q)
+	if err != nil {
+		return err
+	}
+	ids, err := queryIDs(q, false)
+	if err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	resp := countResponse{rangeResponse: rangeDTO(plan)}
+	if h, ok := sketch.HLLOf(u); ok {
+		if len(ids) > 0 {
+			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which an hll series does not keep")
+		}
+		c, e := finite(h.Estimate()), h.StdError()
+		resp.Cardinality, resp.StdError = &c, &e
+	} else if c, ok := sketch.CMSOf(u); ok {
+		total := c.Total()
+		resp.Total = &total
+		for _, id := range ids {
+			resp.Results = append(resp.Results, frequencyResult{ID: idValue(id), Estimate: c.Estimate(id), ErrorBound: c.ErrorBound(), Confidence: c.Confidence()})
+		}
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// queryIDs reads repeated ?id= (integers unless id_type=text); required
+// says whether at least one must be given.
+func queryIDs(q map[string][]string, required bool) ([]cms.ID, error) {
+	idType, hasType := first(q, "id_type")
+	if hasType && idType != "int" && idType != "text" {
+		return nil, sketch.Errorf(sketch.Invalid, "query parameter id_type=%q must be int or text", clip(idType))
+	}
+	raw := q["id"]
+	if len(raw) == 0 && required {
+		return nil, sketch.Errorf(sketch.Invalid, "give at least one ?id=")
+	}
+	if len(raw) > maxFrequencyIDs {
+		return nil, sketch.Errorf(sketch.TooLarge, "%d ids; at most %d per frequency query", len(raw), maxFrequencyIDs)
+	}
+	ids := make([]cms.ID, len(raw))
+	for i, v := range raw {
+		if idType == "text" {
+			ids[i] = cms.TextID(v)
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, sketch.Errorf(sketch.Invalid, "id=%q is not an int64; add id_type=text for text ids", clip(v))
+		}
+		ids[i] = cms.IntID(n)
+	}
+	return ids, nil
+}
+
+// handleSeriesTimeseries answers one point per step over [from, to), each
+// the union over the trailing window that ends with its step.
+func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "from", "to", "step", "window")
+	if err != nil {
+		return err
+	}
+	from, to, err := rangeParams(q)
+	if err != nil {
+		return err
+	}
+	step, err := durationParam(q, "step", "P1D")
+	if err != nil {
+		return err
+	}
+	window, err := durationParam(q, "window", step.String())
+	if err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	var plan series.Timeseries
+	resp := timeseriesResponse{Step: step.String(), Window: window.String()}
+	err = ss.ViewSeries(r.Context(), name, func(spec *series.Spec) ([]series.Key, error) {
+		var err error
+		plan, err = spec.Timeseries(from, to, step, window, time.Now())
+		return plan.Elements, err
+	}, func(spec *series.Spec, sks []sketch.Sketch) error {
+		resp.Points = make([]timeseriesPoint, len(plan.Points))
+		var mergeErr error
+		win := series.NewWindow(func(a, b sketch.Sketch) sketch.Sketch {
+			u, err := unionPair(a, b)
+			if err != nil && mergeErr == nil {
+				mergeErr = err
+			}
+			return u
+		})
+		in, out := 0, 0 // elements pushed and popped so far
+		for i, p := range plan.Points {
+			for ; in < p.Last; in++ {
+				win.Push(sks[in])
+			}
+			for ; out < p.First; out++ {
+				win.Pop()
+			}
+			v := win.Value()
+			if v == nil {
+				var err error
+				if v, err = spec.Params.New(); err != nil {
+					return err
+				}
+			}
+			resp.Points[i] = pointDTO(p, v, spec.Location())
+		}
+		return mergeErr
+	})
+	if err != nil {
+		return err
+	}
+	resp.Level = plan.Level.String()
+	resp.Warnings = append([]string{}, plan.Warnings...)
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// unionPair is the sliding window's union: a new sketch unless one side
+// is empty (nil), never changing either. Buckets of one series share
+// their parameters, so the merge does not fail in practice.
+func unionPair(a, b sketch.Sketch) (sketch.Sketch, error) {
+	switch {
+	case a == nil:
+		return b, nil
+	case b == nil:
+		return a, nil
+	}
+	c := a.Clone()
+	return c, c.Merge(b)
+}
+
+// handleSeriesTop lists a Count-Min series' heavy hitters over a range.
+func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "from", "to", "k")
+	if err != nil {
+		return err
+	}
+	from, to, err := rangeParams(q)
+	if err != nil {
+		return err
+	}
+	k, err := intParam(q, "k", 0, 1, cms.MaxTopK)
+	if err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	c, ok := sketch.CMSOf(u)
+	if !ok {
+		return sketch.Errorf(sketch.Conflict, "series %q is a %s series; heavy hitters need a cms series", name, u.Kind().Type)
+	}
+	if c.Params().TopK == 0 {
+		return sketch.Errorf(sketch.Conflict, "series %q keeps no heavy hitters; create it with topk > 0", name)
+	}
+	resp := seriesTopResponse{rangeResponse: rangeDTO(plan), Items: []topItem{}}
+	for _, it := range c.Top(k) {
+		resp.Items = append(resp.Items, topItem{ID: idValue(it.ID), Estimate: it.Count})
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// handleSeriesRaw downloads a range's union in its kind's format, the
+// covered range in headers.
+func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "from", "to", "format")
+	if err != nil {
+		return err
+	}
+	from, to, err := rangeParams(q)
+	if err != nil {
+		return err
+	}
+	format, hasFormat := first(q, "format")
+	if hasFormat && format != "hex" && format != "binary" {
+		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	b := u.AppendBinary(nil)
+	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
+	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
+	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
+	if format == "hex" {
+		out := make([]byte, 2+hex.EncodedLen(len(b)))
+		out[0], out[1] = '\\', 'x'
+		hex.Encode(out[2:], b)
+		b = out
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/octet-stream")
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	return nil
+}
+
+// seriesRequest is the body of PUT /v1/series/{name}: the sketch
+// parameters of a sketch create (no metric flag), the zone, the levels
+// with their retentions and the late limit.
+type seriesRequest struct {
+	Type         *string           `json:"type"`
+	Log2m        *int              `json:"log2m"`
+	Regwidth     *int              `json:"regwidth"`
+	Expthresh    *int64            `json:"expthresh"`
+	Sparse       *bool             `json:"sparse"`
+	Width        *int              `json:"width"`
+	Depth        *int              `json:"depth"`
+	Epsilon      *float64          `json:"epsilon"`
+	Delta        *float64          `json:"delta"`
+	Conservative *bool             `json:"conservative"`
+	TopK         *int              `json:"topk"`
+	TZ           *string           `json:"tz"`
+	Levels       map[string]string `json:"levels"`
+	LateLimit    *string           `json:"late_limit"`
+}
+
+func (q seriesRequest) spec() (*series.Spec, error) {
+	sp, err := createRequest{
+		Type: q.Type, Log2m: q.Log2m, Regwidth: q.Regwidth, Expthresh: q.Expthresh, Sparse: q.Sparse,
+		Width: q.Width, Depth: q.Depth, Epsilon: q.Epsilon, Delta: q.Delta, Conservative: q.Conservative, TopK: q.TopK,
+	}.spec()
+	if err != nil {
+		return nil, err
+	}
+	spec := &series.Spec{Params: sp.Params, TZ: "UTC"}
+	if q.TZ != nil {
+		spec.TZ = *q.TZ
+	}
+	if len(q.Levels) == 0 {
+		return nil, sketch.Errorf(sketch.Invalid, `levels is required, like {"hour":"P14D","day":"P400D","month":"P5Y"}`)
+	}
+	for k, v := range q.Levels {
+		l, err := series.ParseLevel(k)
+		if err != nil {
+			return nil, sketch.Errorf(sketch.Invalid, "levels: %s", err)
+		}
+		d, err := series.ParseDuration(v)
+		if err != nil {
+			return nil, sketch.Errorf(sketch.Invalid, "levels.%s: %s", k, err)
+		}
+		spec.Levels = append(spec.Levels, series.LevelSpec{Level: l, Retention: d})
+	}
+	if q.LateLimit != nil {
+		d, err := series.ParseDuration(*q.LateLimit)
+		if err != nil {
+			return nil, sketch.Errorf(sketch.Invalid, "late_limit: %s", err)
+		}
+		spec.LateLimit = d
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+type seriesLevel struct {
+	Level     string     `json:"level"`
+	Retention string     `json:"retention"`
+	Buckets   int        `json:"buckets"`
+	Oldest    *time.Time `json:"oldest,omitempty"`
+	Newest    *time.Time `json:"newest,omitempty"`
+	Bytes     int64      `json:"bytes"`
+}
+
+type seriesResponse struct {
+	Name      string         `json:"name"`
+	Type      string         `json:"type"`
+	Params    map[string]any `json:"params"`
+	TZ        string         `json:"tz"`
+	LateLimit string         `json:"late_limit"`
+	Levels    []seriesLevel  `json:"levels"`
+	SizeBytes int64          `json:"size_bytes"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+type seriesListResponse struct {
+	Series []seriesResponse `json:"series"`
+	Next   string           `json:"next,omitempty"`
+}
+
+func describeSeries(in series.Info) seriesResponse {
+	resp := seriesResponse{
+		Name: in.Name, Type: string(in.Spec.Params.Kind().Type), Params: paramsDTO(in.Spec.Params),
+		TZ: in.Spec.TZ, LateLimit: in.Spec.LateLimit.String(), Levels: []seriesLevel{}, CreatedAt: in.CreatedAt,
+	}
+	for _, l := range in.Levels {
+		sl := seriesLevel{Level: l.Level.String(), Retention: l.Retention.String(), Buckets: l.Buckets, Bytes: l.Bytes}
+		if l.Buckets > 0 {
+			o, n := l.Oldest, l.Newest
+			sl.Oldest, sl.Newest = &o, &n
+		}
+		resp.SizeBytes += l.Bytes
+		resp.Levels = append(resp.Levels, sl)
+	}
+	return resp
+}
+
+// paramsDTO lists a kind's creation parameters as a create body names
+// them.
+func paramsDTO(p sketch.Params) map[string]any {
+	switch p := p.(type) {
+	case sketch.HLLParams:
+		return map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse}
+	case sketch.CMSParams:
+		return map[string]any{"width": p.Width, "depth": p.Depth, "epsilon": p.Epsilon(), "delta": p.Delta(), "conservative": p.Conservative, "topk": p.TopK}
+	}
+	return map[string]any{}
+}
+
+type bucketRef struct {
+	Level string    `json:"level"`
+	Start time.Time `json:"start"`
+}
+
+// rangeResponse echoes the range an answer covers and the buckets it was
+// taken from.
+type rangeResponse struct {
+	From     time.Time   `json:"from"`
+	To       time.Time   `json:"to"`
+	Buckets  []bucketRef `json:"buckets"`
+	Warnings []string    `json:"warnings"`
+}
+
+func rangeDTO(p series.Plan) rangeResponse {
+	r := rangeResponse{From: p.From, To: p.To, Buckets: make([]bucketRef, len(p.Buckets)), Warnings: append([]string{}, p.Warnings...)}
+	for i, k := range p.Buckets {
+		r.Buckets[i] = bucketRef{Level: k.Level.String(), Start: k.Start.In(p.From.Location())}
+	}
+	return r
+}
+
+type countResponse struct {
+	rangeResponse
+	Cardinality *float64          `json:"cardinality,omitempty"`
+	StdError    *float64          `json:"std_error,omitempty"`
+	Total       *uint64           `json:"total,omitempty"`
+	Results     []frequencyResult `json:"results,omitempty"`
+}
+
+type seriesTopResponse struct {
+	rangeResponse
+	Items []topItem `json:"items"`
+}
+
+type timeseriesPoint struct {
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	WindowFrom  time.Time `json:"window_from"`
+	Cardinality *float64  `json:"cardinality,omitempty"`
+	StdError    *float64  `json:"std_error,omitempty"`
+	Total       *uint64   `json:"total,omitempty"`
+}
+
+type timeseriesResponse struct {
+	Step     string            `json:"step"`
+	Window   string            `json:"window"`
+	Level    string            `json:"level"`
+	Points   []timeseriesPoint `json:"points"`
+	Warnings []string          `json:"warnings"`
+}
+
+func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoint {
+	out := timeseriesPoint{Start: p.Start.In(loc), End: p.End.In(loc), WindowFrom: p.WindowFrom.In(loc)}
+	if h, ok := sketch.HLLOf(v); ok {
+		c, e := finite(h.Estimate()), h.StdError()
+		out.Cardinality, out.StdError = &c, &e
+	} else if c, ok := sketch.CMSOf(v); ok {
+		t := c.Total()
+		out.Total = &t
+	}
+	return out
+}

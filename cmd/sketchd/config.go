@@ -23,6 +23,7 @@ type config struct {
 	maxInflightWrites  int
 	commitInterval     time.Duration
 	checkpointInterval time.Duration
+	retentionInterval  time.Duration
 	cacheBytes         int64
 	shutdownTimeout    time.Duration
 	logLevel           slog.Level
@@ -44,6 +45,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
 	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
 	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
+	fs.DurationVar(&c.retentionInterval, "retention-interval", time.Minute, "how often expired series buckets are removed")
 	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "memory for decoded sketches, in bytes")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
@@ -86,6 +88,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-commit-interval %v must be between 0 and 1s", c.commitInterval)
 	case c.checkpointInterval < 100*time.Millisecond:
 		return fmt.Errorf("-checkpoint-interval %v is below 100ms", c.checkpointInterval)
+	case c.retentionInterval < time.Second:
+		return fmt.Errorf("-retention-interval %v is below 1s", c.retentionInterval)
 	case c.cacheBytes < 1<<20:
 		return fmt.Errorf("-cache-bytes %d is below 1 MiB", c.cacheBytes)
 	case c.shutdownTimeout <= 0:

@@ -66,6 +66,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),
 	})
 
+	if ss, ok := any(db).(server.SeriesStore); ok {
+		go expireSeries(ctx, ss, m, log, cfg.retentionInterval)
+	}
+
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
@@ -125,6 +129,28 @@ func (o *observer) ObserveCommit(requests, bytes int, d time.Duration) {
 
 func (o *observer) ObserveCheckpoint(sketches int, d time.Duration) {
 	o.m.Load().ObserveCheckpoint(sketches, d)
+}
+
+// expireSeries removes series buckets past their retention every interval
+// until ctx ends.
+func expireSeries(ctx context.Context, ss server.SeriesStore, m *metrics.Metrics, log *slog.Logger, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		x, err := ss.ExpireSeries(ctx, time.Now())
+		m.SeriesExpired(x.Buckets, x.Bytes)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("removing expired series buckets failed", "err", err)
+		case x.Buckets > 0:
+			log.Info("removed expired series buckets", "buckets", x.Buckets, "bytes", x.Bytes)
+		}
+	}
 }
 
 func reloadOnHangup(ctx context.Context, auth *server.Auth, log *slog.Logger) {

@@ -30,6 +30,8 @@
 //	                                                                  its _count rate is the fsync rate
 //	sketchd_checkpoint_sketches                            histogram  sketches per checkpoint into bbolt
 //	sketchd_checkpoint_duration_seconds                    histogram  1 ms .. 60 s
+//	sketchd_series_buckets_expired_total                   counter    series buckets past retention
+//	sketchd_series_expired_bytes_total                     counter    bytes those buckets held
 //	sketchd_build_info{version,revision,goversion}         gauge      always 1
 //
 // Read from the Source at each scrape (only when Options.Source is set):

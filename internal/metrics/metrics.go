@@ -71,6 +71,9 @@ type Metrics struct {
 
 	checkpointSketches prometheus.Histogram
 	checkpointDuration prometheus.Histogram
+
+	seriesExpiredBuckets prometheus.Counter
+	seriesExpiredBytes   prometheus.Counter
 }
 
 // New creates the sketchd metrics and registers them, the build-info gauge
@@ -143,6 +146,14 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Name:    "sketchd_checkpoint_duration_seconds",
 			Help:    "Time of one checkpoint of the write-ahead log into bbolt, including its commit.",
 			Buckets: checkpointBuckets(),
+		}),
+		seriesExpiredBuckets: f.NewCounter(prometheus.CounterOpts{
+			Name: "sketchd_series_buckets_expired_total",
+			Help: "Series buckets removed because their level's retention ran out.",
+		}),
+		seriesExpiredBytes: f.NewCounter(prometheus.CounterOpts{
+			Name: "sketchd_series_expired_bytes_total",
+			Help: "Bytes of sketch encodings freed by removing expired series buckets.",
 		}),
 	}
 
@@ -234,6 +245,16 @@ func (m *Metrics) ObserveCheckpoint(sketches int, d time.Duration) {
 	}
 	m.checkpointSketches.Observe(nonNegative(float64(sketches)))
 	m.checkpointDuration.Observe(nonNegative(d.Seconds()))
+}
+
+// SeriesExpired counts one retention pass: buckets removed and the bytes
+// of their encodings.
+func (m *Metrics) SeriesExpired(buckets int, bytes int64) {
+	if m == nil {
+		return
+	}
+	m.seriesExpiredBuckets.Add(nonNegative(float64(buckets)))
+	m.seriesExpiredBytes.Add(nonNegative(float64(bytes)))
 }
 
 // Overloaded counts a request refused with 503 under overload.

@@ -121,6 +121,8 @@ func exerciseAll(m *metrics.Metrics) {
 	m.Overloaded()
 	m.Overloaded()
 	m.Overloaded()
+	m.SeriesExpired(3, 3000)
+	m.SeriesExpired(2, 1000)
 	m.PanicRecovered()
 	m.AuthFailed("missing")
 	m.AuthFailed("forbidden")
@@ -196,6 +198,8 @@ var wantFamilies = map[string]dto.MetricType{
 	"sketchd_commit_duration_seconds":       dto.MetricType_HISTOGRAM,
 	"sketchd_checkpoint_sketches":           dto.MetricType_HISTOGRAM,
 	"sketchd_checkpoint_duration_seconds":   dto.MetricType_HISTOGRAM,
+	"sketchd_series_buckets_expired_total":  dto.MetricType_COUNTER,
+	"sketchd_series_expired_bytes_total":    dto.MetricType_COUNTER,
 	"sketchd_build_info":                    dto.MetricType_GAUGE,
 	"sketchd_sketches":                      dto.MetricType_GAUGE,
 	"sketchd_db_size_bytes":                 dto.MetricType_GAUGE,
@@ -276,6 +280,8 @@ func TestRecordedValues(t *testing.T) {
 		{"sketchd_auth_failures_total", map[string]string{"reason": "forbidden"}, 2},
 		{"sketchd_overload_rejections_total", map[string]string{}, 3},
 		{"sketchd_panics_recovered_total", map[string]string{}, 1},
+		{"sketchd_series_buckets_expired_total", map[string]string{}, 5},
+		{"sketchd_series_expired_bytes_total", map[string]string{}, 4000},
 	}
 	for _, c := range counters {
 		t.Run(fmt.Sprintf("%s%v", c.name, c.labels), func(t *testing.T) {

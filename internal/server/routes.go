@@ -57,6 +57,11 @@ func (s *Server) routes() http.Handler {
 		write.Put("/sketches/{name}/raw", s.handle(s.handleRawPut))
 		write.Post("/sketches/{name}/raw", s.handle(s.handleRawPost))
 	})
+	s.patterns = map[string]bool{}
+	chi.Walk(r, func(_, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		s.patterns[route] = true
+		return nil
+	})
 	return r
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,29 @@ func (e *env) head(tb testing.TB, path string) response {
 	}
 	resp.Body.Close()
 	return response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}
+
+// BenchmarkHeadVsGet measures a describe answered in process, GET against
+// HEAD (which chi's GetHead routes with one extra tree lookup and whose
+// body net/http drops): the cost of answering HEAD on every GET route.
+//
+//	go test -run '^$' -bench HeadVsGet -count 6 ./internal/server
+func BenchmarkHeadVsGet(b *testing.B) {
+	e := newEnv(b)
+	e.validate = false
+	e.send(b, "PUT", "/v1/sketches/h", "", "")
+	e.send(b, "POST", "/v1/sketches/h/add", "application/json", `{"ids":[1,2,3]}`)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		b.Run("method="+method, func(b *testing.B) {
+			req := httptest.NewRequest(method, "/v1/sketches/h", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				e.s.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("%s = %d", method, w.Code)
+				}
+			}
+		})
+	}
 }

@@ -95,8 +95,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		// matches to the mount for a 404) is labelled unmatched like "/"
 		// or "/docs", so every path without a route counts alike.
 		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && s.patterns[rc.RoutePattern()] {
-			route = rc.RoutePattern()
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			if p := rc.RoutePattern(); s.patterns[p] {
+				route = p
+			}
 		}
 		if rec.status == 0 {
 			rec.status = http.StatusOK

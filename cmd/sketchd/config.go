@@ -29,16 +29,41 @@ type config struct {
 	logLevel           slog.Level
 	logFormat          string
 	debugAddr          string
+
+	// help and version ask for usage or build information instead of a
+	// server.
+	help, version bool
+	// auth is the token file's content, loaded with the rest of the
+	// configuration so that a bad file stops sketchd before it touches
+	// its data.
+	auth *server.Auth
 }
 
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+const usageHeader = `Usage: sketchd [flags]
+
+sketchd serves named HyperLogLog and Count-Min sketches over HTTP, durable
+in a bbolt file. With no flags it listens on :8080 (every interface, no
+auth) and keeps its data in ./sketchd.db. Every flag also reads
+SKETCHD_<FLAG> (upper case, - as _); a flag wins over the environment.
+
+Flags:
+`
+
+// parseConfig reads flags and environment and checks everything,
+// including the token file, so that a mistake stops sketchd before it
+// opens its data. On -h it writes the usage to usage and returns a config
+// with help set; with -version, one with version set.
+func parseConfig(args []string, getenv func(string) string, usage io.Writer) (config, error) {
 	def := server.DefaultConfig()
 	c := config{}
 	fs := flag.NewFlagSet("sketchd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Usage is printed by run on -h (to stdout, exit 0); a bad flag is
+	// an error that names it.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&c.addr, "addr", ":8080", "listen address")
 	fs.StringVar(&c.data, "data", "sketchd.db", "bbolt data file (its write-ahead log lives beside it in <data>.wal/)")
-	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines (role read or write); empty leaves the API open")
+	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines: a token of at least 16 characters without spaces, role read or write; # starts a comment; reread on SIGHUP. Empty leaves the API open")
 	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens)")
 	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body, in bytes")
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
@@ -51,8 +76,19 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
+	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		if errors.Is(err, flag.ErrHelp) {
+			c.help = true
+			fmt.Fprint(usage, usageHeader)
+			fs.SetOutput(usage)
+			fs.PrintDefaults()
+			return c, nil
+		}
+		return c, fmt.Errorf("%w (sketchd -h lists the flags)", err)
+	}
+	if c.version {
+		return c, nil
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -71,7 +107,17 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	if c.authTokens != "" {
+		auth, err := server.LoadAuth(c.authTokens)
+		if err != nil {
+			return c, err
+		}
+		c.auth = auth
+	}
+	return c, nil
 }
 
 func (c config) validate() error {

@@ -116,7 +116,7 @@ func startInProcess(tb testing.TB, data string, args ...string) *client {
 	var runErr error
 	go func() {
 		defer close(done)
-		runErr = run(ctx, append([]string{"-addr", addr, "-data", data, "-log-level", "warn"}, args...), func(string) string { return "" }, io.Discard)
+		runErr = run(ctx, append([]string{"-addr", addr, "-data", data, "-log-level", "warn"}, args...), func(string) string { return "" }, io.Discard, io.Discard)
 	}()
 	tb.Cleanup(func() {
 		cancel()
@@ -215,6 +215,12 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(b)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }
 
 // execOutput runs a command to completion (at most a minute) and returns

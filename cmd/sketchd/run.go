@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
@@ -22,13 +24,37 @@ import (
 )
 
 // run starts sketchd and blocks until ctx ends (then shuts down cleanly
-// and returns nil) or it fails.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := parseConfig(args, getenv, stderr)
+// and returns nil) or it fails. With -h or -version it writes the usage or
+// the build information to stdout and returns nil. Every piece of
+// configuration, the token file and the listen addresses are checked
+// before the data file is opened (and perhaps migrated).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stdout)
 	if err != nil {
 		return err
 	}
+	switch {
+	case cfg.help:
+		return nil
+	case cfg.version:
+		_, err := fmt.Fprintf(stdout, "sketchd %s revision %s %s\n", buildVersion(), orUnknown(buildRevision()), runtime.Version())
+		return err
+	}
 	log := newLogger(cfg, stderr)
+	// Whatever run started ends with it, on every path.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // after Serve returns; closing twice is harmless
+	if cfg.debugAddr != "" {
+		if err := serveDebug(ctx, cfg.debugAddr, log); err != nil {
+			return err
+		}
+	}
 
 	// The store reports commits to the metrics, which read the store at
 	// scrape time: the observer is wired once both exist.
@@ -52,11 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	m := metrics.New(reg, metrics.Options{Version: buildVersion(), Revision: buildRevision(), Source: db})
 	obs.m.Store(m)
 
-	var auth *server.Auth
-	if cfg.authTokens != "" {
-		if auth, err = server.LoadAuth(cfg.authTokens); err != nil {
-			return err
-		}
+	auth := cfg.auth
+	if auth != nil {
 		go reloadOnHangup(ctx, auth, log)
 	}
 	srv := server.New(server.Config{
@@ -70,16 +93,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		go expireSeries(ctx, ss, m, log, cfg.retentionInterval)
 	}
 
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return err
-	}
-	if cfg.debugAddr != "" {
-		if err := serveDebug(ctx, cfg.debugAddr, log); err != nil {
-			ln.Close()
-			return err
-		}
-	}
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -90,6 +103,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.data, "version", buildVersion(), "auth", auth != nil)
+	if auth == nil && !loopback(ln.Addr()) {
+		log.Warn("the API is open to anyone who can reach "+ln.Addr().String()+": no -auth-tokens; pass -auth-tokens, or -addr 127.0.0.1:8080 to listen on loopback only",
+			"addr", ln.Addr().String())
+	}
 
 	select {
 	case err := <-served:
@@ -169,6 +186,20 @@ func reloadOnHangup(ctx context.Context, auth *server.Auth, log *slog.Logger) {
 			}
 		}
 	}
+}
+
+// loopback reports whether addr is a loopback address, reachable only
+// from this machine.
+func loopback(addr net.Addr) bool {
+	a, ok := addr.(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 func buildVersion() string {

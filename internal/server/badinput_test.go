@@ -479,7 +479,7 @@ func badInputCases(f fixture) []badCase {
 	add("intersection with missing", "POST", "/v1/intersection", js, `{"sketches":["h","nope"]}`, 404)
 	add("intersection bad method", "POST", "/v1/intersection", js, `{"sketches":["h","he"],"method":"guess"}`, 400)
 	add("intersection malformed", "POST", "/v1/intersection", js, `{"sketches":["h","he"]`, 400)
-	add("fold up", "POST", "/v1/sketches/h/fold", js, `{"log2m":12}`, 400)
+	add("fold up", "POST", "/v1/sketches/h/fold", js, `{"log2m":12}`, 409)
 	add("fold to 3", "POST", "/v1/sketches/h/fold", js, `{"log2m":3}`, 400)
 	add("fold without log2m", "POST", "/v1/sketches/h/fold", js, `{"into":"x"}`, 400)
 	add("fold regwidth 9", "POST", "/v1/sketches/h/fold", js, `{"log2m":10,"regwidth":9}`, 400)
@@ -627,12 +627,12 @@ func badInputCases(f fixture) []badCase {
 		"log2m 3":      "log2m=3",
 		"log2m x":      "log2m=x",
 		"log2m empty":  "log2m=",
-		"log2m up":     "log2m=12",
 		"unknown":      "fold=10",
 		"log2m twice":  "log2m=10&log2m=9",
 	} {
 		add("raw "+n, "GET", "/v1/sketches/h/raw?"+q, "", "", 400)
 	}
+	add("raw log2m up", "GET", "/v1/sketches/h/raw?log2m=12", "", "", 409)
 	add("raw log2m of cms", "GET", "/v1/sketches/c/raw?log2m=10", "", "", 409)
 	add("describe with query", "GET", "/v1/sketches/h?verbose=1", "", "", 400)
 	add("delete with query", "DELETE", "/v1/sketches/h?force=true", "", "", 400)

@@ -262,9 +262,9 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 		if rw == 0 {
 			rw = h.Params().Regwidth
 		}
-		f, err := h.Fold(log2m, rw)
+		f, err := foldHLL(h, log2m, rw)
 		if err != nil {
-			return nil, sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "hll: "))
+			return nil, err
 		}
 		return sketch.NewHLL(f), nil
 	})
@@ -272,6 +272,21 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, describe(info))
+}
+
+// foldHLL folds h for a fold or a download at log2m. More registers than
+// h has is a Conflict, as a union upload with fewer registers is without
+// ?fold=true: the request is sound, the stored sketch rules it out.
+// Parameters out of range are Invalid.
+func foldHLL(h *hll.Sketch, log2m, regwidth int) (*hll.Sketch, error) {
+	if have := h.Params().Log2m; log2m > have {
+		return nil, sketch.Errorf(sketch.Conflict, "cannot fold log2m=%d up to %d", have, log2m)
+	}
+	f, err := h.Fold(log2m, regwidth)
+	if err != nil {
+		return nil, sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "hll: "))
+	}
+	return f, nil
 }
 
 // viewCMS runs fn with the Count-Min sketch name, unchanged while fn runs.

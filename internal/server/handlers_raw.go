@@ -37,9 +37,9 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		err = s.viewHLLs(r.Context(), []string{name}, func(hs []*hll.Sketch) error {
-			f, err := hs[0].Fold(log2m, hs[0].Params().Regwidth)
+			f, err := foldHLL(hs[0], log2m, hs[0].Params().Regwidth)
 			if err != nil {
-				return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "hll: "))
+				return err
 			}
 			b, _ = f.MarshalBinary()
 			return nil

@@ -178,7 +178,11 @@ func (e *env) route(req *http.Request) string {
 	if path == "" {
 		path = req.URL.Path
 	}
-	return e.mux().Find(chi.NewRouteContext(), req.Method, path)
+	p := e.mux().Find(chi.NewRouteContext(), req.Method, path)
+	if !e.s.patterns[p] {
+		return "" // a mount such as "/v1", not a route
+	}
+	return p
 }
 
 // send is do with a body given as a string and an optional Content-Type.

@@ -152,6 +152,11 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	send(key{"unmatched", "PATCH", "405"}, 1, func(i int) response { return e.send(t, "PATCH", "/v1/sketches/h", "", "") })
 	send(key{"unmatched", "GET", "404"}, 2, func(i int) response { return e.get(t, fmt.Sprintf("/nothing-%d", i)) })
 	send(key{"unmatched", "GET", "404"}, 1, func(i int) response { return e.get(t, "/v1/sketches/h/nothing") })
+	// Every path without a route counts alike, whether chi matched a
+	// mount on the way or nothing at all.
+	for _, p := range []string{"/", "/docs", "/v1", "/v1/", "/v1/nothing"} {
+		send(key{"unmatched", "GET", "404"}, 1, func(i int) response { return e.get(t, p) })
+	}
 	scrapes := 1 // the scrape before the traffic is counted too
 	hllIDs += 2  // events: ids 1 and 2 into h
 	cmsItems += 3

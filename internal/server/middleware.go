@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -91,13 +90,15 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		r.Body = body
 		next.ServeHTTP(rec, r)
 		d := time.Since(start)
-		// The matched pattern, never the raw path. A pattern ending in
-		// "/*" is the /v1 mount, not a route (no route has a wildcard):
-		// chi leaves it for a 404 or 405 under /v1, which the metrics
-		// label unmatched like any other.
+		// The matched pattern, never the raw path. A pattern that is no
+		// route (the /v1 mount "/v1/*", or "/v1" itself, which chi
+		// matches to the mount for a 404) is labelled unmatched like "/"
+		// or "/docs", so every path without a route counts alike.
 		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" && !strings.HasSuffix(rc.RoutePattern(), "/*") {
-			route = rc.RoutePattern()
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			if p := rc.RoutePattern(); s.patterns[p] {
+				route = p
+			}
 		}
 		if rec.status == 0 {
 			rec.status = http.StatusOK

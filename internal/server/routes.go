@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // routes is DESIGN.md's route table. Reads need a read token, writes a
@@ -12,7 +13,9 @@ import (
 // /metrics too unless Config.AuthMetrics.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.observe, s.recoverPanics)
+	// GetHead answers HEAD on every GET route like GET; net/http sends
+	// the headers (Content-Length included) and drops the body.
+	r.Use(middleware.GetHead, s.requestID, s.observe, s.recoverPanics)
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{http.StatusNotFound, "no route for " + clip(r.URL.Path) + "; see /openapi.yaml"}
 	}))
@@ -64,6 +67,11 @@ func (s *Server) routes() http.Handler {
 		read.Get("/series/{name}/top", s.handle(s.handleSeriesTop))
 		read.Get("/series/{name}/raw", s.handle(s.handleSeriesRaw))
 	})
+	s.patterns = map[string]bool{}
+	chi.Walk(r, func(_, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		s.patterns[route] = true
+		return nil
+	})
 	return r
 }
 
@@ -77,6 +85,9 @@ func allowedMethods(mux *chi.Mux, r *http.Request) []string {
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
 		if mux.Find(chi.NewRouteContext(), m, path) != "" {
 			out = append(out, m)
+			if m == http.MethodGet {
+				out = append(out, http.MethodHead)
+			}
 		}
 	}
 	return out

@@ -65,6 +65,10 @@ type Server struct {
 	openapi  []byte
 	promHTTP http.Handler
 	handler  http.Handler
+	// patterns holds the route patterns chi serves; anything else a
+	// request matched (a mount, a subrouter's root) is "unmatched" in
+	// the metrics. Set once in New, read only after.
+	patterns map[string]bool
 	writes   chan struct{} // semaphore of in-flight writes
 	draining atomic.Bool
 	bufs     sync.Pool

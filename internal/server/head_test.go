@@ -1,0 +1,137 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// TestHeadAnswersLikeGet: HEAD on every GET route (as curl -I sends it)
+// answers GET's status and headers without a body, for found and missing
+// sketches alike; a 405 lists HEAD beside GET.
+func TestHeadAnswersLikeGet(t *testing.T) {
+	e := newEnv(t)
+	e.send(t, "PUT", "/v1/sketches/h", "", "")
+	e.send(t, "POST", "/v1/sketches/h/add", "application/json", `{"ids":[1,2,3]}`)
+	e.send(t, "PUT", "/v1/sketches/c", "application/json", `{"type":"cms","topk":3}`)
+	e.send(t, "POST", "/v1/sketches/c/add", "application/json", `{"items":[{"id":1,"count":2}]}`)
+
+	// A concrete path for every GET route, with an existing and a missing
+	// sketch where the route names one.
+	paths := map[string][]string{
+		"/v1/sketches/{name}/frequency": {"/v1/sketches/c/frequency?id=1", "/v1/sketches/nope/frequency?id=1", "/v1/sketches/c/frequency"},
+		"/v1/sketches/{name}/top":       {"/v1/sketches/c/top?k=2", "/v1/sketches/h/top"},
+		"/v1/sketches/{name}/raw":       {"/v1/sketches/h/raw", "/v1/sketches/h/raw?format=hex", "/v1/sketches/nope/raw"},
+		"/v1/sketches/{name}":           {"/v1/sketches/h", "/v1/sketches/c", "/v1/sketches/nope"},
+		"/v1/sketches":                  {"/v1/sketches", "/v1/sketches?limit=0"},
+	}
+	var routes []string
+	chi.Walk(e.mux(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if method == http.MethodGet {
+			routes = append(routes, route)
+		}
+		return nil
+	})
+	if len(routes) < 9 {
+		t.Fatalf("chi.Walk found %d GET routes: %v", len(routes), routes)
+	}
+	for _, route := range routes {
+		ps, ok := paths[route]
+		if !ok {
+			if strings.Contains(route, "{") {
+				t.Errorf("GET %s has no example path in this test", route)
+				continue
+			}
+			ps = []string{route}
+		}
+		for _, p := range ps {
+			get := e.get(t, p)
+			head := e.head(t, p)
+			if head.Status != get.Status {
+				t.Errorf("HEAD %s = %d, GET = %d", p, head.Status, get.Status)
+			}
+			if len(head.Body) != 0 {
+				t.Errorf("HEAD %s sent a %d-byte body", p, len(head.Body))
+			}
+			for _, h := range []string{"Content-Type", "Content-Length", "Allow", "Retry-After"} {
+				if route == "/metrics" && h == "Content-Length" {
+					continue // the counters move between the two scrapes
+				}
+				if g, hd := get.Header.Get(h), head.Header.Get(h); g != hd {
+					t.Errorf("HEAD %s: %s %q, GET's %q", p, h, hd, g)
+				}
+			}
+		}
+	}
+
+	r := e.send(t, "DELETE", "/v1/sketches", "", "")
+	if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("DELETE /v1/sketches = %d Allow %q, want 405 Allow \"GET, HEAD\"", r.Status, r.Header.Get("Allow"))
+	}
+	if r := e.head(t, "/v1/union"); r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" {
+		t.Errorf("HEAD /v1/union = %d Allow %q, want 405 Allow POST", r.Status, r.Header.Get("Allow"))
+	}
+}
+
+// head sends a HEAD request over a raw connection and returns everything
+// the server wrote after the headers as the body (an HTTP client would
+// not read a HEAD answer's body even if one were sent).
+func (e *env) head(tb testing.TB, path string) response {
+	tb.Helper()
+	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, "HEAD "+path+" HTTP/1.1\r\nHost: sketchd\r\nConnection: close\r\n\r\n"); err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := io.ReadAll(conn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	header, body, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
+	if !ok {
+		tb.Fatalf("HEAD %s: no end of headers in %q", path, raw)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(append(header, "\r\n\r\n"...))), nil)
+	if err != nil {
+		tb.Fatalf("HEAD %s: %v", path, err)
+	}
+	resp.Body.Close()
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}
+
+// BenchmarkHeadVsGet measures a describe answered in process, GET against
+// HEAD (which chi's GetHead routes with one extra tree lookup and whose
+// body net/http drops): the cost of answering HEAD on every GET route.
+//
+//	go test -run '^$' -bench HeadVsGet -count 6 ./internal/server
+func BenchmarkHeadVsGet(b *testing.B) {
+	e := newEnv(b)
+	e.validate = false
+	e.send(b, "PUT", "/v1/sketches/h", "", "")
+	e.send(b, "POST", "/v1/sketches/h/add", "application/json", `{"ids":[1,2,3]}`)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		b.Run("method="+method, func(b *testing.B) {
+			req := httptest.NewRequest(method, "/v1/sketches/h", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				e.s.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("%s = %d", method, w.Code)
+				}
+			}
+		})
+	}
+}

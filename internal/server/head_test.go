@@ -23,6 +23,10 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 	e.send(t, "POST", "/v1/sketches/h/add", "application/json", `{"ids":[1,2,3]}`)
 	e.send(t, "PUT", "/v1/sketches/c", "application/json", `{"type":"cms","topk":3}`)
 	e.send(t, "POST", "/v1/sketches/c/add", "application/json", `{"items":[{"id":1,"count":2}]}`)
+	e.send(t, "PUT", "/v1/series/s", "application/json", `{"levels":{"day":"P30D"}}`)
+	e.send(t, "POST", "/v1/series/s/add", "application/json", `{"ids":[1,2,3]}`)
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	rng := "?from=" + day.Format(time.RFC3339) + "&to=" + day.AddDate(0, 0, 1).Format(time.RFC3339)
 
 	// A concrete path for every GET route, with an existing and a missing
 	// sketch where the route names one.
@@ -32,6 +36,11 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 		"/v1/sketches/{name}/raw":       {"/v1/sketches/h/raw", "/v1/sketches/h/raw?format=hex", "/v1/sketches/nope/raw"},
 		"/v1/sketches/{name}":           {"/v1/sketches/h", "/v1/sketches/c", "/v1/sketches/nope"},
 		"/v1/sketches":                  {"/v1/sketches", "/v1/sketches?limit=0"},
+		"/v1/series/{name}":             {"/v1/series/s", "/v1/series/nope"},
+		"/v1/series/{name}/count":       {"/v1/series/s/count" + rng, "/v1/series/s/count"},
+		"/v1/series/{name}/raw":         {"/v1/series/s/raw" + rng, "/v1/series/nope/raw" + rng},
+		"/v1/series/{name}/timeseries":  {"/v1/series/s/timeseries" + rng, "/v1/series/s/timeseries"},
+		"/v1/series/{name}/top":         {"/v1/series/s/top" + rng},
 	}
 	var routes []string
 	chi.Walk(e.mux(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {

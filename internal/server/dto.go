@@ -239,8 +239,8 @@ type topResponse struct {
 }
 
 type unionRequest struct {
-	Sketches []string `json:"sketches"`
-	Into     string   `json:"into"`
+	Sketches []operand `json:"sketches"`
+	Into     string    `json:"into"`
 }
 
 // unionResponse is the union of HLL sketches; StdError is relative.
@@ -251,20 +251,24 @@ type unionResponse struct {
 	Regwidth       int     `json:"regwidth"`
 	Representation string  `json:"representation"`
 	Into           string  `json:"into,omitempty"`
+	// Warnings say where a series range's covered range differs from
+	// the one asked for.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // unionCMSResponse is the union of Count-Min sketches.
 type unionCMSResponse struct {
-	Type  string `json:"type"`
-	Total uint64 `json:"total"`
-	Width int    `json:"width"`
-	Depth int    `json:"depth"`
-	Into  string `json:"into,omitempty"`
+	Type     string   `json:"type"`
+	Total    uint64   `json:"total"`
+	Width    int      `json:"width"`
+	Depth    int      `json:"depth"`
+	Into     string   `json:"into,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type intersectionRequest struct {
-	Sketches []string `json:"sketches"`
-	Method   string   `json:"method"`
+	Sketches []operand `json:"sketches"`
+	Method   string    `json:"method"`
 }
 
 type bounded struct {

@@ -129,19 +129,6 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, resp)
 }
 
-// validateNames checks a list of sketch names from a body.
-func validateNames(field string, names []string, lo, hi int) error {
-	if len(names) < lo || len(names) > hi {
-		return sketch.Errorf(sketch.Invalid, "%s must name %d to %d sketches; it names %d", field, lo, hi, len(names))
-	}
-	for i, n := range names {
-		if err := sketch.ValidateName(n); err != nil {
-			return sketch.Errorf(sketch.Invalid, "%s[%d]: %s", field, i, err.(*sketch.Error).Detail)
-		}
-	}
-	return nil
-}
-
 // handleUnion estimates the union of sketches, optionally storing it.
 func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
@@ -151,7 +138,8 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	if err := validateNames("sketches", req.Sketches, 1, maxUnionSketches); err != nil {
+	names, err := checkOperands("sketches", req.Sketches, 1, maxUnionSketches)
+	if err != nil {
 		return err
 	}
 	if req.Into != "" {
@@ -169,19 +157,54 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		}
 		defer release()
 	}
-	u, err := s.store.Union(r.Context(), req.Sketches, req.Into)
+	var u sketch.Sketch
+	var warnings []string
+	if names != nil {
+		u, err = s.store.Union(r.Context(), names, req.Into)
+	} else {
+		u, warnings, err = s.unionOperands(r.Context(), req.Sketches, req.Into)
+	}
 	if err != nil {
 		return err
 	}
 	if c, ok := sketch.CMSOf(u); ok {
 		p := c.Params()
-		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into})
+		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into, Warnings: warnings})
 	}
 	h, ok := sketch.HLLOf(u)
 	if !ok {
 		return sketch.Errorf(sketch.Invalid, "a union of %s sketches has no answer here", u.Kind().Type)
 	}
-	return writeJSON(w, http.StatusOK, unionDTO(h, req.Into))
+	resp := unionDTO(h, req.Into)
+	resp.Warnings = warnings
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// unionOperands unions sketches and series ranges, storing the union as
+// into unless it is "". Each operand is read consistently, one after
+// another; the store then writes into atomically.
+func (s *Server) unionOperands(ctx context.Context, ops []operand, into string) (sketch.Sketch, []string, error) {
+	sks, warnings, err := s.resolve(ctx, ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	labels := make([]string, len(ops))
+	for i, o := range ops {
+		labels[i] = o.label()
+	}
+	if err := sketch.SameKind(labels, sks); err != nil {
+		return nil, nil, err
+	}
+	u, err := sks[0].Kind().Union(sks)
+	if err != nil {
+		return nil, nil, err
+	}
+	if into != "" {
+		if _, _, err := s.store.Put(ctx, into, u.Clone()); err != nil {
+			return nil, nil, err
+		}
+	}
+	return u, warnings, nil
 }
 
 func unionDTO(h *hll.Sketch, into string) unionResponse {
@@ -202,7 +225,8 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 	if err := s.decodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	if err := validateNames("sketches", req.Sketches, 2, 8); err != nil {
+	names, err := checkOperands("sketches", req.Sketches, 2, 8)
+	if err != nil {
 		return err
 	}
 	method, err := sketch.ParseMethod(req.Method)
@@ -210,15 +234,43 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 		return sketch.Wrap(sketch.Invalid, err, `method must be "inclusion_exclusion" or "mle" (or absent for the default)`)
 	}
 	var x sketch.Intersection
-	err = s.viewHLLs(r.Context(), req.Sketches, func(hs []*hll.Sketch) error {
-		var err error
-		x, err = sketch.Intersect(req.Sketches, hs, method)
-		return err
-	})
+	var warnings []string
+	if names != nil {
+		err = s.viewHLLs(r.Context(), names, func(hs []*hll.Sketch) error {
+			var err error
+			x, err = sketch.Intersect(names, hs, method)
+			return err
+		})
+	} else {
+		x, warnings, err = s.intersectOperands(r.Context(), req.Sketches, method)
+	}
 	if err != nil {
 		return err // Intersect classifies what the client caused as Invalid
 	}
-	return writeJSON(w, http.StatusOK, intersectionDTO(x))
+	resp := intersectionDTO(x)
+	resp.Warnings = append(resp.Warnings, warnings...)
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// intersectOperands intersects HLL sketches and series ranges ("active
+// last week and this week"), each read consistently, one after another.
+func (s *Server) intersectOperands(ctx context.Context, ops []operand, method sketch.Method) (sketch.Intersection, []string, error) {
+	sks, warnings, err := s.resolve(ctx, ops)
+	if err != nil {
+		return sketch.Intersection{}, nil, err
+	}
+	labels := make([]string, len(ops))
+	hs := make([]*hll.Sketch, len(ops))
+	for i, o := range ops {
+		labels[i] = o.label()
+		h, ok := sketch.HLLOf(sks[i])
+		if !ok {
+			return sketch.Intersection{}, nil, sketch.WrongKind(labels[i], sks[i].Kind().Type, sketch.TypeHLL)
+		}
+		hs[i] = h
+	}
+	x, err := sketch.Intersect(labels, hs, method)
+	return x, warnings, err
 }
 
 // handleFold folds a sketch to fewer registers (and optionally narrower

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -333,4 +334,48 @@ func TestSeriesPostgreSQL(t *testing.T) {
 	if !same {
 		t.Fatalf("rolling 7-day line\nsketchd    %v\nPostgreSQL %v", got, pg)
 	}
+}
+
+// TestSeriesOperands: series ranges are operands of unions and
+// intersections. "Active last week and this week" overlaps by the ids
+// stamped in both weeks; the union stored into a sketch equals the
+// sketch of the ids of both ranges.
+func TestSeriesOperands(t *testing.T) {
+	t.Parallel()
+	e := seriesEnv(t)
+	must(t, e.send(t, http.MethodPut, "/v1/series/s", "application/json", `{"log2m":14,"levels":{"day":"P400D"},"late_limit":"P30D"}`), http.StatusCreated, "create")
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	lastWeek, thisWeek := day.AddDate(0, 0, -13), day.AddDate(0, 0, -6)
+	// 0..20000 last week, 10000..30000 this week: 10000 in both.
+	must(t, e.postJSON(t, "/v1/series/s/add?ts="+rfc(lastWeek.Add(time.Hour)), idsJSON(idRange(0, 20000)...)), http.StatusOK, "add last week")
+	must(t, e.postJSON(t, "/v1/series/s/add?ts="+rfc(thisWeek.Add(time.Hour)), idsJSON(idRange(10000, 30000)...)), http.StatusOK, "add this week")
+	op := func(from, to time.Time) string {
+		return fmt.Sprintf(`{"series":"s","from":%q,"to":%q}`, from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	a, b := op(lastWeek, lastWeek.AddDate(0, 0, 7)), op(thisWeek, thisWeek.AddDate(0, 0, 7))
+	var x struct {
+		Estimate, Lower, Upper float64
+		Spurious, Reliable     bool
+		Terms                  []struct{ Sketches []string }
+	}
+	decode(t, must(t, e.postJSON(t, "/v1/intersection", `{"sketches":[`+a+`,`+b+`]}`), http.StatusOK, "intersection").Body, &x)
+	if x.Lower > 10000 || x.Upper < 10000 || x.Spurious || !strings.HasPrefix(x.Terms[0].Sketches[0], "s[") {
+		t.Errorf("intersection of the two weeks = %+v, want bounds around 10000", x)
+	}
+	// A sketch and a range together, and the union stored.
+	e.create(t, "h", `{}`)
+	e.addIDs(t, "h", idsJSON(idRange(25000, 40000)...), 15000)
+	must(t, e.postJSON(t, "/v1/union", `{"sketches":[`+a+`,"h"],"into":"u"}`), http.StatusOK, "union into")
+	p := hll.DefaultParams()
+	want := hllOf(t, p, slices.Concat(idRange(0, 20000), idRange(25000, 40000))...)
+	if got := e.raw(t, "u"); !bytes.Equal(got, encode(t, want)) {
+		t.Error("the stored union of a range and a sketch differs from the sketch of their ids")
+	}
+	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":[{"series":"s","from":"yesterday","to":"today"}]}`), http.StatusBadRequest)
+	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":[{"series":"s","from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z","x":1}]}`), http.StatusBadRequest)
+	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":[{}]}`), http.StatusBadRequest)
+	checkProblem(t, e.postJSON(t, "/v1/intersection", `{"sketches":[`+a+`,{"series":"none","from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z"}]}`), http.StatusNotFound)
+	e.create(t, "c", `{"type":"cms"}`)
+	checkProblem(t, e.postJSON(t, "/v1/intersection", `{"sketches":[`+a+`,"c"]}`), http.StatusConflict)
+	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":[`+a+`,"c"]}`), http.StatusConflict)
 }

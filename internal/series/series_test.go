@@ -150,10 +150,15 @@ func TestBuckets(t *testing.T) {
 	if _, err := s.Buckets(now.AddDate(0, 0, -8), now); sketch.KindOf(err) != sketch.Invalid {
 		t.Errorf("8 days late (limit P7D) = %v, want Invalid", err)
 	}
-	// A late limit longer than the finest level keeps is refused.
-	s2 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}}
+	// A late limit longer than the finest level keeps is refused; the
+	// default shrinks to it.
+	s2 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}, LateLimit: Duration{Days: 2}}
 	if err := s2.Validate(); sketch.KindOf(err) != sketch.Invalid {
-		t.Errorf("default late limit P7D over an hour level kept P1D = %v, want Invalid", err)
+		t.Errorf("late limit P2D over an hour level kept P1D = %v, want Invalid", err)
+	}
+	s2.LateLimit = Duration{}
+	if err := s2.Validate(); err != nil || s2.LateLimit != (Duration{Days: 1}) {
+		t.Errorf("default late limit over an hour level kept P1D = %v, %v; want P1D", s2.LateLimit, err)
 	}
 	s3 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}, LateLimit: Duration{Hours: 20}}
 	if err := s3.Validate(); err != nil {

@@ -11,7 +11,8 @@ import (
 // MaxFuture is how far ahead of the server's clock an add may be stamped.
 const MaxFuture = 5 * time.Minute
 
-// DefaultLateLimit is how old an add may be when the series does not say.
+// DefaultLateLimit is how old an add may be when the series does not say
+// (or the finest level's retention, when that is shorter).
 var DefaultLateLimit = Duration{Days: 7}
 
 // LevelSpec is one level a series keeps, and for how long.
@@ -73,6 +74,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.LateLimit.IsZero() {
 		s.LateLimit = DefaultLateLimit
+		if s.LateLimit.AddTo(ref, 1).After(s.Levels[0].Retention.AddTo(ref, 1)) {
+			s.LateLimit = s.Levels[0].Retention
+		}
 	}
 	if s.LateLimit.AddTo(ref, 1).After(s.Levels[0].Retention.AddTo(ref, 1)) {
 		return sketch.Errorf(sketch.Invalid, "late_limit %s reaches past the %s level's retention %s", s.LateLimit, s.Levels[0].Level, s.Levels[0].Retention)

@@ -337,6 +337,8 @@ type eventsRequest struct {
 type eventDTO struct {
 	ID       json.RawMessage `json:"id"`
 	Sketches []string        `json:"sketches"`
+	Series   []string        `json:"series"`
+	TS       *string         `json:"ts"`
 }
 
 type eventsResponse struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -318,23 +319,42 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	events := make([]sketch.Event, len(req.Events))
+	anySeries := false
 	for i, ev := range req.Events {
-		if len(ev.Sketches) == 0 {
-			return sketch.Errorf(sketch.Invalid, "events[%d] names no sketches", i)
+		if len(ev.Sketches)+len(ev.Series) == 0 {
+			return sketch.Errorf(sketch.Invalid, "events[%d] names no sketches or series", i)
 		}
-		if len(ev.Sketches) > maxEventSketches {
-			return sketch.Errorf(sketch.Invalid, "events[%d] names %d sketches; at most %d", i, len(ev.Sketches), maxEventSketches)
+		if len(ev.Sketches)+len(ev.Series) > maxEventSketches {
+			return sketch.Errorf(sketch.Invalid, "events[%d] names %d sketches and series; at most %d", i, len(ev.Sketches)+len(ev.Series), maxEventSketches)
 		}
-		for j, n := range ev.Sketches {
-			if err := sketch.ValidateName(n); err != nil {
-				return sketch.Wrap(sketch.Invalid, err, fmt.Sprintf("events[%d].sketches[%d]: %s", i, j, err.(*sketch.Error).Detail))
+		for field, list := range map[string][]string{"sketches": ev.Sketches, "series": ev.Series} {
+			for j, n := range list {
+				if err := sketch.ValidateName(n); err != nil {
+					return sketch.Wrap(sketch.Invalid, err, fmt.Sprintf("events[%d].%s[%d]: %s", i, field, j, err.(*sketch.Error).Detail))
+				}
+				// A name twice would count the id twice in a CMS.
+				if slices.Contains(list[:j], n) {
+					return sketch.Errorf(sketch.Invalid, "events[%d] names %s %q twice", i, field, n)
+				}
 			}
-			// A name twice would count the id twice in a CMS.
-			if slices.Contains(ev.Sketches[:j], n) {
-				return sketch.Errorf(sketch.Invalid, "events[%d] names sketch %q twice", i, n)
-			}
 		}
-		events[i] = sketch.Event{ID: ids[i], Sketches: ev.Sketches}
+		events[i] = sketch.Event{ID: ids[i], Sketches: ev.Sketches, Series: ev.Series}
+		if ev.TS != nil {
+			if len(ev.Series) == 0 {
+				return sketch.Errorf(sketch.Invalid, "events[%d].ts stamps series adds; this event names no series", i)
+			}
+			ts, err := time.Parse(time.RFC3339Nano, *ev.TS)
+			if err != nil {
+				return sketch.Errorf(sketch.Invalid, "events[%d].ts=%q is not an RFC 3339 time", i, clip(*ev.TS))
+			}
+			events[i].TS = ts
+		}
+		anySeries = anySeries || len(ev.Series) > 0
+	}
+	if anySeries {
+		if _, err := s.seriesStore(); err != nil {
+			return err
+		}
 	}
 	counts, err := s.store.AddEvents(r.Context(), events, create)
 	if err != nil {

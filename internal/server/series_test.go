@@ -379,3 +379,42 @@ func TestSeriesOperands(t *testing.T) {
 	checkProblem(t, e.postJSON(t, "/v1/intersection", `{"sketches":[`+a+`,"c"]}`), http.StatusConflict)
 	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":[`+a+`,"c"]}`), http.StatusConflict)
 }
+
+// TestSeriesEvents: an event may name series, with its own stamp; all or
+// nothing across sketches and series.
+func TestSeriesEvents(t *testing.T) {
+	t.Parallel()
+	e := seriesEnv(t)
+	must(t, e.send(t, http.MethodPut, "/v1/series/s", "application/json", `{"levels":{"hour":"P2D","day":"P30D"}}`), http.StatusCreated, "create")
+	e.create(t, "h", `{}`)
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	yesterday := day.Add(-12 * time.Hour)
+	body := fmt.Sprintf(`{"events":[{"id":1,"sketches":["h"],"series":["s"]},{"id":2,"series":["s"],"ts":%q},{"id":3,"sketches":["h"]}]}`, yesterday.Format(time.RFC3339))
+	must(t, e.postJSON(t, "/v1/events", body), http.StatusOK, "events")
+	var c countAnswer
+	decode(t, must(t, e.get(t, "/v1/series/s/count?from="+rfc(day.AddDate(0, 0, -1))+"&to="+rfc(day.AddDate(0, 0, 1))), http.StatusOK, "count").Body, &c)
+	if c.Cardinality != 2 {
+		t.Errorf("series count = %v, want 2", c.Cardinality)
+	}
+	decode(t, must(t, e.get(t, "/v1/series/s/count?from="+rfc(day.AddDate(0, 0, -1))+"&to="+rfc(day)), http.StatusOK, "count yesterday").Body, &c)
+	if c.Cardinality != 1 {
+		t.Errorf("yesterday's count = %v, want 1 (the event stamped then)", c.Cardinality)
+	}
+	before := e.raw(t, "h")
+	for name, bad := range map[string]string{
+		"missing series":    `{"events":[{"id":9,"sketches":["h"],"series":["none"]}]}`,
+		"too late":          fmt.Sprintf(`{"events":[{"id":9,"sketches":["h"]},{"id":10,"series":["s"],"ts":%q}]}`, day.AddDate(0, 0, -9).Format(time.RFC3339)),
+		"bad ts":            `{"events":[{"id":9,"series":["s"],"ts":"noon"}]}`,
+		"ts without series": `{"events":[{"id":9,"sketches":["h"],"ts":"2026-01-01T00:00:00Z"}]}`,
+		"series twice":      `{"events":[{"id":9,"series":["s","s"]}]}`,
+		"nothing named":     `{"events":[{"id":9}]}`,
+	} {
+		r := e.postJSON(t, "/v1/events", bad)
+		if r.Status < 400 || r.Status >= 500 {
+			t.Errorf("%s: %d, want a 4xx", name, r.Status)
+		}
+		if !bytes.Equal(e.raw(t, "h"), before) {
+			t.Errorf("%s: a refused events body changed a sketch", name)
+		}
+	}
+}

@@ -52,10 +52,12 @@ type Store interface {
 	// missing name is first created with the defaults of in.Type(), in
 	// the same atomic write. It returns the kind and the count applied.
 	Add(ctx context.Context, name string, in sketch.Input, create bool) (sketch.Added, error)
-	// AddEvents adds each event's id once to each sketch it names, all
-	// or nothing; with create, missing sketches are created as default
-	// HLLs in the same write. It returns how many ids went to sketches of
-	// each kind.
+	// AddEvents adds each event's id once to each sketch it names and,
+	// on a backend that keeps series, to the buckets its TS falls in of
+	// each series it names (series.Spec.Buckets), all or nothing; with
+	// create, missing sketches (not series) are created as default HLLs
+	// in the same write. It returns how many ids went to sketches and
+	// series of each kind (a series counts an event once).
 	AddEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error)
 	// Put creates name as sk, or replaces its state with sk keeping its
 	// creation time and metric flag; a sketch of another kind is a

@@ -75,11 +75,14 @@ func quote(s string) string {
 	return string(b)
 }
 
-// Event is one id to add to several sketches at once (POST /v1/events):
-// counted once in each CMS, added to each HLL.
+// Event is one id to add to several sketches and series at once (POST
+// /v1/events): counted once in each CMS, added to each HLL; in each series
+// to the buckets its stamp TS falls in (zero: now).
 type Event struct {
 	ID       cms.ID
 	Sketches []string
+	Series   []string
+	TS       time.Time
 }
 
 // Added is what an add applied: the kind of the sketch it went to and how

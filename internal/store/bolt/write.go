@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -279,25 +280,70 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 	}
 }
 
-// AddEvents adds every event's id to each of its sketches (count 1) in
-// one durable record: all of them or, on any error, none. With create,
-// missing sketches are created as default HLLs. It returns how many ids
-// went to sketches of each kind.
+// AddEvents adds every event's id to each of its sketches (count 1) and
+// to the buckets its stamp falls in of each of its series, in one durable
+// record: all of them or, on any error, none. With create, missing
+// sketches are created as default HLLs. It returns how many ids went to
+// sketches (or series) of each kind.
 func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error) {
+	for {
+		counts, err := s.addEvents(ctx, events, create)
+		if err != errSeriesChanged {
+			return counts, err
+		}
+	}
+}
+
+func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error) {
+	// The series named, their definitions and each event's buckets.
+	specs := map[string]*series.Spec{}
+	bucketSeries := map[string]string{} // bucket key -> series name
+	targets := make([][]string, len(events))
+	now := s.opts.Now()
 	var names []string
-	for _, ev := range events {
-		names = append(names, ev.Sketches...)
+	for i, ev := range events {
+		targets[i] = append(targets[i], ev.Sketches...)
+		for _, sn := range ev.Series {
+			spec, ok := specs[sn]
+			if !ok {
+				var err error
+				if spec, _, err = s.series(sn); err != nil {
+					return nil, sketch.Prefixed(err, fmt.Sprintf("events[%d]: ", i))
+				}
+				specs[sn] = spec
+				names = append(names, seriesKey(sn))
+			}
+			ts := ev.TS
+			if ts.IsZero() {
+				ts = now
+			}
+			keys, err := spec.Buckets(ts, now)
+			if err != nil {
+				return nil, sketch.Prefixed(err, fmt.Sprintf("events[%d]: series %q: ", i, sn))
+			}
+			for _, k := range keys {
+				bk := bucketKey(sn, k)
+				bucketSeries[bk] = sn
+				targets[i] = append(targets[i], bk)
+			}
+		}
+		names = append(names, targets[i]...)
 	}
 	counts := map[sketch.Type]int{}
 	err := s.update(ctx, names, func(t *tx) error {
-		// The ids of each sketch, and the event each came from.
+		for sn, spec := range specs {
+			if st := t.entry(seriesKey(sn)).st; st == nil || st.def != spec {
+				return errSeriesChanged
+			}
+		}
+		// The ids of each entry, and the event each came from.
 		ids := make([][]cms.ID, len(t.es))
 		from := make([][]int, len(t.es))
 		for i, ev := range events {
-			for _, name := range ev.Sketches {
-				j := t.index(name)
-				if t.es[j].st == nil && !create {
-					return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, name)
+			for _, key := range targets[i] {
+				j := t.index(key)
+				if _, isBucket := bucketSeries[key]; !isBucket && t.es[j].st == nil && !create {
+					return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, key)
 				}
 				ids[j] = append(ids[j], ev.ID)
 				from[j] = append(from[j], i)
@@ -306,9 +352,16 @@ func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) 
 		sts := make([]*state, len(t.es))
 		batches := make([]sketch.Batch, len(t.es))
 		for j, e := range t.es {
+			if ids[j] == nil {
+				continue // a series definition
+			}
 			if sts[j] = e.st; sts[j] == nil {
+				spec := sketch.DefaultHLL()
+				if sn, ok := bucketSeries[e.name]; ok {
+					spec = sketch.Spec{Params: specs[sn].Params}
+				}
 				var err error
-				if sts[j], err = newState(sketch.DefaultHLL(), t.now); err != nil {
+				if sts[j], err = newState(spec, t.now); err != nil {
 					return err
 				}
 			}
@@ -321,20 +374,31 @@ func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) 
 			}
 			batches[j] = b
 		}
-		// Everything is checked: apply in name order so logs are stable.
+		// Everything is checked: apply in key order so logs are stable.
 		for j, e := range t.es {
+			if batches[j] == nil {
+				continue
+			}
 			if e.st == nil {
 				t.put(e, sts[j])
 			}
 			if err := t.add(e, batches[j]); err != nil {
 				return err // unreachable: checked above
 			}
-			counts[sts[j].typ()] += batches[j].Len()
+			if isSketchName(e.name) {
+				counts[sts[j].typ()] += batches[j].Len()
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	// A series counts its events once, not once per level.
+	for _, ev := range events {
+		for _, sn := range ev.Series {
+			counts[specs[sn].Params.Kind().Type]++
+		}
 	}
 	return counts, nil
 }

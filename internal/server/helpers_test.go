@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,9 @@ type env struct {
 type envSetup struct {
 	cfg  Config
 	auth *Auth
+	// now is the store's clock, for tests that write the past as the
+	// present (nil: the real clock).
+	now func() time.Time
 }
 
 // newEnv starts a server over a fresh store. The store is closed and its
@@ -54,7 +58,7 @@ func newEnv(tb testing.TB, opts ...func(*envSetup)) *env {
 	for _, o := range opts {
 		o(&setup)
 	}
-	db := storetest.Open(tb, testBackend(tb))
+	db := storetest.Open(tb, testBackend(tb, setup.now))
 	reg := metrics.NewRegistry()
 	src, _ := db.Store.(metrics.Source)
 	m := metrics.New(reg, metrics.Options{Source: src})
@@ -74,6 +78,11 @@ func withConfig(f func(*Config)) func(*envSetup) {
 	return func(s *envSetup) { f(&s.cfg) }
 }
 
+// withClock gives the store a clock of the test's.
+func withClock(now func() time.Time) func(*envSetup) {
+	return func(s *envSetup) { s.now = now }
+}
+
 func withAuth(a *Auth) func(*envSetup) {
 	return func(s *envSetup) { s.auth = a }
 }
@@ -82,11 +91,11 @@ func withAuth(a *Auth) func(*envSetup) {
 // SKETCHD_TEST_BACKEND names (default bolt, the embedded one), through the
 // factory the conformance suite uses, so every backend passes the same
 // HTTP tests.
-func testBackend(tb testing.TB) storetest.Backend {
+func testBackend(tb testing.TB, now func() time.Time) storetest.Backend {
 	tb.Helper()
 	switch name := os.Getenv("SKETCHD_TEST_BACKEND"); name {
 	case "", "bolt":
-		return bolttest.Backend(bolt.Options{})
+		return bolttest.Backend(bolt.Options{Now: now})
 	default:
 		tb.Fatalf("SKETCHD_TEST_BACKEND=%q names no backend", name)
 		return storetest.Backend{}

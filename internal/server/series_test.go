@@ -34,7 +34,7 @@ func seriesEnv(tb testing.TB) *env {
 	tb.Helper()
 	e := newEnv(tb)
 	if _, ok := e.db.Store.(SeriesStore); !ok {
-		tb.Skipf("the %s backend keeps no series yet", testBackend(tb).Name)
+		tb.Skipf("the %s backend keeps no series yet", testBackend(tb, nil).Name)
 	}
 	return e
 }

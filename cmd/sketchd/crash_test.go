@@ -19,11 +19,12 @@ import (
 
 // ledger records what sketchd acknowledged and what was sent.
 type ledger struct {
-	mu         sync.Mutex
-	acked      map[string][]int64 // HLL sketch -> ids acknowledged
-	cmsAcked   map[int64]uint64   // CMS id -> count acknowledged
-	cmsAckedN  uint64
-	cmsSentMax uint64 // every count ever sent, acknowledged or not
+	mu          sync.Mutex
+	acked       map[string][]int64 // HLL sketch -> ids acknowledged
+	cmsAcked    map[int64]uint64   // CMS id -> count acknowledged
+	cmsAckedN   uint64
+	cmsSentMax  uint64  // every count ever sent, acknowledged or not
+	seriesAcked []int64 // ids acknowledged into the series "active"
 }
 
 // writer adds batches until the server stops answering.
@@ -59,6 +60,23 @@ func (l *ledger) writer(c *client, seed uint64, hllNames []string) {
 			}
 			continue
 		}
+		if r.IntN(5) == 0 {
+			// A series add: one bucket per level in one record.
+			ids := make([]int64, 1+r.IntN(2000))
+			for i := range ids {
+				ids[i] = int64(r.Uint64())
+			}
+			status, _, err := c.do("POST", "/v1/series/active/add", "application/json", mustJSON(map[string]any{"ids": ids}))
+			if err != nil {
+				return
+			}
+			if status == http.StatusOK {
+				l.mu.Lock()
+				l.seriesAcked = append(l.seriesAcked, ids...)
+				l.mu.Unlock()
+			}
+			continue
+		}
 		name := hllNames[r.IntN(len(hllNames))]
 		ids := make([]int64, 1+r.IntN(3000))
 		for i := range ids {
@@ -84,6 +102,14 @@ func (l *ledger) writer(c *client, seed uint64, hllNames []string) {
 			l.mu.Unlock()
 		}
 	}
+}
+
+func mustBytes(h *hll.Sketch) []byte {
+	b, err := h.MarshalBinary()
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func mustJSON(v any) []byte {
@@ -123,6 +149,7 @@ func TestCrashRecovery(t *testing.T) {
 				c.must(t, http.StatusCreated, "PUT", "/v1/sketches/"+n, "application/json", []byte(`{"log2m":12}`), nil)
 			}
 			c.must(t, http.StatusCreated, "PUT", "/v1/sketches/counts", "application/json", []byte(`{"type":"cms","width":300,"depth":4}`), nil)
+			c.must(t, http.StatusCreated, "PUT", "/v1/series/active", "application/json", []byte(`{"log2m":12,"levels":{"hour":"P2D","day":"P30D"}}`), nil)
 		}
 		var wg sync.WaitGroup
 		for w := range 6 {
@@ -160,8 +187,26 @@ func TestCrashRecovery(t *testing.T) {
 			t.Errorf("%s lost acknowledged ids: stored estimate %.0f, with the acknowledged ids %.0f", name, stored.Estimate(), u.Estimate())
 		}
 	}
-	if total == 0 {
+	if total == 0 || len(l.seriesAcked) == 0 {
 		t.Fatal("no write was acknowledged; the test proves nothing")
+	}
+	// The series: the union of the last two days holds every acknowledged id.
+	now := time.Now().UTC()
+	rng := "?from=" + now.Add(-48*time.Hour).Truncate(time.Hour).Format(time.RFC3339) + "&to=" + now.Add(2*time.Hour).Truncate(time.Hour).Format(time.RFC3339)
+	stored, err := hll.Decode(c.must(t, http.StatusOK, "GET", "/v1/series/active/raw"+rng, "", nil, nil))
+	if err != nil {
+		t.Fatalf("series: %v", err)
+	}
+	ack, _ := hll.New(params)
+	for _, id := range l.seriesAcked {
+		ack.AddInt64(id)
+	}
+	u := stored.Clone()
+	if err := u.Union(ack); err != nil {
+		t.Fatal(err)
+	}
+	if b1, b2 := mustBytes(stored), mustBytes(u); string(b1) != string(b2) {
+		t.Errorf("the series lost acknowledged ids: stored estimate %.0f, with the acknowledged ids %.0f", stored.Estimate(), u.Estimate())
 	}
 	var desc struct {
 		Total uint64 `json:"total"`
@@ -186,7 +231,7 @@ func TestCrashRecovery(t *testing.T) {
 			t.Errorf("CMS id %d: estimate %d below the acknowledged %d", res.ID, res.Estimate, l.cmsAcked[res.ID])
 		}
 	}
-	t.Logf("%d HLL ids and %d CMS counts acknowledged across %d kills; CMS total %d (sent %d)", total, l.cmsAckedN, cycles, desc.Total, l.cmsSentMax)
+	t.Logf("%d HLL ids, %d series ids and %d CMS counts acknowledged across %d kills; CMS total %d (sent %d)", total, len(l.seriesAcked), l.cmsAckedN, cycles, desc.Total, l.cmsSentMax)
 	if err := p.terminate(t); err != nil {
 		t.Errorf("SIGTERM exit: %v\n%s", err, p.log())
 	}

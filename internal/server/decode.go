@@ -206,6 +206,13 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	out := make(map[string]reflect.Type, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct {
+			// encoding/json promotes an embedded struct's fields.
+			for k, v := range jsonFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
 		case name == "-" || !f.IsExported():

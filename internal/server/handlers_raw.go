@@ -68,7 +68,14 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	if format == "hex" {
+	writeRaw(w, b, format == "hex")
+	return nil
+}
+
+// writeRaw answers a sketch's encoding: binary, or as PostgreSQL prints a
+// bytea or hll (\x and lower-case hex) when asHex.
+func writeRaw(w http.ResponseWriter, b []byte, asHex bool) {
+	if asHex {
 		out := make([]byte, 2+hex.EncodedLen(len(b)))
 		out[0], out[1] = '\\', 'x'
 		hex.Encode(out[2:], b)
@@ -79,8 +86,7 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
-	w.Write(b)
-	return nil
+	w.Write(b) // the status is sent: a failed write is the client's loss
 }
 
 // upload reads a sketch sent as binary (application/octet-stream) or as

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"time"
@@ -163,23 +162,9 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	format, lines, err := s.idFormat(r, q)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	defer s.putBody(body)
-	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
-	defer in.release()
-	added, err := ss.AddSeries(r.Context(), name, ts, in)
-	if err != nil {
-		return err
-	}
-	s.metrics.Ingested(string(added.Type), added.Accepted)
-	return writeJSON(w, http.StatusOK, addResponse{Accepted: added.Accepted})
+	return s.addBody(w, r, q, func(in sketch.Input) (sketch.Added, error) {
+		return ss.AddSeries(r.Context(), name, ts, in)
+	})
 }
 
 // rangeUnion reads [from, to) of a series: the plan and the union of its
@@ -447,22 +432,10 @@ func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b := u.AppendBinary(nil)
 	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
 	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
-	if format == "hex" {
-		out := make([]byte, 2+hex.EncodedLen(len(b)))
-		out[0], out[1] = '\\', 'x'
-		hex.Encode(out[2:], b)
-		b = out
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	} else {
-		w.Header().Set("Content-Type", "application/octet-stream")
-	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
+	writeRaw(w, u.AppendBinary(nil), format == "hex")
 	return nil
 }
 
@@ -470,27 +443,17 @@ func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
 // parameters of a sketch create (no metric flag), the zone, the levels
 // with their retentions and the late limit.
 type seriesRequest struct {
-	Type         *string           `json:"type"`
-	Log2m        *int              `json:"log2m"`
-	Regwidth     *int              `json:"regwidth"`
-	Expthresh    *int64            `json:"expthresh"`
-	Sparse       *bool             `json:"sparse"`
-	Width        *int              `json:"width"`
-	Depth        *int              `json:"depth"`
-	Epsilon      *float64          `json:"epsilon"`
-	Delta        *float64          `json:"delta"`
-	Conservative *bool             `json:"conservative"`
-	TopK         *int              `json:"topk"`
-	TZ           *string           `json:"tz"`
-	Levels       map[string]string `json:"levels"`
-	LateLimit    *string           `json:"late_limit"`
+	createRequest
+	TZ        *string           `json:"tz"`
+	Levels    map[string]string `json:"levels"`
+	LateLimit *string           `json:"late_limit"`
 }
 
 func (q seriesRequest) spec() (*series.Spec, error) {
-	sp, err := createRequest{
-		Type: q.Type, Log2m: q.Log2m, Regwidth: q.Regwidth, Expthresh: q.Expthresh, Sparse: q.Sparse,
-		Width: q.Width, Depth: q.Depth, Epsilon: q.Epsilon, Delta: q.Delta, Conservative: q.Conservative, TopK: q.TopK,
-	}.spec()
+	if q.Metric != nil {
+		return nil, sketch.Errorf(sketch.Invalid, "metric applies to sketches; a series exports nothing on /metrics")
+	}
+	sp, err := q.createRequest.spec()
 	if err != nil {
 		return nil, err
 	}

@@ -195,6 +195,14 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.addBody(w, r, q, func(in sketch.Input) (sketch.Added, error) {
+		return s.store.Add(r.Context(), name, in, create)
+	})
+}
+
+// addBody reads an id body in any format (?id_type in q) and answers what
+// add, the store's write, applied, counting it in the metrics.
+func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(sketch.Input) (sketch.Added, error)) error {
 	format, lines, err := s.idFormat(r, q)
 	if err != nil {
 		return err
@@ -206,7 +214,7 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	defer s.putBody(body)
 	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
 	defer in.release()
-	added, err := s.store.Add(r.Context(), name, in, create)
+	added, err := add(in)
 	if err != nil {
 		return err
 	}

@@ -17,27 +17,14 @@ import (
 // Reads see every acknowledged write; they may also see a write whose
 // record is still being synced.
 func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	uniq := sortedUnique(names)
-	es, err := s.acquireAll(uniq)
-	if err != nil {
-		return err
-	}
-	defer s.releaseAll(es)
-	for _, e := range es {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-	}
-	sts := make([]*state, len(names))
-	for i, n := range names {
-		j, _ := slices.BinarySearch(uniq, n)
-		if sts[i] = es[j].st; sts[i] == nil {
-			return notFound(n)
+	return s.viewKeys(ctx, names, func(sts []*state) error {
+		for i, st := range sts {
+			if st == nil {
+				return notFound(names[i])
+			}
 		}
-	}
-	return fn(sts)
+		return fn(sts)
+	})
 }
 
 // Describe returns name's spec, state and estimate.

@@ -313,8 +313,8 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 	return info, err
 }
 
-// viewKeys runs fn with the states of keys (nil for a missing one), each
-// locked against writes.
+// viewKeys runs fn with the states of keys, in order, repeats allowed
+// (nil for a missing one), each locked against writes while fn runs.
 func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

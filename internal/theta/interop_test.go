@@ -265,6 +265,11 @@ func TestInteropSetOperations(t *testing.T) {
 				u.Add(s)
 			}
 			got = u.Result()
+			all, err := UnionAll(Params{LgK: o.lgK}, in...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameSketch(t, o.name+" (UnionAll)", all, res[i])
 		case "intersect":
 			var err error
 			if got, err = Intersect(in...); err != nil {

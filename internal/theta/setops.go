@@ -136,8 +136,7 @@ func Jaccard(a, b *Sketch) Similarity {
 		lgK = max(lgK, bits.Len(uint(n-1)))
 	}
 	lgK = min(lgK, MaxLgK)
-	u := &Union{lgK: uint8(lgK)}
-	u.init()
+	u := newUnion(uint8(lgK))
 	u.Add(a)
 	u.Add(b)
 	un := u.Result()

@@ -280,13 +280,10 @@ func (s *Sketch) SizeBytes() int {
 func MaxSizeBytes(p Params) int { return 8 * (3 + p.MaxRetained()) }
 
 // Union merges o into s, keeping s's lg_k: the result is what
-// DataSketches' union of lg_k(s) returns for s and o (see Union).
+// DataSketches' union of lg_k(s) returns for s and o (see UnionAll).
 func (s *Sketch) Union(o *Sketch) {
-	u := &Union{lgK: s.lgK}
-	u.init()
-	u.Add(s)
-	u.Add(o)
-	*s = *u.Result()
+	r, _ := UnionAll(s.Params(), s, o)
+	*s = *r
 }
 
 // nthSmallest returns the element that would be at index k (0-based) if a

@@ -139,6 +139,9 @@ func TestUnionProperties(t *testing.T) {
 		return encode(t, u.Result())
 	}
 	want := union(buildRange(t, 10, 0, 30000), c)
+	if all, _ := UnionAll(Params{LgK: 10}, c, b, a, c); !bytes.Equal(encode(t, all), want) {
+		t.Error("UnionAll differs from Union")
+	}
 	for name, got := range map[string][]byte{
 		"a b c":     union(a, b, c),
 		"c b a":     union(c, b, a),
@@ -233,6 +236,38 @@ func TestCloneIndependent(t *testing.T) {
 		}
 		if !bytes.Equal(encode(t, form), before) {
 			t.Error("updating a clone changed the original")
+		}
+	}
+}
+
+// TestUnionAllMatchesUnion: on random mixes of sketch sizes, forms and
+// lg_k, the k-way merge gives the same sketch as the incremental union.
+func TestUnionAllMatchesUnion(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 50 {
+		lgK := 4 + r.IntN(8)
+		in := make([]*Sketch, 1+r.IntN(12))
+		for i := range in {
+			s := mustNew(t, Params{LgK: 4 + r.IntN(10)})
+			off := r.IntN(50000)
+			for v := range r.IntN(30000) {
+				s.AddInt(int64(off + v))
+			}
+			if r.IntN(2) == 0 {
+				s.compact()
+			}
+			in[i] = s
+		}
+		u, _ := NewUnion(Params{LgK: lgK})
+		for _, s := range in {
+			u.Add(s)
+		}
+		all, err := UnionAll(Params{LgK: lgK}, in...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(encode(t, all), encode(t, u.Result())) {
+			t.Fatalf("trial %d: UnionAll %v, Union %v", trial, all, u.Result())
 		}
 	}
 }

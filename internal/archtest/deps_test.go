@@ -20,6 +20,8 @@ var rules = map[string]struct {
 	"internal/murmur":     {allow: []string{"github.com/spaolacci/murmur3"}},
 	"internal/hll":        {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/cms":        {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
+	"internal/theta":      {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
+	"internal/freq":       {allow: []string{mod + "internal/theta", mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/ingest":     {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/sketch":     {allow: []string{mod + "internal/hll", mod + "internal/cms", mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"migrations":          {allow: []string{"go.etcd.io/bbolt", "golang.org/x/sys"}, forbidStd: []string{"net/http"}},

@@ -136,18 +136,27 @@ func BenchmarkUnion100(b *testing.B) {
 	}
 }
 
-// BenchmarkIntersect2 intersects two estimating lg_k 12 sketches.
+// BenchmarkIntersect2 intersects two estimating lg_k 12 sketches sharing
+// half their ids, as left by updates (hash tables) or decoded (sorted).
 func BenchmarkIntersect2(b *testing.B) {
-	a, c := mustNew(b, DefaultParams()), mustNew(b, DefaultParams())
-	for v := range int64(200_000) {
-		a.AddInt(v)
-		c.AddInt(v + 100_000)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Intersect(a, c); err != nil {
-			b.Fatal(err)
-		}
+	for _, form := range []string{"updated", "decoded"} {
+		b.Run("form="+form, func(b *testing.B) {
+			a, c := mustNew(b, DefaultParams()), mustNew(b, DefaultParams())
+			for v := range int64(200_000) {
+				a.AddInt(v)
+				c.AddInt(v + 100_000)
+			}
+			if form == "decoded" {
+				a.compact()
+				c.compact()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Intersect(a, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

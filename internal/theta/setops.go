@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // MaxIntersect is the most sketches Intersect accepts at once.
@@ -20,7 +21,7 @@ func Intersect(sketches ...*Sketch) (*Sketch, error) {
 		return nil, fmt.Errorf("theta: intersection of %d sketches, want 1 to %d: %w", len(sketches), MaxIntersect, ErrParams)
 	}
 	r := &Sketch{theta: MaxTheta}
-	valid := false
+	valid, curSorted := false, false
 	var cur []uint64
 	for _, s := range sketches {
 		r.lgK = max(r.lgK, s.lgK)
@@ -40,15 +41,25 @@ func Intersect(sketches ...*Sketch) (*Sketch, error) {
 			valid, cur = true, nil
 			continue
 		}
-		next := s.Hashes(nil)
 		if !valid {
-			valid, cur = true, next
+			// Tables are not sorted here: only the matches are, at the end.
+			valid, cur, curSorted = true, s.entries(nil), s.table == nil
 			continue
 		}
-		cur = intersectSorted(cur, next, r.theta)
+		switch {
+		case s.table != nil:
+			cur = filterContained(cur, s, r.theta)
+		case curSorted:
+			cur = intersectSorted(cur, s.sorted, r.theta)
+		default:
+			cur = filterSorted(cur, s.sorted, r.theta)
+		}
 		if len(cur) == 0 && r.theta == MaxTheta {
 			r.empty = true
 		}
+	}
+	if !curSorted {
+		slices.Sort(cur)
 	}
 	r.sorted = cur
 	if r.sorted == nil {
@@ -74,6 +85,30 @@ func intersectSorted(a, b []uint64, theta uint64) []uint64 {
 			}
 			i++
 			j++
+		}
+	}
+	return out
+}
+
+// filterContained keeps the hashes of cur below theta that s (a table)
+// holds, in place.
+func filterContained(cur []uint64, s *Sketch, theta uint64) []uint64 {
+	out := cur[:0]
+	for _, h := range cur {
+		if h < theta && s.contains(h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// filterSorted keeps the hashes of cur below theta found in sorted, in
+// place.
+func filterSorted(cur, sorted []uint64, theta uint64) []uint64 {
+	out := cur[:0]
+	for _, h := range cur {
+		if _, ok := slices.BinarySearch(sorted, h); ok && h < theta {
+			out = append(out, h)
 		}
 	}
 	return out

@@ -153,6 +153,22 @@ func (s *Sketch) insert(h uint64) {
 	}
 }
 
+// contains reports whether the table holds h (h != 0).
+func (s *Sketch) contains(h uint64) bool {
+	mask := uint64(len(s.table) - 1)
+	i := h & mask
+	st := stride(h, s.lgSize)
+	for {
+		switch s.table[i] {
+		case h:
+			return true
+		case 0:
+			return false
+		}
+		i = (i + st) & mask
+	}
+}
+
 // stride is odd, so probing visits every slot, and uses hash bits above the
 // ones that chose the first slot.
 func stride(h uint64, lgSize uint8) uint64 { return 2*((h>>lgSize)&127) + 1 }

@@ -271,3 +271,34 @@ func TestUnionAllMatchesUnion(t *testing.T) {
 		}
 	}
 }
+
+// TestSetOperationsFormIndependent: intersections and A-not-B give the same
+// bytes whichever form (table or sorted) each operand is in.
+func TestSetOperationsFormIndependent(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := range 30 {
+		in := make([]*Sketch, 2+r.IntN(5))
+		for i := range in {
+			off := r.IntN(20000)
+			in[i] = buildRange(t, 5+r.IntN(8), off, off+r.IntN(40000))
+		}
+		compact := make([]*Sketch, len(in))
+		mixed := make([]*Sketch, len(in))
+		for i, s := range in {
+			compact[i] = s.Clone()
+			compact[i].compact()
+			mixed[i] = s
+			if r.IntN(2) == 0 {
+				mixed[i] = compact[i]
+			}
+		}
+		want, _ := Intersect(compact...)
+		got, _ := Intersect(mixed...)
+		if !bytes.Equal(encode(t, got), encode(t, want)) {
+			t.Fatalf("trial %d: Intersect differs between forms: %v vs %v", trial, got, want)
+		}
+		if !bytes.Equal(encode(t, AnotB(mixed[0], mixed[1])), encode(t, AnotB(compact[0], compact[1]))) {
+			t.Fatalf("trial %d: AnotB differs between forms", trial)
+		}
+	}
+}

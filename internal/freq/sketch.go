@@ -259,42 +259,58 @@ func (s *Sketch) MemoryBytes() int { return 64 + 8*cap(s.keys) + 4*cap(s.counts)
 // policy and lg_k(s) returns for s and o: the k smallest keys below both
 // thetas, theta the (k+1)-th of them if there are more.
 func (s *Sketch) Union(o *Sketch) {
-	u := &Sketch{lgK: s.lgK, empty: true, theta: theta.MaxTheta}
-	t := uint64(theta.MaxTheta)
+	r := &Sketch{lgK: s.lgK, empty: s.empty && o.empty, theta: theta.MaxTheta}
+	if r.empty {
+		*s = *r
+		return
+	}
+	for _, x := range []*Sketch{s, o} {
+		if !x.empty {
+			r.theta = min(r.theta, x.theta)
+		}
+	}
+	keys := make([]uint64, 0, s.n+o.n)
+	counts := make([]uint32, 0, s.n+o.n)
+	// index maps a key to its position in keys, by open addressing.
+	lg := uint8(minLgSize)
+	for 1<<lg < 2*(s.n+o.n) {
+		lg++
+	}
+	index := make([]int32, 1<<lg) // position+1; 0 free
+	mask := uint64(len(index) - 1)
 	for _, x := range []*Sketch{s, o} {
 		if x.empty {
 			continue
 		}
-		u.empty = false
-		t = min(t, x.theta)
-		for i, h := range x.keys {
-			if h != 0 && h < t && h < u.theta {
-				u.add(h, x.counts[i])
+		for j, h := range x.keys {
+			if h == 0 || h >= r.theta {
+				continue
+			}
+			i := h & mask
+			st := stride(h, lg)
+			for index[i] != 0 && keys[index[i]-1] != h {
+				i = (i + st) & mask
+			}
+			if p := index[i]; p != 0 {
+				counts[p-1] = addSat(counts[p-1], x.counts[j])
+				continue
+			}
+			keys, counts = append(keys, h), append(counts, x.counts[j])
+			index[i] = int32(len(keys))
+		}
+	}
+	if k := 1 << s.lgK; len(keys) > k {
+		r.theta = nthSmallest(slices.Clone(keys), k)
+		kk, kc := keys[:0], counts[:0]
+		for i, h := range keys {
+			if h < r.theta {
+				kk, kc = append(kk, h), append(kc, counts[i])
 			}
 		}
-		t = min(t, u.theta)
+		keys, counts = kk, kc
 	}
-	keys, counts := u.entries()
-	kk, kc := keys[:0], counts[:0]
-	for i, h := range keys {
-		if h < t {
-			kk, kc = append(kk, h), append(kc, counts[i])
-		}
-	}
-	if k := 1 << s.lgK; len(kk) > k {
-		sorted := slices.Clone(kk)
-		t = nthSmallest(sorted, k)
-		k2, c2 := kk[:0], kc[:0]
-		for i, h := range kk {
-			if h < t {
-				k2, c2 = append(k2, h), append(c2, kc[i])
-			}
-		}
-		kk, kc = k2, c2
-	}
-	r := &Sketch{lgK: s.lgK, empty: u.empty, theta: t}
-	if !r.empty {
-		r.rehash(tableLgSize(len(kk), int(s.lgK)), kk, kc)
+	if len(keys) > 0 {
+		r.rehash(tableLgSize(len(keys), int(s.lgK)), keys, counts)
 	}
 	*s = *r
 }

@@ -63,7 +63,7 @@ func BenchmarkDecodeAndReport(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := Decode(raw, DefaultParams())
+		d, err := DecodeParams(raw, DefaultParams())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,8 @@ import (
 //	byte 1     serial version, 3
 //	byte 2     family, 9 (tuple)
 //	byte 3     sketch type, 1 (compact tuple sketch)
-//	byte 4     unused
+//	byte 4     unused (the libraries write 0 and never read it;
+//	           AppendStored keeps lg_k there)
 //	byte 5     flags: 1 big-endian (never), 2 read-only, 4 empty, 8
 //	           compact, 16 ordered
 //	bytes 6-7  seed hash
@@ -105,10 +106,49 @@ func (s *Sketch) appendWidth(b []byte, width int) []byte {
 	return b
 }
 
+// AppendStored appends the 4-byte-summary encoding with lg_k in byte 4,
+// which the libraries' readers skip as unused, so that Decode restores the
+// sketch's parameters (the format does not record them).
+func (s *Sketch) AppendStored(b []byte) []byte {
+	n := len(b)
+	b = s.appendWidth(b, SummaryInt32)
+	b[n+4] = s.lgK
+	return b
+}
+
+// Sniff reports whether b starts like a compact tuple sketch of serial
+// version 3 (preamble longs 1 to 3, version 3, family 9, type 1).
+func Sniff(b []byte) bool {
+	return len(b) >= 8 && b[0] >= 1 && b[0] <= 3 && b[1] == serialVersion && b[2] == familyTuple && b[3] == typeCompact
+}
+
+// Decode decodes a compact tuple sketch (see DecodeParams) with the
+// parameters the bytes imply: lg_k from byte 4 when it holds one in range
+// (AppendStored writes it there), otherwise 12 or the smallest lg_k that
+// keeps every entry if that is larger.
+func Decode(b []byte) (*Sketch, error) {
+	return DecodeParams(b, ParamsOf(b))
+}
+
+// ParamsOf returns the parameters Decode uses for b.
+func ParamsOf(b []byte) Params {
+	if len(b) >= 5 && int(b[4]) >= theta.MinLgK && int(b[4]) <= theta.MaxLgK {
+		return Params{LgK: int(b[4])}
+	}
+	p := DefaultParams()
+	if len(b) >= 12 && b[0] >= 2 {
+		n := int(binary.LittleEndian.Uint32(b[8:]))
+		for p.LgK < theta.MaxLgK && p.MaxRetained() < n {
+			p.LgK++
+		}
+	}
+	return p
+}
+
 // UnmarshalBinary replaces s with the sketch in b, keeping s's lg_k (see
-// Decode). On error s is unchanged.
+// DecodeParams). On error s is unchanged.
 func (s *Sketch) UnmarshalBinary(b []byte) error {
-	d, err := Decode(b, s.Params())
+	d, err := DecodeParams(b, s.Params())
 	if err != nil {
 		return err
 	}
@@ -116,7 +156,7 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// Decode decodes a compact tuple sketch, serial version 3, type 1, whose
+// DecodeParams decodes a compact tuple sketch, serial version 3, type 1, whose
 // summaries are integer counts of either width (4 bytes as C++/Python
 // write them, 5 as Java's IntegerSummary does, told apart by the length),
 // into a sketch with parameters p (the format does not record lg_k). The
@@ -132,7 +172,7 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 // not the entries at one summary width, a key that is zero, not below
 // theta, out of order or repeated, or a count below 1: ErrCorrupt.
 // Nothing is allocated before the length is checked against the count.
-func Decode(b []byte, p Params) (*Sketch, error) {
+func DecodeParams(b []byte, p Params) (*Sketch, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -155,7 +155,7 @@ func TestDecodeMalformed(t *testing.T) {
 func TestDecodeJavaForms(t *testing.T) {
 	h1, h2 := theta.HashInt(1), theta.HashInt(2)
 	java := exact(flagCompact|flagReadOnly, entry{max(h1, h2), 4, 0}, entry{min(h1, h2), 1, 0})
-	s, err := Decode(java, DefaultParams())
+	s, err := DecodeParams(java, DefaultParams())
 	if err != nil {
 		t.Fatalf("Decode(Java form) = %v", err)
 	}
@@ -167,7 +167,7 @@ func TestDecodeJavaForms(t *testing.T) {
 	if !bytes.Equal(encode(t, s), encode(t, want)) {
 		t.Errorf("Java form decoded as %x, want %x", encode(t, s), encode(t, want))
 	}
-	empty, err := Decode(append(preamble(1, flagCompact|flagReadOnly|flagEmpty)[:6], 0, 0), DefaultParams())
+	empty, err := DecodeParams(append(preamble(1, flagCompact|flagReadOnly|flagEmpty)[:6], 0, 0), DefaultParams())
 	if err != nil || !empty.IsEmpty() {
 		t.Errorf("Decode(Java empty) = %v, %v", empty, err)
 	}
@@ -187,12 +187,12 @@ func allocBound(in []byte) uint64 { return 8*uint64(len(in)) + 4096 }
 
 func decodeAllocBytes(in []byte) uint64 {
 	p := Params{LgK: theta.MaxLgK}
-	Decode(in, p)
+	DecodeParams(in, p)
 	least := uint64(math.MaxUint64)
 	for range 3 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s, _ := Decode(in, p)
+		s, _ := DecodeParams(in, p)
 		runtime.ReadMemStats(&after)
 		runtime.KeepAlive(s)
 		least = min(least, after.TotalAlloc-before.TotalAlloc)
@@ -216,6 +216,11 @@ func FuzzDecode(f *testing.F) {
 		if alloc := decodeAllocBytes(in); alloc > allocBound(in) {
 			t.Fatalf("Decode(%d bytes) allocated %d bytes", len(in), alloc)
 		}
+		if d, err := Decode(in); err != nil && !wrapsOne(err) {
+			t.Fatalf("Decode: error %q wraps no single sentinel", err)
+		} else if err == nil && d.Params() != ParamsOf(in) {
+			t.Fatalf("Decode used %v, ParamsOf says %v", d.Params(), ParamsOf(in))
+		}
 		s := mustNew(t, Params{LgK: 5})
 		s.AddInt(42)
 		before := encode(t, s)
@@ -230,7 +235,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		canon := encode(t, s)
 		for _, form := range [][]byte{canon, s.AppendJava(nil)} {
-			again, err := Decode(form, s.Params())
+			again, err := DecodeParams(form, s.Params())
 			if err != nil || !bytes.Equal(encode(t, again), canon) {
 				t.Fatalf("canonical form %x does not round-trip: %v", form, err)
 			}
@@ -251,8 +256,46 @@ func FuzzDecode(f *testing.F) {
 		}
 		s.AddInt(int64(len(in)))
 		s.Union(s.Clone())
-		if _, err := Decode(encode(t, s), s.Params()); err != nil {
+		if _, err := DecodeParams(encode(t, s), s.Params()); err != nil {
 			t.Fatalf("after an update and a union: %v", err)
 		}
 	})
+}
+
+// TestDecodeParamsOf: AppendStored keeps lg_k in byte 4, which Decode
+// restores with every count; library bytes decode at lg_k 12 or the
+// smallest that keeps them; Sniff claims tuple bytes only.
+func TestDecodeParamsOf(t *testing.T) {
+	for _, lgK := range []int{theta.MinLgK, 9, 12, 14} {
+		for _, users := range []int{0, 1, 40, 30000} {
+			s := mustNew(t, Params{LgK: lgK})
+			for _, id := range impressions(uint64(users), users, 20) {
+				s.AddInt(id)
+			}
+			stored := s.AppendStored(nil)
+			d, err := Decode(stored)
+			if err != nil {
+				t.Fatalf("lg_k %d: Decode(stored) = %v", lgK, err)
+			}
+			if d.Params().LgK != lgK || !bytes.Equal(encode(t, d), encode(t, s)) {
+				t.Errorf("lg_k %d users %d: stored bytes decoded as %v", lgK, users, d)
+			}
+			plain, err := Decode(encode(t, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := plain.Params()
+			if pl.LgK < theta.DefaultLgK || pl.MaxRetained() < s.Retained() || (pl.LgK > theta.DefaultLgK && (Params{LgK: pl.LgK - 1}).MaxRetained() >= s.Retained()) {
+				t.Errorf("lg_k %d users %d: library bytes (%d entries) decoded at lg_k %d", lgK, users, s.Retained(), pl.LgK)
+			}
+			if !Sniff(stored) || !Sniff(s.AppendJava(nil)) {
+				t.Errorf("lg_k %d users %d: Sniff refused a tuple sketch", lgK, users)
+			}
+		}
+	}
+	for _, b := range [][]byte{nil, {0x14, 0x8e, 0x7f}, {2, 3, 3, 0, 0, 0x1a, 0xcc, 0x93}, {2, 3, 9, 5, 0, 0x1a, 0xcc, 0x93}} {
+		if Sniff(b) {
+			t.Errorf("Sniff(%x) = true", b)
+		}
+	}
 }

@@ -167,7 +167,7 @@ func TestInteropBuild(t *testing.T) {
 	for _, b := range bs {
 		s := b.sketch(t)
 		ops = append(ops, b.op(),
-			map[string]any{"op": "read", "sketch": hexOf(t, s), "width": 4},
+			map[string]any{"op": "read", "sketch": hex.EncodeToString(s.AppendStored(nil)), "width": 4},
 			map[string]any{"op": "read", "sketch": hex.EncodeToString(s.AppendJava(nil)), "width": 5})
 	}
 	var res []pyResult
@@ -175,11 +175,11 @@ func TestInteropBuild(t *testing.T) {
 	for i, b := range bs {
 		s := b.sketch(t)
 		sameSketch(t, b.name+": built by the library", s, res[3*i])
-		sameSketch(t, b.name+": 4-byte form read by the library", s, res[3*i+1])
+		sameSketch(t, b.name+": stored form (lg_k in byte 4) read by the library", s, res[3*i+1])
 		sameSketch(t, b.name+": Java form read by the library", s, res[3*i+2])
 		for _, form := range []string{res[3*i].Bytes, res[3*i].Java} {
 			raw, _ := hex.DecodeString(form)
-			d, err := Decode(raw, Params{LgK: b.lgK})
+			d, err := Decode(raw)
 			if err != nil {
 				t.Fatalf("%s: Decode(library bytes) = %v", b.name, err)
 			}

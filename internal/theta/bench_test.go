@@ -117,7 +117,7 @@ func BenchmarkUnion100(b *testing.B) {
 				if form == "decoded" {
 					raw, _ := s.MarshalBinary()
 					var err error
-					if s, err = Decode(raw, DefaultParams()); err != nil {
+					if s, err = DecodeParams(raw, DefaultParams()); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -179,7 +179,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Decode(raw, DefaultParams()); err != nil {
+		if _, err := DecodeParams(raw, DefaultParams()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,7 +12,9 @@ import (
 //	           3 (estimating: theta follows)
 //	byte 1     serial version, 3
 //	byte 2     family, 3 (compact theta)
-//	bytes 3-4  unused (lg_nom and lg_arr in update sketches; 0 here)
+//	bytes 3-4  lg_nom and lg_arr in update sketches; unused in compact ones
+//	           (the libraries write 0 and never read them; AppendStored
+//	           keeps lg_k in byte 3)
 //	byte 5     flags: 1 big-endian (never), 2 read-only, 4 empty, 8 compact,
 //	           16 ordered, 32 single item (Java only)
 //	bytes 6-7  seed hash
@@ -88,6 +90,19 @@ func (s *Sketch) AppendBinary(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// AppendStored appends the encoding AppendBinary writes, except that byte
+// 3 holds lg_k: the preamble's lg_nom field, which DataSketches' update
+// sketches use for exactly this and its compact-sketch readers (Java, C++,
+// Python) ignore. Decode then restores the sketch's parameters, which the
+// compact format otherwise does not record; the libraries read these bytes
+// as the same sketch.
+func (s *Sketch) AppendStored(b []byte) []byte {
+	n := len(b)
+	b, _ = s.AppendBinary(b)
+	b[n+3] = s.lgK
+	return b
+}
+
 // sortLongs sorts the little-endian uint64s in b in place.
 func sortLongs(b []byte) {
 	e := make([]uint64, len(b)/8)
@@ -100,10 +115,44 @@ func sortLongs(b []byte) {
 	}
 }
 
+// Sniff reports whether b starts like a compact theta sketch of serial
+// version 3 (preamble longs 1 to 3, version 3, family 3). It does not
+// validate the rest; Decode does.
+func Sniff(b []byte) bool {
+	return len(b) >= 8 && b[0] >= 1 && b[0] <= 3 && b[1] == serialVersion && b[2] == familyCompact
+}
+
+// Decode decodes a compact theta sketch (see DecodeParams for what is
+// accepted and the errors) with the parameters the bytes imply: lg_k from
+// byte 3 when it holds one in range (AppendStored writes it there);
+// otherwise the default, 12, or the smallest lg_k that keeps all the
+// retained hashes if that is larger. The libraries write 0 in byte 3, so
+// their sketches decode at lg_k 12 or more: never fewer hashes than they
+// hold, and no bound changes (the estimate and bounds depend only on the
+// hashes and theta).
+func Decode(b []byte) (*Sketch, error) {
+	return DecodeParams(b, ParamsOf(b))
+}
+
+// ParamsOf returns the parameters Decode uses for b (valid whatever b is).
+func ParamsOf(b []byte) Params {
+	if len(b) >= 4 && int(b[3]) >= MinLgK && int(b[3]) <= MaxLgK {
+		return Params{LgK: int(b[3])}
+	}
+	p := DefaultParams()
+	if len(b) >= 12 && b[0] >= 2 {
+		n := int(binary.LittleEndian.Uint32(b[8:]))
+		for p.LgK < MaxLgK && p.MaxRetained() < n {
+			p.LgK++
+		}
+	}
+	return p
+}
+
 // UnmarshalBinary replaces s with the sketch encoded in b, keeping s's
-// lg_k (see Decode). On error s is unchanged.
+// lg_k (see DecodeParams). On error s is unchanged.
 func (s *Sketch) UnmarshalBinary(b []byte) error {
-	d, err := Decode(b, s.Params())
+	d, err := DecodeParams(b, s.Params())
 	if err != nil {
 		return err
 	}
@@ -111,7 +160,7 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// Decode decodes a compact theta sketch, serial version 3, as DataSketches'
+// DecodeParams decodes a compact theta sketch, serial version 3, as DataSketches'
 // Java, C++ and Python libraries write it, into a sketch with parameters p:
 // the format does not record lg_k, which decides how the sketch keeps
 // growing. It accepts
@@ -131,7 +180,7 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 // does not fit the flags, trailing bytes, or a hash that is zero, not
 // below theta, out of order or repeated: ErrCorrupt. Nothing is allocated
 // before the length is checked against the declared count.
-func Decode(b []byte, p Params) (*Sketch, error) {
+func DecodeParams(b []byte, p Params) (*Sketch, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func TestSeedHash(t *testing.T) {
 // C++/Python form.
 func TestDecodeJavaForms(t *testing.T) {
 	javaEmpty := []byte{1, 3, 3, 0, 0, 0x1e, 0, 0}
-	s, err := Decode(javaEmpty, DefaultParams())
+	s, err := DecodeParams(javaEmpty, DefaultParams())
 	if err != nil {
 		t.Fatalf("Decode(Java empty) = %v", err)
 	}
@@ -96,7 +96,7 @@ func TestDecodeJavaForms(t *testing.T) {
 	}
 	h := HashInt(42)
 	javaSingle := le(preamble(1, fOrdered|flagSingleItem), h)
-	s, err = Decode(javaSingle, DefaultParams())
+	s, err = DecodeParams(javaSingle, DefaultParams())
 	if err != nil {
 		t.Fatalf("Decode(Java single item) = %v", err)
 	}
@@ -108,7 +108,7 @@ func TestDecodeJavaForms(t *testing.T) {
 	// An unordered exact sketch (Java's compact(false)) is sorted.
 	a, b := HashInt(1), HashInt(2)
 	unordered := le(preamble(2, flagCompact|flagReadOnly), uint32(2), uint32(0), max(a, b), min(a, b))
-	s, err = Decode(unordered, DefaultParams())
+	s, err = DecodeParams(unordered, DefaultParams())
 	if err != nil {
 		t.Fatalf("Decode(unordered) = %v", err)
 	}
@@ -208,7 +208,7 @@ func TestDecodeMalformed(t *testing.T) {
 			t.Errorf("%s: receiver changed to %x", tt.name, got)
 		}
 	}
-	if _, err := Decode(preamble(1, fEmpty), Params{LgK: 27}); !errors.Is(err, ErrParams) {
+	if _, err := DecodeParams(preamble(1, fEmpty), Params{LgK: 27}); !errors.Is(err, ErrParams) {
 		t.Errorf("Decode with lg_k 27 = %v, want ErrParams", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestDecodeLimits(t *testing.T) {
 	for _, h := range hs {
 		b = le(b, h)
 	}
-	s, err := Decode(b, p)
+	s, err := DecodeParams(b, p)
 	if err != nil {
 		t.Fatalf("Decode(%d hashes at lg_k 4) = %v", len(hs), err)
 	}
@@ -254,12 +254,12 @@ func allocBound(in []byte) uint64 { return 2*uint64(len(in)) + 1024 }
 // a few runs, after a warm-up call.
 func decodeAllocBytes(in []byte) uint64 {
 	p := Params{LgK: MaxLgK}
-	Decode(in, p)
+	DecodeParams(in, p)
 	least := uint64(math.MaxUint64)
 	for range 3 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s, _ := Decode(in, p)
+		s, _ := DecodeParams(in, p)
 		runtime.ReadMemStats(&after)
 		runtime.KeepAlive(s)
 		least = min(least, after.TotalAlloc-before.TotalAlloc)
@@ -292,6 +292,11 @@ func FuzzDecode(f *testing.F) {
 		if alloc := decodeAllocBytes(in); alloc > allocBound(in) {
 			t.Fatalf("Decode(%d bytes) allocated %d bytes", len(in), alloc)
 		}
+		if d, err := Decode(in); err != nil && !wrapsOne(err) {
+			t.Fatalf("Decode: error %q wraps no single sentinel", err)
+		} else if err == nil && d.Params() != ParamsOf(in) {
+			t.Fatalf("Decode used %v, ParamsOf says %v", d.Params(), ParamsOf(in))
+		}
 		s := mustNew(t, Params{LgK: 5})
 		s.AddInt(42)
 		before := encode(t, s)
@@ -306,7 +311,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		// Accepted: the canonical encoding decodes to itself.
 		canon := encode(t, s)
-		again, err := Decode(canon, s.Params())
+		again, err := DecodeParams(canon, s.Params())
 		if err != nil {
 			t.Fatalf("Decode(canonical %x) = %v", canon, err)
 		}
@@ -318,8 +323,49 @@ func FuzzDecode(f *testing.F) {
 		}
 		s.AddInt(int64(len(in)))
 		s.Union(again)
-		if _, err := Decode(encode(t, s), s.Params()); err != nil {
+		if _, err := DecodeParams(encode(t, s), s.Params()); err != nil {
 			t.Fatalf("after an update and a union: %v", err)
 		}
 	})
+}
+
+// TestDecodeParamsOf: AppendStored keeps lg_k, which Decode restores; the
+// libraries' bytes (0 in byte 3) decode at lg_k 12, or larger when they
+// hold more hashes than 12 keeps; Sniff claims theta bytes only.
+func TestDecodeParamsOf(t *testing.T) {
+	for _, lgK := range []int{MinLgK, 7, 12, 15} {
+		for _, n := range []int{0, 1, 5, 100000} {
+			s := buildRange(t, lgK, 0, n)
+			stored := s.AppendStored(nil)
+			d, err := Decode(stored)
+			if err != nil {
+				t.Fatalf("lg_k %d n %d: Decode(stored) = %v", lgK, n, err)
+			}
+			if d.Params().LgK != lgK || !bytes.Equal(encode(t, d), encode(t, s)) {
+				t.Errorf("lg_k %d n %d: stored bytes decoded as %v", lgK, n, d)
+			}
+			plain, err := Decode(encode(t, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := plain.Params()
+			if pl.LgK < DefaultLgK || pl.MaxRetained() < s.Retained() || (pl.LgK > DefaultLgK && (Params{LgK: pl.LgK - 1}).MaxRetained() >= s.Retained()) {
+				t.Errorf("lg_k %d n %d: library bytes (%d hashes) decoded at lg_k %d", lgK, n, s.Retained(), pl.LgK)
+			}
+			if !Sniff(stored) || !Sniff(encode(t, s)) {
+				t.Errorf("lg_k %d n %d: Sniff refused a theta sketch", lgK, n)
+			}
+		}
+	}
+	// More hashes than lg_k 12 keeps: the smallest lg_k that keeps them.
+	s := buildRange(t, 14, 0, 1_000_000)
+	d, err := Decode(encode(t, s))
+	if err != nil || d.Params().LgK != 14 || d.Retained() != s.Retained() || s.Retained() <= (Params{LgK: 13}).MaxRetained() {
+		t.Errorf("Decode of %d hashes: %v, %v; want lg_k 14", s.Retained(), d, err)
+	}
+	for _, b := range [][]byte{nil, {0x14, 0x8e, 0x7f}, {2, 3, 9, 1, 0, 0x1a, 0xcc, 0x93}, {1, 4, 3, 0, 0, 0x1e, 0xcc, 0x93}} {
+		if Sniff(b) {
+			t.Errorf("Sniff(%x) = true", b)
+		}
+	}
 }

@@ -228,7 +228,7 @@ func TestIntersectionBoundsCover(t *testing.T) {
 // forms.
 func TestCloneIndependent(t *testing.T) {
 	s := buildRange(t, 8, 0, 5000)
-	for _, form := range []*Sketch{s, func() *Sketch { d, _ := Decode(encode(t, s), s.Params()); return d }()} {
+	for _, form := range []*Sketch{s, func() *Sketch { d, _ := DecodeParams(encode(t, s), s.Params()); return d }()} {
 		before := encode(t, form)
 		c := form.Clone()
 		for i := range 10000 {

@@ -21,9 +21,11 @@
 // 4 bytes (a little-endian int32) as the C++ library writes it with an
 // int32 serde and Python's PyIntsSerDe; Java's IntegerSummary writes 5
 // (the int32 and its mode byte, 0 = sum). MarshalBinary writes the 4-byte
-// form, AppendJava the 5-byte one, and Decode reads both, telling them
-// apart by length. Decode documents exactly what it accepts. The format
-// records no lg_k, so Decode takes the parameters to decode into.
+// form, AppendJava the 5-byte one, and the decoders read both, telling
+// them apart by length; DecodeParams documents exactly what it accepts.
+// The format records no lg_k: AppendStored keeps it in the unused byte 4,
+// from which Decode restores it (else lg_k 12, or more if the entries need
+// it).
 //
 // # Report
 //

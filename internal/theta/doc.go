@@ -36,10 +36,12 @@
 //
 // # Format
 //
-// See codec.go for the byte layout; Decode documents what it accepts. The
-// format records neither lg_k nor the seed (only a 16-bit seed hash), so
-// Decode takes the parameters to decode into. MarshalBinary writes the
-// ordered compact form as C++ and Python write it.
+// See codec.go for the byte layout; DecodeParams documents what it
+// accepts. The format records neither lg_k nor the seed (only a 16-bit
+// seed hash). MarshalBinary writes the ordered compact form exactly as C++
+// and Python write it; AppendStored also keeps lg_k in the preamble byte
+// the libraries' compact readers ignore, and Decode restores it from there
+// (or picks lg_k 12, or more if the hashes need it).
 //
 // # Errors
 //

@@ -2,13 +2,17 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/ingest"
 	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/internal/theta"
 )
 
 // createRequest is the body of PUT /v1/sketches/{name}. Absent fields take
@@ -25,7 +29,35 @@ type createRequest struct {
 	Delta        *float64 `json:"delta"`
 	Conservative *bool    `json:"conservative"`
 	TopK         *int     `json:"topk"`
+	LgK          *int     `json:"lg_k"`
 	Metric       *bool    `json:"metric"`
+}
+
+// kindFields names the create fields each kind takes.
+var kindFields = map[sketch.Type]string{
+	sketch.TypeHLL:   "log2m regwidth expthresh sparse",
+	sketch.TypeCMS:   "width depth epsilon delta conservative topk",
+	sketch.TypeTheta: "lg_k",
+	sketch.TypeFreq:  "lg_k",
+}
+
+// foreignField returns a field set in c that a sketch of type typ does
+// not take, and the kind it belongs to.
+func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
+	set := map[string]bool{
+		"log2m": c.Log2m != nil, "regwidth": c.Regwidth != nil, "expthresh": c.Expthresh != nil, "sparse": c.Sparse != nil,
+		"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil, "delta": c.Delta != nil,
+		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "lg_k": c.LgK != nil,
+	}
+	own := " " + kindFields[typ] + " "
+	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta} {
+		for _, f := range strings.Fields(kindFields[other]) {
+			if set[f] && !strings.Contains(own, " "+f+" ") {
+				return f, other
+			}
+		}
+	}
+	return "", ""
 }
 
 func (c createRequest) spec() (sketch.Spec, error) {
@@ -37,12 +69,13 @@ func (c createRequest) spec() (sketch.Spec, error) {
 	if c.Metric != nil {
 		sp.Metric = *c.Metric
 	}
+	if _, known := kindFields[typ]; known {
+		if f, other := c.foreignField(typ); f != "" {
+			return sp, sketch.Errorf(sketch.Invalid, "%s is a parameter of %s sketches; this sketch is %s", f, other, typ)
+		}
+	}
 	switch typ {
 	case sketch.TypeHLL:
-		if name := firstSet(map[string]bool{"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil,
-			"delta": c.Delta != nil, "conservative": c.Conservative != nil, "topk": c.TopK != nil}); name != "" {
-			return sp, sketch.Errorf(sketch.Invalid, "%s is a cms parameter; this sketch is an hll", name)
-		}
 		p := hll.DefaultParams()
 		setInt(&p.Log2m, c.Log2m)
 		setInt(&p.Regwidth, c.Regwidth)
@@ -54,10 +87,6 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		}
 		sp.Params = sketch.HLLParams{Params: p}
 	case sketch.TypeCMS:
-		if name := firstSet(map[string]bool{"log2m": c.Log2m != nil, "regwidth": c.Regwidth != nil,
-			"expthresh": c.Expthresh != nil, "sparse": c.Sparse != nil}); name != "" {
-			return sp, sketch.Errorf(sketch.Invalid, "%s is an hll parameter; this sketch is a cms", name)
-		}
 		shape := c.Width != nil || c.Depth != nil
 		bound := c.Epsilon != nil || c.Delta != nil
 		var p cms.Params
@@ -83,6 +112,14 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		}
 		setInt(&p.TopK, c.TopK)
 		sp.Params = sketch.CMSParams{Params: p}
+	case sketch.TypeTheta:
+		p := theta.DefaultParams()
+		setInt(&p.LgK, c.LgK)
+		sp.Params = sketch.ThetaParams{Params: p}
+	case sketch.TypeFreq:
+		p := freq.DefaultParams()
+		setInt(&p.LgK, c.LgK)
+		sp.Params = sketch.FreqParams{Params: p}
 	default:
 		if _, err := sketch.Lookup(typ); err != nil {
 			return sp, err
@@ -90,15 +127,6 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		return sp, sketch.Errorf(sketch.Invalid, "sketches of type %s cannot be created over HTTP", typ)
 	}
 	return sp, sp.Validate()
-}
-
-func firstSet(m map[string]bool) string {
-	for _, k := range []string{"log2m", "regwidth", "expthresh", "sparse", "width", "depth", "epsilon", "delta", "conservative", "topk"} {
-		if m[k] {
-			return k
-		}
-	}
-	return ""
 }
 
 func setInt(dst *int, v *int) {
@@ -167,9 +195,38 @@ func describe(in sketch.Info) any {
 			Sparse: p.Sparse, Representation: in.Representation, Cardinality: finite(in.Cardinality), StdError: in.StdError,
 			SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric,
 		}
+	case sketch.ThetaParams:
+		return sampledResponse{Name: in.Name, Type: string(sketch.TypeTheta), LgK: p.LgK, Cardinality: in.Cardinality,
+			Lower: in.Lower, Upper: in.Upper, Theta: in.Theta, Retained: in.Retained,
+			SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+	case sketch.FreqParams:
+		imp := in.Total
+		return sampledResponse{Name: in.Name, Type: string(sketch.TypeFreq), LgK: p.LgK, Cardinality: in.Cardinality,
+			Lower: in.Lower, Upper: in.Upper, Theta: in.Theta, Retained: in.Retained, Impressions: &imp,
+			SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
 	}
 	return baseResponse{Name: in.Name, Type: string(in.Spec.Type()), SizeBytes: in.SizeBytes,
 		CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+}
+
+// sampledResponse describes a theta or frequency sketch: the distinct
+// count with its bounds at two standard deviations (about 95%), the
+// sampling rate theta and the hashes kept; a frequency sketch also its
+// estimated impressions.
+type sampledResponse struct {
+	Name        string    `json:"name"`
+	Type        string    `json:"type"`
+	LgK         int       `json:"lg_k"`
+	Cardinality float64   `json:"cardinality"`
+	Lower       float64   `json:"lower_bound"`
+	Upper       float64   `json:"upper_bound"`
+	Theta       float64   `json:"theta"`
+	Retained    int       `json:"retained"`
+	Impressions *int64    `json:"impressions,omitempty"`
+	SizeBytes   int       `json:"size_bytes"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Metric      bool      `json:"metric"`
 }
 
 // baseResponse describes a sketch of a kind without a shape of its own.
@@ -343,4 +400,136 @@ type eventDTO struct {
 
 type eventsResponse struct {
 	Accepted int `json:"accepted"`
+}
+
+// thetaBounds is an estimate with its bounds at two standard deviations.
+type thetaBounds struct {
+	Estimate float64 `json:"estimate"`
+	Lower    float64 `json:"lower"`
+	Upper    float64 `json:"upper"`
+}
+
+// thetaIntersectionResponse is the intersection of theta sketches:
+// DataSketches' estimate and bounds, whose error scales with the
+// intersection rather than the union.
+type thetaIntersectionResponse struct {
+	Method           string       `json:"method"`
+	Estimate         float64      `json:"estimate"`
+	Error            float64      `json:"error"`
+	Lower            float64      `json:"lower"`
+	Upper            float64      `json:"upper"`
+	Spurious         bool         `json:"spurious"`
+	Reliable         bool         `json:"reliable"`
+	Warnings         []string     `json:"warnings"`
+	Terms            []term       `json:"terms"`
+	Overlap          float64      `json:"overlap"`
+	CardinalityRatio float64      `json:"cardinality_ratio"`
+	LgK              int          `json:"lg_k"`
+	Retained         int          `json:"retained"`
+	Theta            float64      `json:"theta"`
+	Jaccard          *thetaBounds `json:"jaccard,omitempty"`
+	ANotB            *thetaBounds `json:"a_not_b,omitempty"`
+	BNotA            *thetaBounds `json:"b_not_a,omitempty"`
+}
+
+// minRetained is how many hashes an intersection must keep for its bounds
+// to be called reliable: below it the binomial bounds are wide.
+const minRetained = 10
+
+func boundsOf(t *theta.Sketch) thetaBounds {
+	lo, _ := t.LowerBound(2)
+	hi, _ := t.UpperBound(2)
+	return thetaBounds{Estimate: t.Estimate(), Lower: lo, Upper: hi}
+}
+
+func thetaIntersectionDTO(labels []string, ts []*theta.Sketch) (thetaIntersectionResponse, error) {
+	if len(ts) < 2 || len(ts) > sketch.MaxIntersect {
+		return thetaIntersectionResponse{}, sketch.Errorf(sketch.Invalid, "an intersection takes 2 to %d sketches, got %d", sketch.MaxIntersect, len(ts))
+	}
+	x, err := theta.Intersect(ts...)
+	if err != nil {
+		return thetaIntersectionResponse{}, sketch.Wrap(sketch.Invalid, err, "cannot intersect these theta sketches")
+	}
+	b := boundsOf(x)
+	lo1, _ := x.LowerBound(1)
+	hi1, _ := x.UpperBound(1)
+	resp := thetaIntersectionResponse{
+		Method: "theta", Estimate: b.Estimate, Error: (hi1 - lo1) / 2, Lower: b.Lower, Upper: b.Upper,
+		LgK: x.Params().LgK, Retained: x.Retained(), Theta: x.Theta(), Warnings: []string{},
+	}
+	small, large := math.Inf(1), 0.0
+	for i, t := range ts {
+		e := t.Estimate()
+		resp.Terms = append(resp.Terms, term{Sketches: []string{labels[i]}, Cardinality: e})
+		small, large = min(small, e), max(large, e)
+	}
+	if small > 0 {
+		resp.Overlap = resp.Estimate / small
+		resp.CardinalityRatio = large / small
+	}
+	resp.Spurious = b.Lower == 0
+	resp.Reliable = !resp.Spurious && x.Retained() >= minRetained
+	switch {
+	case resp.Spurious:
+		resp.Warnings = append(resp.Warnings, "the lower bound is 0: the sets may not overlap at all")
+	case !resp.Reliable:
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("only %d sampled users are in the intersection: its bounds are wide", x.Retained()))
+	}
+	if len(ts) == 2 {
+		j := theta.Jaccard(ts[0], ts[1])
+		resp.Jaccard = &thetaBounds{Estimate: j.Estimate, Lower: j.Lower, Upper: j.Upper}
+		ab, ba := boundsOf(theta.AnotB(ts[0], ts[1])), boundsOf(theta.AnotB(ts[1], ts[0]))
+		resp.ANotB, resp.BNotA = &ab, &ba
+	}
+	return resp, nil
+}
+
+type interval struct {
+	Estimate float64 `json:"estimate"`
+	Lower    float64 `json:"lower"`
+	Upper    float64 `json:"upper"`
+}
+
+type frequencyClass struct {
+	K           int      `json:"k"`
+	OrMore      bool     `json:"or_more"`
+	Users       interval `json:"users"`
+	Impressions interval `json:"impressions"`
+}
+
+// frequencyReportResponse is the frequency report of a freq sketch.
+type frequencyReportResponse struct {
+	StdDevs     int              `json:"std_devs"`
+	Theta       float64          `json:"theta"`
+	Retained    int              `json:"retained"`
+	Reach       interval         `json:"reach"`
+	Impressions interval         `json:"impressions"`
+	Classes     []frequencyClass `json:"classes"`
+}
+
+func intervalDTO(i freq.Interval) interval {
+	return interval{Estimate: i.Estimate, Lower: i.Lower, Upper: i.Upper}
+}
+
+func frequencyReportDTO(r freq.Report) frequencyReportResponse {
+	out := frequencyReportResponse{
+		StdDevs: r.StdDevs, Theta: r.Theta, Retained: r.Retained,
+		Reach: intervalDTO(r.Reach), Impressions: intervalDTO(r.Impressions), Classes: []frequencyClass{},
+	}
+	for _, c := range r.Classes {
+		out.Classes = append(out.Classes, frequencyClass{K: c.K, OrMore: c.OrMore, Users: intervalDTO(c.Users), Impressions: intervalDTO(c.Impressions)})
+	}
+	return out
+}
+
+// unionSampledResponse is the union of theta or freq sketches.
+type unionSampledResponse struct {
+	Type        string   `json:"type"`
+	Cardinality float64  `json:"cardinality"`
+	Lower       float64  `json:"lower_bound"`
+	Upper       float64  `json:"upper_bound"`
+	Retained    int      `json:"retained"`
+	Theta       float64  `json:"theta"`
+	Into        string   `json:"into,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
 }

@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/internal/theta"
 )
 
 // Limits on query fan-in.
@@ -173,7 +175,10 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	}
 	h, ok := sketch.HLLOf(u)
 	if !ok {
-		return sketch.Errorf(sketch.Invalid, "a union of %s sketches has no answer here", u.Kind().Type)
+		var in sketch.Info
+		u.Describe(&in)
+		return writeJSON(w, http.StatusOK, unionSampledResponse{Type: string(u.Kind().Type), Cardinality: in.Cardinality,
+			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: req.Into, Warnings: warnings})
 	}
 	resp := unionDTO(h, req.Into)
 	resp.Warnings = warnings
@@ -233,44 +238,65 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return sketch.Wrap(sketch.Invalid, err, `method must be "inclusion_exclusion" or "mle" (or absent for the default)`)
 	}
-	var x sketch.Intersection
-	var warnings []string
+	var resp any
 	if names != nil {
-		err = s.viewHLLs(r.Context(), names, func(hs []*hll.Sketch) error {
+		err = s.store.View(r.Context(), names, func(sks []sketch.Sketch) error {
 			var err error
-			x, err = sketch.Intersect(names, hs, method)
+			resp, err = intersect(names, sks, method, nil)
 			return err
 		})
 	} else {
-		x, warnings, err = s.intersectOperands(r.Context(), req.Sketches, method)
+		var sks []sketch.Sketch
+		var warnings []string
+		if sks, warnings, err = s.resolve(r.Context(), req.Sketches); err == nil {
+			labels := make([]string, len(req.Sketches))
+			for i, o := range req.Sketches {
+				labels[i] = o.label()
+			}
+			resp, err = intersect(labels, sks, method, warnings)
+		}
 	}
 	if err != nil {
 		return err // Intersect classifies what the client caused as Invalid
 	}
-	resp := intersectionDTO(x)
-	resp.Warnings = append(resp.Warnings, warnings...)
 	return writeJSON(w, http.StatusOK, resp)
 }
 
-// intersectOperands intersects HLL sketches and series ranges ("active
-// last week and this week"), each read consistently, one after another.
-func (s *Server) intersectOperands(ctx context.Context, ops []operand, method sketch.Method) (sketch.Intersection, []string, error) {
-	sks, warnings, err := s.resolve(ctx, ops)
-	if err != nil {
-		return sketch.Intersection{}, nil, err
+// intersect estimates the intersection of sketches of one kind: HLL by
+// inclusion-exclusion or the MLE with the error envelope, theta by
+// DataSketches' theta intersection with its own bounds. extra warnings
+// (from series ranges) join the answer's.
+func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra []string) (any, error) {
+	if err := sketch.SameKind(labels, sks); err != nil {
+		return nil, err
 	}
-	labels := make([]string, len(ops))
-	hs := make([]*hll.Sketch, len(ops))
-	for i, o := range ops {
-		labels[i] = o.label()
-		h, ok := sketch.HLLOf(sks[i])
+	if _, ok := sketch.ThetaOf(sks[0]); ok {
+		ts := make([]*theta.Sketch, len(sks))
+		for i, sk := range sks {
+			ts[i], _ = sketch.ThetaOf(sk)
+		}
+		resp, err := thetaIntersectionDTO(labels, ts)
+		if err != nil {
+			return nil, err
+		}
+		resp.Warnings = append(resp.Warnings, extra...)
+		return resp, nil
+	}
+	hs := make([]*hll.Sketch, len(sks))
+	for i, sk := range sks {
+		h, ok := sketch.HLLOf(sk)
 		if !ok {
-			return sketch.Intersection{}, nil, sketch.WrongKind(labels[i], sks[i].Kind().Type, sketch.TypeHLL)
+			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll or theta sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
 		}
 		hs[i] = h
 	}
 	x, err := sketch.Intersect(labels, hs, method)
-	return x, warnings, err
+	if err != nil {
+		return nil, err
+	}
+	resp := intersectionDTO(x)
+	resp.Warnings = append(resp.Warnings, extra...)
+	return resp, nil
 }
 
 // handleFold folds a sketch to fewer registers (and optionally narrower
@@ -366,4 +392,43 @@ func (s *Server) viewHLLs(ctx context.Context, names []string, fn func([]*hll.Sk
 		}
 		return fn(hs)
 	})
+}
+
+// handleFrequencyReport answers a frequency sketch's report: reach, and
+// per frequency class k = 1..max-1 and "max or more" the users and
+// impressions, each with bounds at sd standard deviations.
+func (s *Server) handleFrequencyReport(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "max", "sd")
+	if err != nil {
+		return err
+	}
+	maxClass, err := intParam(q, "max", 10, 2, freq.MaxClasses)
+	if err != nil {
+		return err
+	}
+	sd, err := intParam(q, "sd", 2, 1, 3)
+	if err != nil {
+		return err
+	}
+	var resp frequencyReportResponse
+	err = s.store.View(r.Context(), []string{name}, func(sks []sketch.Sketch) error {
+		f, ok := sketch.FreqOf(sks[0])
+		if !ok {
+			return sketch.WrongKind(name, sks[0].Kind().Type, sketch.TypeFreq)
+		}
+		rep, err := f.FrequencyReport(maxClass, sd)
+		if err != nil {
+			return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "freq: "))
+		}
+		resp = frequencyReportDTO(rep)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
 }

@@ -457,6 +457,9 @@ func (q seriesRequest) spec() (*series.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t := sp.Type(); t != sketch.TypeHLL && t != sketch.TypeCMS {
+		return nil, sketch.Errorf(sketch.Invalid, "series keep hll or cms sketches, not %s", t)
+	}
 	spec := &series.Spec{Params: sp.Params, TZ: "UTC"}
 	if q.TZ != nil {
 		spec.TZ = *q.TZ
@@ -538,6 +541,10 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse}
 	case sketch.CMSParams:
 		return map[string]any{"width": p.Width, "depth": p.Depth, "epsilon": p.Epsilon(), "delta": p.Delta(), "conservative": p.Conservative, "topk": p.TopK}
+	case sketch.ThetaParams:
+		return map[string]any{"lg_k": p.LgK}
+	case sketch.FreqParams:
+		return map[string]any{"lg_k": p.LgK}
 	}
 	return map[string]any{}
 }

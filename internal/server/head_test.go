@@ -23,6 +23,8 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 	e.send(t, "POST", "/v1/sketches/h/add", "application/json", `{"ids":[1,2,3]}`)
 	e.send(t, "PUT", "/v1/sketches/c", "application/json", `{"type":"cms","topk":3}`)
 	e.send(t, "POST", "/v1/sketches/c/add", "application/json", `{"items":[{"id":1,"count":2}]}`)
+	e.send(t, "PUT", "/v1/sketches/f", "application/json", `{"type":"freq"}`)
+	e.send(t, "POST", "/v1/sketches/f/add", "application/json", `{"ids":[1,1,2]}`)
 	e.send(t, "PUT", "/v1/series/s", "application/json", `{"levels":{"day":"P30D"}}`)
 	e.send(t, "POST", "/v1/series/s/add", "application/json", `{"ids":[1,2,3]}`)
 	day := time.Now().UTC().Truncate(24 * time.Hour)
@@ -31,16 +33,17 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 	// A concrete path for every GET route, with an existing and a missing
 	// sketch where the route names one.
 	paths := map[string][]string{
-		"/v1/sketches/{name}/frequency": {"/v1/sketches/c/frequency?id=1", "/v1/sketches/nope/frequency?id=1", "/v1/sketches/c/frequency"},
-		"/v1/sketches/{name}/top":       {"/v1/sketches/c/top?k=2", "/v1/sketches/h/top"},
-		"/v1/sketches/{name}/raw":       {"/v1/sketches/h/raw", "/v1/sketches/h/raw?format=hex", "/v1/sketches/nope/raw"},
-		"/v1/sketches/{name}":           {"/v1/sketches/h", "/v1/sketches/c", "/v1/sketches/nope"},
-		"/v1/sketches":                  {"/v1/sketches", "/v1/sketches?limit=0"},
-		"/v1/series/{name}":             {"/v1/series/s", "/v1/series/nope"},
-		"/v1/series/{name}/count":       {"/v1/series/s/count" + rng, "/v1/series/s/count"},
-		"/v1/series/{name}/raw":         {"/v1/series/s/raw" + rng, "/v1/series/nope/raw" + rng},
-		"/v1/series/{name}/timeseries":  {"/v1/series/s/timeseries" + rng, "/v1/series/s/timeseries"},
-		"/v1/series/{name}/top":         {"/v1/series/s/top" + rng},
+		"/v1/sketches/{name}/frequency":        {"/v1/sketches/c/frequency?id=1", "/v1/sketches/nope/frequency?id=1", "/v1/sketches/c/frequency"},
+		"/v1/sketches/{name}/top":              {"/v1/sketches/c/top?k=2", "/v1/sketches/h/top"},
+		"/v1/sketches/{name}/frequency_report": {"/v1/sketches/f/frequency_report", "/v1/sketches/h/frequency_report"},
+		"/v1/sketches/{name}/raw":              {"/v1/sketches/h/raw", "/v1/sketches/h/raw?format=hex", "/v1/sketches/nope/raw"},
+		"/v1/sketches/{name}":                  {"/v1/sketches/h", "/v1/sketches/c", "/v1/sketches/nope"},
+		"/v1/sketches":                         {"/v1/sketches", "/v1/sketches?limit=0"},
+		"/v1/series/{name}":                    {"/v1/series/s", "/v1/series/nope"},
+		"/v1/series/{name}/count":              {"/v1/series/s/count" + rng, "/v1/series/s/count"},
+		"/v1/series/{name}/raw":                {"/v1/series/s/raw" + rng, "/v1/series/nope/raw" + rng},
+		"/v1/series/{name}/timeseries":         {"/v1/series/s/timeseries" + rng, "/v1/series/s/timeseries"},
+		"/v1/series/{name}/top":                {"/v1/series/s/top" + rng},
 	}
 	var routes []string
 	chi.Walk(e.mux(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {

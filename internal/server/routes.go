@@ -49,6 +49,7 @@ func (s *Server) routes() http.Handler {
 		read.Post("/sketches/{name}/frequency", s.handle(s.handleFrequencyPost))
 		read.Get("/sketches/{name}/frequency", s.handle(s.handleFrequencyGet))
 		read.Get("/sketches/{name}/top", s.handle(s.handleTop))
+		read.Get("/sketches/{name}/frequency_report", s.handle(s.handleFrequencyReport))
 		// A union stored "into" a sketch is a write; the handler checks.
 		read.Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))

@@ -62,8 +62,15 @@ type Info struct {
 	// Cardinality and StdError (relative) are the HLL estimate and its
 	// standard error.
 	Cardinality, StdError float64
-	// Total is the sum of all counts added to a CMS.
+	// Total is the sum of all counts added to a CMS, or the estimated
+	// impressions of a frequency sketch.
 	Total int64
+	// Lower and Upper bound the cardinality at two standard deviations
+	// (about 95%) for kinds that compute bounds (theta, freq); Theta is
+	// their sampling rate and Retained the hashes they keep.
+	Lower, Upper float64
+	Theta        float64
+	Retained     int
 	// SizeBytes is the length of the sketch's encoding.
 	SizeBytes int
 	CreatedAt time.Time

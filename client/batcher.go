@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -41,9 +42,13 @@ type BatcherOptions struct {
 	// (default 200 ms).
 	Interval time.Duration
 	// MaxBufferBytes bounds the memory of ids waiting and in flight
-	// (default 32 MiB): an integer or hashed id costs 8 bytes (about 20
-	// for hashes), a text id its JSON-encoded length plus one. An add
-	// that would exceed it blocks or drops, as Overflow says.
+	// (default 32 MiB): an integer id costs 8 bytes, a hash its decimal
+	// digits plus one, a text id its JSON-encoded length plus one. An
+	// add that would exceed it blocks or drops, as Overflow says. The
+	// bound is split into equal shares, one per processor (fewer if a
+	// share would hold less than two full batches of integer ids), so
+	// that adds from many goroutines do not contend; one text id must fit
+	// in a share.
 	MaxBufferBytes int
 	Overflow       Overflow
 	// Concurrency is the number of requests in flight (default 8).
@@ -121,34 +126,74 @@ const (
 	kindHashes                  // {"hashes":[…]}
 )
 
+// prefix is what a JSON body starts with ("" for octet-stream).
+func (k bodyKind) prefix() string {
+	switch k {
+	case kindStrings:
+		return `{"ids":[`
+	case kindHashes:
+		return `{"hashes":[`
+	}
+	return ""
+}
+
 type bufKey struct {
 	name string
 	kind bodyKind
 }
 
-// buffer is one sketch's ids of one kind, already encoded as the start of
-// a request body.
+// buffer is one sketch's ids of one kind in one stripe, already encoded
+// as the start of a request body.
 type buffer struct {
 	body []byte
 	n    int
 }
 
-// batch is a cut buffer on its way to the server.
+// cost is the buffer's share of the memory budget: its ids as encoded.
+func (buf *buffer) cost(k bodyKind) int { return len(buf.body) - len(k.prefix()) }
+
+// stripe is a share of the buffers with its own lock, so that goroutines
+// adding at once rarely wait for each other. An add picks a stripe at
+// random; a sketch's ids are spread over the stripes and gathered again
+// when the interval or a Flush sends them.
+type stripe struct {
+	mu   sync.Mutex
+	bufs map[bufKey]*buffer
+	// last is the buffer of the stripe's latest add: a backend adds to
+	// few sketches, and comparing a name is cheaper than hashing it.
+	lastKey bufKey
+	last    *buffer
+	// used is the memory of this stripe's ids, buffered, queued or in
+	// flight: at most Batcher.share. added counts ids. Both under mu:
+	// plain integers keep an add to one atomic operation each for the
+	// lock and the unlock.
+	used  int
+	added uint64
+	_     [64]byte // keeps stripes off each other's cache lines
+}
+
+// charge is a stripe's part of a batch's memory.
+type charge struct {
+	st *stripe
+	n  int
+}
+
+// batch is a body on its way to the server.
 type batch struct {
 	key  bufKey
 	body []byte
 	n    int
-	cost int
+	cost []charge
 	done chan struct{}
 	err  error // set before done is closed
 }
 
 // Batcher buffers ids per sketch and sends them in the background: a
-// sketch's buffer goes when it holds MaxBatch ids or when Interval has
-// passed, whichever is first, over up to Concurrency requests at a time.
-// Memory is bounded by MaxBufferBytes. Flush and Close wait until what
-// was added before them is durable (or has failed). A Batcher is safe for
-// concurrent use; make one per Client and share it.
+// sketch's ids go when MaxBatch of them have gathered or when Interval
+// has passed, whichever is first, over up to Concurrency requests at a
+// time. Memory is bounded by MaxBufferBytes. Flush and Close wait until
+// what was added before them is durable (or has failed). A Batcher is
+// safe for concurrent use; make one per Client and share it.
 //
 // A Batcher sends HLL adds (integer ids as big-endian int64 bodies, text
 // ids and hashes as JSON), retried as safe; set CountMin for Count-Min
@@ -157,33 +202,44 @@ type Batcher struct {
 	c    *Client
 	opts BatcherOptions
 
+	stripes []stripe
+	share   int          // MaxBufferBytes / len(stripes): each stripe's bound
+	waiters atomic.Int64 // adds waiting for room
+	closed  atomic.Bool
+	// fullBodies recycles octet-stream bodies of a full batch.
+	fullBodies sync.Pool
+
 	mu          sync.Mutex
-	bufs        map[bufKey]*buffer
 	queue       []*batch // cut, waiting for a worker
 	outstanding map[*batch]struct{}
-	used        int           // bytes buffered, queued and in flight
-	space       chan struct{} // closed (and replaced) when used shrinks
-	work        *sync.Cond    // on mu: queue grew or closing
-	closed      bool
-	stopped     bool // workers may exit once the queue is empty
+	space       chan struct{} // closed (and replaced) when room is freed
+	work        *sync.Cond    // on mu: the queue grew, or stopping
+	stopped     bool          // workers exit once the queue is empty
+	tickerDone  chan struct{}
 
 	sendCtx    context.Context
 	cancelSend context.CancelFunc
 	workers    sync.WaitGroup
-	tickerDone chan struct{}
 
-	added, flushed, failed, dropped, requests atomic.Uint64
+	flushed, failed, dropped, requests atomic.Uint64
 }
 
 // NewBatcher starts a Batcher sending through c.
 func NewBatcher(c *Client, opts BatcherOptions) *Batcher {
 	opts.setDefaults()
+	// One stripe a processor, but each able to hold two full batches of
+	// integer ids.
+	n := min(64, runtime.GOMAXPROCS(0), max(1, opts.MaxBufferBytes/(2*8*opts.MaxBatch)))
 	b := &Batcher{
 		c: c, opts: opts,
-		bufs:        map[bufKey]*buffer{},
+		stripes:     make([]stripe, n),
+		share:       opts.MaxBufferBytes / n,
 		outstanding: map[*batch]struct{}{},
 		space:       make(chan struct{}),
 		tickerDone:  make(chan struct{}),
+	}
+	for i := range b.stripes {
+		b.stripes[i].bufs = map[bufKey]*buffer{}
 	}
 	b.work = sync.NewCond(&b.mu)
 	b.sendCtx, b.cancelSend = context.WithCancel(context.Background())
@@ -197,9 +253,23 @@ func NewBatcher(c *Client, opts BatcherOptions) *Batcher {
 
 // AddInt adds one integer id to the HLL sketch name.
 func (b *Batcher) AddInt(ctx context.Context, name string, id int64) error {
-	var one [1]int64
-	one[0] = id
-	return b.AddInts(ctx, name, one[:]...)
+	// AddInts for one id, without its loops: a backend calls this per
+	// event.
+	key := bufKey{name, kindInts}
+	st, err := b.lock(ctx, 8)
+	if err != nil {
+		b.dropRest(err, 1)
+		return err
+	}
+	buf := b.bufLocked(st, key)
+	buf.body = binary.BigEndian.AppendUint64(buf.body, uint64(id))
+	buf.n++
+	if buf.n >= b.opts.MaxBatch {
+		b.cutFullLocked(st, key, buf)
+	}
+	st.added++
+	st.mu.Unlock()
+	return nil
 }
 
 // AddInts adds integer ids (hashed like hll_hash_bigint) to the sketch
@@ -209,22 +279,22 @@ func (b *Batcher) AddInt(ctx context.Context, name string, id int64) error {
 func (b *Batcher) AddInts(ctx context.Context, name string, ids ...int64) error {
 	key := bufKey{name, kindInts}
 	for len(ids) > 0 {
-		n := min(len(ids), b.opts.MaxBatch)
-		if err := b.reserve(ctx, 8*n, n); err != nil {
+		n := min(len(ids), b.opts.MaxBatch, b.share/8)
+		st, err := b.lock(ctx, 8*n)
+		if err != nil {
 			b.dropRest(err, len(ids))
 			return err
 		}
-		buf := b.bufLocked(key)
+		buf := b.bufLocked(st, key)
 		for _, id := range ids[:n] {
 			buf.body = binary.BigEndian.AppendUint64(buf.body, uint64(id))
 			buf.n++
 			if buf.n >= b.opts.MaxBatch {
-				b.cutLocked(key, buf)
-				buf = b.bufLocked(key)
+				buf = b.cutFullLocked(st, key, buf)
 			}
 		}
-		b.mu.Unlock()
-		b.added.Add(uint64(n))
+		st.added += uint64(n)
+		st.mu.Unlock()
 		ids = ids[n:]
 	}
 	return nil
@@ -235,16 +305,17 @@ func (b *Batcher) AddInts(ctx context.Context, name string, ids ...int64) error 
 func (b *Batcher) AddHashes(ctx context.Context, name string, hashes ...int64) error {
 	key := bufKey{name, kindHashes}
 	for len(hashes) > 0 {
-		n := min(len(hashes), b.opts.MaxBatch)
+		n := min(len(hashes), b.opts.MaxBatch, b.share/21)
 		// A decimal int64 and its comma take at most 21 bytes; the rest
 		// is given back below.
 		reserved := 21 * n
-		if err := b.reserve(ctx, reserved, n); err != nil {
+		st, err := b.lock(ctx, reserved)
+		if err != nil {
 			b.dropRest(err, len(hashes))
 			return err
 		}
-		buf := b.bufLocked(key)
-		cost := 0
+		buf := b.bufLocked(st, key)
+		used := 0
 		for _, h := range hashes[:n] {
 			before := len(buf.body)
 			if buf.n > 0 {
@@ -252,15 +323,19 @@ func (b *Batcher) AddHashes(ctx context.Context, name string, hashes ...int64) e
 			}
 			buf.body = strconv.AppendInt(buf.body, h, 10)
 			buf.n++
-			cost += len(buf.body) - before
+			used += len(buf.body) - before
 			if buf.n >= b.opts.MaxBatch {
-				b.cutLocked(key, buf)
-				buf = b.bufLocked(key)
+				buf = b.cutFullLocked(st, key, buf)
 			}
 		}
-		b.releaseLocked(reserved - cost)
-		b.mu.Unlock()
-		b.added.Add(uint64(n))
+		st.added += uint64(n)
+		st.used -= reserved - used // what the estimate overcharged
+		st.mu.Unlock()
+		if reserved > used && b.waiters.Load() > 0 {
+			b.mu.Lock()
+			b.wakeLocked()
+			b.mu.Unlock()
+		}
 		hashes = hashes[n:]
 	}
 	return nil
@@ -276,23 +351,23 @@ func (b *Batcher) AddStrings(ctx context.Context, name string, ids ...string) er
 	}
 	key := bufKey{name, kindStrings}
 	for len(ids) > 0 {
-		n, cost := 0, 0
+		// An id costs its JSON form and a comma; the first of a buffer
+		// has none, and its byte is given back below.
+		n, reserved := 0, 0
 		for n < len(ids) && n < b.opts.MaxBatch {
 			c := jsonStringLen(ids[n]) + 1
-			if n > 0 && cost+c > b.opts.MaxBufferBytes {
+			if n > 0 && reserved+c > b.share {
 				break
 			}
-			cost += c
+			reserved += c
 			n++
 		}
-		if cost > b.opts.MaxBufferBytes {
-			return fmt.Errorf("client: batcher: a text id of %d bytes is larger than MaxBufferBytes", len(ids[0]))
-		}
-		if err := b.reserve(ctx, cost, n); err != nil {
+		st, err := b.lock(ctx, reserved)
+		if err != nil {
 			b.dropRest(err, len(ids))
 			return err
 		}
-		buf := b.bufLocked(key)
+		buf := b.bufLocked(st, key)
 		used := 0
 		for _, s := range ids[:n] {
 			before := len(buf.body)
@@ -303,13 +378,17 @@ func (b *Batcher) AddStrings(ctx context.Context, name string, ids ...string) er
 			buf.n++
 			used += len(buf.body) - before
 			if buf.n >= b.opts.MaxBatch {
-				b.cutLocked(key, buf)
-				buf = b.bufLocked(key)
+				buf = b.cutFullLocked(st, key, buf)
 			}
 		}
-		b.releaseLocked(cost - used) // the first id of a buffer has no comma
-		b.mu.Unlock()
-		b.added.Add(uint64(n))
+		st.added += uint64(n)
+		st.used -= reserved - used // what the estimate overcharged
+		st.mu.Unlock()
+		if reserved > used && b.waiters.Load() > 0 {
+			b.mu.Lock()
+			b.wakeLocked()
+			b.mu.Unlock()
+		}
 		ids = ids[n:]
 	}
 	return nil
@@ -322,94 +401,218 @@ func (b *Batcher) dropRest(err error, n int) {
 	}
 }
 
-// reserve waits for cost bytes of room (or fails as Overflow says) and
-// returns with b.mu held and the room taken.
-func (b *Batcher) reserve(ctx context.Context, cost, n int) error {
-	if cost > b.opts.MaxBufferBytes {
-		return fmt.Errorf("client: batcher: %d ids need %d bytes, more than MaxBufferBytes %d", n, cost, b.opts.MaxBufferBytes)
+// lock takes cost bytes of room in a stripe (waiting or failing as
+// Overflow says) and returns the stripe, locked, to add to. The first
+// stripe with room that is not locked is taken, so goroutines adding at
+// once spread over the stripes without any shared counter.
+func (b *Batcher) lock(ctx context.Context, cost int) (*stripe, error) {
+	if cost > b.share {
+		return nil, fmt.Errorf("client: batcher: the ids need %d bytes, more than a %d-byte share of MaxBufferBytes", cost, b.share)
 	}
-	b.mu.Lock()
 	for {
-		if b.closed {
-			b.mu.Unlock()
-			return ErrClosed
-		}
-		if b.used+cost <= b.opts.MaxBufferBytes {
-			b.used += cost
-			return nil
+		st, err := b.take(cost)
+		if st != nil || err != nil {
+			return st, err
 		}
 		if b.opts.Overflow == Drop {
-			b.mu.Unlock()
-			return ErrDropped
+			return nil, ErrDropped
 		}
+		// Count this add as waiting before looking again, so a release
+		// that happens after the look sees it and wakes it.
+		b.waiters.Add(1)
+		b.mu.Lock()
 		wait := b.space
 		b.mu.Unlock()
+		if b.room(cost) || b.closed.Load() {
+			b.waiters.Add(-1)
+			continue
+		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			b.waiters.Add(-1)
+			return nil, ctx.Err()
 		case <-wait:
+			b.waiters.Add(-1)
 		}
-		b.mu.Lock()
 	}
 }
 
-// releaseLocked gives back n bytes of room and wakes blocked adds.
-func (b *Batcher) releaseLocked(n int) {
+// take finds a stripe with cost bytes of room, charges it and returns it
+// locked; nil if none has room.
+func (b *Batcher) take(cost int) (*stripe, error) {
+	for pass := range 2 {
+		for i := range b.stripes {
+			st := &b.stripes[i]
+			if pass == 0 {
+				if !st.mu.TryLock() {
+					continue
+				}
+			} else {
+				st.mu.Lock()
+			}
+			// Close marks the Batcher closed before it gathers the
+			// stripes, so an add that sees it open here is gathered.
+			if b.closed.Load() {
+				st.mu.Unlock()
+				return nil, ErrClosed
+			}
+			if st.used+cost <= b.share {
+				st.used += cost
+				return st, nil
+			}
+			st.mu.Unlock()
+		}
+	}
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	return nil, nil
+}
+
+// room reports whether some stripe has cost bytes free.
+func (b *Batcher) room(cost int) bool {
+	for i := range b.stripes {
+		st := &b.stripes[i]
+		st.mu.Lock()
+		ok := st.used+cost <= b.share
+		st.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// release gives back n bytes of st's room and wakes waiting adds.
+func (b *Batcher) release(st *stripe, n int) {
 	if n == 0 {
 		return
 	}
-	b.used -= n
+	st.mu.Lock()
+	st.used -= n
+	st.mu.Unlock()
+	if b.waiters.Load() > 0 {
+		b.mu.Lock()
+		b.wakeLocked()
+		b.mu.Unlock()
+	}
+}
+
+func (b *Batcher) wakeLocked() {
 	close(b.space)
 	b.space = make(chan struct{})
 }
 
-// bufLocked returns key's buffer, making it.
-func (b *Batcher) bufLocked(key bufKey) *buffer {
-	buf := b.bufs[key]
+// bufLocked returns key's buffer in st, making it.
+func (b *Batcher) bufLocked(st *stripe, key bufKey) *buffer {
+	if st.last != nil && st.lastKey == key {
+		return st.last
+	}
+	buf := st.bufs[key]
 	if buf == nil {
 		buf = &buffer{}
-		switch key.kind {
-		case kindInts:
+		if key.kind == kindInts {
 			// Small to start: a sketch that gets a few ids an interval
 			// should not hold a full batch's capacity.
 			buf.body = make([]byte, 0, 8*min(b.opts.MaxBatch, 512))
-		case kindStrings:
-			buf.body = append(make([]byte, 0, 4096), `{"ids":[`...)
-		case kindHashes:
-			buf.body = append(make([]byte, 0, 4096), `{"hashes":[`...)
+		} else {
+			buf.body = append(make([]byte, 0, 4096), key.kind.prefix()...)
 		}
-		b.bufs[key] = buf
+		st.bufs[key] = buf
 	}
+	st.lastKey, st.last = key, buf
 	return buf
 }
 
-// cutLocked queues key's buffer as a batch and forgets the buffer (so a
-// sketch no longer written costs nothing).
-func (b *Batcher) cutLocked(key bufKey, buf *buffer) {
-	delete(b.bufs, key)
-	if buf.n == 0 {
-		return
+// cutFullLocked queues a full buffer and returns its replacement, which
+// starts at full size: the sketch is busy.
+func (b *Batcher) cutFullLocked(st *stripe, key bufKey, buf *buffer) *buffer {
+	bt := &batch{key: key, body: buf.body, n: buf.n, cost: []charge{{st, buf.cost(key.kind)}}, done: make(chan struct{})}
+	next := &buffer{}
+	if key.kind == kindInts {
+		if p, ok := b.fullBodies.Get().(*[]byte); ok {
+			next.body = (*p)[:0]
+		} else {
+			next.body = make([]byte, 0, 8*b.opts.MaxBatch)
+		}
+	} else {
+		next.body = append(make([]byte, 0, cap(buf.body)), key.kind.prefix()...)
 	}
-	cost := len(buf.body)
-	switch key.kind {
-	case kindStrings:
-		cost -= len(`{"ids":[`)
-		buf.body = append(buf.body, "]}"...)
-	case kindHashes:
-		cost -= len(`{"hashes":[`)
-		buf.body = append(buf.body, "]}"...)
-	}
-	bt := &batch{key: key, body: buf.body, n: buf.n, cost: cost, done: make(chan struct{})}
-	b.queue = append(b.queue, bt)
-	b.outstanding[bt] = struct{}{}
-	b.work.Signal()
+	st.bufs[key] = next
+	st.lastKey, st.last = key, next
+	b.enqueue([]*batch{bt})
+	return next
 }
 
-// cutAllLocked queues every buffer.
-func (b *Batcher) cutAllLocked() {
-	for key, buf := range b.bufs {
-		b.cutLocked(key, buf)
+// enqueue hands batches to the workers.
+func (b *Batcher) enqueue(bts []*batch) {
+	if len(bts) == 0 {
+		return
 	}
+	for _, bt := range bts {
+		if p := bt.key.kind.prefix(); p != "" {
+			bt.body = append(bt.body, "]}"...)
+		}
+	}
+	b.mu.Lock()
+	for _, bt := range bts {
+		b.queue = append(b.queue, bt)
+		b.outstanding[bt] = struct{}{}
+	}
+	if len(bts) == 1 {
+		b.work.Signal()
+	} else {
+		b.work.Broadcast()
+	}
+	b.mu.Unlock()
+}
+
+// cutAll gathers every stripe's buffers, joins each sketch's into as few
+// batches as MaxBatch allows, and queues them. A stripe forgets its
+// buffers, so a sketch no longer written costs nothing.
+func (b *Batcher) cutAll() {
+	type part struct {
+		st  *stripe
+		buf *buffer
+	}
+	parts := map[bufKey][]part{}
+	for i := range b.stripes {
+		st := &b.stripes[i]
+		st.mu.Lock()
+		for key, buf := range st.bufs {
+			if buf.n > 0 {
+				parts[key] = append(parts[key], part{st, buf})
+			}
+		}
+		clear(st.bufs)
+		st.last = nil
+		st.mu.Unlock()
+	}
+	var out []*batch
+	for key, bufs := range parts {
+		var cur *batch
+		for _, p := range bufs {
+			buf := p.buf
+			if cur != nil && cur.n+buf.n <= b.opts.MaxBatch {
+				// Join: octet-stream bodies concatenate; a JSON body's
+				// elements follow the others' after a comma.
+				if key.kind == kindInts {
+					cur.body = append(cur.body, buf.body...)
+				} else {
+					cur.body = append(append(cur.body, ','), buf.body[len(key.kind.prefix()):]...)
+				}
+				cur.n += buf.n
+				cur.cost = append(cur.cost, charge{p.st, buf.cost(key.kind)})
+				continue
+			}
+			if cur != nil {
+				out = append(out, cur)
+			}
+			cur = &batch{key: key, body: buf.body, n: buf.n, cost: []charge{{p.st, buf.cost(key.kind)}}, done: make(chan struct{})}
+		}
+		out = append(out, cur)
+	}
+	b.enqueue(out)
 }
 
 // tick sends every buffer each Interval.
@@ -421,9 +624,7 @@ func (b *Batcher) tick() {
 		case <-b.tickerDone:
 			return
 		case <-t.C:
-			b.mu.Lock()
-			b.cutAllLocked()
-			b.mu.Unlock()
+			b.cutAll()
 		}
 	}
 }
@@ -449,18 +650,27 @@ func (b *Batcher) worker() {
 		b.requests.Add(1)
 		if err != nil {
 			b.failed.Add(uint64(bt.n))
-			bt.err = &BatchError{Sketch: bt.key.name, Count: bt.n, Err: err}
+			be := &BatchError{Sketch: bt.key.name, Count: bt.n, Err: err}
+			bt.err = be
 			if b.opts.OnError != nil {
-				b.opts.OnError(bt.err.(*BatchError))
+				b.opts.OnError(be)
 			}
 		} else {
 			b.flushed.Add(uint64(bt.n))
+			// The server answered 200 after reading the whole body, so
+			// nothing reads it any more.
+			if bt.key.kind == kindInts && cap(bt.body) == 8*b.opts.MaxBatch {
+				body := bt.body[:0]
+				b.fullBodies.Put(&body)
+			}
 		}
+		bt.body = nil
 		b.mu.Lock()
 		delete(b.outstanding, bt)
-		b.releaseLocked(bt.cost)
 		b.mu.Unlock()
-		bt.body = nil
+		for _, c := range bt.cost {
+			b.release(c.st, c.n)
+		}
 		close(bt.done)
 	}
 }
@@ -490,8 +700,8 @@ func (b *Batcher) send(bt *batch) error {
 // requests' *BatchError (joined), or ctx's error if ctx ended first (the
 // sends go on).
 func (b *Batcher) Flush(ctx context.Context) error {
+	b.cutAll()
 	b.mu.Lock()
-	b.cutAllLocked()
 	wait := make([]*batch, 0, len(b.outstanding))
 	for bt := range b.outstanding {
 		wait = append(wait, bt)
@@ -517,11 +727,9 @@ func (b *Batcher) Flush(ctx context.Context) error {
 // count as failed, and ctx's error is returned. Close may be called more
 // than once.
 func (b *Batcher) Close(ctx context.Context) error {
+	already := b.closed.Swap(true)
 	b.mu.Lock()
-	already := b.closed
-	b.closed = true
-	close(b.space) // wake blocked adds: they see closed
-	b.space = make(chan struct{})
+	b.wakeLocked() // blocked adds see closed
 	b.mu.Unlock()
 	if !already {
 		close(b.tickerDone)
@@ -541,13 +749,15 @@ func (b *Batcher) Close(ctx context.Context) error {
 
 // Stats returns the Batcher's counts so far.
 func (b *Batcher) Stats() BatcherStats {
-	b.mu.Lock()
-	used := b.used
-	b.mu.Unlock()
-	return BatcherStats{
-		Added: b.added.Load(), Flushed: b.flushed.Load(), Failed: b.failed.Load(), Dropped: b.dropped.Load(),
-		BufferedBytes: used, Requests: b.requests.Load(),
+	st := BatcherStats{Flushed: b.flushed.Load(), Failed: b.failed.Load(), Dropped: b.dropped.Load(), Requests: b.requests.Load()}
+	for i := range b.stripes {
+		s := &b.stripes[i]
+		s.mu.Lock()
+		st.Added += s.added
+		st.BufferedBytes += s.used
+		s.mu.Unlock()
 	}
+	return st
 }
 
 // jsonStringLen is len(appendJSONString(nil, s)) for valid UTF-8 s.

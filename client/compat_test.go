@@ -82,7 +82,7 @@ var compat = map[string]operation{
 	"PUT /v1/sketches/{name}/raw":   {methods: []string{"PutRaw"}, response: tSketch},
 	"POST /v1/sketches/{name}/raw":  {methods: []string{"MergeRaw"}, response: tSketch},
 	"GET /metrics":                  {methods: []string{"Metrics"}},
-	"GET /healthz":                  {methods: []string{"Health"}, response: reflect.TypeFor[struct {
+	"GET /healthz": {methods: []string{"Health"}, response: reflect.TypeFor[struct {
 		Status string `json:"status"`
 	}]()},
 	"GET /readyz": {methods: []string{"Ready"}, response: reflect.TypeFor[struct {

@@ -36,30 +36,36 @@ func BenchmarkBatcherVsSketchload(b *testing.B) {
 	s := startSketchd(b, nil)
 	sketchload := buildSketchload(b)
 	const ids = 10_000_000
+	// Each load returns its ids/s and the CPU time its process spent
+	// per id.
 	loads := []struct {
 		name string
-		run  func(round int) float64
+		run  func(round int) (float64, float64)
 	}{
-		{"sketchload_octet", func(r int) float64 { return runSketchload(b, sketchload, s.srv.URL, "octet", ids, r) }},
-		{"batcher_AddInts_100", func(r int) float64 { return runBatcherLoad(b, s.srv.URL, 100, ids) }},
-		{"batcher_AddInt", func(r int) float64 { return runBatcherLoad(b, s.srv.URL, 1, ids) }},
-		{"sketchload_json", func(r int) float64 { return runSketchload(b, sketchload, s.srv.URL, "json", ids, r) }},
+		{"sketchload_octet", func(r int) (float64, float64) { return runSketchload(b, sketchload, s.srv.URL, "octet", ids, r) }},
+		{"batcher_AddInts_100", func(r int) (float64, float64) { return runBatcherLoad(b, s.srv.URL, 100, ids) }},
+		{"batcher_AddInt", func(r int) (float64, float64) { return runBatcherLoad(b, s.srv.URL, 1, ids) }},
+		{"sketchload_json", func(r int) (float64, float64) { return runSketchload(b, sketchload, s.srv.URL, "json", ids, r) }},
 	}
 	rates := make([][]float64, len(loads))
+	cpu := make([][]float64, len(loads))
 	var ratios [2][]float64
 	round := 0
 	for b.Loop() {
 		round++
 		var got [4]float64
 		for i, l := range loads {
-			got[i] = l.run(round)
+			var ns float64
+			got[i], ns = l.run(round)
 			rates[i] = append(rates[i], got[i])
+			cpu[i] = append(cpu[i], ns)
 		}
 		ratios[0] = append(ratios[0], got[1]/got[0])
 		ratios[1] = append(ratios[1], got[2]/got[0])
 	}
 	for i, l := range loads {
 		b.ReportMetric(median(rates[i]), l.name+"_ids/s")
+		b.ReportMetric(median(cpu[i]), l.name+"_cpu_ns/id")
 	}
 	b.ReportMetric(median(ratios[0]), "AddInts_100/octet")
 	b.ReportMetric(median(ratios[1]), "AddInt/octet")
@@ -73,10 +79,11 @@ func median(v []float64) float64 {
 }
 
 // runSketchload runs sketchload on ids fresh ids and returns its ids/s.
-func runSketchload(b *testing.B, bin, target, format string, ids, round int) float64 {
-	out, err := exec.Command(bin, "-target", target, "-c", "8", "-batch", "10000", "-format", format,
+func runSketchload(b *testing.B, bin, target, format string, ids, round int) (float64, float64) {
+	cmd := exec.Command(bin, "-target", target, "-c", "8", "-batch", "10000", "-format", format,
 		"-prebuilt", "0", "-requests", strconv.Itoa(ids/10000), "-prefix", "sl-"+format, "-create",
-		"-json", "-progress", "0", "-seed", strconv.Itoa(round)).Output()
+		"-json", "-progress", "0", "-seed", strconv.Itoa(round))
+	out, err := cmd.Output()
 	if err != nil {
 		b.Fatalf("sketchload: %v\n%s", err, out)
 	}
@@ -91,12 +98,19 @@ func runSketchload(b *testing.B, bin, target, format string, ids, round int) flo
 	if res.Failed != 0 || res.IDs != int64(ids) {
 		b.Fatalf("sketchload: %d ids, %d failed requests", res.IDs, res.Failed)
 	}
-	return res.IDsPerSecond
+	return res.IDsPerSecond, cpuPerID(cmd, ids)
+}
+
+// cpuPerID is the CPU time (user and system) the finished command spent
+// per id, in nanoseconds.
+func cpuPerID(cmd *exec.Cmd, ids int) float64 {
+	ps := cmd.ProcessState
+	return float64((ps.UserTime() + ps.SystemTime()).Nanoseconds()) / float64(ids)
 }
 
 // runBatcherLoad runs TestBatcherLoadProcess in a child process and
 // returns its ids/s.
-func runBatcherLoad(b *testing.B, target string, chunk, ids int) float64 {
+func runBatcherLoad(b *testing.B, target string, chunk, ids int) (float64, float64) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBatcherLoadProcess$")
 	cmd.Env = append(os.Environ(), "SKETCHD_BATCHER_LOAD="+target,
 		"SKETCHD_BATCHER_IDS="+strconv.Itoa(ids), "SKETCHD_BATCHER_CHUNK="+strconv.Itoa(chunk))
@@ -110,7 +124,7 @@ func runBatcherLoad(b *testing.B, target string, chunk, ids int) float64 {
 	if !ok || json.Unmarshal([]byte(line), &res) != nil || res.Flushed != int64(ids) {
 		b.Fatalf("batcher load output:\n%s", out)
 	}
-	return res.IDsPerSecond
+	return res.IDsPerSecond, cpuPerID(cmd, ids)
 }
 
 // batcherLoad is what TestBatcherLoadProcess reports.

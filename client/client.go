@@ -44,7 +44,8 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithHTTPClient makes the client send through hc (its transport, timeout,
 // proxy). Without it the client uses its own http.Client whose transport
 // keeps up to 64 idle connections to the server, so concurrent calls and
-// a Batcher's flushes reuse connections.
+// a Batcher's flushes reuse connections, and writes through a 64 KiB
+// buffer.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithUserAgent sets the User-Agent header (default DefaultUserAgent).
@@ -80,6 +81,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
+		// Add bodies are tens of kilobytes: write them in few system
+		// calls.
+		tr.WriteBufferSize = 64 << 10
 		c.hc = &http.Client{Transport: tr}
 	}
 	if err := c.retry.validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -286,9 +287,15 @@ func (b *Batcher) AddInts(ctx context.Context, name string, ids ...int64) error 
 			return err
 		}
 		buf := b.bufLocked(st, key)
-		for _, id := range ids[:n] {
-			buf.body = binary.BigEndian.AppendUint64(buf.body, uint64(id))
-			buf.n++
+		for rest := ids[:n]; len(rest) > 0; {
+			k := min(len(rest), b.opts.MaxBatch-buf.n)
+			at := len(buf.body)
+			buf.body = slices.Grow(buf.body, 8*k)[:at+8*k]
+			for i, id := range rest[:k] {
+				binary.BigEndian.PutUint64(buf.body[at+8*i:], uint64(id))
+			}
+			buf.n += k
+			rest = rest[k:]
 			if buf.n >= b.opts.MaxBatch {
 				buf = b.cutFullLocked(st, key, buf)
 			}

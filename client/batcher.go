@@ -68,8 +68,9 @@ type BatcherOptions struct {
 	// that failed after its retries, with the ids it carried. Those ids
 	// are lost (they are counted in BatcherStats.Failed). It must be safe
 	// for concurrent use and should return quickly: a slow OnError holds
-	// back flushing. Nil ignores errors (Flush and Close still report
-	// them).
+	// back flushing. With nil, a failure is reported only by the Flush or
+	// Close that waits for it (a request sent by size or interval and
+	// finished before any Flush is only counted in BatcherStats.Failed).
 	OnError func(*BatchError)
 }
 

@@ -118,7 +118,11 @@ func callOptions(opts []CallOption) callConfig {
 	return cc
 }
 
-// call is one logical request: it may be sent several times.
+// call is one logical request: it may be sent several times. Each route
+// is a method that builds a call, sends it with do and decodes the
+// answer; a new route (series, say) is a new file of such methods and a
+// line in compat_test.go's table, which fails until the spec and the
+// client agree.
 type call struct {
 	method string
 	path   string // escaped, below the base URL

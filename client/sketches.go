@@ -75,7 +75,9 @@ type CreateRequest struct {
 // Create creates the sketch name (PUT /v1/sketches/{name}). created is
 // false when it already existed with the same type and parameters (then
 // only the metric flag is updated); other parameters are a conflict
-// (IsConflict). Create is retried: the same request again is harmless.
+// (IsConflict). Create is retried: the same request again is harmless,
+// but a retry after a lost answer reports created false for the sketch
+// the first attempt made.
 func (c *Client) Create(ctx context.Context, name string, req CreateRequest) (s *Sketch, created bool, err error) {
 	cl, err := jsonCall(http.MethodPut, sketchPath(name), req, true, http.StatusOK, http.StatusCreated)
 	if err != nil {

@@ -27,15 +27,27 @@ import (
 // AddInts adds integer ids to an HLL sketch, sent as big-endian int64s
 // (application/octet-stream, the fastest body).
 func (c *Client) AddInts(ctx context.Context, name string, ids []int64, opts ...CallOption) (int, error) {
+	return c.addBody(ctx, name, "application/octet-stream", intsBody(ids), true, opts)
+}
+
+func intsBody(ids []int64) []byte {
 	body := make([]byte, 0, 8*len(ids))
 	for _, id := range ids {
 		body = binary.BigEndian.AppendUint64(body, uint64(id))
 	}
-	return c.addBody(ctx, name, "application/octet-stream", body, true, opts)
+	return body
 }
 
 // AddStrings adds text ids to an HLL sketch. Each must be valid UTF-8.
 func (c *Client) AddStrings(ctx context.Context, name string, ids []string, opts ...CallOption) (int, error) {
+	body, err := stringsBody(ids)
+	if err != nil {
+		return 0, err
+	}
+	return c.addBody(ctx, name, "application/json", body, true, opts)
+}
+
+func stringsBody(ids []string) ([]byte, error) {
 	body := make([]byte, 0, 16+len(ids)*24)
 	body = append(body, `{"ids":[`...)
 	for i, s := range ids {
@@ -44,15 +56,22 @@ func (c *Client) AddStrings(ctx context.Context, name string, ids []string, opts
 		}
 		var err error
 		if body, err = appendJSONString(body, s); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	body = append(body, "]}"...)
-	return c.addBody(ctx, name, "application/json", body, true, opts)
+	return append(body, "]}"...), nil
 }
 
 // AddIDs adds integer and text ids, mixed, to an HLL sketch.
 func (c *Client) AddIDs(ctx context.Context, name string, ids []ID, opts ...CallOption) (int, error) {
+	body, err := idsBody(ids)
+	if err != nil {
+		return 0, err
+	}
+	return c.addBody(ctx, name, "application/json", body, true, opts)
+}
+
+func idsBody(ids []ID) ([]byte, error) {
 	body := make([]byte, 0, 16+len(ids)*24)
 	body = append(body, `{"ids":[`...)
 	for i, id := range ids {
@@ -61,16 +80,19 @@ func (c *Client) AddIDs(ctx context.Context, name string, ids []ID, opts ...Call
 		}
 		var err error
 		if body, err = appendID(body, id); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	body = append(body, "]}"...)
-	return c.addBody(ctx, name, "application/json", body, true, opts)
+	return append(body, "]}"...), nil
 }
 
 // AddHashes adds already hashed values to an HLL sketch as they are (like
 // PostgreSQL's hll_add(h, hll_hashval(v))).
 func (c *Client) AddHashes(ctx context.Context, name string, hashes []int64, opts ...CallOption) (int, error) {
+	return c.addBody(ctx, name, "application/json", hashesBody(hashes), true, opts)
+}
+
+func hashesBody(hashes []int64) []byte {
 	body := make([]byte, 0, 16+len(hashes)*21)
 	body = append(body, `{"hashes":[`...)
 	for i, h := range hashes {
@@ -79,8 +101,7 @@ func (c *Client) AddHashes(ctx context.Context, name string, hashes []int64, opt
 		}
 		body = strconv.AppendInt(body, h, 10)
 	}
-	body = append(body, "]}"...)
-	return c.addBody(ctx, name, "application/json", body, true, opts)
+	return append(body, "]}"...)
 }
 
 // Item is an id with a count, for a Count-Min sketch.
@@ -93,6 +114,14 @@ type Item struct {
 // unless opts has WithUnsafeRetry (see above); it is retried only when
 // the connection could not be opened at all.
 func (c *Client) AddItems(ctx context.Context, name string, items []Item, opts ...CallOption) (int, error) {
+	body, err := itemsBody(items)
+	if err != nil {
+		return 0, err
+	}
+	return c.addBody(ctx, name, "application/json", body, false, opts)
+}
+
+func itemsBody(items []Item) ([]byte, error) {
 	body := make([]byte, 0, 16+len(items)*40)
 	body = append(body, `{"items":[`...)
 	for i, it := range items {
@@ -102,14 +131,13 @@ func (c *Client) AddItems(ctx context.Context, name string, items []Item, opts .
 		body = append(body, `{"id":`...)
 		var err error
 		if body, err = appendID(body, it.ID); err != nil {
-			return 0, err
+			return nil, err
 		}
 		body = append(body, `,"count":`...)
 		body = strconv.AppendInt(body, it.Count, 10)
 		body = append(body, '}')
 	}
-	body = append(body, "]}"...)
-	return c.addBody(ctx, name, "application/json", body, false, opts)
+	return append(body, "]}"...), nil
 }
 
 // addBody posts an add body; idempotent says whether it may be retried.

@@ -97,12 +97,20 @@ type CallOption func(*callConfig)
 
 type callConfig struct {
 	create      bool
+	fold        bool
 	retryUnsafe bool
 }
 
-// WithCreate makes an add (or events) call create missing sketches as
-// HLLs with the default parameters (?create=true).
+// WithCreate makes an add (or events) call create missing sketches with
+// the default parameters (?create=true): a Count-Min sketch for AddItems,
+// an HLL otherwise. Series are never created by an add; a series add
+// with it fails before sending.
 func WithCreate() CallOption { return func(c *callConfig) { c.create = true } }
+
+// WithFold lets MergeRaw fold the stored HLL down to an upload with fewer
+// registers (?fold=true; lossy: the sketch keeps fewer registers from
+// then on) rather than refuse it as a conflict.
+func WithFold() CallOption { return func(c *callConfig) { c.fold = true } }
 
 // WithUnsafeRetry lets a call that is not safe to repeat (a Count-Min add,
 // events, a raw merge) be retried like the others. A retry after a lost

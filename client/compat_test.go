@@ -33,7 +33,13 @@ var (
 	tAccepted = reflect.TypeFor[struct {
 		Accepted int `json:"accepted"`
 	}]()
-	tSketch = reflect.TypeFor[client.Sketch]()
+	tSketch  = reflect.TypeFor[client.Sketch]()
+	tSeries  = reflect.TypeFor[client.Series]()
+	tAddBody = reflect.TypeFor[struct {
+		IDs    []client.ID   `json:"ids"`
+		Hashes []int64       `json:"hashes"`
+		Items  []client.Item `json:"items"`
+	}]()
 )
 
 // compat maps every route of api/openapi.yaml to the client. Adding a
@@ -47,14 +53,10 @@ var compat = map[string]operation{
 	"GET /v1/sketches/{name}":    {methods: []string{"Describe"}, response: tSketch},
 	"DELETE /v1/sketches/{name}": {methods: []string{"Delete"}},
 	"POST /v1/sketches/{name}/add": {
-		methods: []string{"AddInts", "AddStrings", "AddIDs", "AddHashes", "AddItems"},
-		params:  []string{"create"},
-		notSent: map[string]string{"id_type": "only for text/plain and NDJSON bodies; the client sends octet-stream and JSON"},
-		request: reflect.TypeFor[struct {
-			IDs    []client.ID   `json:"ids"`
-			Hashes []int64       `json:"hashes"`
-			Items  []client.Item `json:"items"`
-		}](),
+		methods:  []string{"AddInts", "AddStrings", "AddIDs", "AddHashes", "AddItems"},
+		params:   []string{"create"},
+		notSent:  map[string]string{"id_type": "only for text/plain and NDJSON bodies; the client sends octet-stream and JSON"},
+		request:  tAddBody,
 		response: tAccepted,
 	},
 	"POST /v1/events": {methods: []string{"AddEvents"}, params: []string{"create"},
@@ -80,8 +82,27 @@ var compat = map[string]operation{
 	"POST /v1/sketches/{name}/fold": {methods: []string{"Fold"}, request: reflect.TypeFor[client.FoldRequest](), response: tSketch},
 	"GET /v1/sketches/{name}/raw":   {methods: []string{"Raw"}, params: []string{"format", "log2m", "If-None-Match"}},
 	"PUT /v1/sketches/{name}/raw":   {methods: []string{"PutRaw"}, response: tSketch},
-	"POST /v1/sketches/{name}/raw":  {methods: []string{"MergeRaw"}, response: tSketch},
-	"GET /metrics":                  {methods: []string{"Metrics"}},
+	"POST /v1/sketches/{name}/raw":  {methods: []string{"MergeRaw"}, params: []string{"fold"}, response: tSketch},
+	"GET /v1/series": {methods: []string{"ListSeries"}, params: []string{"prefix", "after", "limit"},
+		response: reflect.TypeFor[client.SeriesList]()},
+	"PUT /v1/series/{name}":    {methods: []string{"CreateSeries"}, request: reflect.TypeFor[client.SeriesRequest](), response: tSeries},
+	"GET /v1/series/{name}":    {methods: []string{"DescribeSeries"}, response: tSeries},
+	"DELETE /v1/series/{name}": {methods: []string{"DeleteSeries"}},
+	"POST /v1/series/{name}/add": {
+		methods:  []string{"AddSeriesInts", "AddSeriesStrings", "AddSeriesIDs", "AddSeriesHashes", "AddSeriesItems"},
+		params:   []string{"ts"},
+		notSent:  map[string]string{"id_type": "only for text/plain and NDJSON bodies; the client sends octet-stream and JSON"},
+		request:  tAddBody,
+		response: tAccepted,
+	},
+	"GET /v1/series/{name}/count": {methods: []string{"SeriesCount"}, params: []string{"from", "to", "id", "id_type"},
+		response: reflect.TypeFor[client.SeriesCount]()},
+	"GET /v1/series/{name}/timeseries": {methods: []string{"SeriesTimeseries"}, params: []string{"from", "to", "step", "window"},
+		response: reflect.TypeFor[client.Timeseries]()},
+	"GET /v1/series/{name}/top": {methods: []string{"SeriesTop"}, params: []string{"from", "to", "k"},
+		response: reflect.TypeFor[client.SeriesTop]()},
+	"GET /v1/series/{name}/raw": {methods: []string{"SeriesRaw"}, params: []string{"from", "to", "format"}},
+	"GET /metrics":              {methods: []string{"Metrics"}},
 	"GET /healthz": {methods: []string{"Health"}, response: reflect.TypeFor[struct {
 		Status string `json:"status"`
 	}]()},
@@ -218,17 +239,7 @@ func checkSchema(t *testing.T, where string, ref *openapi3.SchemaRef, typ reflec
 	want := map[string]*openapi3.SchemaRef{}
 	props(s, want)
 	got := map[string]reflect.Type{}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		got[name] = f.Type
-	}
+	jsonFields(typ, got)
 	for name := range want {
 		if _, ok := got[name]; !ok {
 			t.Errorf("%s: the spec's field %q is missing from %v", where, name, typ)
@@ -241,5 +252,25 @@ func checkSchema(t *testing.T, where string, ref *openapi3.SchemaRef, typ reflec
 			continue
 		}
 		checkSchema(t, where+"."+name, p, ft)
+	}
+}
+
+// jsonFields collects the JSON names of typ's fields, those of embedded
+// structs included (encoding/json flattens them).
+func jsonFields(typ reflect.Type, into map[string]reflect.Type) {
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			jsonFields(f.Type, into)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		into[name] = f.Type
 	}
 }

@@ -25,6 +25,7 @@ const (
 	KindUnauthorized         = "unauthorized"
 	KindForbidden            = "forbidden"
 	KindUnavailable          = "unavailable"
+	KindNotImplemented       = "not-implemented"
 	KindInternal             = "internal"
 )
 
@@ -125,6 +126,10 @@ func IsConflict(err error) bool { return StatusOf(err) == http.StatusConflict }
 // IsTooLarge reports a 413: the body is over the server's byte or id
 // limit; send smaller batches.
 func IsTooLarge(err error) bool { return StatusOf(err) == http.StatusRequestEntityTooLarge }
+
+// IsNotImplemented reports a 501: the server's storage backend does not
+// keep series.
+func IsNotImplemented(err error) bool { return StatusOf(err) == http.StatusNotImplemented }
 
 // IsUnavailable reports a 503 that outlasted the retries (or a call that
 // is not retried): the server is overloaded or shutting down.

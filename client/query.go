@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -43,19 +44,8 @@ func (c *Client) FrequencyQuery(ctx context.Context, name string, ids []ID) (*Fr
 		return nil, errors.New("client: FrequencyQuery needs at least one id")
 	}
 	q := url.Values{}
-	text := ids[0].IsText()
-	for _, id := range ids {
-		if id.IsText() != text {
-			return nil, errors.New("client: FrequencyQuery takes ids of one type; use Frequency for a mix")
-		}
-		if text {
-			q.Add("id", id.Text())
-		} else {
-			q.Add("id", strconv.FormatInt(id.Int(), 10))
-		}
-	}
-	if text {
-		q.Set("id_type", "text")
+	if err := addIDQuery(q, ids); err != nil {
+		return nil, fmt.Errorf("%w; use Frequency for a mix", err)
 	}
 	return c.frequency(ctx, call{method: http.MethodGet, path: sketchPath(name, "frequency"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }

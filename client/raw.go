@@ -67,12 +67,19 @@ func (c *Client) PutRaw(ctx context.Context, name string, data []byte) (s *Sketc
 }
 
 // MergeRaw unions storage-format bytes into the stored sketch
-// (POST /v1/sketches/{name}/raw), which keeps its parameters. Merging a
-// Count-Min sketch adds its counters, so MergeRaw is not retried unless
-// opts has WithUnsafeRetry (an HLL merge is safe to repeat).
+// (POST /v1/sketches/{name}/raw), which keeps its parameters: an HLL
+// upload with fewer registers is a conflict unless opts has WithFold,
+// and then the answer's FoldedFromLog2m says what the sketch had.
+// Merging a Count-Min sketch adds its counters, so MergeRaw is not
+// retried unless opts has WithUnsafeRetry (an HLL merge is safe to
+// repeat).
 func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (*Sketch, error) {
 	cc := callOptions(opts)
-	r, err := c.do(ctx, call{method: http.MethodPost, path: sketchPath(name, "raw"), body: data, contentType: "application/octet-stream",
+	var q url.Values
+	if cc.fold {
+		q = url.Values{"fold": {"true"}}
+	}
+	r, err := c.do(ctx, call{method: http.MethodPost, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
 		idempotent: cc.retryUnsafe, ok: []int{http.StatusOK}})
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"github.com/sketchd/sketchd/api"
 	"github.com/sketchd/sketchd/internal/metrics"
 	"github.com/sketchd/sketchd/internal/server"
-	"github.com/sketchd/sketchd/internal/store"
+	"github.com/sketchd/sketchd/internal/store/bolt"
 )
 
 // openSketchd wires the real service over the real store in the bbolt
@@ -17,7 +17,7 @@ import (
 // function that closes the store. It is the package's only place that
 // knows how the store is opened.
 func openSketchd(path string, cfg server.Config) (http.Handler, func() error, error) {
-	db, err := store.Open(path, store.Options{})
+	db, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		return nil, nil, err
 	}

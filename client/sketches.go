@@ -45,6 +45,9 @@ type Sketch struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Metric    bool      `json:"metric"`
+	// FoldedFromLog2m is set only by MergeRaw with WithFold when it
+	// folded the stored HLL down: the log2m it had before.
+	FoldedFromLog2m int `json:"folded_from_log2m,omitempty"`
 }
 
 // CreateRequest is the body of Create. Zero fields take the server's
@@ -127,17 +130,7 @@ type SketchList struct {
 // List returns a page of sketches (GET /v1/sketches). All walks every
 // page.
 func (c *Client) List(ctx context.Context, opts ListOptions) (*SketchList, error) {
-	q := url.Values{}
-	if opts.Prefix != "" {
-		q.Set("prefix", opts.Prefix)
-	}
-	if opts.After != "" {
-		q.Set("after", opts.After)
-	}
-	if opts.Limit != 0 {
-		q.Set("limit", strconv.Itoa(opts.Limit))
-	}
-	r, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/sketches", query: q, idempotent: true, ok: []int{http.StatusOK}})
+	r, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/sketches", query: listQuery(opts), idempotent: true, ok: []int{http.StatusOK}})
 	if err != nil {
 		return nil, err
 	}
@@ -168,4 +161,18 @@ func (c *Client) All(ctx context.Context, prefix string) iter.Seq2[Sketch, error
 			opts.After = page.Next
 		}
 	}
+}
+
+func listQuery(opts ListOptions) url.Values {
+	q := url.Values{}
+	if opts.Prefix != "" {
+		q.Set("prefix", opts.Prefix)
+	}
+	if opts.After != "" {
+		q.Set("after", opts.After)
+	}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	return q
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sketchd/sketchd/client"
 	"github.com/sketchd/sketchd/internal/server"
@@ -186,4 +187,36 @@ func ExampleClient_Raw() {
 	}
 	fmt.Printf("SELECT hll_cardinality('%s'::hll);\n", r.Data)
 	// Output: SELECT hll_cardinality('\x128e7fde0820a06c76c0a8004403b7fb05c44a'::hll);
+}
+
+// A series keeps one sketch per time bucket: adds carry a time, and
+// counts and rolling lines (DAU, WAU, MAU) come from the fewest buckets.
+func ExampleClient_SeriesTimeseries() {
+	url, stop := exampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, _ := client.New(url)
+
+	c.CreateSeries(ctx, "active", client.SeriesRequest{Levels: map[string]string{client.LevelDay: "P400D"}})
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	yesterday := today.Add(-24 * time.Hour)
+	c.AddSeriesInts(ctx, "active", yesterday, []int64{1, 2, 3})
+	c.AddSeriesInts(ctx, "active", today, []int64{3, 4})
+
+	// One point a day, each the distinct users of the two days up to it.
+	ts, err := c.SeriesTimeseries(ctx, "active", client.TimeseriesRequest{
+		From: yesterday, To: today.Add(24 * time.Hour), Step: "P1D", Window: "P2D",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range ts.Points {
+		fmt.Printf("%s: %.0f users in the two days up to it\n", p.Start.Sub(today), p.Cardinality)
+	}
+	n, _ := c.SeriesCount(ctx, "active", yesterday, today)
+	fmt.Printf("yesterday alone: %.0f\n", n.Cardinality)
+	// Output:
+	// -24h0m0s: 3 users in the two days up to it
+	// 0s: 4 users in the two days up to it
+	// yesterday alone: 3
 }

@@ -281,7 +281,7 @@ func (b *Batcher) AddInt(ctx context.Context, name string, id int64) error {
 func (b *Batcher) AddInts(ctx context.Context, name string, ids ...int64) error {
 	key := bufKey{name, kindInts}
 	for len(ids) > 0 {
-		n := min(len(ids), b.opts.MaxBatch, b.share/8)
+		n := max(1, min(len(ids), b.opts.MaxBatch, b.share/8))
 		st, err := b.lock(ctx, 8*n)
 		if err != nil {
 			b.dropRest(err, len(ids))
@@ -313,7 +313,7 @@ func (b *Batcher) AddInts(ctx context.Context, name string, ids ...int64) error 
 func (b *Batcher) AddHashes(ctx context.Context, name string, hashes ...int64) error {
 	key := bufKey{name, kindHashes}
 	for len(hashes) > 0 {
-		n := min(len(hashes), b.opts.MaxBatch, b.share/21)
+		n := max(1, min(len(hashes), b.opts.MaxBatch, b.share/21))
 		// A decimal int64 and its comma take at most 21 bytes; the rest
 		// is given back below.
 		reserved := 21 * n

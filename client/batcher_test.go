@@ -402,3 +402,25 @@ func TestBatcherDurable(t *testing.T) {
 	}
 	b.Close(t.Context())
 }
+
+// TestBatcherTinyBuffer: a bound too small for one id is an error, not a
+// hang.
+func TestBatcherTinyBuffer(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	b := client.NewBatcher(newClient(t, s), client.BatcherOptions{MaxBufferBytes: 7})
+	defer b.Close(t.Context())
+	for name, add := range map[string]func() error{
+		"AddInt":     func() error { return b.AddInt(t.Context(), "a", 1) },
+		"AddInts":    func() error { return b.AddInts(t.Context(), "a", 1, 2) },
+		"AddHashes":  func() error { return b.AddHashes(t.Context(), "a", 1) },
+		"AddStrings": func() error { return b.AddStrings(t.Context(), "a", "eight by") },
+	} {
+		if err := add(); err == nil || errors.Is(err, client.ErrDropped) {
+			t.Errorf("%s with a 7-byte bound = %v, want an error", name, err)
+		}
+	}
+	if st := b.Stats(); st.Added != 0 || st.BufferedBytes != 0 {
+		t.Errorf("Stats = %+v, want nothing added", st)
+	}
+}

@@ -191,7 +191,7 @@ func (cl *Client) do(ctx context.Context, c call) (*response, error) {
 		if after > wait {
 			wait = after
 		}
-		if wait > cl.retry.MaxRetryAfter && after > 0 {
+		if after > cl.retry.MaxRetryAfter {
 			// The server asks for a longer pause than the caller allows:
 			// report its answer rather than sleep past the budget.
 			return nil, problemFrom(resp, c.method, c.path)

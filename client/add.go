@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // Adding ids. The client cannot know whether a name holds an HLL or a
@@ -160,10 +161,14 @@ func (c *Client) addBody(ctx context.Context, name, contentType string, body []b
 	return a.Accepted, decode(r, &a)
 }
 
-// Event adds one id to several sketches (1 to 100).
+// Event adds one id to several sketches and series (at least one, 100
+// at most together), the series at TS (the zero time is the server's
+// now).
 type Event struct {
-	ID       ID       `json:"id"`
-	Sketches []string `json:"sketches"`
+	ID       ID        `json:"id"`
+	Sketches []string  `json:"sketches,omitempty"`
+	Series   []string  `json:"series,omitempty"`
+	TS       time.Time `json:"ts,omitzero"`
 }
 
 // AddEvents adds each event's id to each of its sketches, all or nothing

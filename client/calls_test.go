@@ -91,7 +91,7 @@ func TestEveryCall(t *testing.T) {
 	if _, err := c.AddIDs(ctx, "esc", []client.ID{client.Text("quote\"d\n\x01é")}); err != nil {
 		t.Fatal(err)
 	}
-	if u, err := c.Union(ctx, client.UnionRequest{Sketches: []string{"a", "esc"}}); err != nil || u.Cardinality != 11 {
+	if u, err := c.Union(ctx, client.UnionRequest{Sketches: client.Names("a", "esc")}); err != nil || u.Cardinality != 11 {
 		t.Fatalf("Union(a, esc) = %+v, %v; want 11 (the escaped id is the same id)", u, err)
 	}
 
@@ -102,11 +102,11 @@ func TestEveryCall(t *testing.T) {
 	n, err = c.AddInts(ctx, "b", []int64{3, 4, 5, 6}, client.WithCreate())
 	add("AddInts(b, create)", n, err, 4)
 
-	u, err := c.Union(ctx, client.UnionRequest{Sketches: []string{"a", "b"}, Into: "ab"})
+	u, err := c.Union(ctx, client.UnionRequest{Sketches: client.Names("a", "b"), Into: "ab"})
 	if err != nil || u.Type != client.TypeHLL || u.Cardinality != 13 || u.Into != "ab" || u.Log2m != 11 {
 		t.Fatalf("Union(a, b into ab) = %+v, %v", u, err)
 	}
-	x, err := c.Intersection(ctx, client.IntersectionRequest{Sketches: []string{"a", "b"}, Method: client.MethodInclusionExclusion})
+	x, err := c.Intersection(ctx, client.IntersectionRequest{Sketches: client.Names("a", "b"), Method: client.MethodInclusionExclusion})
 	if err != nil || x.Estimate != 2 || x.Method != client.MethodInclusionExclusion || len(x.Terms) != 3 || x.Jaccard == nil {
 		t.Fatalf("Intersection(a, b) = %+v, %v; want 2", x, err)
 	}
@@ -189,7 +189,7 @@ func TestEveryCall(t *testing.T) {
 	if _, err := c.Top(ctx, "a", 0); !client.IsConflict(err) {
 		t.Fatalf("Top(an hll) = %v, want a conflict", err)
 	}
-	if cu, err := c.Union(ctx, client.UnionRequest{Sketches: []string{"cms"}}); err != nil || cu.Type != client.TypeCMS || cu.Total != 6 {
+	if cu, err := c.Union(ctx, client.UnionRequest{Sketches: client.Names("cms")}); err != nil || cu.Type != client.TypeCMS || cu.Total != 6 {
 		t.Fatalf("Union(cms) = %+v, %v", cu, err)
 	}
 

@@ -233,11 +233,17 @@ func checkSchema(t *testing.T, where string, ref *openapi3.SchemaRef, typ reflec
 		}
 		typ = typ.Elem()
 	}
-	if typ.Implements(jsonMarshaler) || typ == reflect.TypeFor[time.Time]() || typ.Kind() != reflect.Struct {
-		return
-	}
 	want := map[string]*openapi3.SchemaRef{}
 	props(s, want)
+	if typ.Implements(jsonMarshaler) || typ == reflect.TypeFor[time.Time]() || typ.Kind() == reflect.Map {
+		return
+	}
+	if typ.Kind() != reflect.Struct {
+		if len(want) > 0 {
+			t.Errorf("%s: the spec allows an object here, which %v cannot carry", where, typ)
+		}
+		return
+	}
 	got := map[string]reflect.Type{}
 	jsonFields(typ, got)
 	for name := range want {

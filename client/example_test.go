@@ -81,13 +81,13 @@ func ExampleClient_Intersection() {
 	c.AddInts(ctx, "web", web, client.WithCreate())
 	c.AddInts(ctx, "app", app, client.WithCreate())
 
-	u, err := c.Union(ctx, client.UnionRequest{Sketches: []string{"web", "app"}, Into: "anywhere"})
+	u, err := c.Union(ctx, client.UnionRequest{Sketches: client.Names("web", "app"), Into: "anywhere"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("union: about %.0f, stored in %s\n", round100(u.Cardinality), u.Into)
 
-	x, err := c.Intersection(ctx, client.IntersectionRequest{Sketches: []string{"web", "app"}})
+	x, err := c.Intersection(ctx, client.IntersectionRequest{Sketches: client.Names("web", "app")})
 	if err != nil {
 		log.Fatal(err)
 	}

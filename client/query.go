@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // Frequency is the answer of a Count-Min point query.
@@ -82,11 +84,45 @@ func (c *Client) Top(ctx context.Context, name string, k int) ([]TopItem, error)
 	return out.Items, decode(r, &out)
 }
 
-// UnionRequest names the sketches (1 to 1,000) to unite, and optionally a
+// Operand is a union or intersection operand: a sketch, or the range
+// [From, To) of a series (the union of its buckets there). Names makes
+// operands of sketch names.
+type Operand struct {
+	Sketch   string    // a sketch's name, or
+	Series   string    // a series' name, with
+	From, To time.Time // the range
+}
+
+// Names returns sketch operands.
+func Names(names ...string) []Operand {
+	out := make([]Operand, len(names))
+	for i, n := range names {
+		out[i] = Operand{Sketch: n}
+	}
+	return out
+}
+
+// MarshalJSON writes a sketch's name as a JSON string and a series range
+// as {"series","from","to"}.
+func (o Operand) MarshalJSON() ([]byte, error) {
+	switch {
+	case o.Series != "" && o.Sketch != "":
+		return nil, fmt.Errorf("client: operand names both the sketch %q and the series %q", o.Sketch, o.Series)
+	case o.Series != "":
+		return json.Marshal(struct {
+			Series string    `json:"series"`
+			From   time.Time `json:"from"`
+			To     time.Time `json:"to"`
+		}{o.Series, o.From, o.To})
+	}
+	return json.Marshal(o.Sketch)
+}
+
+// UnionRequest names the operands (1 to 1,000) to unite, and optionally a
 // sketch to store the union into (created or replaced; a write).
 type UnionRequest struct {
-	Sketches []string `json:"sketches"`
-	Into     string   `json:"into,omitempty"`
+	Sketches []Operand `json:"sketches"`
+	Into     string    `json:"into,omitempty"`
 }
 
 // Union is the union of HLL sketches (Cardinality, StdError, Log2m,
@@ -106,6 +142,9 @@ type Union struct {
 	Depth int   `json:"depth,omitempty"`
 
 	Into string `json:"into,omitempty"`
+	// Warnings says where a series operand's covered range differs from
+	// the one asked.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Union estimates the union of sketches, storing it if req.Into is set
@@ -136,11 +175,12 @@ const (
 	MethodMLE                = "mle"
 )
 
-// IntersectionRequest names 2 to 8 HLL sketches; Method "" lets the
-// server choose (docs/intersection.md).
+// IntersectionRequest names 2 to 8 HLL operands (sketches or series
+// ranges: "active last week and this week" is two ranges of one series);
+// Method "" lets the server choose (docs/intersection.md).
 type IntersectionRequest struct {
-	Sketches []string `json:"sketches"`
-	Method   string   `json:"method,omitempty"`
+	Sketches []Operand `json:"sketches"`
+	Method   string    `json:"method,omitempty"`
 }
 
 // Intersection is an intersection estimate with its error envelope and a

@@ -73,8 +73,26 @@ func TestSeriesCalls(t *testing.T) {
 	if sk, _, err := c.PutRaw(ctx, "both-days", raw.Data); err != nil || sk.Cardinality != 7 {
 		t.Fatalf("the series' raw union holds %+v, %v; want 7", sk, err)
 	}
+	// Series ranges as union and intersection operands, and events.
+	u, err := c.Union(ctx, client.UnionRequest{Sketches: []client.Operand{{Series: "dau", From: yesterday, To: today}, {Sketch: "both-days"}}})
+	if err != nil || u.Cardinality != 7 {
+		t.Fatalf("Union(yesterday of dau, both-days) = %+v, %v; want 7", u, err)
+	}
+	x, err := c.Intersection(ctx, client.IntersectionRequest{Method: client.MethodInclusionExclusion, Sketches: []client.Operand{
+		{Series: "dau", From: yesterday, To: today}, {Series: "dau", From: today, To: tomorrow}}})
+	if err != nil || x.Estimate != 1 {
+		t.Fatalf("Intersection(yesterday, today) = %+v, %v; want 1 (id 3)", x, err)
+	}
+	if _, err := c.Union(ctx, client.UnionRequest{Sketches: []client.Operand{{Sketch: "a", Series: "dau"}}}); err == nil || client.StatusOf(err) != 0 {
+		t.Fatalf("Union of an operand naming a sketch and a series = %v, want an error before sending", err)
+	}
+	n, err = c.AddEvents(ctx, []client.Event{{ID: client.Int(99), Series: []string{"dau"}, TS: today}, {ID: client.Int(98), Series: []string{"dau"}, Sketches: []string{"both-days"}, TS: today}})
+	add("AddEvents(series)", n, err, 2)
+	if cnt, err = c.SeriesCount(ctx, "dau", today, tomorrow); err != nil || cnt.Cardinality != 7 {
+		t.Fatalf("SeriesCount(today) after events = %+v, %v; want 7", cnt, err)
+	}
 	hex, err := c.SeriesRaw(ctx, "dau", yesterday, tomorrow, true)
-	if err != nil || !bytes.HasPrefix(hex.Data, []byte(`\x`)) || len(hex.Data) != 2+2*len(raw.Data) {
+	if err != nil || !bytes.HasPrefix(hex.Data, []byte(`\x`)) {
 		t.Fatalf("SeriesRaw(hex) = %q, %v", hex.Data, err)
 	}
 	sr, err = c.DescribeSeries(ctx, "dau")

@@ -171,10 +171,11 @@ type Event struct {
 	TS       time.Time `json:"ts,omitzero"`
 }
 
-// AddEvents adds each event's id to each of its sketches, all or nothing
-// (POST /v1/events), and returns the number of events accepted. Its
-// sketches may be Count-Min sketches, so it is not retried unless opts
-// has WithUnsafeRetry; WithCreate creates missing sketches as HLLs.
+// AddEvents adds each event's id to each of its sketches and series, all
+// or nothing (POST /v1/events), and returns the number of events
+// accepted. They may be Count-Min sketches or series, so it is not
+// retried unless opts has WithUnsafeRetry; WithCreate creates missing
+// sketches (not series) as HLLs.
 func (c *Client) AddEvents(ctx context.Context, events []Event, opts ...CallOption) (int, error) {
 	cc := callOptions(opts)
 	cl, err := jsonCall(http.MethodPost, "/v1/events", struct {

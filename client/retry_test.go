@@ -243,7 +243,7 @@ func TestRetryOnTimeout(t *testing.T) {
 	}
 	f := newFaults("/s", 1, stall)
 	s := startSketchd(t, f.wrap)
-	c := newClient(t, s, quick, client.WithHTTPClient(&http.Client{Timeout: 200 * time.Millisecond}))
+	c := newClient(t, s, quick, client.WithHTTPClient(&http.Client{Timeout: time.Second}))
 	if _, _, err := c.Create(ctx, "s", client.CreateRequest{}); err != nil || f.seen.Load() != 2 {
 		t.Fatalf("Create after a timeout = %v after %d requests; want success on the second", err, f.seen.Load())
 	}

@@ -1,0 +1,258 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Frequency is the answer of a Count-Min point query.
+type Frequency struct {
+	Total   int64               `json:"total"` // N, the sum of all counts
+	Results []FrequencyEstimate `json:"results"`
+}
+
+// FrequencyEstimate is one id's count: never below the true count, and
+// with probability Confidence (1-δ) at most ErrorBound (ε·N) above it.
+type FrequencyEstimate struct {
+	ID         ID      `json:"id"`
+	Estimate   int64   `json:"estimate"`
+	ErrorBound float64 `json:"error_bound"`
+	Confidence float64 `json:"confidence"`
+}
+
+// Frequency returns point estimates for ids (at most 10,000) from a
+// Count-Min sketch (POST /v1/sketches/{name}/frequency).
+func (c *Client) Frequency(ctx context.Context, name string, ids []ID) (*Frequency, error) {
+	cl, err := jsonCall(http.MethodPost, sketchPath(name, "frequency"), struct {
+		IDs []ID `json:"ids"`
+	}{ids}, true, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	return c.frequency(ctx, cl)
+}
+
+// FrequencyQuery is Frequency as a GET with the ids in the query string
+// (GET /v1/sketches/{name}/frequency?id=…), which caches and proxies can
+// see. The ids must be all integers or all texts.
+func (c *Client) FrequencyQuery(ctx context.Context, name string, ids []ID) (*Frequency, error) {
+	if len(ids) == 0 {
+		return nil, errors.New("client: FrequencyQuery needs at least one id")
+	}
+	q := url.Values{}
+	if err := addIDQuery(q, ids); err != nil {
+		return nil, fmt.Errorf("%w; use Frequency for a mix", err)
+	}
+	return c.frequency(ctx, call{method: http.MethodGet, path: sketchPath(name, "frequency"), query: q, idempotent: true, ok: []int{http.StatusOK}})
+}
+
+func (c *Client) frequency(ctx context.Context, cl call) (*Frequency, error) {
+	r, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	f := new(Frequency)
+	return f, decode(r, f)
+}
+
+// TopItem is a heavy hitter and its estimated count.
+type TopItem struct {
+	ID       ID    `json:"id"`
+	Estimate int64 `json:"estimate"`
+}
+
+// Top returns a Count-Min sketch's heaviest ids, heaviest first
+// (GET /v1/sketches/{name}/top). k 0 asks for all the sketch keeps.
+func (c *Client) Top(ctx context.Context, name string, k int) ([]TopItem, error) {
+	var q url.Values
+	if k != 0 {
+		q = url.Values{"k": {strconv.Itoa(k)}}
+	}
+	r, err := c.do(ctx, call{method: http.MethodGet, path: sketchPath(name, "top"), query: q, idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Items []TopItem `json:"items"`
+	}
+	return out.Items, decode(r, &out)
+}
+
+// Operand is a union or intersection operand: a sketch, or the range
+// [From, To) of a series (the union of its buckets there). Names makes
+// operands of sketch names.
+type Operand struct {
+	Sketch   string    // a sketch's name, or
+	Series   string    // a series' name, with
+	From, To time.Time // the range
+}
+
+// Names returns sketch operands.
+func Names(names ...string) []Operand {
+	out := make([]Operand, len(names))
+	for i, n := range names {
+		out[i] = Operand{Sketch: n}
+	}
+	return out
+}
+
+// MarshalJSON writes a sketch's name as a JSON string and a series range
+// as {"series","from","to"}.
+func (o Operand) MarshalJSON() ([]byte, error) {
+	switch {
+	case o.Series != "" && o.Sketch != "":
+		return nil, fmt.Errorf("client: operand names both the sketch %q and the series %q", o.Sketch, o.Series)
+	case o.Series != "":
+		return json.Marshal(struct {
+			Series string    `json:"series"`
+			From   time.Time `json:"from"`
+			To     time.Time `json:"to"`
+		}{o.Series, o.From, o.To})
+	}
+	return json.Marshal(o.Sketch)
+}
+
+// UnionRequest names the operands (1 to 1,000) to unite, and optionally a
+// sketch to store the union into (created or replaced; a write).
+type UnionRequest struct {
+	Sketches []Operand `json:"sketches"`
+	Into     string    `json:"into,omitempty"`
+}
+
+// Union is the union of HLL sketches (Cardinality, StdError, Log2m,
+// Regwidth, Representation) or of Count-Min sketches (Total, Width,
+// Depth); Type says which.
+type Union struct {
+	Type string `json:"type"` // TypeHLL or TypeCMS
+
+	Cardinality    float64 `json:"cardinality,omitempty"`
+	StdError       float64 `json:"std_error,omitempty"` // relative
+	Log2m          int     `json:"log2m,omitempty"`
+	Regwidth       int     `json:"regwidth,omitempty"`
+	Representation string  `json:"representation,omitempty"`
+
+	Total int64 `json:"total,omitempty"`
+	Width int   `json:"width,omitempty"`
+	Depth int   `json:"depth,omitempty"`
+
+	Into string `json:"into,omitempty"`
+	// Warnings says where a series operand's covered range differs from
+	// the one asked.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Union estimates the union of sketches, storing it if req.Into is set
+// (POST /v1/union). HLLs of different log2m are folded to the smallest.
+// It is retried: storing the same union again gives the same sketch.
+func (c *Client) Union(ctx context.Context, req UnionRequest) (*Union, error) {
+	cl, err := jsonCall(http.MethodPost, "/v1/union", req, true, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	u := new(Union)
+	if err := decode(r, u); err != nil {
+		return nil, err
+	}
+	if u.Type == "" {
+		u.Type = TypeHLL // the HLL answer has no type field
+	}
+	return u, nil
+}
+
+// Intersection methods.
+const (
+	MethodInclusionExclusion = "inclusion_exclusion"
+	MethodMLE                = "mle"
+)
+
+// IntersectionRequest names 2 to 8 HLL operands (sketches or series
+// ranges: "active last week and this week" is two ranges of one series);
+// Method "" lets the server choose (docs/intersection.md).
+type IntersectionRequest struct {
+	Sketches []Operand `json:"sketches"`
+	Method   string    `json:"method,omitempty"`
+}
+
+// Intersection is an intersection estimate with its error envelope and a
+// verdict: read Reliable and Warnings before trusting Estimate, and
+// Spurious before reading any overlap into it.
+type Intersection struct {
+	Estimate         float64  `json:"estimate"` // RawEstimate clamped to [0, smallest set]
+	RawEstimate      float64  `json:"raw_estimate"`
+	Error            float64  `json:"error"` // one standard deviation
+	Lower            float64  `json:"lower"`
+	Upper            float64  `json:"upper"`
+	Spurious         bool     `json:"spurious"`
+	Reliable         bool     `json:"reliable"`
+	Warnings         []string `json:"warnings"`
+	Terms            []Term   `json:"terms"`
+	Overlap          float64  `json:"overlap"`
+	CardinalityRatio float64  `json:"cardinality_ratio"`
+	Log2m            int      `json:"log2m"`
+	Method           string   `json:"method"`
+	// For two sketches only.
+	Jaccard *Bounded `json:"jaccard,omitempty"`
+	ANotB   *Bounded `json:"a_not_b,omitempty"`
+	BNotA   *Bounded `json:"b_not_a,omitempty"`
+}
+
+// Term is one union of inclusion-exclusion and its estimate.
+type Term struct {
+	Sketches    []string `json:"sketches"`
+	Cardinality float64  `json:"cardinality"`
+}
+
+// Bounded is an estimate with one standard deviation.
+type Bounded struct {
+	Estimate float64 `json:"estimate"`
+	Error    float64 `json:"error"`
+}
+
+// Intersection estimates the intersection of HLL sketches
+// (POST /v1/intersection).
+func (c *Client) Intersection(ctx context.Context, req IntersectionRequest) (*Intersection, error) {
+	cl, err := jsonCall(http.MethodPost, "/v1/intersection", req, true, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	x := new(Intersection)
+	return x, decode(r, x)
+}
+
+// FoldRequest folds an HLL to Log2m (4..17, at most its own) and Regwidth
+// (0 keeps the sketch's), in place or into another sketch.
+type FoldRequest struct {
+	Log2m    int    `json:"log2m"`
+	Regwidth int    `json:"regwidth,omitempty"`
+	Into     string `json:"into,omitempty"`
+}
+
+// Fold folds an HLL's registers down (POST /v1/sketches/{name}/fold) and
+// returns the folded sketch. It is retried: folding to the same
+// parameters again changes nothing.
+func (c *Client) Fold(ctx context.Context, name string, req FoldRequest) (*Sketch, error) {
+	cl, err := jsonCall(http.MethodPost, sketchPath(name, "fold"), req, true, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	s := new(Sketch)
+	return s, decode(r, s)
+}

@@ -1,0 +1,382 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Series levels: one bucket per hour, day, ISO week (from Monday) or
+// month, with edges in the series' time zone.
+const (
+	LevelHour  = "hour"
+	LevelDay   = "day"
+	LevelWeek  = "week"
+	LevelMonth = "month"
+)
+
+// SeriesRequest is the body of CreateSeries: the bucket sketches' kind
+// and parameters (as in CreateRequest; zero fields take the defaults),
+// the time zone, the levels kept with their retention, and how late an
+// add may come.
+type SeriesRequest struct {
+	Type string `json:"type,omitempty"` // TypeHLL (default) or TypeCMS
+
+	Log2m        int     `json:"log2m,omitempty"`
+	Regwidth     int     `json:"regwidth,omitempty"`
+	Expthresh    *int64  `json:"expthresh,omitempty"`
+	Sparse       *bool   `json:"sparse,omitempty"`
+	Width        int     `json:"width,omitempty"`
+	Depth        int     `json:"depth,omitempty"`
+	Epsilon      float64 `json:"epsilon,omitempty"`
+	Delta        float64 `json:"delta,omitempty"`
+	Conservative bool    `json:"conservative,omitempty"`
+	TopK         int     `json:"topk,omitempty"`
+
+	// TZ is an IANA time zone name ("" is UTC).
+	TZ string `json:"tz,omitempty"`
+	// Levels maps a level to its retention in ISO 8601, such as
+	// {LevelHour: "P14D", LevelDay: "P400D", LevelMonth: "P5Y"}. A
+	// coarser level keeps at least as long as a finer one.
+	Levels map[string]string `json:"levels"`
+	// LateLimit is how late an add may come, in ISO 8601 ("" is P7D, at
+	// most the finest level's retention).
+	LateLimit string `json:"late_limit,omitempty"`
+}
+
+// Series describes a series and what each of its levels holds.
+type Series struct {
+	Name string `json:"name"`
+	Type string `json:"type"` // TypeHLL or TypeCMS
+	// Params are the bucket sketches' parameters, named as in
+	// CreateRequest.
+	Params    map[string]any `json:"params"`
+	TZ        string         `json:"tz"`
+	LateLimit string         `json:"late_limit"`
+	Levels    []SeriesLevel  `json:"levels"`
+	SizeBytes int            `json:"size_bytes"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// SeriesLevel is what one level of a series holds. Oldest and Newest are
+// the starts of its first and last buckets (zero when it holds none).
+type SeriesLevel struct {
+	Level     string    `json:"level"`
+	Retention string    `json:"retention"`
+	Buckets   int       `json:"buckets"`
+	Oldest    time.Time `json:"oldest,omitzero"`
+	Newest    time.Time `json:"newest,omitzero"`
+	Bytes     int       `json:"bytes"`
+}
+
+// SeriesList is a page of series in name order.
+type SeriesList struct {
+	Series []Series `json:"series"`
+	// Next is ListOptions.After for the next page; "" on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// seriesPath returns /v1/series/{name}… with name escaped.
+func seriesPath(name string, rest ...string) string {
+	p := "/v1/series/" + url.PathEscape(name)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+// CreateSeries creates the series name (PUT /v1/series/{name}); created
+// is false when it existed with the same spec, which is not an error
+// (another spec is IsConflict). It is retried, as Create is. A server
+// whose storage keeps no series answers IsNotImplemented.
+func (c *Client) CreateSeries(ctx context.Context, name string, req SeriesRequest) (s *Series, created bool, err error) {
+	cl, err := jsonCall(http.MethodPut, seriesPath(name), req, true, http.StatusOK, http.StatusCreated)
+	if err != nil {
+		return nil, false, err
+	}
+	r, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, false, err
+	}
+	s = new(Series)
+	return s, r.status == http.StatusCreated, decode(r, s)
+}
+
+// DescribeSeries returns the series' spec and what each level holds
+// (GET /v1/series/{name}).
+func (c *Client) DescribeSeries(ctx context.Context, name string) (*Series, error) {
+	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name), idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	s := new(Series)
+	return s, decode(r, s)
+}
+
+// DeleteSeries removes the series and all its buckets
+// (DELETE /v1/series/{name}). It is retried, as Delete is.
+func (c *Client) DeleteSeries(ctx context.Context, name string) error {
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: seriesPath(name), idempotent: true, ok: []int{http.StatusNoContent}})
+	return err
+}
+
+// ListSeries returns a page of series (GET /v1/series).
+func (c *Client) ListSeries(ctx context.Context, opts ListOptions) (*SeriesList, error) {
+	r, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/series", query: listQuery(opts), idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	l := new(SeriesList)
+	return l, decode(r, l)
+}
+
+// Adding to a series takes the same bodies as adding to a sketch, stamped
+// ts (the zero time is the server's now): one bucket per level is
+// updated in one durable write. An add older than the series' late limit
+// or more than 5 minutes ahead is IsInvalid. As with sketches, the HLL
+// adds are retried and AddSeriesItems (Count-Min) is not.
+
+// AddSeriesInts adds integer ids to an HLL series as big-endian int64s.
+func (c *Client) AddSeriesInts(ctx context.Context, name string, ts time.Time, ids []int64, opts ...CallOption) (int, error) {
+	return c.addSeries(ctx, name, ts, "application/octet-stream", intsBody(ids), true, opts)
+}
+
+// AddSeriesStrings adds text ids to an HLL series.
+func (c *Client) AddSeriesStrings(ctx context.Context, name string, ts time.Time, ids []string, opts ...CallOption) (int, error) {
+	body, err := stringsBody(ids)
+	if err != nil {
+		return 0, err
+	}
+	return c.addSeries(ctx, name, ts, "application/json", body, true, opts)
+}
+
+// AddSeriesIDs adds integer and text ids, mixed, to an HLL series.
+func (c *Client) AddSeriesIDs(ctx context.Context, name string, ts time.Time, ids []ID, opts ...CallOption) (int, error) {
+	body, err := idsBody(ids)
+	if err != nil {
+		return 0, err
+	}
+	return c.addSeries(ctx, name, ts, "application/json", body, true, opts)
+}
+
+// AddSeriesHashes adds already hashed values to an HLL series.
+func (c *Client) AddSeriesHashes(ctx context.Context, name string, ts time.Time, hashes []int64, opts ...CallOption) (int, error) {
+	return c.addSeries(ctx, name, ts, "application/json", hashesBody(hashes), true, opts)
+}
+
+// AddSeriesItems adds counted ids to a Count-Min series; not retried
+// unless opts has WithUnsafeRetry.
+func (c *Client) AddSeriesItems(ctx context.Context, name string, ts time.Time, items []Item, opts ...CallOption) (int, error) {
+	body, err := itemsBody(items)
+	if err != nil {
+		return 0, err
+	}
+	return c.addSeries(ctx, name, ts, "application/json", body, false, opts)
+}
+
+var errSeriesCreate = errors.New("client: a series add cannot create the series; use CreateSeries")
+
+func (c *Client) addSeries(ctx context.Context, name string, ts time.Time, contentType string, body []byte, idempotent bool, opts []CallOption) (int, error) {
+	cc := callOptions(opts)
+	if cc.create {
+		return 0, errSeriesCreate
+	}
+	var q url.Values
+	if !ts.IsZero() {
+		q = url.Values{"ts": {ts.Format(time.RFC3339Nano)}}
+	}
+	r, err := c.do(ctx, call{
+		method: http.MethodPost, path: seriesPath(name, "add"), query: q, body: body, contentType: contentType,
+		idempotent: idempotent || cc.retryUnsafe, ok: []int{http.StatusOK},
+	})
+	if err != nil {
+		return 0, err
+	}
+	var a struct {
+		Accepted int `json:"accepted"`
+	}
+	return a.Accepted, decode(r, &a)
+}
+
+// Range is the part of a series a query covered: From and To may differ
+// from the range asked for (an edge inside the finest bucket kept there,
+// expired data), and Warnings then says so. Buckets are the buckets it
+// read, the fewest that tile the range.
+type Range struct {
+	From     time.Time   `json:"from"`
+	To       time.Time   `json:"to"`
+	Buckets  []BucketRef `json:"buckets"`
+	Warnings []string    `json:"warnings"`
+}
+
+// BucketRef names a bucket by its level and start.
+type BucketRef struct {
+	Level string    `json:"level"`
+	Start time.Time `json:"start"`
+}
+
+// SeriesCount is a count over a range: the distinct count with its
+// relative error (HLL), or the total and the asked ids' frequencies
+// (Count-Min).
+type SeriesCount struct {
+	Range
+	Cardinality float64             `json:"cardinality,omitempty"`
+	StdError    float64             `json:"std_error,omitempty"`
+	Total       int64               `json:"total,omitempty"`
+	Results     []FrequencyEstimate `json:"results,omitempty"`
+}
+
+// rangeQuery is ?from=&to=.
+func rangeQuery(from, to time.Time) url.Values {
+	return url.Values{"from": {from.Format(time.RFC3339Nano)}, "to": {to.Format(time.RFC3339Nano)}}
+}
+
+// SeriesCount counts [from, to) (GET /v1/series/{name}/count); for a
+// Count-Min series, ids (all integers or all texts) are estimated too.
+func (c *Client) SeriesCount(ctx context.Context, name string, from, to time.Time, ids ...ID) (*SeriesCount, error) {
+	q := rangeQuery(from, to)
+	if err := addIDQuery(q, ids); err != nil {
+		return nil, err
+	}
+	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "count"), query: q, idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	out := new(SeriesCount)
+	return out, decode(r, out)
+}
+
+// addIDQuery adds ids as repeated ?id= (with id_type=text for text ids);
+// they must be of one type.
+func addIDQuery(q url.Values, ids []ID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	text := ids[0].IsText()
+	for _, id := range ids {
+		if id.IsText() != text {
+			return errors.New("client: ids in a query must be all integers or all texts")
+		}
+		if text {
+			q.Add("id", id.Text())
+		} else {
+			q.Add("id", strconv.FormatInt(id.Int(), 10))
+		}
+	}
+	if text {
+		q.Set("id_type", "text")
+	}
+	return nil
+}
+
+// TimeseriesRequest asks for one point per Step from From to To, each
+// the union over the trailing Window (ISO 8601 durations; "" takes
+// P1D for Step and Step for Window): Step P1D with Window P30D is a MAU
+// line.
+type TimeseriesRequest struct {
+	From, To     time.Time
+	Step, Window string
+}
+
+// Timeseries is a rolling line and the level whose buckets made it.
+type Timeseries struct {
+	Step     string            `json:"step"`
+	Window   string            `json:"window"`
+	Level    string            `json:"level"`
+	Points   []TimeseriesPoint `json:"points"`
+	Warnings []string          `json:"warnings"`
+}
+
+// TimeseriesPoint is the union over [WindowFrom, End) for the step
+// [Start, End): a distinct count with its relative error (HLL) or a total
+// (Count-Min).
+type TimeseriesPoint struct {
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	WindowFrom  time.Time `json:"window_from"`
+	Cardinality float64   `json:"cardinality,omitempty"`
+	StdError    float64   `json:"std_error,omitempty"`
+	Total       int64     `json:"total,omitempty"`
+}
+
+// SeriesTimeseries returns a rolling line (DAU, WAU, MAU)
+// (GET /v1/series/{name}/timeseries).
+func (c *Client) SeriesTimeseries(ctx context.Context, name string, req TimeseriesRequest) (*Timeseries, error) {
+	q := rangeQuery(req.From, req.To)
+	if req.Step != "" {
+		q.Set("step", req.Step)
+	}
+	if req.Window != "" {
+		q.Set("window", req.Window)
+	}
+	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "timeseries"), query: q, idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	out := new(Timeseries)
+	return out, decode(r, out)
+}
+
+// SeriesTop is a Count-Min series' heaviest ids over a range.
+type SeriesTop struct {
+	Range
+	Items []TopItem `json:"items"`
+}
+
+// SeriesTop returns the heaviest ids of a Count-Min series over
+// [from, to), heaviest first (GET /v1/series/{name}/top); k 0 asks for
+// all the sketches keep.
+func (c *Client) SeriesTop(ctx context.Context, name string, from, to time.Time, k int) (*SeriesTop, error) {
+	q := rangeQuery(from, to)
+	if k != 0 {
+		q.Set("k", strconv.Itoa(k))
+	}
+	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "top"), query: q, idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	out := new(SeriesTop)
+	return out, decode(r, out)
+}
+
+// SeriesRaw is the union of a series' range in the storage format.
+type SeriesRaw struct {
+	Data     []byte    // bytes, or `\x…` text with hex
+	From, To time.Time // the range covered
+	Buckets  int       // how many buckets it united
+}
+
+// SeriesRaw downloads the union of [from, to) in the kind's format (GET
+// /v1/series/{name}/raw); hex asks for PostgreSQL's `\x…` text.
+func (c *Client) SeriesRaw(ctx context.Context, name string, from, to time.Time, hex bool) (*SeriesRaw, error) {
+	q := rangeQuery(from, to)
+	if hex {
+		q.Set("format", "hex")
+	}
+	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "raw"), query: q, idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	out := &SeriesRaw{Data: r.body}
+	var errs []error
+	if v := r.header.Get("Sketchd-From"); v != "" {
+		out.From, err = time.Parse(time.RFC3339Nano, v)
+		errs = append(errs, err)
+	}
+	if v := r.header.Get("Sketchd-To"); v != "" {
+		out.To, err = time.Parse(time.RFC3339Nano, v)
+		errs = append(errs, err)
+	}
+	if v := r.header.Get("Sketchd-Buckets"); v != "" {
+		out.Buckets, err = strconv.Atoi(v)
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("client: the answer's range headers: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,164 @@
+package client_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/sketchd/sketchd/client"
+)
+
+// TestSeriesCalls drives every series method against the real server.
+func TestSeriesCalls(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	yesterday := today.Add(-24 * time.Hour)
+	tomorrow := today.Add(24 * time.Hour)
+
+	sr, created, err := c.CreateSeries(ctx, "dau", client.SeriesRequest{Levels: map[string]string{client.LevelHour: "P14D", client.LevelDay: "P400D"}})
+	if err != nil || !created || sr.Type != client.TypeHLL || sr.TZ != "UTC" || sr.LateLimit != "P7D" || len(sr.Levels) != 2 || sr.Params["log2m"] != 14.0 {
+		t.Fatalf("CreateSeries(dau) = %+v, %v, %v", sr, created, err)
+	}
+	if _, created, err = c.CreateSeries(ctx, "dau", client.SeriesRequest{Levels: map[string]string{client.LevelHour: "P14D", client.LevelDay: "P400D"}}); err != nil || created {
+		t.Fatalf("CreateSeries(dau) again = %v, %v; want existing", created, err)
+	}
+	if _, _, err = c.CreateSeries(ctx, "dau", client.SeriesRequest{Levels: map[string]string{client.LevelDay: "P30D"}}); !client.IsConflict(err) {
+		t.Fatalf("CreateSeries(dau, other levels) = %v, want a conflict", err)
+	}
+
+	add := func(what string, n int, err error, want int) {
+		t.Helper()
+		if err != nil || n != want {
+			t.Fatalf("%s = %d, %v; want %d", what, n, err, want)
+		}
+	}
+	n, err := c.AddSeriesInts(ctx, "dau", yesterday.Add(time.Hour), []int64{1, 2, 3})
+	add("AddSeriesInts", n, err, 3)
+	n, err = c.AddSeriesStrings(ctx, "dau", today, []string{"a", "b"})
+	add("AddSeriesStrings", n, err, 2)
+	n, err = c.AddSeriesIDs(ctx, "dau", today, []client.ID{client.Int(3), client.Text("c")})
+	add("AddSeriesIDs", n, err, 2)
+	n, err = c.AddSeriesHashes(ctx, "dau", today, []int64{0x7e57})
+	add("AddSeriesHashes", n, err, 1)
+	if _, err := c.AddSeriesInts(ctx, "dau", today.Add(-30*24*time.Hour), []int64{9}); !client.IsInvalid(err) {
+		t.Fatalf("AddSeriesInts 30 days late = %v, want invalid", err)
+	}
+	if _, err := c.AddSeriesInts(ctx, "dau", today, []int64{9}, client.WithCreate()); err == nil || client.StatusOf(err) != 0 {
+		t.Fatalf("AddSeriesInts with WithCreate = %v, want an error before sending", err)
+	}
+
+	// Yesterday {1,2,3}; today {a,b,3,c,hash}; both days 7 distinct.
+	cnt, err := c.SeriesCount(ctx, "dau", yesterday, today)
+	if err != nil || cnt.Cardinality != 3 || !cnt.From.Equal(yesterday) || !cnt.To.Equal(today) || len(cnt.Buckets) != 1 || cnt.Buckets[0].Level != client.LevelDay {
+		t.Fatalf("SeriesCount(yesterday) = %+v, %v; want 3 from one day bucket", cnt, err)
+	}
+	if cnt, err = c.SeriesCount(ctx, "dau", yesterday, tomorrow); err != nil || cnt.Cardinality != 7 {
+		t.Fatalf("SeriesCount(two days) = %+v, %v; want 7", cnt, err)
+	}
+	ts, err := c.SeriesTimeseries(ctx, "dau", client.TimeseriesRequest{From: yesterday, To: tomorrow, Step: "P1D"})
+	if err != nil || ts.Step != "P1D" || ts.Window != "P1D" || len(ts.Points) != 2 || ts.Points[0].Cardinality != 3 || ts.Points[1].Cardinality != 5 ||
+		!ts.Points[1].Start.Equal(today) || !ts.Points[1].WindowFrom.Equal(today) {
+		t.Fatalf("SeriesTimeseries = %+v, %v; want points 3 and 5", ts, err)
+	}
+	if ts, err = c.SeriesTimeseries(ctx, "dau", client.TimeseriesRequest{From: today, To: tomorrow, Window: "P2D"}); err != nil || len(ts.Points) != 1 || ts.Points[0].Cardinality != 7 {
+		t.Fatalf("SeriesTimeseries(window 2 days) = %+v, %v; want one point of 7", ts, err)
+	}
+	raw, err := c.SeriesRaw(ctx, "dau", yesterday, tomorrow, false)
+	if err != nil || len(raw.Data) == 0 || !raw.From.Equal(yesterday) || raw.Buckets != 2 {
+		t.Fatalf("SeriesRaw = %+v, %v", raw, err)
+	}
+	if sk, _, err := c.PutRaw(ctx, "both-days", raw.Data); err != nil || sk.Cardinality != 7 {
+		t.Fatalf("the series' raw union holds %+v, %v; want 7", sk, err)
+	}
+	// Series ranges as union and intersection operands, and events.
+	u, err := c.Union(ctx, client.UnionRequest{Sketches: []client.Operand{{Series: "dau", From: yesterday, To: today}, {Sketch: "both-days"}}})
+	if err != nil || u.Cardinality != 7 {
+		t.Fatalf("Union(yesterday of dau, both-days) = %+v, %v; want 7", u, err)
+	}
+	x, err := c.Intersection(ctx, client.IntersectionRequest{Method: client.MethodInclusionExclusion, Sketches: []client.Operand{
+		{Series: "dau", From: yesterday, To: today}, {Series: "dau", From: today, To: tomorrow}}})
+	if err != nil || x.Estimate != 1 {
+		t.Fatalf("Intersection(yesterday, today) = %+v, %v; want 1 (id 3)", x, err)
+	}
+	if _, err := c.Union(ctx, client.UnionRequest{Sketches: []client.Operand{{Sketch: "a", Series: "dau"}}}); err == nil || client.StatusOf(err) != 0 {
+		t.Fatalf("Union of an operand naming a sketch and a series = %v, want an error before sending", err)
+	}
+	n, err = c.AddEvents(ctx, []client.Event{{ID: client.Int(99), Series: []string{"dau"}, TS: today}, {ID: client.Int(98), Series: []string{"dau"}, Sketches: []string{"both-days"}, TS: today}})
+	add("AddEvents(series)", n, err, 2)
+	if cnt, err = c.SeriesCount(ctx, "dau", today, tomorrow); err != nil || cnt.Cardinality != 7 {
+		t.Fatalf("SeriesCount(today) after events = %+v, %v; want 7", cnt, err)
+	}
+	hex, err := c.SeriesRaw(ctx, "dau", yesterday, tomorrow, true)
+	if err != nil || !bytes.HasPrefix(hex.Data, []byte(`\x`)) {
+		t.Fatalf("SeriesRaw(hex) = %q, %v", hex.Data, err)
+	}
+	sr, err = c.DescribeSeries(ctx, "dau")
+	if err != nil || sr.SizeBytes == 0 {
+		t.Fatalf("DescribeSeries = %+v, %v", sr, err)
+	}
+	for _, l := range sr.Levels {
+		if l.Buckets != 2 || !l.Oldest.Before(l.Newest) {
+			t.Errorf("level %+v, want 2 buckets, oldest before newest", l)
+		}
+	}
+
+	// A Count-Min series.
+	if _, _, err := c.CreateSeries(ctx, "views", client.SeriesRequest{Type: client.TypeCMS, TopK: 5, Levels: map[string]string{client.LevelDay: "P30D"}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err = c.AddSeriesItems(ctx, "views", today, []client.Item{{ID: client.Text("alice"), Count: 3}, {ID: client.Int(42), Count: 1}})
+	add("AddSeriesItems", n, err, 2)
+	cnt, err = c.SeriesCount(ctx, "views", yesterday, tomorrow, client.Text("alice"))
+	if err != nil || cnt.Total != 4 || len(cnt.Results) != 1 || cnt.Results[0].Estimate != 3 || cnt.Results[0].ID != client.Text("alice") {
+		t.Fatalf("SeriesCount(views, alice) = %+v, %v", cnt, err)
+	}
+	top, err := c.SeriesTop(ctx, "views", yesterday, tomorrow, 1)
+	if err != nil || len(top.Items) != 1 || top.Items[0].ID != client.Text("alice") || top.Items[0].Estimate != 3 || len(top.Buckets) == 0 {
+		t.Fatalf("SeriesTop(views) = %+v, %v", top, err)
+	}
+	if _, err := c.SeriesTop(ctx, "dau", yesterday, tomorrow, 1); !client.IsConflict(err) {
+		t.Fatalf("SeriesTop(an hll series) = %v, want a conflict", err)
+	}
+
+	page, err := c.ListSeries(ctx, client.ListOptions{Limit: 1})
+	if err != nil || len(page.Series) != 1 || page.Series[0].Name != "dau" || page.Next != "dau" {
+		t.Fatalf("ListSeries(limit 1) = %+v, %v", page, err)
+	}
+	if page, err = c.ListSeries(ctx, client.ListOptions{After: page.Next}); err != nil || len(page.Series) != 1 || page.Series[0].Name != "views" || page.Next != "" {
+		t.Fatalf("ListSeries(second page) = %+v, %v", page, err)
+	}
+	if err := c.DeleteSeries(ctx, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DescribeSeries(ctx, "views"); !client.IsNotFound(err) {
+		t.Fatalf("DescribeSeries(deleted) = %v, want not found", err)
+	}
+}
+
+// TestMergeRawFold: an upload with fewer registers is a conflict unless
+// the call asks to fold the stored sketch down.
+func TestMergeRawFold(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	c.AddInts(ctx, "small", []int64{1, 2}, client.WithCreate())
+	if _, err := c.Fold(ctx, "small", client.FoldRequest{Log2m: 10}); err != nil {
+		t.Fatal(err)
+	}
+	small, err := c.Raw(ctx, "small", client.RawOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AddInts(ctx, "big", []int64{3}, client.WithCreate())
+	if _, err := c.MergeRaw(ctx, "big", small.Data); !client.IsConflict(err) {
+		t.Fatalf("MergeRaw of fewer registers = %v, want a conflict", err)
+	}
+	sk, err := c.MergeRaw(ctx, "big", small.Data, client.WithFold())
+	if err != nil || sk.Log2m != 10 || sk.FoldedFromLog2m != 14 || sk.Cardinality != 3 {
+		t.Fatalf("MergeRaw with WithFold = %+v, %v; want log2m 10 folded from 14, 3 ids", sk, err)
+	}
+}

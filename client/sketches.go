@@ -1,0 +1,178 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Sketch types.
+const (
+	TypeHLL = "hll"
+	TypeCMS = "cms"
+)
+
+// Sketch describes a stored sketch. Type says which of the groups of
+// fields below is filled.
+type Sketch struct {
+	Name string `json:"name"`
+	Type string `json:"type"` // TypeHLL or TypeCMS
+
+	// HLL: parameters, representation (EMPTY, EXPLICIT, SPARSE, FULL),
+	// the estimate and its relative standard error (0 when exact).
+	Log2m          int     `json:"log2m,omitempty"`
+	Regwidth       int     `json:"regwidth,omitempty"`
+	Expthresh      int64   `json:"expthresh,omitempty"`
+	Sparse         bool    `json:"sparse,omitempty"`
+	Representation string  `json:"representation,omitempty"`
+	Cardinality    float64 `json:"cardinality,omitempty"`
+	StdError       float64 `json:"std_error,omitempty"`
+
+	// CMS: shape, the error bound it gives, and Total, the sum of all
+	// counts.
+	Width        int     `json:"width,omitempty"`
+	Depth        int     `json:"depth,omitempty"`
+	Epsilon      float64 `json:"epsilon,omitempty"`
+	Delta        float64 `json:"delta,omitempty"`
+	Conservative bool    `json:"conservative,omitempty"`
+	TopK         int     `json:"topk,omitempty"`
+	Total        int64   `json:"total,omitempty"`
+
+	SizeBytes int       `json:"size_bytes"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Metric    bool      `json:"metric"`
+	// FoldedFromLog2m is set only by MergeRaw with WithFold when it
+	// folded the stored HLL down: the log2m it had before.
+	FoldedFromLog2m int `json:"folded_from_log2m,omitempty"`
+}
+
+// CreateRequest is the body of Create. Zero fields take the server's
+// defaults (an HLL with log2m 14, regwidth 5, expthresh -1, sparse on; a
+// CMS with the default width and depth). Fields of the other type are
+// refused (400).
+type CreateRequest struct {
+	Type string `json:"type,omitempty"` // TypeHLL (default) or TypeCMS
+
+	Log2m    int `json:"log2m,omitempty"`
+	Regwidth int `json:"regwidth,omitempty"`
+	// Expthresh: -1 automatic, 0 no EXPLICIT, or a power of two up to 8192.
+	Expthresh *int64 `json:"expthresh,omitempty"`
+	Sparse    *bool  `json:"sparse,omitempty"`
+
+	// A CMS takes Width and Depth, or Epsilon and Delta.
+	Width        int     `json:"width,omitempty"`
+	Depth        int     `json:"depth,omitempty"`
+	Epsilon      float64 `json:"epsilon,omitempty"`
+	Delta        float64 `json:"delta,omitempty"`
+	Conservative bool    `json:"conservative,omitempty"`
+	TopK         int     `json:"topk,omitempty"`
+
+	// Metric exports the estimate on /metrics.
+	Metric bool `json:"metric,omitempty"`
+}
+
+// Create creates the sketch name (PUT /v1/sketches/{name}). created is
+// false when it already existed with the same type and parameters (then
+// only the metric flag is updated); other parameters are a conflict
+// (IsConflict). Create is retried: the same request again is harmless,
+// but a retry after a lost answer reports created false for the sketch
+// the first attempt made.
+func (c *Client) Create(ctx context.Context, name string, req CreateRequest) (s *Sketch, created bool, err error) {
+	cl, err := jsonCall(http.MethodPut, sketchPath(name), req, true, http.StatusOK, http.StatusCreated)
+	if err != nil {
+		return nil, false, err
+	}
+	r, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, false, err
+	}
+	s = new(Sketch)
+	return s, r.status == http.StatusCreated, decode(r, s)
+}
+
+// Describe returns the sketch's parameters, representation, estimate
+// with its error, size and times (GET /v1/sketches/{name}).
+func (c *Client) Describe(ctx context.Context, name string) (*Sketch, error) {
+	r, err := c.do(ctx, call{method: http.MethodGet, path: sketchPath(name), idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	s := new(Sketch)
+	return s, decode(r, s)
+}
+
+// Delete removes the sketch (DELETE /v1/sketches/{name}). It is retried;
+// a retry after an answer was lost finds the sketch gone and reports
+// IsNotFound.
+func (c *Client) Delete(ctx context.Context, name string) error {
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: sketchPath(name), idempotent: true, ok: []int{http.StatusNoContent}})
+	return err
+}
+
+// ListOptions selects a page of List.
+type ListOptions struct {
+	Prefix string // only names starting with this
+	After  string // only names after this: the previous page's Next
+	Limit  int    // 1..1000; 0 is the server's default (100)
+}
+
+// SketchList is a page of sketches in name order.
+type SketchList struct {
+	Sketches []Sketch `json:"sketches"`
+	// Next is ListOptions.After for the next page; "" on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// List returns a page of sketches (GET /v1/sketches). All walks every
+// page.
+func (c *Client) List(ctx context.Context, opts ListOptions) (*SketchList, error) {
+	r, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/sketches", query: listQuery(opts), idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	l := new(SketchList)
+	return l, decode(r, l)
+}
+
+// All yields every sketch whose name starts with prefix, in name order,
+// fetching pages of 1,000 as it goes. It stops at the first error, which
+// it yields.
+func (c *Client) All(ctx context.Context, prefix string) iter.Seq2[Sketch, error] {
+	return func(yield func(Sketch, error) bool) {
+		opts := ListOptions{Prefix: prefix, Limit: 1000}
+		for {
+			page, err := c.List(ctx, opts)
+			if err != nil {
+				yield(Sketch{}, err)
+				return
+			}
+			for _, s := range page.Sketches {
+				if !yield(s, nil) {
+					return
+				}
+			}
+			if page.Next == "" {
+				return
+			}
+			opts.After = page.Next
+		}
+	}
+}
+
+func listQuery(opts ListOptions) url.Values {
+	q := url.Values{}
+	if opts.Prefix != "" {
+		q.Set("prefix", opts.Prefix)
+	}
+	if opts.After != "" {
+		q.Set("after", opts.After)
+	}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	return q
+}

@@ -71,6 +71,8 @@ var compat = map[string]operation{
 		response: reflect.TypeFor[client.Frequency]()},
 	"GET /v1/sketches/{name}/frequency": {methods: []string{"FrequencyQuery"}, params: []string{"id", "id_type"},
 		response: reflect.TypeFor[client.Frequency]()},
+	"GET /v1/sketches/{name}/frequency_report": {methods: []string{"FrequencyReport"}, params: []string{"max", "sd"},
+		response: reflect.TypeFor[client.FrequencyReport]()},
 	"GET /v1/sketches/{name}/top": {methods: []string{"Top"}, params: []string{"k"},
 		response: reflect.TypeFor[struct {
 			Items []client.TopItem `json:"items"`

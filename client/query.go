@@ -141,6 +141,12 @@ type Union struct {
 	Width int   `json:"width,omitempty"`
 	Depth int   `json:"depth,omitempty"`
 
+	// Theta and freq unions: bounds at two standard deviations.
+	LowerBound float64 `json:"lower_bound,omitempty"`
+	UpperBound float64 `json:"upper_bound,omitempty"`
+	Retained   int     `json:"retained,omitempty"`
+	Theta      float64 `json:"theta,omitempty"`
+
 	Into string `json:"into,omitempty"`
 	// Warnings says where a series operand's covered range differs from
 	// the one asked.
@@ -199,7 +205,12 @@ type Intersection struct {
 	Overlap          float64  `json:"overlap"`
 	CardinalityRatio float64  `json:"cardinality_ratio"`
 	Log2m            int      `json:"log2m"`
-	Method           string   `json:"method"`
+	Method           string   `json:"method"` // inclusion_exclusion, mle or theta
+	// Theta intersections: their lg_k, the sampled hashes in the
+	// intersection and its theta.
+	LgK      int     `json:"lg_k,omitempty"`
+	Retained int     `json:"retained,omitempty"`
+	Theta    float64 `json:"theta,omitempty"`
 	// For two sketches only.
 	Jaccard *Bounded `json:"jaccard,omitempty"`
 	ANotB   *Bounded `json:"a_not_b,omitempty"`
@@ -215,7 +226,10 @@ type Term struct {
 // Bounded is an estimate with one standard deviation.
 type Bounded struct {
 	Estimate float64 `json:"estimate"`
-	Error    float64 `json:"error"`
+	Error    float64 `json:"error"` // one standard deviation
+	// Theta answers also give bounds at two standard deviations.
+	Lower float64 `json:"lower,omitempty"`
+	Upper float64 `json:"upper,omitempty"`
 }
 
 // Intersection estimates the intersection of HLL sketches
@@ -255,4 +269,50 @@ func (c *Client) Fold(ctx context.Context, name string, req FoldRequest) (*Sketc
 	}
 	s := new(Sketch)
 	return s, decode(r, s)
+}
+
+// Interval is an estimate with its lower and upper bounds.
+type Interval struct {
+	Estimate float64 `json:"estimate"`
+	Lower    float64 `json:"lower"`
+	Upper    float64 `json:"upper"`
+}
+
+// FrequencyClass is one class of a frequency report: the users added
+// exactly K times (K or more when OrMore) and their impressions.
+type FrequencyClass struct {
+	K           int      `json:"k"`
+	OrMore      bool     `json:"or_more"`
+	Users       Interval `json:"users"`
+	Impressions Interval `json:"impressions"`
+}
+
+// FrequencyReport is a freq sketch's report: reach, impressions and the
+// classes, with bounds at StdDevs standard deviations.
+type FrequencyReport struct {
+	StdDevs     int              `json:"std_devs"`
+	Theta       float64          `json:"theta"`
+	Retained    int              `json:"retained"`
+	Reach       Interval         `json:"reach"`
+	Impressions Interval         `json:"impressions"`
+	Classes     []FrequencyClass `json:"classes"`
+}
+
+// FrequencyReport asks a freq sketch for its report with classes 1..max-1
+// and "max or more" (max 0: the server's default, 10) and bounds at sd
+// standard deviations (0: 2) (GET /v1/sketches/{name}/frequency_report).
+func (c *Client) FrequencyReport(ctx context.Context, name string, max, sd int) (*FrequencyReport, error) {
+	q := url.Values{}
+	if max != 0 {
+		q.Set("max", strconv.Itoa(max))
+	}
+	if sd != 0 {
+		q.Set("sd", strconv.Itoa(sd))
+	}
+	r, err := c.do(ctx, call{method: http.MethodGet, path: sketchPath(name, "frequency_report"), query: q, idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	out := new(FrequencyReport)
+	return out, decode(r, out)
 }

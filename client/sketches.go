@@ -11,8 +11,10 @@ import (
 
 // Sketch types.
 const (
-	TypeHLL = "hll"
-	TypeCMS = "cms"
+	TypeHLL   = "hll"
+	TypeCMS   = "cms"
+	TypeTheta = "theta" // DataSketches' theta sketch: intersections with their own bounds
+	TypeFreq  = "freq"  // DataSketches' tuple sketch with a count per user: the frequency report
 )
 
 // Sketch describes a stored sketch. Type says which of the groups of
@@ -40,6 +42,16 @@ type Sketch struct {
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
 	Total        int64   `json:"total,omitempty"`
+
+	// Theta and freq: lg_k, the cardinality's bounds at two standard
+	// deviations (about 95%), the sampling rate and the hashes kept; a
+	// freq sketch also its estimated impressions.
+	LgK         int     `json:"lg_k,omitempty"`
+	LowerBound  float64 `json:"lower_bound,omitempty"`
+	UpperBound  float64 `json:"upper_bound,omitempty"`
+	Theta       float64 `json:"theta,omitempty"`
+	Retained    int     `json:"retained,omitempty"`
+	Impressions int64   `json:"impressions,omitempty"`
 
 	SizeBytes int       `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
@@ -70,6 +82,9 @@ type CreateRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
+
+	// Theta and freq sketches take LgK (4..26, default 12).
+	LgK int `json:"lg_k,omitempty"`
 
 	// Metric exports the estimate on /metrics.
 	Metric bool `json:"metric,omitempty"`

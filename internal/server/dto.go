@@ -405,6 +405,7 @@ type eventsResponse struct {
 // thetaBounds is an estimate with its bounds at two standard deviations.
 type thetaBounds struct {
 	Estimate float64 `json:"estimate"`
+	Error    float64 `json:"error"` // a quarter of the 2σ interval
 	Lower    float64 `json:"lower"`
 	Upper    float64 `json:"upper"`
 }
@@ -439,7 +440,7 @@ const minRetained = 10
 func boundsOf(t *theta.Sketch) thetaBounds {
 	lo, _ := t.LowerBound(2)
 	hi, _ := t.UpperBound(2)
-	return thetaBounds{Estimate: t.Estimate(), Lower: lo, Upper: hi}
+	return thetaBounds{Estimate: t.Estimate(), Error: (hi - lo) / 4, Lower: lo, Upper: hi}
 }
 
 func thetaIntersectionDTO(labels []string, ts []*theta.Sketch) (thetaIntersectionResponse, error) {
@@ -477,7 +478,7 @@ func thetaIntersectionDTO(labels []string, ts []*theta.Sketch) (thetaIntersectio
 	}
 	if len(ts) == 2 {
 		j := theta.Jaccard(ts[0], ts[1])
-		resp.Jaccard = &thetaBounds{Estimate: j.Estimate, Lower: j.Lower, Upper: j.Upper}
+		resp.Jaccard = &thetaBounds{Estimate: j.Estimate, Error: (j.Upper - j.Lower) / 4, Lower: j.Lower, Upper: j.Upper}
 		ab, ba := boundsOf(theta.AnotB(ts[0], ts[1])), boundsOf(theta.AnotB(ts[1], ts[0]))
 		resp.ANotB, resp.BNotA = &ab, &ba
 	}

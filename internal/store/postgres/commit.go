@@ -280,7 +280,6 @@ func (s *DB) commit(group []*op) error {
 
 	var wb pgx.Batch
 	var inserts []int
-	sent := 0
 	for _, r := range t.rows {
 		if !r.changed {
 			continue
@@ -294,12 +293,10 @@ func (s *DB) commit(group []*op) error {
 				continue
 			}
 			b := r.st.sk.AppendBinary(nil)
-			sent += len(b)
 			wb.Queue(`UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), metric = $3, updated_at = $4 WHERE name = $1`,
 				r.name, b, r.st.metric, r.st.updated)
 		default:
 			hllBytes, data := body(r.st.sk)
-			sent += len(hllBytes) + len(data)
 			params, err := paramsJSON(r.st.sk.Params())
 			if err != nil {
 				return err
@@ -345,8 +342,7 @@ func (s *DB) commit(group []*op) error {
 		}
 	}
 	if obs := s.opts.Observer; obs != nil {
-		obs.ObserveCommit(len(group), sent, time.Since(start))
-		obs.ObserveCommitRows(rows)
+		obs.ObserveDBCommit(len(group), rows, time.Since(start))
 	}
 	return nil
 }

@@ -32,12 +32,10 @@ import (
 // Observer receives the store's commit timings; the metrics package
 // implements it.
 type Observer interface {
-	// ObserveCommit records one transaction: the write requests it
-	// carried, the bytes of sketches sent and the time from BEGIN to
-	// COMMIT.
-	ObserveCommit(requests, bytes int, d time.Duration)
-	// ObserveCommitRows records the rows one transaction wrote.
-	ObserveCommitRows(rows int)
+	// ObserveDBCommit records one committed transaction: the write
+	// requests it carried, the sketch rows it wrote and its time from
+	// BEGIN to COMMIT.
+	ObserveDBCommit(requests, rows int, d time.Duration)
 }
 
 // Options configure a DB. Zero values choose the defaults.

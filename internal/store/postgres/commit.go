@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -239,19 +241,28 @@ func (s *DB) commit(group []*op) error {
 	slices.Sort(names)
 	names = slices.Compact(names)
 
-	dbtx, err := s.pool.Begin(ctx)
+	// The pool destroys a connection released inside a transaction, so an
+	// error anywhere below leaves nothing half done on a pooled connection.
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer dbtx.Rollback(context.WithoutCancel(ctx))
+	defer conn.Release()
 
+	// Two round trips: BEGIN and the row locks, then the writes and
+	// COMMIT.
 	t := &tx{rows: make([]*row, len(names)), now: s.opts.Now().UTC()}
 	var lb pgx.Batch
+	lb.Queue("BEGIN")
 	for i, n := range names {
 		t.rows[i] = &row{name: n}
 		lb.Queue(lockSQL, n, full[n])
 	}
-	res := dbtx.SendBatch(ctx, &lb)
+	res := conn.SendBatch(ctx, &lb)
+	if _, err := res.Exec(); err != nil {
+		res.Close()
+		return err
+	}
 	for _, r := range t.rows {
 		var kind string
 		var b []byte
@@ -279,7 +290,6 @@ func (s *DB) commit(group []*op) error {
 	}
 
 	var wb pgx.Batch
-	var inserts []int
 	for _, r := range t.rows {
 		if !r.changed {
 			continue
@@ -292,9 +302,8 @@ func (s *DB) commit(group []*op) error {
 			if r.st.sk.Representation() == "EMPTY" {
 				continue
 			}
-			b := r.st.sk.AppendBinary(nil)
 			wb.Queue(`UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), metric = $3, updated_at = $4 WHERE name = $1`,
-				r.name, b, r.st.metric, r.st.updated)
+				r.name, r.st.sk.AppendBinary(nil), r.st.metric, r.st.updated)
 		default:
 			hllBytes, data := body(r.st.sk)
 			params, err := paramsJSON(r.st.sk.Params())
@@ -306,33 +315,38 @@ func (s *DB) commit(group []*op) error {
 					created_at = $7, updated_at = $8 WHERE name = $1`,
 					r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
 			} else {
-				inserts = append(inserts, wb.Len())
+				// A row another node inserted since the lock fails this
+				// insert (unique violation) and the transaction with it;
+				// the group then runs again.
 				wb.Queue(`INSERT INTO sketchd_sketches (name, kind, params, metric, hll, data, created_at, updated_at)
-					VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
+					VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8)`,
 					r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
 			}
 		}
 	}
 	rows := wb.Len()
-	if rows > 0 {
-		res := dbtx.SendBatch(ctx, &wb)
-		for i := range rows {
-			tag, err := res.Exec()
-			if err != nil {
-				res.Close()
-				return err
-			}
-			if slices.Contains(inserts, i) && tag.RowsAffected() != 1 {
-				res.Close()
+	wb.Queue("COMMIT")
+	res = conn.SendBatch(ctx, &wb)
+	for range rows {
+		if _, err := res.Exec(); err != nil {
+			res.Close()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
 				return errRetry
 			}
-		}
-		if err := res.Close(); err != nil {
 			return err
 		}
 	}
-	if err := dbtx.Commit(ctx); err != nil {
+	tag, err := res.Exec()
+	if err != nil {
+		res.Close()
 		return err
+	}
+	if err := res.Close(); err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
 	}
 	for _, r := range t.rows {
 		if r.st == nil {

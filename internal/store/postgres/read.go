@@ -60,7 +60,7 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 		}
 	}
 	for n, st := range found {
-		s.kinds.Store(n, st.sk.Kind())
+		s.remember(n, st.sk)
 	}
 	return fn(sts)
 }

@@ -54,8 +54,8 @@ type Options struct {
 	// split the waiting writes into smaller groups: for a few hot sketches
 	// one committer, which coalesces most, commits most ids per second.
 	Committers int
-	Logger   *slog.Logger
-	Observer Observer
+	Logger     *slog.Logger
+	Observer   Observer
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
 }
@@ -99,10 +99,23 @@ type DB struct {
 	kick  chan struct{}
 
 	// kinds remembers each sketch's kind and parameters, only to prepare
-	// a write before its row is locked: the committer checks the guess
-	// under the lock and the write is prepared again if it was wrong. It
-	// never answers a read.
-	kinds sync.Map // name → *sketch.Kind
+	// a write before its row is locked and to try a group of HLL adds
+	// without reading their rows first: a wrong guess makes the write
+	// fail inside its transaction and run again the careful way. It never
+	// answers a read.
+	kinds sync.Map // name → known
+}
+
+// known is what a node last saw of a sketch: its kind, and its
+// parameters when it saw the sketch itself.
+type known struct {
+	kind   *sketch.Kind
+	params sketch.Params
+}
+
+// remember records what a node saw of name's sketch.
+func (s *DB) remember(name string, sk sketch.Sketch) {
+	s.kinds.Store(name, known{sk.Kind(), sk.Params()})
 }
 
 // ErrClosed is returned by writes after Close.

@@ -98,7 +98,7 @@ var errKindChanged = errors.New("the sketch has another kind than its input was 
 // backend.
 func (s *DB) guessKind(ctx context.Context, name string, in sketch.Input, create bool) (*sketch.Kind, error) {
 	if k, ok := s.kinds.Load(name); ok {
-		return k.(*sketch.Kind), nil
+		return k.(known).kind, nil
 	}
 	var typ string
 	err := s.pool.QueryRow(ctx, "SELECT kind FROM sketchd_sketches WHERE name = $1", name).Scan(&typ)
@@ -114,7 +114,7 @@ func (s *DB) guessKind(ctx context.Context, name string, in sketch.Input, create
 	if err != nil {
 		return nil, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
 	}
-	s.kinds.Store(name, k)
+	s.kinds.Store(name, known{kind: k})
 	return k, nil
 }
 

@@ -40,6 +40,44 @@ func (t *tx) add(r *row, b sketch.Batch) error {
 	return nil
 }
 
+// preDelta builds, in the caller's goroutine, the HLL of an add's batch at
+// the parameters the node last saw for name, so that the committer only
+// merges it into the row's delta (register maxima) instead of adding every
+// id while the transaction's clock runs. It returns nil when the node
+// knows no parameters for name or the batch is not for an HLL; the
+// committer then adds the batch itself.
+func (s *DB) preDelta(name string, kind *sketch.Kind, b sketch.Batch) sketch.Sketch {
+	v, ok := s.kinds.Load(name)
+	if !ok || kind.Type != sketch.TypeHLL {
+		return nil
+	}
+	k := v.(known)
+	if k.kind != kind || k.params == nil {
+		return nil
+	}
+	d, err := k.params.New()
+	if err != nil {
+		return nil
+	}
+	if _, err := d.Apply(b, nil); err != nil {
+		return nil
+	}
+	return d
+}
+
+// merge unions a delta built by preDelta into r's delta, which has the
+// same parameters; n is the number of ids it holds.
+func (t *tx) merge(r *row, d sketch.Sketch, n int) error {
+	if err := r.st.sk.Merge(d); err != nil {
+		return err
+	}
+	if n > 0 {
+		r.st.updated = t.now
+		r.changed = true
+	}
+	return nil
+}
+
 // Create creates name with spec. If it exists with the same kind and
 // parameters, Create changes only its metric flag and reports created
 // false; with other parameters it fails with Conflict.
@@ -135,6 +173,7 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 		if err != nil {
 			return sketch.Added{}, err
 		}
+		pre := s.preDelta(name, kind, b)
 		var actual *sketch.Kind
 		names := []string{name}
 		err = s.submit(ctx, names, nil, func(t *tx) error {
@@ -165,6 +204,9 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 			}
 			if r.st == nil {
 				t.put(r, st)
+			}
+			if pre != nil && r.delta && pre.Params() == st.sk.Params() {
+				return t.merge(r, pre, b.Len())
 			}
 			return t.add(r, b)
 		})

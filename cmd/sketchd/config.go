@@ -29,6 +29,8 @@ type config struct {
 	logLevel           slog.Level
 	logFormat          string
 	debugAddr          string
+	postgres           string
+	postgresMaxConns   int
 
 	// help and version ask for usage or build information instead of a
 	// server.
@@ -42,7 +44,8 @@ type config struct {
 const usageHeader = `Usage: sketchd [flags]
 
 sketchd serves named HyperLogLog and Count-Min sketches over HTTP, durable
-in a bbolt file. With no flags it listens on :8080 (every interface, no
+in a bbolt file (or, with -postgres, in PostgreSQL, shared by several
+nodes). With no flags it listens on :8080 (every interface, no
 auth) and keeps its data in ./sketchd.db. Every flag also reads
 SKETCHD_<FLAG> (upper case, - as _); a flag wins over the environment.
 
@@ -75,6 +78,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
+	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
+	fs.IntVar(&c.postgresMaxConns, "postgres-max-conns", 8, "most connections this node opens to PostgreSQL (with -postgres)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
 	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
 	if err := fs.Parse(args); err != nil {
@@ -142,6 +147,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-shutdown-timeout %v must be positive", c.shutdownTimeout)
 	case c.logFormat != "json" && c.logFormat != "text":
 		return fmt.Errorf("-log-format %q must be json or text", c.logFormat)
+	case c.postgresMaxConns < 2 || c.postgresMaxConns > 1000:
+		return fmt.Errorf("-postgres-max-conns %d must be between 2 and 1000", c.postgresMaxConns)
 	case c.authMetrics && c.authTokens == "":
 		return errors.New("-auth-metrics needs -auth-tokens")
 	}

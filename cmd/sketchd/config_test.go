@@ -55,11 +55,32 @@ func TestConfigErrors(t *testing.T) {
 		{nil, map[string]string{"SKETCHD_LOG_LEVEL": "loud"}, "SKETCHD_LOG_LEVEL"},
 		{[]string{"-commit-interval", "5s"}, nil, "-commit-interval"},
 		{[]string{"-nope"}, nil, "flag provided but not defined"},
+		{[]string{"-postgres", "host=db", "-postgres-max-conns", "1"}, nil, "-postgres-max-conns"},
+		{nil, map[string]string{"SKETCHD_POSTGRES_MAX_CONNS": "lots"}, "SKETCHD_POSTGRES_MAX_CONNS"},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(tt.args, env(tt.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parseConfig(%v, %v) = %v, want an error mentioning %s", tt.args, tt.env, err, tt.want)
 		}
+	}
+}
+
+// TestConfigPostgres: SKETCHD_POSTGRES picks the PostgreSQL backend as
+// -postgres does, and without either the backend stays the bbolt file.
+func TestConfigPostgres(t *testing.T) {
+	c, err := parseConfig(nil, env(map[string]string{"SKETCHD_POSTGRES": "host=db dbname=sketchd"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.postgres != "host=db dbname=sketchd" || backendName(c) != "postgres" || c.postgresMaxConns != 8 {
+		t.Errorf("SKETCHD_POSTGRES gave postgres %q, backend %q, max conns %d", c.postgres, backendName(c), c.postgresMaxConns)
+	}
+	c, err = parseConfig(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.postgres != "" || backendName(c) != "bolt sketchd.db" {
+		t.Errorf("without -postgres the backend is %q", backendName(c))
 	}
 }

@@ -172,8 +172,9 @@ scrape_configs:
 		}
 		results[tg.panel+"/"+tg.legend] = res
 		// Every query shows data but the one for an event this
-		// traffic never has.
-		if len(res) == 0 && tg.panel+"/"+tg.legend != "Errors by route (5xx, 4xx)/5xx {{route}} {{code}}" {
+		// traffic never has, and the pool gauges only a node on the
+		// PostgreSQL backend exports (this one keeps a bbolt file).
+		if len(res) == 0 && tg.panel+"/"+tg.legend != "Errors by route (5xx, 4xx)/5xx {{route}} {{code}}" && tg.panel != "Connection pool" {
 			t.Errorf("panel %q %s shows No data: %s", tg.panel, tg.legend, expr)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/sketchd/sketchd/internal/metrics"
 	"github.com/sketchd/sketchd/internal/server"
 	"github.com/sketchd/sketchd/internal/store/bolt"
+	"github.com/sketchd/sketchd/internal/store/postgres"
 )
 
 // run starts sketchd and blocks until ctx ends (then shuts down cleanly
@@ -59,13 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The store reports commits to the metrics, which read the store at
 	// scrape time: the observer is wired once both exist.
 	var obs observer
-	db, err := bolt.Open(cfg.data, bolt.Options{
-		CommitInterval:     cfg.commitInterval,
-		CheckpointInterval: cfg.checkpointInterval,
-		CacheBytes:         cfg.cacheBytes,
-		Logger:             log,
-		Observer:           &obs,
-	})
+	db, err := openStore(ctx, cfg, log, &obs)
 	if err != nil {
 		return err
 	}
@@ -102,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.data, "version", buildVersion(), "auth", auth != nil)
+	log.Info("listening", "addr", ln.Addr().String(), "backend", backendName(cfg), "version", buildVersion(), "auth", auth != nil)
 	if auth == nil && !loopback(ln.Addr()) {
 		log.Warn("the API is open to anyone who can reach "+ln.Addr().String()+": no -auth-tokens; pass -auth-tokens, or -addr 127.0.0.1:8080 to listen on loopback only",
 			"addr", ln.Addr().String())
@@ -127,6 +122,44 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
+// store is what run needs of a backend: the contract, the metrics'
+// scrape-time source, and Close.
+type store interface {
+	server.Store
+	metrics.Source
+	Close() error
+}
+
+// openStore opens the backend cfg picks: PostgreSQL with -postgres, else
+// the embedded bbolt file.
+func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer) (store, error) {
+	if cfg.postgres != "" {
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		return postgres.Open(octx, cfg.postgres, postgres.Options{
+			MaxConns: int32(cfg.postgresMaxConns),
+			Logger:   log,
+			Observer: obs,
+		})
+	}
+	return bolt.Open(cfg.data, bolt.Options{
+		CommitInterval:     cfg.commitInterval,
+		CheckpointInterval: cfg.checkpointInterval,
+		CacheBytes:         cfg.cacheBytes,
+		Logger:             log,
+		Observer:           obs,
+	})
+}
+
+// backendName says where the sketches live, for the start-up log line
+// (never the connection string, which may hold a password).
+func backendName(cfg config) string {
+	if cfg.postgres != "" {
+		return "postgres"
+	}
+	return "bolt " + cfg.data
+}
+
 func newLogger(cfg config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.logLevel}
 	if cfg.logFormat == "text" {
@@ -142,6 +175,10 @@ type observer struct {
 
 func (o *observer) ObserveCommit(requests, bytes int, d time.Duration) {
 	o.m.Load().ObserveCommit(requests, bytes, d)
+}
+
+func (o *observer) ObserveDBCommit(requests, rows int, d time.Duration) {
+	o.m.Load().ObserveDBCommit(requests, rows, d)
 }
 
 func (o *observer) ObserveCheckpoint(sketches int, d time.Duration) {

@@ -33,6 +33,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`)
 type config struct {
 	target     string // base URL without trailing slash (HTTP mode)
 	redis      string // host:port (Redis mode when non-empty)
+	postgres   string // connection string (PostgreSQL mode when non-empty)
 	conc       int
 	batch      int
 	pipeline   int
@@ -83,6 +84,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	var distName, formatName, pick string
 	fs.StringVar(&c.target, "target", "http://127.0.0.1:8080", "sketchd base `URL`")
 	fs.StringVar(&c.redis, "redis", "", "measure a redis-server at `host:port` with PFADD instead of sketchd")
+	fs.StringVar(&c.postgres, "postgres", "", "measure PostgreSQL itself with the same batches as bigint[]: INSERT … hll_add_agg(hll_hash_bigint(x)) … ON CONFLICT … hll_union, into table sketchload_hll of the database this `DSN` names")
 	fs.IntVar(&c.conc, "c", 8, "concurrent connections (workers)")
 	fs.IntVar(&c.batch, "batch", 0, "ids per request (default 10000; with -redis ids per PFADD, default 100)")
 	fs.IntVar(&c.pipeline, "pipeline", 16, "with -redis: PFADD commands pipelined per round trip (like redis-benchmark -P)")
@@ -153,6 +155,12 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 func (c *config) validate(set map[string]bool) error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.redis != "" && c.postgres != "" {
+		bad("-redis and -postgres exclude each other")
+	}
+	if c.postgres != "" && set["target"] {
+		bad("-target and -postgres exclude each other")
+	}
 	if c.redis == "" {
 		u, err := url.Parse(c.target)
 		switch {

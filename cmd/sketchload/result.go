@@ -14,7 +14,7 @@ import (
 // result is the outcome of a measured run; its JSON form (-json) is what
 // scripts read, so its field names are kept stable.
 type result struct {
-	Mode        string  `json:"mode"` // "http" or "redis"
+	Mode        string  `json:"mode"` // "http", "redis" or "postgres"
 	Target      string  `json:"target"`
 	Format      string  `json:"format"` // body format, "resp" for Redis
 	Concurrency int     `json:"concurrency"`
@@ -79,6 +79,10 @@ func newResult(cfg *config, r phaseResult) *result {
 		Accepted:        t.accepted,
 		BytesSent:       t.bytes,
 		Interrupted:     r.interrupted,
+	}
+	if cfg.postgres != "" {
+		// The connection string may hold a password: it is not printed.
+		res.Mode, res.Target, res.Format = "postgres", "sketchload_hll", "bigint[]"
 	}
 	if cfg.redis != "" {
 		res.Mode, res.Target, res.Format, res.Pipeline = "redis", cfg.redis, "resp", cfg.pipeline

@@ -31,7 +31,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			w.close()
 		}
 	}()
-	if cfg.redis != "" {
+	switch {
+	case cfg.postgres != "":
+		d := newPGDriver(cfg)
+		if err := d.setup(ctx); err != nil {
+			return err
+		}
+		for i := range cfg.conc {
+			w, err := d.newWorker(ctx, i)
+			if err != nil {
+				return err
+			}
+			workers = append(workers, w)
+		}
+		d.buildPool(cfg.prebuilt)
+	case cfg.redis != "":
 		unitSize = cfg.pipeline
 		d := newRedisDriver(cfg)
 		for i := range cfg.conc {
@@ -42,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			workers = append(workers, w)
 		}
 		d.buildPool(cfg.prebuilt)
-	} else {
+	default:
 		d := newHTTPDriver(cfg)
 		if cfg.create {
 			if err := d.create(ctx); err != nil {
@@ -82,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("write result: %w", err)
 	}
 	if res.Requests > 0 && res.OKRequests == 0 {
-		if n := res.Failures["404"]; n > 0 && !cfg.create && cfg.redis == "" {
+		if n := res.Failures["404"]; n > 0 && !cfg.create && cfg.redis == "" && cfg.postgres == "" {
 			return fmt.Errorf("%w (%d answered 404: do the sketches exist? -create makes them)", ErrNoSuccess, n)
 		}
 		return ErrNoSuccess

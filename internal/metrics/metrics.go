@@ -74,6 +74,9 @@ type Metrics struct {
 
 	seriesExpiredBuckets prometheus.Counter
 	seriesExpiredBytes   prometheus.Counter
+	dbCommitRequests     prometheus.Histogram
+	dbCommitRows         prometheus.Histogram
+	dbCommitDuration     prometheus.Histogram
 }
 
 // New creates the sketchd metrics and registers them, the build-info gauge
@@ -158,6 +161,21 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		seriesExpiredBytes: f.NewCounter(prometheus.CounterOpts{
 			Name: "sketchd_series_expired_bytes_total",
 			Help: "Bytes of sketch encodings freed by removing expired series buckets.",
+		}),
+		dbCommitRequests: f.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sketchd_db_commit_requests",
+			Help:    "Write requests sharing one PostgreSQL transaction (PostgreSQL backend).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 .. 1024
+		}),
+		dbCommitRows: f.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sketchd_db_commit_rows",
+			Help:    "Sketch rows written by one PostgreSQL transaction (PostgreSQL backend).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 .. 1024
+		}),
+		dbCommitDuration: f.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sketchd_db_commit_duration_seconds",
+			Help:    "Time of one PostgreSQL write transaction, BEGIN to COMMIT (PostgreSQL backend).",
+			Buckets: commitBuckets(),
 		}),
 	}
 
@@ -259,6 +277,18 @@ func (m *Metrics) SeriesExpired(buckets int, bytes int64) {
 	}
 	m.seriesExpiredBuckets.Add(nonNegative(float64(buckets)))
 	m.seriesExpiredBytes.Add(nonNegative(float64(bytes)))
+}
+
+// ObserveDBCommit records one write transaction of the PostgreSQL
+// backend: the write requests it carried, the sketch rows it wrote and
+// its time from BEGIN to COMMIT.
+func (m *Metrics) ObserveDBCommit(requests, rows int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.dbCommitRequests.Observe(nonNegative(float64(requests)))
+	m.dbCommitRows.Observe(nonNegative(float64(rows)))
+	m.dbCommitDuration.Observe(nonNegative(d.Seconds()))
 }
 
 // Overloaded counts a request refused with 503 under overload.

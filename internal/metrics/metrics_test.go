@@ -68,6 +68,8 @@ func (f *fakeSource) DiskBytes() (db, wal int64) { return f.db, f.wal }
 
 func (f *fakeSource) CacheStats() (entries int, bytes int64) { return f.cacheEntries, f.cacheBytes }
 
+func (f *fakeSource) PoolStats() (inUse, idle, max int) { return 3, 5, 16 }
+
 func (f *fakeSource) MetricEstimates(yield func(name string, estimate float64)) {
 	for _, s := range f.sketches {
 		if s.metric {
@@ -118,6 +120,8 @@ func exerciseAll(m *metrics.Metrics) {
 	m.ObserveCommit(8, 4096, 2*time.Millisecond)
 	m.ObserveCommit(1, 100, time.Millisecond)
 	m.ObserveCheckpoint(100, time.Second)
+	m.ObserveDBCommit(8, 3, 2*time.Millisecond)
+	m.ObserveDBCommit(1, 1, 4*time.Millisecond)
 	m.Overloaded()
 	m.Overloaded()
 	m.Overloaded()
@@ -207,6 +211,11 @@ var wantFamilies = map[string]dto.MetricType{
 	"sketchd_cache_entries":                 dto.MetricType_GAUGE,
 	"sketchd_cache_bytes":                   dto.MetricType_GAUGE,
 	"sketchd_sketch_estimate":               dto.MetricType_GAUGE,
+	"sketchd_db_commit_requests":            dto.MetricType_HISTOGRAM,
+	"sketchd_db_commit_rows":                dto.MetricType_HISTOGRAM,
+	"sketchd_db_commit_duration_seconds":    dto.MetricType_HISTOGRAM,
+	"sketchd_db_pool_connections":           dto.MetricType_GAUGE,
+	"sketchd_db_pool_max_connections":       dto.MetricType_GAUGE,
 }
 
 func TestFamilies(t *testing.T) {
@@ -315,6 +324,10 @@ func TestRecordedValues(t *testing.T) {
 		{"sketchd_commit_duration_seconds", map[string]string{}, 2, 0.003, 0.001, 1},
 		{"sketchd_checkpoint_sketches", map[string]string{}, 1, 100, 64, 0},
 		{"sketchd_checkpoint_duration_seconds", map[string]string{}, 1, 1, 1, 1},
+		{"sketchd_db_commit_requests", map[string]string{}, 2, 9, 1, 1},
+		{"sketchd_db_commit_rows", map[string]string{}, 2, 4, 2, 1},
+		{"sketchd_db_commit_rows", map[string]string{}, 2, 4, 4, 2},
+		{"sketchd_db_commit_duration_seconds", map[string]string{}, 2, 0.006, 0.0025, 1},
 	}
 	for _, h := range hists {
 		t.Run(fmt.Sprintf("%s%v/le=%v", h.name, h.labels, h.bucketLE), func(t *testing.T) {
@@ -442,6 +455,9 @@ func TestSourceFamilies(t *testing.T) {
 		{"sketchd_wal_size_bytes", map[string]string{}, 12345},
 		{"sketchd_cache_entries", map[string]string{}, 321},
 		{"sketchd_cache_bytes", map[string]string{}, 9876543},
+		{"sketchd_db_pool_connections", map[string]string{"state": "in_use"}, 3},
+		{"sketchd_db_pool_connections", map[string]string{"state": "idle"}, 5},
+		{"sketchd_db_pool_max_connections", map[string]string{}, 16},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s%v", tt.name, tt.labels), func(t *testing.T) {

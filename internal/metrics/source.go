@@ -7,8 +7,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // package. Its methods are called from the scrape goroutine, concurrently
 // with writes and possibly with another scrape, so they must be safe for
 // concurrent use; a yield callback does not block and does not call back
-// into the Source. A backend may also implement DiskSource and
-// CacheSource; the families they feed are exported only when it does.
+// into the Source. A backend may also implement DiskSource,
+// CacheSource and PoolSource; the families they feed are exported only when it does.
 type Source interface {
 	// SketchCounts calls yield for every (kind, representation) pair with its
 	// number of sketches. kind is "hll" or "cms"; representation is EMPTY,
@@ -34,6 +34,14 @@ type CacheSource interface {
 	CacheStats() (entries int, bytes int64)
 }
 
+// PoolSource is a backend with a pool of database connections: the
+// PostgreSQL one.
+type PoolSource interface {
+	// PoolStats reports the connections in use, idle, and the pool's
+	// maximum.
+	PoolStats() (inUse, idle, max int)
+}
+
 // sourceCollector turns a Source into gauges at scrape time, so that nothing
 // is kept up to date between scrapes and per-sketch gauges exist exactly for
 // the sketches opted in at that moment.
@@ -44,6 +52,8 @@ type sourceCollector struct {
 	walSize      *prometheus.Desc
 	cacheEntries *prometheus.Desc
 	cacheBytes   *prometheus.Desc
+	poolConns    *prometheus.Desc
+	poolMax      *prometheus.Desc
 	estimate     *prometheus.Desc
 }
 
@@ -61,6 +71,11 @@ func newSourceCollector(src Source) *sourceCollector {
 			"Decoded sketches held in the cache.", nil, nil),
 		cacheBytes: prometheus.NewDesc("sketchd_cache_bytes",
 			"Approximate memory held by the decoded-sketch cache.", nil, nil),
+		poolConns: prometheus.NewDesc("sketchd_db_pool_connections",
+			"PostgreSQL connections of this node's pool, by state (in_use, idle).",
+			[]string{"state"}, nil),
+		poolMax: prometheus.NewDesc("sketchd_db_pool_max_connections",
+			"Most PostgreSQL connections this node's pool opens.", nil, nil),
 		estimate: prometheus.NewDesc("sketchd_sketch_estimate",
 			`Current estimate of each sketch created with "metric": true (cardinality for hll, total count for cms).`,
 			[]string{"name"}, nil),
@@ -74,6 +89,8 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.walSize
 	ch <- c.cacheEntries
 	ch <- c.cacheBytes
+	ch <- c.poolConns
+	ch <- c.poolMax
 	ch <- c.estimate
 }
 
@@ -116,6 +133,12 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		entries, bytes := cs.CacheStats()
 		ch <- constGauge(c.cacheEntries, float64(entries))
 		ch <- constGauge(c.cacheBytes, float64(bytes))
+	}
+	if ps, ok := c.src.(PoolSource); ok {
+		inUse, idle, max := ps.PoolStats()
+		ch <- constGauge(c.poolConns, float64(inUse), "in_use")
+		ch <- constGauge(c.poolConns, float64(idle), "idle")
+		ch <- constGauge(c.poolMax, float64(max))
 	}
 
 	var estimates []prometheus.Metric

@@ -49,3 +49,15 @@ func unavailable(tb testing.TB, format string, args ...any) {
 	}
 	tb.Skipf("skipping PostgreSQL interop test: "+format+" (set SKETCHD_PG_DSN to a server with the hll extension)", args...)
 }
+
+// DSN returns the connection string of the test server after checking
+// that it answers and has the hll extension, or skips (fails under
+// SKETCHD_REQUIRE_PG=1) when there is none.
+func DSN(tb testing.TB) string {
+	tb.Helper()
+	Connect(tb)
+	if dsn := os.Getenv("SKETCHD_PG_DSN"); dsn != "" {
+		return dsn
+	}
+	return DefaultDSN
+}

@@ -25,8 +25,13 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 	e.send(t, "POST", "/v1/sketches/c/add", "application/json", `{"items":[{"id":1,"count":2}]}`)
 	e.send(t, "PUT", "/v1/sketches/f", "application/json", `{"type":"freq"}`)
 	e.send(t, "POST", "/v1/sketches/f/add", "application/json", `{"ids":[1,1,2]}`)
-	e.send(t, "PUT", "/v1/series/s", "application/json", `{"levels":{"day":"P30D"}}`)
-	e.send(t, "POST", "/v1/series/s/add", "application/json", `{"ids":[1,2,3]}`)
+	// A backend that keeps no series answers their routes 501: they are
+	// checked over the backends that keep them.
+	_, hasSeries := e.db.Store.(SeriesStore)
+	if hasSeries {
+		e.send(t, "PUT", "/v1/series/s", "application/json", `{"levels":{"day":"P30D"}}`)
+		e.send(t, "POST", "/v1/series/s/add", "application/json", `{"ids":[1,2,3]}`)
+	}
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	rng := "?from=" + day.Format(time.RFC3339) + "&to=" + day.AddDate(0, 0, 1).Format(time.RFC3339)
 
@@ -56,6 +61,9 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 		t.Fatalf("chi.Walk found %d GET routes: %v", len(routes), routes)
 	}
 	for _, route := range routes {
+		if !hasSeries && strings.HasPrefix(route, "/v1/series") {
+			continue
+		}
 		ps, ok := paths[route]
 		if !ok {
 			if strings.Contains(route, "{") {

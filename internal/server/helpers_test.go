@@ -21,6 +21,8 @@ import (
 	"github.com/sketchd/sketchd/internal/metrics"
 	"github.com/sketchd/sketchd/internal/store/bolt"
 	"github.com/sketchd/sketchd/internal/store/bolt/bolttest"
+	"github.com/sketchd/sketchd/internal/store/postgres"
+	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
 	"github.com/sketchd/sketchd/internal/store/storetest"
 )
 
@@ -96,6 +98,8 @@ func testBackend(tb testing.TB, now func() time.Time) storetest.Backend {
 	switch name := os.Getenv("SKETCHD_TEST_BACKEND"); name {
 	case "", "bolt":
 		return bolttest.Backend(bolt.Options{Now: now})
+	case "postgres":
+		return pgstoretest.Backend(postgres.Options{Now: now})
 	default:
 		tb.Fatalf("SKETCHD_TEST_BACKEND=%q names no backend", name)
 		return storetest.Backend{}

@@ -134,6 +134,14 @@ func TestOverloadAndDrain(t *testing.T) {
 	if _, err := pw.Write([]byte(`{"ids":[1,`)); err != nil {
 		t.Fatal(err)
 	}
+	// Wait until the held write has its slot: a write sent before that
+	// could take the slot first.
+	for i := 0; len(e.s.writes) == 0; i++ {
+		if i == 1000 {
+			t.Fatal("the held write never took its slot")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	var r response
 	for range 500 {
 		r = e.postJSON(t, "/v1/sketches/h/add", `{"ids":[2]}`)

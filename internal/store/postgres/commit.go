@@ -1,0 +1,505 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// op is one write request waiting for the committer.
+type op struct {
+	// names are the sketches the write touches; full those of them whose
+	// whole state it needs. For the others it only adds ids, so an HLL
+	// among them is loaded as its parameters only and written back as
+	// hll_union with a delta.
+	names, full []string
+	fn          func(t *tx) error
+	// state is opQueued until the committer takes the op or its caller
+	// gives up on it.
+	state atomic.Int32
+	err   error
+	done  chan struct{}
+}
+
+const (
+	opQueued int32 = iota
+	opTaken
+	opAbandoned
+)
+
+// state is one sketch's state within a transaction.
+type state struct {
+	sk               sketch.Sketch
+	metric           bool
+	created, updated time.Time
+}
+
+// info describes the state under name.
+func (st *state) info(name string) sketch.Info {
+	in := sketch.Info{Name: name, Spec: sketch.Spec{Params: st.sk.Params(), Metric: st.metric}, CreatedAt: st.created, UpdatedAt: st.updated}
+	st.sk.Describe(&in)
+	return in
+}
+
+// row is one locked row of a transaction.
+type row struct {
+	name string
+	// had reports whether the row existed when it was locked.
+	had bool
+	// st is the sketch's state as the transaction's writes leave it; nil
+	// when it does not exist.
+	st *state
+	// delta reports that st.sk is not the stored HLL but an empty one at
+	// its parameters holding only this transaction's adds.
+	delta   bool
+	changed bool
+}
+
+// tx is one transaction's view of its rows, in name order. Writes change
+// rows through it; the committer writes the changed ones back.
+type tx struct {
+	rows []*row
+	now  time.Time
+}
+
+func (t *tx) row(name string) *row {
+	i, _ := slices.BinarySearchFunc(t.rows, name, func(r *row, n string) int {
+		switch {
+		case r.name < n:
+			return -1
+		case r.name > n:
+			return 1
+		}
+		return 0
+	})
+	return t.rows[i]
+}
+
+// put makes st the state of name.
+func (t *tx) put(r *row, st *state) {
+	r.st, r.delta, r.changed = st, false, true
+}
+
+// errRetry makes the committer run a transaction again: a row it found
+// missing was inserted by another node meanwhile.
+var errRetry = errors.New("postgres: a row appeared while the transaction ran")
+
+// submit queues a write and waits for its outcome. Once the committer has
+// taken it the write is waited for even if ctx ends, since it may commit.
+func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &op{names: names, full: full, fn: fn, done: make(chan struct{})}
+	s.closeMu.RLock()
+	if s.closing.Load() {
+		s.closeMu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case s.queue <- o:
+	case <-ctx.Done():
+		s.closeMu.RUnlock()
+		return ctx.Err()
+	}
+	s.closeMu.RUnlock()
+	select {
+	case <-o.done:
+		return o.err
+	case <-ctx.Done():
+		if o.state.CompareAndSwap(opQueued, opAbandoned) {
+			return ctx.Err()
+		}
+		<-o.done
+		return o.err
+	}
+}
+
+// commitLoop takes every write waiting (up to MaxGroup) and commits them
+// in one transaction, until Close; then it finishes the writes queued.
+func (s *DB) commitLoop() {
+	defer s.wg.Done()
+	for {
+		var first *op
+		select {
+		case first = <-s.queue:
+		case <-s.done:
+			for {
+				select {
+				case o := <-s.queue:
+					s.runGroup(s.gather(o))
+				default:
+					return
+				}
+			}
+		}
+		s.runGroup(s.gather(first))
+	}
+}
+
+// gather returns first and the writes queued behind it that its caller
+// still waits for.
+func (s *DB) gather(first *op) []*op {
+	group := make([]*op, 0, 8)
+	take := func(o *op) {
+		if o.state.CompareAndSwap(opQueued, opTaken) {
+			group = append(group, o)
+		}
+	}
+	take(first)
+	for len(group) < s.opts.MaxGroup {
+		select {
+		case o := <-s.queue:
+			take(o)
+			continue
+		default:
+		}
+		break
+	}
+	return group
+}
+
+// runGroup commits a group and answers its writes. A group that fails as
+// a whole for a reason other than the database being unreachable is run
+// again one write per transaction, so that one write's failure is its own.
+func (s *DB) runGroup(group []*op) {
+	if len(group) == 0 {
+		return
+	}
+	err := s.commitRetrying(group)
+	if err != nil && len(group) > 1 && !transient(err) {
+		s.log.Warn("a group of writes failed; running them one by one", "writes", len(group), "err", err)
+		for _, o := range group {
+			if err := s.commitRetrying([]*op{o}); err != nil {
+				o.err = s.classifyWrite(err)
+			}
+			close(o.done)
+		}
+		return
+	}
+	for _, o := range group {
+		if err != nil {
+			o.err = s.classifyWrite(err)
+		}
+		close(o.done)
+	}
+}
+
+func (s *DB) classifyWrite(err error) error {
+	if errors.Is(err, errRetry) {
+		return sketch.Wrap(sketch.Unavailable, err, "the write kept racing with other nodes; retry")
+	}
+	return s.classify(context.Background(), err, "write")
+}
+
+func (s *DB) commitRetrying(group []*op) error {
+	var err error
+	for range 5 {
+		if err = s.commit(group); !errors.Is(err, errRetry) {
+			return err
+		}
+	}
+	return err
+}
+
+// lockSQL locks one row and reads what a write needs of it: the whole
+// sketch, or for an HLL that the write only adds to ($2 false) its first
+// three bytes, the header that holds its parameters.
+const lockSQL = `SELECT kind, metric, created_at, updated_at,
+	CASE WHEN kind <> 'hll' THEN data
+	     WHEN $2 THEN hll_send(hll)
+	     ELSE substring(hll_send(hll) FROM 1 FOR 3) END
+FROM sketchd_sketches WHERE name = $1 FOR UPDATE`
+
+// commit runs group in one transaction: it locks the rows of every name
+// the group touches one by one in name order, runs each write's fn on
+// them (a write whose fn fails changes nothing and gets its error), and
+// writes back what changed. It returns an error only when the
+// transaction as a whole failed; then no write of the group committed
+// (or, if COMMIT itself failed, the outcome is unknown).
+func (s *DB) commit(group []*op) error {
+	start := time.Now()
+	if rows, ok := s.fastRows(group); ok {
+		err := s.commitAdds(group, rows, start)
+		if err == nil || transient(err) {
+			return err
+		}
+		// A guess was stale (the sketch is gone, or changed kind or
+		// parameters): nothing committed; lock and read the rows.
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	defer cancel()
+	var names []string
+	full := map[string]bool{}
+	for _, o := range group {
+		names = append(names, o.names...)
+		for _, n := range o.full {
+			full[n] = true
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+
+	// The pool destroys a connection released inside a transaction, so an
+	// error anywhere below leaves nothing half done on a pooled connection.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+
+	// Two round trips: BEGIN and the row locks, then the writes and
+	// COMMIT.
+	t := &tx{rows: make([]*row, len(names)), now: s.opts.Now().UTC()}
+	var lb pgx.Batch
+	lb.Queue("BEGIN")
+	for i, n := range names {
+		t.rows[i] = &row{name: n}
+		lb.Queue(lockSQL, n, full[n])
+	}
+	res := conn.SendBatch(ctx, &lb)
+	if _, err := res.Exec(); err != nil {
+		res.Close()
+		return err
+	}
+	for _, r := range t.rows {
+		var kind string
+		var b []byte
+		st := &state{}
+		err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			res.Close()
+			return err
+		}
+		r.had, r.st = true, st
+		if st.sk, r.delta, err = decodeLocked(kind, b, full[r.name]); err != nil {
+			res.Close()
+			return err
+		}
+	}
+	if err := res.Close(); err != nil {
+		return err
+	}
+
+	for _, o := range group {
+		o.err = o.fn(t)
+	}
+
+	var wb pgx.Batch
+	for _, r := range t.rows {
+		if !r.changed {
+			continue
+		}
+		switch {
+		case r.st == nil && r.had:
+			wb.Queue("DELETE FROM sketchd_sketches WHERE name = $1", r.name)
+		case r.st == nil:
+		case r.delta:
+			if r.st.sk.Representation() == "EMPTY" {
+				continue
+			}
+			wb.Queue(`UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3 WHERE name = $1`,
+				r.name, r.st.sk.AppendBinary(nil), r.st.updated)
+		default:
+			hllBytes, data := body(r.st.sk)
+			params, err := paramsJSON(r.st.sk.Params())
+			if err != nil {
+				return err
+			}
+			if r.had {
+				wb.Queue(`UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
+					created_at = $7, updated_at = $8 WHERE name = $1`,
+					r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
+			} else {
+				// A row another node inserted since the lock fails this
+				// insert (unique violation) and the transaction with it;
+				// the group then runs again.
+				wb.Queue(`INSERT INTO sketchd_sketches (name, kind, params, metric, hll, data, created_at, updated_at)
+					VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8)`,
+					r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
+			}
+		}
+	}
+	rows := wb.Len()
+	wb.Queue("COMMIT")
+	res = conn.SendBatch(ctx, &wb)
+	for range rows {
+		if _, err := res.Exec(); err != nil {
+			res.Close()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
+				return errRetry
+			}
+			return err
+		}
+	}
+	tag, err := res.Exec()
+	if err != nil {
+		res.Close()
+		return err
+	}
+	if err := res.Close(); err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
+	}
+	for _, r := range t.rows {
+		if r.st == nil {
+			s.kinds.Delete(r.name)
+		} else {
+			s.remember(r.name, r.st.sk)
+		}
+	}
+	if obs := s.opts.Observer; obs != nil {
+		obs.ObserveDBCommit(len(group), rows, time.Since(start))
+	}
+	return nil
+}
+
+// fastRows returns the rows of a group that only adds to HLLs whose
+// parameters this node knows, each holding an empty HLL at those
+// parameters: commitAdds can then build the deltas without reading the
+// rows. ok is false for any other group.
+func (s *DB) fastRows(group []*op) (rows []*row, ok bool) {
+	var names []string
+	for _, o := range group {
+		if len(o.full) > 0 {
+			return nil, false
+		}
+		names = append(names, o.names...)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	for _, n := range names {
+		v, found := s.kinds.Load(n)
+		if !found {
+			return nil, false
+		}
+		k := v.(known)
+		if k.kind.Type != sketch.TypeHLL || k.params == nil {
+			return nil, false
+		}
+		sk, err := k.params.New()
+		if err != nil {
+			return nil, false
+		}
+		rows = append(rows, &row{name: n, had: true, st: &state{sk: sk}, delta: true})
+	}
+	return rows, true
+}
+
+// addSQL merges a delta into a stored HLL, failing (and so failing the
+// transaction) when there is no such HLL (division by zero) or it has
+// other parameters (hll_union refuses other log2m, regwidth or
+// expthresh).
+const addSQL = `WITH u AS (UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3
+	WHERE name = $1 AND kind = 'hll' RETURNING 1)
+SELECT 1 / count(*)::int FROM u`
+
+// commitAdds commits a group of HLL adds in one round trip, BEGIN, one
+// addSQL per row in name order (each UPDATE locks its row, so rows are
+// locked in name order) and COMMIT, on the parameters fastRows guessed.
+// Any write's failure, or any failure of the transaction, means nothing
+// committed.
+func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
+	t := &tx{rows: rows, now: s.opts.Now().UTC()}
+	for _, o := range group {
+		if o.err = o.fn(t); o.err != nil {
+			return errRetry
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	for _, r := range rows {
+		if r.changed && r.st.sk.Representation() != "EMPTY" {
+			b.Queue(addSQL, r.name, r.st.sk.AppendBinary(nil), r.st.updated)
+		}
+	}
+	n := b.Len() - 1
+	b.Queue("COMMIT")
+	res := conn.SendBatch(ctx, &b)
+	var tag pgconn.CommandTag
+	for range n + 2 {
+		if tag, err = res.Exec(); err != nil {
+			res.Close()
+			return err
+		}
+	}
+	if err := res.Close(); err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
+	}
+	if obs := s.opts.Observer; obs != nil {
+		obs.ObserveDBCommit(len(group), n, time.Since(start))
+	}
+	return nil
+}
+
+// decodeLocked decodes what lockSQL read: a whole sketch, or an HLL's
+// header, which it turns into an empty HLL at the stored parameters (the
+// delta an add-only write builds).
+func decodeLocked(kindName string, b []byte, full bool) (sketch.Sketch, bool, error) {
+	kind, err := sketch.Lookup(sketch.Type(kindName))
+	if err != nil {
+		return nil, false, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+	}
+	if kind.Type == sketch.TypeHLL && !full {
+		if len(b) != 3 {
+			return nil, false, sketch.Errorf(sketch.Internal, "a stored hll has a %d-byte header", len(b))
+		}
+		// The same version and parameters, storage type EMPTY (1).
+		hdr := []byte{b[0]&0xf0 | 1, b[1], b[2]}
+		sk, err := kind.Decode(hdr)
+		if err != nil {
+			return nil, false, sketch.Wrap(sketch.Internal, err, "a stored hll has a bad header")
+		}
+		return sk, true, nil
+	}
+	sk, err := kind.Decode(b)
+	if err != nil {
+		return nil, false, sketch.Wrap(sketch.Internal, err, "a stored sketch does not decode")
+	}
+	return sk, false, nil
+}
+
+// body returns what goes in the hll column and what in data.
+func body(sk sketch.Sketch) (hllBytes, data []byte) {
+	b := sk.AppendBinary(nil)
+	if sk.Kind().Type == sketch.TypeHLL {
+		return b, nil
+	}
+	return nil, b
+}
+
+// paramsJSON is the params column: the kind's parameters for SQL readers.
+func paramsJSON(p sketch.Params) ([]byte, error) {
+	switch p := p.(type) {
+	case sketch.HLLParams:
+		return json.Marshal(map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse})
+	case sketch.CMSParams:
+		return json.Marshal(map[string]any{"width": p.Width, "depth": p.Depth, "conservative": p.Conservative, "topk": p.TopK})
+	}
+	return json.Marshal(p)
+}

@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+const selectState = `SELECT name, kind, metric, created_at, updated_at, coalesce(hll_send(hll), data) FROM sketchd_sketches`
+
+// scanState reads one row of selectState.
+func scanState(rows pgx.Rows) (string, *state, error) {
+	var name, kind string
+	var b []byte
+	st := &state{}
+	if err := rows.Scan(&name, &kind, &st.metric, &st.created, &st.updated, &b); err != nil {
+		return "", nil, err
+	}
+	sk, _, err := decodeLocked(kind, b, true)
+	if err != nil {
+		return "", nil, fmt.Errorf("sketch %q: %w", name, err)
+	}
+	st.sk = sk
+	st.created, st.updated = st.created.UTC(), st.updated.UTC()
+	return name, st, nil
+}
+
+// view runs fn with the committed states of names (in the given order,
+// repeats allowed), read in one statement, so they are one consistent
+// state of the database. A missing name is NotFound.
+func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	uniq := sortedUnique(names)
+	rows, err := s.pool.Query(ctx, selectState+" WHERE name = ANY($1)", uniq)
+	if err != nil {
+		return s.classify(ctx, err, "read")
+	}
+	found := make(map[string]*state, len(uniq))
+	for rows.Next() {
+		name, st, err := scanState(rows)
+		if err != nil {
+			rows.Close()
+			return s.classify(ctx, err, "read")
+		}
+		found[name] = st
+	}
+	if err := rows.Err(); err != nil {
+		return s.classify(ctx, err, "read")
+	}
+	sts := make([]*state, len(names))
+	for i, n := range names {
+		if sts[i] = found[n]; sts[i] == nil {
+			return notFound(n)
+		}
+	}
+	for n, st := range found {
+		s.remember(n, st.sk)
+	}
+	return fn(sts)
+}
+
+// Describe returns name's spec, state and estimate.
+func (s *DB) Describe(ctx context.Context, name string) (sketch.Info, error) {
+	var info sketch.Info
+	err := s.view(ctx, []string{name}, func(sts []*state) error {
+		info = sts[0].info(name)
+		return nil
+	})
+	return info, err
+}
+
+// View runs fn with the committed sketches of names (in order, repeats
+// allowed). The sketches are fn's to read while it runs.
+func (s *DB) View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error {
+	return s.view(ctx, names, func(sts []*state) error {
+		sks := make([]sketch.Sketch, len(sts))
+		for i, st := range sts {
+			sks[i] = st.sk
+		}
+		return fn(sks)
+	})
+}
+
+// List returns up to limit sketches whose names start with prefix and sort
+// after after, in name order, and whether more follow.
+func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketch.Info, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if limit < 0 {
+		limit = 0
+	}
+	// Names are ASCII letters, digits and . _ : - (sketch.ValidateName),
+	// all below 0x7f: every name with the prefix sorts before prefix+0x7f.
+	q := selectState + ` WHERE name > $1 AND name >= $2 AND starts_with(name, $2)`
+	args := []any{after, prefix, limit + 1}
+	if prefix != "" {
+		q += ` AND name < $4`
+		args = append(args, prefix+"\x7f")
+	}
+	q += ` ORDER BY name LIMIT $3`
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, false, s.classify(ctx, err, "list")
+	}
+	var out []sketch.Info
+	for rows.Next() {
+		name, st, err := scanState(rows)
+		if err != nil {
+			rows.Close()
+			return nil, false, s.classify(ctx, err, "list")
+		}
+		out = append(out, st.info(name))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, s.classify(ctx, err, "list")
+	}
+	more := len(out) > limit
+	return out[:min(limit, len(out))], more, nil
+}
+
+// SketchCounts calls yield for each (kind, representation) with its
+// number of sketches, counted in the database (the counts of every node).
+func (s *DB) SketchCounts(yield func(kind, representation string, n int)) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT kind, coalesce(hll_type(hll), -1), count(*) FROM sketchd_sketches GROUP BY 1, 2`)
+	if err != nil {
+		s.log.Warn("counting sketches for /metrics", "err", err)
+		return
+	}
+	defer rows.Close()
+	reps := [...]string{"UNDEFINED", "EMPTY", "EXPLICIT", "SPARSE", "FULL"}
+	type count struct {
+		kind, rep string
+		n         int
+	}
+	var counts []count
+	for rows.Next() {
+		var kind string
+		var typ int32
+		var n int64
+		if err := rows.Scan(&kind, &typ, &n); err != nil {
+			s.log.Warn("counting sketches for /metrics", "err", err)
+			return
+		}
+		rep := ""
+		if kind == string(sketch.TypeHLL) && typ >= 0 && int(typ) < len(reps) {
+			rep = reps[typ]
+		}
+		counts = append(counts, count{kind, rep, int(n)})
+	}
+	if rows.Err() != nil {
+		s.log.Warn("counting sketches for /metrics", "err", rows.Err())
+		return
+	}
+	for _, c := range counts {
+		yield(c.kind, c.rep, c.n)
+	}
+}
+
+// MetricEstimates calls yield with the current estimate of every sketch
+// created with the metric flag (a CMS reports its total).
+func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, selectState+` WHERE metric ORDER BY name`)
+	if err != nil {
+		s.log.Warn("reading metric sketches for /metrics", "err", err)
+		return
+	}
+	type est struct {
+		name string
+		v    float64
+	}
+	var out []est
+	for rows.Next() {
+		name, st, err := scanState(rows)
+		if err != nil {
+			rows.Close()
+			s.log.Warn("reading metric sketches for /metrics", "err", err)
+			return
+		}
+		out = append(out, est{name, st.sk.Estimate()})
+	}
+	if rows.Err() != nil {
+		s.log.Warn("reading metric sketches for /metrics", "err", rows.Err())
+		return
+	}
+	for _, e := range out {
+		yield(e.name, e.v)
+	}
+}
+
+// scrapeTimeout bounds the queries a /metrics scrape runs.
+const scrapeTimeout = 5 * time.Second

@@ -1,0 +1,255 @@
+// Package postgres is the store backend that keeps sketches in
+// PostgreSQL with the hll extension, so that any number of sketchd nodes
+// share one database (DESIGN.md, v2 "Backends"). It implements the store
+// contract of internal/server (server.Store) and passes its conformance
+// suite, internal/store/storetest.
+//
+// One row per sketch in sketchd_sketches (migrations/postgres): an HLL in
+// a real hll column, any other kind's encoding in bytea. Writes go through
+// a committer that gathers the requests waiting on this node into one
+// transaction: it locks their rows one by one in name order (so nodes
+// never deadlock), applies the requests in Go, writes HLL adds back as
+// hll_union of a delta built at the stored parameters and everything else
+// as the new state, and answers each request only after COMMIT. Reads are
+// single statements over committed rows (name = ANY($1)) computed in Go;
+// there is no cache, so a node sees every write any node acknowledged.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// Observer receives the store's commit timings; the metrics package
+// implements it.
+type Observer interface {
+	// ObserveDBCommit records one committed transaction: the write
+	// requests it carried, the sketch rows it wrote and its time from
+	// BEGIN to COMMIT.
+	ObserveDBCommit(requests, rows int, d time.Duration)
+}
+
+// Options configure a DB. Zero values choose the defaults.
+type Options struct {
+	// MaxConns is the pool's size (default 8): each committer holds one
+	// connection while it commits, the rest serve reads.
+	MaxConns int32
+	// WriteTimeout bounds one write transaction (default 10s); past it the
+	// write fails as Unavailable.
+	WriteTimeout time.Duration
+	// MaxGroup is the most write requests one transaction carries
+	// (default 256).
+	MaxGroup int
+	// Committers is how many transactions a node runs at once (default
+	// 1). More overlap one transaction's round trips with the next, but
+	// split the waiting writes into smaller groups: for a few hot sketches
+	// one committer, which coalesces most, commits most ids per second.
+	Committers int
+	Logger     *slog.Logger
+	Observer   Observer
+	// Now returns the time stamped on writes (default time.Now).
+	Now func() time.Time
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxConns <= 0 {
+		o.MaxConns = 8
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.MaxGroup <= 0 {
+		o.MaxGroup = 256
+	}
+	if o.Committers <= 0 {
+		o.Committers = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// DB is the PostgreSQL store. Its methods are safe for concurrent use.
+type DB struct {
+	opts Options
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	queue   chan *op
+	closing atomic.Bool
+	closeMu sync.RWMutex // held for reading while a write is submitted
+	done    chan struct{}
+	wg      sync.WaitGroup
+
+	// ready is false from a failure to reach the database until a ping
+	// succeeds again.
+	ready atomic.Bool
+	kick  chan struct{}
+
+	// kinds remembers each sketch's kind and parameters, only to prepare
+	// a write before its row is locked and to try a group of HLL adds
+	// without reading their rows first: a wrong guess makes the write
+	// fail inside its transaction and run again the careful way. It never
+	// answers a read.
+	kinds sync.Map // name → known
+}
+
+// known is what a node last saw of a sketch: its kind, and its
+// parameters when it saw the sketch itself.
+type known struct {
+	kind   *sketch.Kind
+	params sketch.Params
+}
+
+// remember records what a node saw of name's sketch.
+func (s *DB) remember(name string, sk sketch.Sketch) {
+	s.kinds.Store(name, known{sk.Kind(), sk.Params()})
+}
+
+// ErrClosed is returned by writes after Close.
+var ErrClosed = sketch.Errorf(sketch.Unavailable, "the store is closed")
+
+// Open connects to the database dsn names (a libpq connection string or
+// URL), checks for the hll extension (creating it when allowed), applies
+// the schema's migrations and starts the committer.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	opts.setDefaults()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: the connection string: %w", err)
+	}
+	cfg.MaxConns = opts.MaxConns
+	cfg.MinConns = 0
+	cfg.MaxConnIdleTime = time.Minute
+	cfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := migrate(ctx, pool, opts.Logger); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := &DB{
+		opts:  opts,
+		pool:  pool,
+		log:   opts.Logger,
+		queue: make(chan *op, 4096),
+		done:  make(chan struct{}),
+		kick:  make(chan struct{}, 1),
+	}
+	s.ready.Store(true)
+	s.wg.Add(1 + opts.Committers)
+	for range opts.Committers {
+		go s.commitLoop()
+	}
+	go s.watch()
+	return s, nil
+}
+
+// Close stops taking writes, lets the committer finish the ones it has
+// and closes the pool. It is safe to call more than once.
+func (s *DB) Close() error {
+	s.closeMu.Lock()
+	already := s.closing.Swap(true)
+	s.closeMu.Unlock()
+	if already {
+		return nil
+	}
+	close(s.done)
+	s.wg.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// Ready reports whether the database answered the last time it was asked:
+// false from a connection failure until a ping succeeds.
+func (s *DB) Ready() bool { return !s.closing.Load() && s.ready.Load() }
+
+// Pool is the connection pool, for tests and tools that query the same
+// database.
+func (s *DB) Pool() *pgxpool.Pool { return s.pool }
+
+// PoolStats reports the pool's connections in use, idle and its maximum.
+func (s *DB) PoolStats() (inUse, idle, max int) {
+	st := s.pool.Stat()
+	return int(st.AcquiredConns()), int(st.IdleConns()), int(st.MaxConns())
+}
+
+// unreachable marks the database as not ready and wakes the watcher.
+func (s *DB) unreachable(err error) {
+	if s.ready.Swap(false) {
+		s.log.Warn("PostgreSQL is unreachable; writes answer 503 until it is back", "err", err)
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// watch pings the database every second while it is unreachable (and
+// every 5 seconds otherwise) and sets ready from the answer.
+func (s *DB) watch() {
+	defer s.wg.Done()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.kick:
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := s.pool.Ping(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			if !s.ready.Swap(true) {
+				s.log.Info("PostgreSQL is reachable again")
+			}
+			t.Reset(5 * time.Second)
+		default:
+			if s.ready.Swap(false) {
+				s.log.Warn("PostgreSQL is unreachable; writes answer 503 until it is back", "err", err)
+			}
+			t.Reset(time.Second)
+		}
+	}
+}
+
+// classify turns a database error into the contract's kinds: a failure
+// to reach the database, a server shutting down or starting, too many
+// connections or a timeout is Unavailable (the client retries); anything
+// else is internal. ctx's own error is returned as is.
+func (s *DB) classify(ctx context.Context, err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var se *sketch.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return ctx.Err()
+	}
+	if transient(err) {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			s.unreachable(err)
+		}
+		return sketch.Wrap(sketch.Unavailable, err, "the database is unavailable; retry shortly")
+	}
+	return fmt.Errorf("postgres: %s: %w", what, err)
+}

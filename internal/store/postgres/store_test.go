@@ -1,0 +1,273 @@
+package postgres_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/internal/store/postgres"
+	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
+	"github.com/sketchd/sketchd/internal/store/storetest"
+)
+
+var ctx = context.Background()
+
+// open opens n stores (nodes) over one fresh schema.
+func open(t *testing.T, n int) []*postgres.DB {
+	t.Helper()
+	dsn := pgstoretest.Schema(t, t.TempDir())
+	dbs := make([]*postgres.DB, n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range dbs {
+		// Nodes start together: the migration lock lets one apply the schema.
+		wg.Go(func() { dbs[i], errs[i] = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		t.Cleanup(func() { dbs[i].Close() })
+	}
+	return dbs
+}
+
+func hllSpec(log2m int) sketch.Spec {
+	p := hll.DefaultParams()
+	p.Log2m = log2m
+	return sketch.Spec{Params: sketch.HLLParams{Params: p}}
+}
+
+// TestStoredHLLIsPostgresHLL adds random int and text ids through two
+// nodes in many concurrent batches, then checks in SQL that the hll column
+// is byte for byte hll_add_agg of the same ids and that hll_cardinality on
+// it is what describe says.
+func TestStoredHLLIsPostgresHLL(t *testing.T) {
+	dbs := open(t, 2)
+	pool := dbs[0].Pool()
+	for _, log2m := range []int{11, 14} {
+		name := "h" + strconv.Itoa(log2m)
+		if _, _, err := dbs[0].Create(ctx, name, hllSpec(log2m)); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(log2m), 1))
+		var ints []int64
+		var texts []string
+		var batches []storetest.Input
+		for range 40 {
+			var in storetest.Input
+			for range 1 + rng.IntN(400) {
+				if rng.IntN(5) == 0 {
+					s := "u" + strconv.Itoa(rng.IntN(100000))
+					texts = append(texts, s)
+					in.IDs = append(in.IDs, cms.TextID(s))
+				} else {
+					v := rng.Int64() >> rng.IntN(50)
+					ints = append(ints, v)
+					in.IDs = append(in.IDs, cms.IntID(v))
+				}
+			}
+			batches = append(batches, in)
+		}
+		var wg sync.WaitGroup
+		for i, in := range batches {
+			wg.Go(func() {
+				if _, err := dbs[i%2].Add(ctx, name, in, false); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		info, err := dbs[1].Describe(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := info.Spec.Params.(sketch.HLLParams)
+		sparse := 0
+		if p.Sparse {
+			sparse = 1
+		}
+		var equal bool
+		var card float64
+		err = pool.QueryRow(ctx, `
+			WITH want AS (
+				SELECT hll_union_agg(h) AS h FROM (
+					SELECT hll_add_agg(hll_hash_bigint(x), $3, $4, $5, $6) AS h FROM unnest($1::bigint[]) x
+					UNION ALL
+					SELECT hll_add_agg(hll_hash_text(x), $3, $4, $5, $6) FROM unnest($2::text[]) x) parts)
+			SELECT hll_send(s.hll) = hll_send(want.h), hll_cardinality(s.hll)
+			FROM sketchd_sketches s, want WHERE s.name = $7`,
+			ints, texts, p.Log2m, p.Regwidth, p.Expthresh, sparse, name).Scan(&equal, &card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equal {
+			t.Errorf("%s: the stored hll differs from hll_add_agg of the %d ids sent", name, len(ints)+len(texts))
+		}
+		if d := card - info.Cardinality; d > 1e-6*card || d < -1e-6*card {
+			t.Errorf("%s: hll_cardinality = %v, describe = %v", name, card, info.Cardinality)
+		}
+		if info.Representation != "FULL" && log2m == 11 {
+			t.Errorf("%s: %d ids left it %s; the test means to cover FULL", name, len(ints), info.Representation)
+		}
+	}
+}
+
+// TestNodesSeeEachOther: a write acknowledged by one node is what the
+// next read on another node sees, for every kind of write.
+func TestNodesSeeEachOther(t *testing.T) {
+	dbs := open(t, 2)
+	a, b := dbs[0], dbs[1]
+	if _, err := a.Add(ctx, "h", storetest.Ints(0, 100), true); err != nil {
+		t.Fatal(err)
+	}
+	// b learns h's kind and parameters...
+	if _, err := b.Add(ctx, "h", storetest.Ints(100, 200), false); err != nil {
+		t.Fatal(err)
+	}
+	// ...then a replaces h with a Count-Min: b's next add must go to the
+	// Count-Min, as a plain id counted once.
+	c, _ := cms.New(cms.Params{Width: 64, Depth: 2})
+	if err := a.Delete(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Put(ctx, "h", sketch.NewCMS(c)); err != nil {
+		t.Fatal(err)
+	}
+	added, err := b.Add(ctx, "h", storetest.Ints(0, 3), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added.Type != sketch.TypeCMS {
+		t.Errorf("b added to a %s, want the cms a put", added.Type)
+	}
+	info, err := a.Describe(ctx, "h")
+	if err != nil || info.Total != 3 {
+		t.Fatalf("a sees total %d (%v), want 3", info.Total, err)
+	}
+	// Parameters changed by a put on one node are honoured by the other's
+	// delta.
+	if _, err := b.Add(ctx, "g", storetest.Ints(0, 10), true); err != nil {
+		t.Fatal(err)
+	}
+	h12, _ := hll.New(hllSpec(12).Params.(sketch.HLLParams).Params)
+	if _, _, err := a.Put(ctx, "g", sketch.NewHLL(h12)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Add(ctx, "g", storetest.Ints(0, 500), false); err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	{
+		w, _ := hll.New(hllSpec(12).Params.(sketch.HLLParams).Params)
+		hs, _ := storetest.Ints(0, 500).Hashes()
+		w.AddHashes(hs, nil)
+		want, _ = w.MarshalBinary()
+	}
+	err = a.View(ctx, []string{"g"}, func(sks []sketch.Sketch) error {
+		if got := sks[0].AppendBinary(nil); string(got) != string(want) {
+			t.Errorf("g after a put at log2m=12 on a and an add on b differs from the sketch of the ids added")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodesConcurrent has two nodes add to the same HLLs and Count-Mins
+// at once (events across several sketches, so transactions lock rows on
+// both nodes): nothing deadlocks, nothing is lost.
+func TestNodesConcurrent(t *testing.T) {
+	dbs := open(t, 3)
+	names := []string{"a", "b", "c", "d"}
+	for _, n := range names {
+		if _, _, err := dbs[0].Create(ctx, n, hllSpec(10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := dbs[0].Create(ctx, "m", sketch.Spec{Params: sketch.CMSParams{Params: cms.Params{Width: 128, Depth: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	const workers, rounds = 9, 30
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			db := dbs[w%len(dbs)]
+			for r := range rounds {
+				id := int64(w*rounds + r)
+				// Names in both orders, so two nodes' transactions ask for
+				// the same rows in opposite orders.
+				evNames := []string{names[(w+r)%4], names[(w+r+1)%4], "m"}
+				if w%2 == 1 {
+					evNames = []string{"m", names[(w+r+1)%4], names[(w+r)%4]}
+				}
+				if _, err := db.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(id), Sketches: evNames}}, false); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	info, err := dbs[1].Describe(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Total != workers*rounds {
+		t.Errorf("cms total = %d, want %d", info.Total, workers*rounds)
+	}
+	for i, n := range names {
+		w := hll.DefaultParams()
+		w.Log2m = 10
+		want, _ := hll.New(w)
+		for wk := range workers {
+			for r := range rounds {
+				if (wk+r)%4 == i || (wk+r+1)%4 == i {
+					want.AddHashes([]uint64{hll.HashInt64(int64(wk*rounds + r))}, nil)
+				}
+			}
+		}
+		wb, _ := want.MarshalBinary()
+		err := dbs[2].View(ctx, []string{n}, func(sks []sketch.Sketch) error {
+			if string(sks[0].AppendBinary(nil)) != string(wb) {
+				t.Errorf("%s differs from the sketch of the ids sent to it", n)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMigrationsOnce: three nodes starting together applied the schema
+// once, and it has the columns SQL readers are promised.
+func TestMigrationsOnce(t *testing.T) {
+	dbs := open(t, 3)
+	var n int
+	if err := dbs[0].Pool().QueryRow(ctx, "SELECT count(*) FROM sketchd_schema_migrations").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("sketchd_schema_migrations has %d rows, want 1 (one step, applied once)", n)
+	}
+	if _, err := dbs[1].Add(ctx, "x", storetest.Ints(0, 1000), true); err != nil {
+		t.Fatal(err)
+	}
+	var name, params string
+	var card float64
+	err := dbs[2].Pool().QueryRow(ctx, "SELECT name, hll_cardinality(hll), params::text FROM sketchd_sketches").Scan(&name, &card, &params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != "x" || card < 950 || card > 1050 || params != `{"log2m": 14, "sparse": true, "regwidth": 5, "expthresh": -1}` {
+		t.Errorf("SQL reads %q, %v, %s", name, card, params)
+	}
+}

@@ -1,0 +1,422 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+func notFound(name string) error {
+	return sketch.Errorf(sketch.NotFound, "sketch %q does not exist", name)
+}
+
+func newState(spec sketch.Spec, now time.Time) (*state, error) {
+	sk, err := spec.New()
+	if err != nil {
+		return nil, err
+	}
+	return &state{sk: sk, metric: spec.Metric, created: now, updated: now}, nil
+}
+
+// add applies the prepared batch b to r's sketch, which accepted it
+// (Check).
+func (t *tx) add(r *row, b sketch.Batch) error {
+	delta, err := r.st.sk.Apply(b, nil)
+	if err != nil {
+		return err
+	}
+	if len(delta) > 0 || r.delta && b.Len() > 0 {
+		r.st.updated = t.now
+		r.changed = true
+	}
+	return nil
+}
+
+// preDelta builds, in the caller's goroutine, the HLL of an add's batch at
+// the parameters the node last saw for name, so that the committer only
+// merges it into the row's delta (register maxima) instead of adding every
+// id while the transaction's clock runs. It returns nil when the node
+// knows no parameters for name or the batch is not for an HLL; the
+// committer then adds the batch itself.
+func (s *DB) preDelta(name string, kind *sketch.Kind, b sketch.Batch) sketch.Sketch {
+	v, ok := s.kinds.Load(name)
+	if !ok || kind.Type != sketch.TypeHLL {
+		return nil
+	}
+	k := v.(known)
+	if k.kind != kind || k.params == nil {
+		return nil
+	}
+	d, err := k.params.New()
+	if err != nil {
+		return nil
+	}
+	if _, err := d.Apply(b, nil); err != nil {
+		return nil
+	}
+	return d
+}
+
+// merge unions a delta built by preDelta into r's delta, which has the
+// same parameters; n is the number of ids it holds.
+func (t *tx) merge(r *row, d sketch.Sketch, n int) error {
+	if err := r.st.sk.Merge(d); err != nil {
+		return err
+	}
+	if n > 0 {
+		r.st.updated = t.now
+		r.changed = true
+	}
+	return nil
+}
+
+// Create creates name with spec. If it exists with the same kind and
+// parameters, Create changes only its metric flag and reports created
+// false; with other parameters it fails with Conflict.
+func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sketch.Info, created bool, err error) {
+	if err := spec.Validate(); err != nil {
+		return sketch.Info{}, false, err
+	}
+	names := []string{name}
+	err = s.submit(ctx, names, names, func(t *tx) error {
+		r := t.row(name)
+		created = false
+		if r.st != nil {
+			have := sketch.Spec{Params: r.st.sk.Params()}
+			if !have.SameParams(spec) {
+				return sketch.Errorf(sketch.Conflict, "sketch %q exists with %s; the request asks for %s", name, have.Params, spec.Params)
+			}
+			if r.st.metric != spec.Metric {
+				r.st.metric = spec.Metric
+				r.changed = true
+			}
+			info = r.st.info(name)
+			return nil
+		}
+		st, err := newState(spec, t.now)
+		if err != nil {
+			return err
+		}
+		t.put(r, st)
+		info, created = st.info(name), true
+		return nil
+	})
+	return info, created, err
+}
+
+// Delete removes name.
+func (s *DB) Delete(ctx context.Context, name string) error {
+	names := []string{name}
+	return s.submit(ctx, names, names, func(t *tx) error {
+		r := t.row(name)
+		if r.st == nil {
+			return notFound(name)
+		}
+		r.st, r.changed = nil, true
+		return nil
+	})
+}
+
+// errKindChanged makes Add prepare its input again, for the kind the
+// sketch turned out to have.
+var errKindChanged = errors.New("the sketch has another kind than its input was prepared for")
+
+// guessKind is the kind name's input is prepared for before its row is
+// locked: the kind this node last saw, else the stored one, else (for a
+// missing sketch with create) the one a create would give. A missing
+// sketch without create is NotFound before the body is read, as on every
+// backend.
+func (s *DB) guessKind(ctx context.Context, name string, in sketch.Input, create bool) (*sketch.Kind, error) {
+	if k, ok := s.kinds.Load(name); ok {
+		return k.(known).kind, nil
+	}
+	var typ string
+	err := s.pool.QueryRow(ctx, "SELECT kind FROM sketchd_sketches WHERE name = $1", name).Scan(&typ)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) && create:
+		return sketch.Lookup(in.Type())
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, notFound(name)
+	case err != nil:
+		return nil, s.classify(ctx, err, "read")
+	}
+	k, err := sketch.Lookup(sketch.Type(typ))
+	if err != nil {
+		return nil, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+	}
+	s.kinds.Store(name, known{kind: k})
+	return k, nil
+}
+
+// Add adds in's ids to name in the form name's kind takes them, creating
+// it with the defaults of in.Type() if it is missing and create is set.
+// The input is parsed before the write is queued, for the kind the sketch
+// is expected to have; the committer checks that under the row's lock.
+func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool) (sketch.Added, error) {
+	if err := ctx.Err(); err != nil {
+		return sketch.Added{}, err
+	}
+	kind, err := s.guessKind(ctx, name, in, create)
+	if err != nil {
+		return sketch.Added{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		b, err := kind.Prepare(in)
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		pre := s.preDelta(name, kind, b)
+		var actual *sketch.Kind
+		names := []string{name}
+		err = s.submit(ctx, names, nil, func(t *tx) error {
+			r := t.row(name)
+			st := r.st
+			if st == nil {
+				if !create {
+					return notFound(name)
+				}
+				want, err := sketch.Lookup(in.Type())
+				if err != nil {
+					return err
+				}
+				if want != kind {
+					actual = want
+					return errKindChanged
+				}
+				if st, err = newState(sketch.Spec{Params: kind.Default()}, t.now); err != nil {
+					return err
+				}
+			}
+			if st.sk.Kind() != kind {
+				actual = st.sk.Kind()
+				return errKindChanged
+			}
+			if err := st.sk.Check(b); err != nil {
+				return err
+			}
+			if r.st == nil {
+				t.put(r, st)
+			}
+			if pre != nil && r.delta && pre.Params() == st.sk.Params() {
+				return t.merge(r, pre, b.Len())
+			}
+			return t.add(r, b)
+		})
+		if errors.Is(err, errKindChanged) && attempt < 3 {
+			kind = actual
+			continue
+		}
+		if errors.Is(err, errKindChanged) {
+			return sketch.Added{}, sketch.Errorf(sketch.Unavailable, "sketch %q keeps changing kind; retry", name)
+		}
+		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, err
+	}
+}
+
+// AddEvents adds every event's id to each of its sketches (count 1) in
+// one transaction: all of them or, on any error, none. With create,
+// missing sketches are created as default HLLs.
+func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error) {
+	var names []string
+	for _, ev := range events {
+		names = append(names, ev.Sketches...)
+	}
+	names = sortedUnique(names)
+	var counts map[sketch.Type]int
+	err := s.submit(ctx, names, nil, func(t *tx) error {
+		counts = map[sketch.Type]int{}
+		rows := make([]*row, len(names))
+		for j, n := range names {
+			rows[j] = t.row(n)
+		}
+		index := func(n string) int { j, _ := slices.BinarySearch(names, n); return j }
+		ids := make([][]cms.ID, len(names))
+		from := make([][]int, len(names))
+		for i, ev := range events {
+			for _, name := range ev.Sketches {
+				j := index(name)
+				if rows[j].st == nil && !create {
+					return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, name)
+				}
+				ids[j] = append(ids[j], ev.ID)
+				from[j] = append(from[j], i)
+			}
+		}
+		sts := make([]*state, len(names))
+		batches := make([]sketch.Batch, len(names))
+		for j, r := range rows {
+			if sts[j] = r.st; sts[j] == nil {
+				var err error
+				if sts[j], err = newState(sketch.DefaultHLL(), t.now); err != nil {
+					return err
+				}
+			}
+			b, err := sts[j].sk.Kind().Prepare(sketch.IDs(ids[j]))
+			if err == nil {
+				err = sts[j].sk.Check(b)
+			}
+			if err != nil {
+				return eventError(sts[j], ids[j], from[j], err)
+			}
+			batches[j] = b
+		}
+		for j, r := range rows {
+			if r.st == nil {
+				t.put(r, sts[j])
+			}
+			if err := t.add(r, batches[j]); err != nil {
+				return err // unreachable: checked above
+			}
+			counts[sts[j].sk.Kind().Type] += batches[j].Len()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+// eventError names the first event whose id the sketch refuses (err is
+// the refusal of all its ids together).
+func eventError(st *state, ids []cms.ID, from []int, err error) error {
+	for i, id := range ids {
+		b, perr := st.sk.Kind().Prepare(sketch.IDs([]cms.ID{id}))
+		if perr == nil {
+			perr = st.sk.Check(b)
+		}
+		if perr != nil {
+			return sketch.Prefixed(perr, fmt.Sprintf("events[%d]: ", from[i]))
+		}
+	}
+	return err
+}
+
+// Put creates name as sk, or replaces its state with sk keeping its
+// creation time and metric flag. A sketch of another kind is a Conflict.
+func (s *DB) Put(ctx context.Context, name string, sk sketch.Sketch) (info sketch.Info, created bool, err error) {
+	names := []string{name}
+	err = s.submit(ctx, names, names, func(t *tx) error {
+		r := t.row(name)
+		created = r.st == nil
+		if err := t.putSketch(name, sk.Clone()); err != nil {
+			return err
+		}
+		info = r.st.info(name)
+		return nil
+	})
+	return info, created, err
+}
+
+// Merge unions sk into name, keeping name's parameters (see
+// sketch.Sketch.Merge).
+func (s *DB) Merge(ctx context.Context, name string, sk sketch.Sketch) (sketch.Info, error) {
+	return s.Transform(ctx, name, name, func(cur sketch.Sketch) (sketch.Sketch, error) {
+		if err := sketch.NeedKind(name, cur, sk.Kind().Type); err != nil {
+			return nil, err
+		}
+		merged := cur.Clone()
+		if err := merged.Merge(sk); err != nil {
+			return nil, sketch.Prefixed(err, "cannot union into "+strconv.Quote(name)+": ")
+		}
+		return merged, nil
+	})
+}
+
+// Transform stores fn of src's sketch as dst (which may be src itself),
+// atomically: both rows are locked while fn runs. A missing dst is
+// created; an existing one keeps its creation time and metric flag and
+// must be of the result's kind.
+func (s *DB) Transform(ctx context.Context, src, dst string, fn func(sketch.Sketch) (sketch.Sketch, error)) (info sketch.Info, err error) {
+	names := sortedUnique([]string{src, dst})
+	err = s.submit(ctx, names, names, func(t *tx) error {
+		st := t.row(src).st
+		if st == nil {
+			return notFound(src)
+		}
+		out, err := fn(st.sk)
+		if err != nil {
+			return err
+		}
+		if err := t.putSketch(dst, out); err != nil {
+			return err
+		}
+		info = t.row(dst).st.info(dst)
+		return nil
+	})
+	return info, err
+}
+
+// Union returns the union of the sketches names, all of one kind (see
+// sketch.Kind.Union for mixed parameters). Unless into is "", the union
+// is also stored as into, in the transaction that locks the operands.
+func (s *DB) Union(ctx context.Context, names []string, into string) (sketch.Sketch, error) {
+	if into == "" {
+		var out sketch.Sketch
+		err := s.view(ctx, names, func(sts []*state) error {
+			var err error
+			out, err = unionStates(names, sts)
+			return err
+		})
+		return out, err
+	}
+	all := sortedUnique(append(slices.Clone(names), into))
+	var out sketch.Sketch
+	err := s.submit(ctx, all, all, func(t *tx) error {
+		sts := make([]*state, len(names))
+		for i, n := range names {
+			if sts[i] = t.row(n).st; sts[i] == nil {
+				return notFound(n)
+			}
+		}
+		var err error
+		if out, err = unionStates(names, sts); err != nil {
+			return err
+		}
+		return t.putSketch(into, out.Clone())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func unionStates(names []string, sts []*state) (sketch.Sketch, error) {
+	sks := make([]sketch.Sketch, len(sts))
+	for i, st := range sts {
+		sks[i] = st.sk
+	}
+	if err := sketch.SameKind(names, sks); err != nil {
+		return nil, err
+	}
+	return sks[0].Kind().Union(sks)
+}
+
+// putSketch stores sk as name within a write, keeping an existing
+// sketch's creation time and metric flag.
+func (t *tx) putSketch(name string, sk sketch.Sketch) error {
+	r := t.row(name)
+	st := &state{sk: sk, created: t.now, updated: t.now}
+	if r.st != nil {
+		if err := sketch.NeedKind(name, r.st.sk, sk.Kind().Type); err != nil {
+			return err
+		}
+		st.created, st.metric = r.st.created, r.st.metric
+	}
+	t.put(r, st)
+	return nil
+}
+
+func sortedUnique(names []string) []string {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	return slices.Compact(names)
+}

@@ -235,6 +235,7 @@ func TestSeriesBadInput(t *testing.T) {
 		{"coarser keeps less", "PUT", "/v1/series/x", js, `{"levels":{"hour":"P30D","day":"P10D"}}`, 400},
 		{"late limit past retention", "PUT", "/v1/series/x", js, `{"levels":{"hour":"P1D"},"late_limit":"P2D"}`, 400},
 		{"metric flag", "PUT", "/v1/series/x", js, `{"levels":{"day":"P10D"},"metric":true}`, 400},
+		{"theta series", "PUT", "/v1/series/x", js, `{"type":"theta","levels":{"day":"P10D"}}`, 400},
 		{"repeated level", "PUT", "/v1/series/x", js, `{"levels":{"day":"P10D","day":"P20D"}}`, 400},
 		{"bad name", "PUT", "/v1/series/no%20way", js, seriesBody, 400},
 		{"future ts", "POST", "/v1/series/s/add?ts=" + rfc(now.Add(10*time.Minute)), js, `{"ids":[9]}`, 400},

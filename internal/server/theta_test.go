@@ -84,7 +84,6 @@ func TestThetaOverHTTP(t *testing.T) {
 	checkProblem(t, e.send(t, http.MethodPut, "/v1/sketches/x", "application/json", `{"type":"theta","log2m":12}`), http.StatusBadRequest)
 	checkProblem(t, e.send(t, http.MethodPut, "/v1/sketches/x", "application/json", `{"lg_k":12}`), http.StatusBadRequest)
 	checkProblem(t, e.send(t, http.MethodPut, "/v1/sketches/a", "application/json", `{"type":"theta","lg_k":11}`), http.StatusConflict)
-	checkProblem(t, e.send(t, http.MethodPut, "/v1/series/x", "application/json", `{"type":"theta","levels":{"day":"P10D"}}`), http.StatusBadRequest)
 }
 
 // TestFrequencyReportOverHTTP: a freq sketch counts impressions per user

@@ -104,7 +104,9 @@ var compat = map[string]operation{
 	"GET /v1/series/{name}/top": {methods: []string{"SeriesTop"}, params: []string{"from", "to", "k"},
 		response: reflect.TypeFor[client.SeriesTop]()},
 	"GET /v1/series/{name}/raw": {methods: []string{"SeriesRaw"}, params: []string{"from", "to", "format"}},
-	"GET /metrics":              {methods: []string{"Metrics"}},
+	"GET /v1/series/{name}/frequency_report": {methods: []string{"SeriesFrequencyReport"}, params: []string{"from", "to", "max", "sd"},
+		response: reflect.TypeFor[client.SeriesFrequencyReport]()},
+	"GET /metrics": {methods: []string{"Metrics"}},
 	"GET /healthz": {methods: []string{"Health"}, response: reflect.TypeFor[struct {
 		Status string `json:"status"`
 	}]()},

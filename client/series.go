@@ -36,6 +36,7 @@ type SeriesRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
+	LgK          int     `json:"lg_k,omitempty"` // theta and freq series
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`
@@ -226,6 +227,8 @@ type SeriesCount struct {
 	Range
 	Cardinality float64             `json:"cardinality,omitempty"`
 	StdError    float64             `json:"std_error,omitempty"`
+	LowerBound  float64             `json:"lower_bound,omitempty"` // theta and freq: two standard deviations
+	UpperBound  float64             `json:"upper_bound,omitempty"`
 	Total       int64               `json:"total,omitempty"`
 	Results     []FrequencyEstimate `json:"results,omitempty"`
 }
@@ -300,6 +303,8 @@ type TimeseriesPoint struct {
 	WindowFrom  time.Time `json:"window_from"`
 	Cardinality float64   `json:"cardinality,omitempty"`
 	StdError    float64   `json:"std_error,omitempty"`
+	LowerBound  float64   `json:"lower_bound,omitempty"` // theta and freq series
+	UpperBound  float64   `json:"upper_bound,omitempty"`
 	Total       int64     `json:"total,omitempty"`
 }
 
@@ -340,6 +345,31 @@ func (c *Client) SeriesTop(ctx context.Context, name string, from, to time.Time,
 		return nil, err
 	}
 	out := new(SeriesTop)
+	return out, decode(r, out)
+}
+
+// SeriesFrequencyReport is a freq series' frequency report over a range.
+type SeriesFrequencyReport struct {
+	Range
+	FrequencyReport
+}
+
+// SeriesFrequencyReport reports [from, to) of a freq series, its buckets'
+// counts summed per user (GET /v1/series/{name}/frequency_report); max
+// and sd 0 take the server's defaults (10 and 2).
+func (c *Client) SeriesFrequencyReport(ctx context.Context, name string, from, to time.Time, max, sd int) (*SeriesFrequencyReport, error) {
+	q := rangeQuery(from, to)
+	if max != 0 {
+		q.Set("max", strconv.Itoa(max))
+	}
+	if sd != 0 {
+		q.Set("sd", strconv.Itoa(sd))
+	}
+	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "frequency_report"), query: q, idempotent: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	out := new(SeriesFrequencyReport)
 	return out, decode(r, out)
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -248,6 +250,13 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 		for _, id := range ids {
 			resp.Results = append(resp.Results, frequencyResult{ID: idValue(id), Estimate: c.Estimate(id), ErrorBound: c.ErrorBound(), Confidence: c.Confidence()})
 		}
+	} else {
+		if len(ids) > 0 {
+			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which a %s series does not keep", u.Kind().Type)
+		}
+		var in sketch.Info
+		u.Describe(&in)
+		resp.Cardinality, resp.Lower, resp.Upper = &in.Cardinality, &in.Lower, &in.Upper
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }
@@ -457,9 +466,6 @@ func (q seriesRequest) spec() (*series.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t := sp.Type(); t != sketch.TypeHLL && t != sketch.TypeCMS {
-		return nil, sketch.Errorf(sketch.Invalid, "series keep hll or cms sketches, not %s", t)
-	}
 	spec := &series.Spec{Params: sp.Params, TZ: "UTC"}
 	if q.TZ != nil {
 		spec.TZ = *q.TZ
@@ -575,6 +581,8 @@ type countResponse struct {
 	rangeResponse
 	Cardinality *float64          `json:"cardinality,omitempty"`
 	StdError    *float64          `json:"std_error,omitempty"`
+	Lower       *float64          `json:"lower_bound,omitempty"`
+	Upper       *float64          `json:"upper_bound,omitempty"`
 	Total       *uint64           `json:"total,omitempty"`
 	Results     []frequencyResult `json:"results,omitempty"`
 }
@@ -590,6 +598,8 @@ type timeseriesPoint struct {
 	WindowFrom  time.Time `json:"window_from"`
 	Cardinality *float64  `json:"cardinality,omitempty"`
 	StdError    *float64  `json:"std_error,omitempty"`
+	Lower       *float64  `json:"lower_bound,omitempty"`
+	Upper       *float64  `json:"upper_bound,omitempty"`
 	Total       *uint64   `json:"total,omitempty"`
 }
 
@@ -609,6 +619,58 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 	} else if c, ok := sketch.CMSOf(v); ok {
 		t := c.Total()
 		out.Total = &t
+	} else {
+		var in sketch.Info
+		v.Describe(&in)
+		out.Cardinality, out.Lower, out.Upper = &in.Cardinality, &in.Lower, &in.Upper
 	}
 	return out
+}
+
+// handleSeriesFrequencyReport answers the frequency report of a freq
+// series over [from, to): the union of its buckets sums each retained
+// user's counts.
+func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "from", "to", "max", "sd")
+	if err != nil {
+		return err
+	}
+	from, to, err := rangeParams(q)
+	if err != nil {
+		return err
+	}
+	maxClass, err := intParam(q, "max", 10, 2, freq.MaxClasses)
+	if err != nil {
+		return err
+	}
+	sd, err := intParam(q, "sd", 2, 1, 3)
+	if err != nil {
+		return err
+	}
+	ss, err := s.seriesStore()
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	f, ok := sketch.FreqOf(u)
+	if !ok {
+		return sketch.Errorf(sketch.Conflict, "series %q is a %s series; the frequency report needs a freq series", name, u.Kind().Type)
+	}
+	rep, err := f.FrequencyReport(maxClass, sd)
+	if err != nil {
+		return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "freq: "))
+	}
+	return writeJSON(w, http.StatusOK, seriesReportResponse{rangeResponse: rangeDTO(plan), frequencyReportResponse: frequencyReportDTO(rep)})
+}
+
+type seriesReportResponse struct {
+	rangeResponse
+	frequencyReportResponse
 }

@@ -49,6 +49,7 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 		"/v1/series/{name}/raw":                {"/v1/series/s/raw" + rng, "/v1/series/nope/raw" + rng},
 		"/v1/series/{name}/timeseries":         {"/v1/series/s/timeseries" + rng, "/v1/series/s/timeseries"},
 		"/v1/series/{name}/top":                {"/v1/series/s/top" + rng},
+		"/v1/series/{name}/frequency_report":   {"/v1/series/s/frequency_report" + rng},
 	}
 	var routes []string
 	chi.Walk(e.mux(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {

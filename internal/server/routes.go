@@ -66,6 +66,7 @@ func (s *Server) routes() http.Handler {
 		read.Get("/series/{name}/count", s.handle(s.handleSeriesCount))
 		read.Get("/series/{name}/timeseries", s.handle(s.handleSeriesTimeseries))
 		read.Get("/series/{name}/top", s.handle(s.handleSeriesTop))
+		read.Get("/series/{name}/frequency_report", s.handle(s.handleSeriesFrequencyReport))
 		read.Get("/series/{name}/raw", s.handle(s.handleSeriesRaw))
 	})
 	s.patterns = map[string]bool{}

@@ -235,7 +235,6 @@ func TestSeriesBadInput(t *testing.T) {
 		{"coarser keeps less", "PUT", "/v1/series/x", js, `{"levels":{"hour":"P30D","day":"P10D"}}`, 400},
 		{"late limit past retention", "PUT", "/v1/series/x", js, `{"levels":{"hour":"P1D"},"late_limit":"P2D"}`, 400},
 		{"metric flag", "PUT", "/v1/series/x", js, `{"levels":{"day":"P10D"},"metric":true}`, 400},
-		{"theta series", "PUT", "/v1/series/x", js, `{"type":"theta","levels":{"day":"P10D"}}`, 400},
 		{"repeated level", "PUT", "/v1/series/x", js, `{"levels":{"day":"P10D","day":"P20D"}}`, 400},
 		{"bad name", "PUT", "/v1/series/no%20way", js, seriesBody, 400},
 		{"future ts", "POST", "/v1/series/s/add?ts=" + rfc(now.Add(10*time.Minute)), js, `{"ids":[9]}`, 400},
@@ -418,4 +417,43 @@ func TestSeriesEvents(t *testing.T) {
 			t.Errorf("%s: a refused events body changed a sketch", name)
 		}
 	}
+}
+
+// TestSeriesThetaAndFreq: theta and freq series count with bounds, and a
+// freq series answers the frequency report over a range, its buckets'
+// counts summed per user.
+func TestSeriesThetaAndFreq(t *testing.T) {
+	t.Parallel()
+	e := seriesEnv(t)
+	must(t, e.send(t, http.MethodPut, "/v1/series/f", "application/json", `{"type":"freq","levels":{"hour":"P2D","day":"P30D"}}`), http.StatusCreated, "create freq")
+	must(t, e.send(t, http.MethodPut, "/v1/series/t", "application/json", `{"type":"theta","lg_k":10,"levels":{"day":"P30D"}}`), http.StatusCreated, "create theta")
+	now := time.Now()
+	// alice twice in two adds an hour apart, bob once: 2 users, 3 impressions.
+	must(t, e.postJSON(t, "/v1/series/f/add?ts="+rfc(now.Add(-time.Hour)), `{"ids":["alice","bob"]}`), http.StatusOK, "add")
+	must(t, e.postJSON(t, "/v1/series/f/add", `{"ids":["alice"]}`), http.StatusOK, "add")
+	must(t, e.postJSON(t, "/v1/series/t/add", idsJSON(idRange(0, 5000)...)), http.StatusOK, "add theta")
+	day := now.UTC().Truncate(24 * time.Hour)
+	rng := "?from=" + rfc(day.AddDate(0, 0, -1)) + "&to=" + rfc(day.AddDate(0, 0, 1))
+	var rep struct {
+		Reach, Impressions struct{ Estimate float64 }
+		Classes            []struct {
+			K     int
+			Users struct{ Estimate float64 }
+		}
+	}
+	decode(t, must(t, e.get(t, "/v1/series/f/frequency_report"+rng+"&max=3"), http.StatusOK, "report").Body, &rep)
+	if rep.Reach.Estimate != 2 || rep.Impressions.Estimate != 3 || len(rep.Classes) != 3 || rep.Classes[0].Users.Estimate != 1 || rep.Classes[1].Users.Estimate != 1 {
+		t.Errorf("report over the range = %+v, want bob once and alice twice", rep)
+	}
+	var c struct {
+		Cardinality  float64
+		Lower, Upper float64 `json:"-"`
+		LowerB       float64 `json:"lower_bound"`
+		UpperB       float64 `json:"upper_bound"`
+	}
+	decode(t, must(t, e.get(t, "/v1/series/t/count"+rng), http.StatusOK, "theta count").Body, &c)
+	if c.LowerB > 5000 || c.UpperB < 5000 || c.Cardinality == 0 {
+		t.Errorf("theta series count = %+v, want bounds around 5000", c)
+	}
+	checkProblem(t, e.get(t, "/v1/series/t/frequency_report"+rng), http.StatusConflict)
 }

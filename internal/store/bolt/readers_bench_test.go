@@ -1,0 +1,107 @@
+package bolt
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// BenchmarkAddUnderReaders measures the latency of a 1,000-id add while
+// other clients loop over 8-way intersections and unions of 100 of the
+// same sketches, with a checkpoint every 100 ms; "readers=none" is the
+// same store and checkpoints without the readers, in the same run:
+//
+//	go test -run '^$' -bench AddUnderReaders -benchtime 2000x ./internal/store/bolt
+func BenchmarkAddUnderReaders(b *testing.B) {
+	for _, readers := range []bool{false, true} {
+		name := "readers=none"
+		if readers {
+			name = "readers=intersect8+union100"
+		}
+		b.Run(name, func(b *testing.B) { benchAddUnderReaders(b, readers) })
+	}
+}
+
+func benchAddUnderReaders(b *testing.B, readers bool) {
+	const sketches = 100
+	s, _ := openStore(b, Options{CheckpointInterval: 100 * time.Millisecond})
+	names := make([]string, sketches)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range names {
+		names[i] = fmt.Sprintf("u:%03d", i)
+		mustCreate(b, s, names[i], hllSpec(14))
+		if err := s.AddHashes(ctx, names[i], randomHashes(r, 20000), false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	if readers {
+		wg.Add(2)
+		go func() { // 8-way intersections
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(7, 8))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := r.IntN(sketches - 8)
+				ns := names[start : start+8]
+				err := s.ViewHLL(ctx, ns, func(hs []*hll.Sketch) error {
+					_, err := sketch.Intersect(ns, hs, sketch.MethodInclusionExclusion)
+					return err
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+		go func() { // unions of all 100
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := s.ViewHLL(ctx, names, func(hs []*hll.Sketch) error {
+					_, err := hll.Union(hs...)
+					return err
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var lat []time.Duration
+	hs := make([]uint64, 1000)
+	for b.Loop() {
+		for i := range hs {
+			hs[i] = r.Uint64()
+		}
+		name := names[r.IntN(sketches)]
+		t0 := time.Now()
+		if err := s.AddHashes(ctx, name, hs, false); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	close(stop)
+	wg.Wait()
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+}

@@ -26,6 +26,7 @@ const (
 	BucketSeries   = "series"
 	BucketBuckets  = "series_buckets"
 	KeyVersion     = "schema_version"
+	KeyStoreID     = "store_id"
 )
 
 // Step upgrades a file from Version-1 to Version.
@@ -41,6 +42,7 @@ func Steps() []Step {
 		{Version: 1, Name: "create meta and sketches buckets", Up: v1Layout},
 		{Version: 2, Name: "index sketches exported on /metrics", Up: v2MetricIndex},
 		{Version: 3, Name: "create series and series_buckets buckets", Up: v3Series},
+		{Version: 4, Name: "give the store an identity its log shares", Up: v4StoreIdentity},
 	}
 }
 

@@ -64,6 +64,10 @@ func copyFixture(t *testing.T, name string) string {
 		os.Remove(src)
 		writeV1Fixture(t, src)
 	}
+	if *update && name == "v3.db" {
+		os.Remove(src)
+		writeV3Fixture(t, src)
+	}
 	in, err := os.Open(src)
 	if err != nil {
 		t.Fatalf("%v (regenerate with go test ./migrations -update)", err)
@@ -184,8 +188,8 @@ func TestV3AddsSeriesBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, to, err := run(t, db)
-	if err != nil || from != 2 || to != 3 {
-		t.Fatalf("Run on a version-2 file = %d, %d, %v; want 2, 3, nil", from, to, err)
+	if err != nil || from != 2 || to != Latest() {
+		t.Fatalf("Run on a version-2 file = %d, %d, %v; want 2, %d, nil", from, to, err, Latest())
 	}
 	db.View(func(tx *bolt.Tx) error {
 		for _, b := range []string{BucketSeries, BucketBuckets} {
@@ -201,4 +205,72 @@ func TestV3AddsSeriesBuckets(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// writeV3Fixture builds a version-3 file the way a version-3 binary left
+// it: the version-1 records, their metric index and the series buckets.
+func writeV3Fixture(t *testing.T, path string) {
+	writeV1Fixture(t, path)
+	db := openDB(t, path)
+	err := db.Update(func(tx *bolt.Tx) error {
+		if err := v2MetricIndex(tx); err != nil {
+			return err
+		}
+		if err := v3Series(tx); err != nil {
+			return err
+		}
+		return setVersion(tx, 3)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
+func storeID(t *testing.T, db *bolt.DB) []byte {
+	t.Helper()
+	var id []byte
+	db.View(func(tx *bolt.Tx) error {
+		id = bytes.Clone(tx.Bucket([]byte(BucketMeta)).Get([]byte(KeyStoreID)))
+		return nil
+	})
+	return id
+}
+
+func TestV4GivesTheStoreAnIdentity(t *testing.T) {
+	db := openDB(t, copyFixture(t, "v3.db"))
+	if id := storeID(t, db); id != nil {
+		t.Fatalf("v3.db already has a store id %x", id)
+	}
+	from, to, err := run(t, db)
+	if err != nil || from != 3 || to != 4 {
+		t.Fatalf("Run on v3.db = %d, %d, %v; want 3, 4, nil", from, to, err)
+	}
+	id := storeID(t, db)
+	if len(id) != 16 || bytes.Equal(id, make([]byte, 16)) {
+		t.Fatalf("store id = %x, want 16 random bytes", id)
+	}
+	db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(BucketSketches))
+		for name, rec := range v1Records {
+			if got := b.Get([]byte(name)); !bytes.Equal(got, rec) {
+				t.Errorf("record %s changed to %x", name, got)
+			}
+		}
+		if tx.Bucket([]byte(BucketMetric)).Get([]byte("campaign:1")) == nil {
+			t.Error("metric index lost")
+		}
+		return nil
+	})
+	// Another file upgraded from the same fixture is another store.
+	other := openDB(t, copyFixture(t, "v3.db"))
+	run(t, other)
+	if bytes.Equal(storeID(t, other), id) {
+		t.Error("two files got the same store id")
+	}
+	// The step keeps an identity it finds.
+	db.Update(func(tx *bolt.Tx) error { return v4StoreIdentity(tx) })
+	if got := storeID(t, db); !bytes.Equal(got, id) {
+		t.Errorf("running the step again changed the id to %x", got)
+	}
 }

@@ -4,53 +4,102 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
 
-// snapshot is a copy of one changed sketch (st nil: deleted) taken at the
-// checkpoint's log position, and the entry's change count then.
+// snapshot is the record of one changed sketch (rec nil: deleted) as it
+// was at a checkpoint's log position, and the entry's change count then.
+// A checkpoint hands one to each changed entry while writers are paused;
+// whoever locks the entry first after that fills it: a writer about to
+// change the sketch (copy on write), or the checkpoint itself.
 type snapshot struct {
-	e   *entry
-	st  *state
-	gen uint64
+	e      *entry
+	taken  bool
+	rec    []byte
+	metric bool
+	gen    uint64
 }
 
-// takeSnapshots copies every changed entry. The caller excludes writers
-// (holds cp exclusively, or is single-threaded). The entries stay dirty,
-// so none is evicted, until the copy is committed.
-func (s *DB) takeSnapshots() []snapshot {
+// take fills sn from its entry's current state. Called with e.mu held.
+func (sn *snapshot) take() {
+	e := sn.e
+	sn.taken, sn.gen = true, e.gen
+	if e.st != nil {
+		sn.rec = appendRecord(nil, e.st)
+		sn.metric = e.st.metric
+	}
+	e.snap = nil
+}
+
+// takeDirty hands a snapshot to every changed entry and starts a new dirty
+// set. The caller excludes writers (holds cp exclusively, or is
+// single-threaded); it locks no entry, so a reader holding one for a long
+// union never delays it. The entries stay dirty, so none is evicted,
+// until their copy is committed.
+func (s *DB) takeDirty() []*snapshot {
 	s.dirtyMu.Lock()
 	dirty := s.dirty
 	s.dirty = map[*entry]struct{}{}
 	s.dirtyBytes.Store(0)
 	s.dirtyMu.Unlock()
-	snaps := make([]snapshot, 0, len(dirty))
+	snaps := make([]*snapshot, 0, len(dirty))
 	for e := range dirty {
-		e.mu.Lock()
-		sn := snapshot{e: e, gen: e.gen}
-		if e.st != nil {
-			sn.st = e.st.clone()
-		}
-		e.mu.Unlock()
+		sn := &snapshot{e: e}
+		e.snap = sn
 		snaps = append(snaps, sn)
 	}
 	return snaps
 }
 
-// commitCheckpoint writes the snapshots and the log position they reflect
-// in one bbolt transaction, then marks clean the entries not changed since
-// their copy. On failure the entries return to the dirty set.
-func (s *DB) commitCheckpoint(snaps []snapshot, lsn uint64) error {
+// fill takes the snapshots no writer took, one entry lock at a time, and
+// sorts them by name: bbolt inserts sorted keys in O(log n) each, while
+// random order makes a large transaction quadratic.
+func fill(snaps []*snapshot) {
+	for _, sn := range snaps {
+		sn.e.mu.Lock()
+		if !sn.taken {
+			sn.take()
+		}
+		sn.e.mu.Unlock()
+	}
+	slices.SortFunc(snaps, func(a, b *snapshot) int { return strings.Compare(a.e.name, b.e.name) })
+}
+
+// abandon returns the snapshots' entries to the dirty set, for the next
+// checkpoint.
+func (s *DB) abandon(snaps []*snapshot) {
+	for _, sn := range snaps {
+		sn.e.mu.Lock()
+		if sn.e.snap == sn {
+			sn.e.snap = nil
+		}
+		s.markDirty(sn.e, 0)
+		sn.e.mu.Unlock()
+	}
+}
+
+// commitCheckpoint writes the filled snapshots and the log position they
+// reflect in one bbolt transaction, then marks clean the entries not
+// changed since their copy. On failure the entries return to the dirty
+// set.
+//
+// One transaction, because a checkpoint must be atomic with its position:
+// replaying the log onto a sketch already holding some of its records
+// would count CMS increments twice. Its memory is bounded by the cache
+// setting: the snapshots are encoded records of dirty sketches, and
+// writes are refused while those pass twice the cache size.
+func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
 	err := s.bdb.Update(func(tx *bbolt.Tx) error {
 		metric := tx.Bucket(bucketMetric)
-		var buf []byte
 		for _, sn := range snaps {
 			bucket, key := location(sn.e.name)
 			b := tx.Bucket(bucket)
 			indexed := isSketchName(sn.e.name) // only sketches are on /metrics
-			if sn.st == nil {
+			if sn.rec == nil {
 				if err := b.Delete(key); err != nil {
 					return err
 				}
@@ -62,16 +111,16 @@ func (s *DB) commitCheckpoint(snaps []snapshot, lsn uint64) error {
 				}
 				continue
 			}
-			buf = appendRecord(buf[:0], sn.st)
-			// bbolt keeps the slice until the transaction commits.
-			if err := b.Put(key, append([]byte(nil), buf...)); err != nil {
+			// bbolt keeps rec until the transaction commits; nothing else
+			// refers to it.
+			if err := b.Put(key, sn.rec); err != nil {
 				return err
 			}
 			if !indexed {
 				continue
 			}
 			var err error
-			if sn.st.metric {
+			if sn.metric {
 				err = metric.Put(key, nil)
 			} else {
 				err = metric.Delete(key)
@@ -82,25 +131,23 @@ func (s *DB) commitCheckpoint(snaps []snapshot, lsn uint64) error {
 		}
 		return tx.Bucket(bucketMeta).Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, lsn))
 	})
+	if err != nil {
+		s.abandon(snaps)
+		return fmt.Errorf("store: checkpoint: %w", err)
+	}
 	for _, sn := range snaps {
 		sn.e.mu.Lock()
-		switch {
-		case err != nil:
-			s.markDirty(sn.e, 0)
-		case sn.e.gen == sn.gen:
+		if sn.e.gen == sn.gen {
 			sn.e.dirty.Store(false)
 		}
 		sn.e.mu.Unlock()
-	}
-	if err != nil {
-		return fmt.Errorf("store: checkpoint: %w", err)
 	}
 	return nil
 }
 
 // releaseClean parks the snapshots' entries that are now clean and
 // unpinned: only they can have turned clean.
-func (s *DB) releaseClean(snaps []snapshot) {
+func (s *DB) releaseClean(snaps []*snapshot) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	for _, sn := range snaps {
@@ -112,47 +159,54 @@ func (s *DB) releaseClean(snaps []snapshot) {
 }
 
 // Checkpoint copies every sketch changed since the last checkpoint into
-// bbolt and drops the log it no longer needs.
+// bbolt and drops the log it no longer needs. Nothing past the durable end
+// of the log reaches bbolt: the checkpoint waits for its position to be
+// synced and abandons the copy if that sync failed. After a log failure it
+// instead rebuilds memory from what is durable and tries to start a new
+// log (see the package doc).
 func (s *DB) Checkpoint(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.cpRun.Lock()
 	defer s.cpRun.Unlock()
+	if s.wal.err() != nil {
+		return s.recoverLog()
+	}
 	if s.wal.lastLSN() == s.checkpointed && s.dirtyCount() == 0 {
 		return nil
 	}
 	start := time.Now()
 	// Create the next segment before pausing writers: it costs a
-	// directory sync.
-	seg, err := s.wal.createSegment()
+	// directory sync. It stays unused if the current segment holds no
+	// record, so failed checkpoints leave no empty segments behind.
+	next, err := s.wal.createSegment()
 	if err != nil {
 		return err
 	}
 	s.cp.Lock()
 	lsn := s.wal.lastLSN()
-	last := s.wal.rotate(seg)
-	snaps := s.takeSnapshots()
+	keep := s.wal.rotate(next)
+	snaps := s.takeDirty()
 	s.cp.Unlock()
-	return s.finishCheckpoint(snaps, lsn, last, seg, start)
-}
-
-func (s *DB) dirtyCount() int {
-	s.dirtyMu.Lock()
-	defer s.dirtyMu.Unlock()
-	return len(s.dirty)
-}
-
-func (s *DB) finishCheckpoint(snaps []snapshot, lsn uint64, last *batch, seg *segment, start time.Time) error {
+	if keep != next {
+		if err := s.wal.discard(next); err != nil {
+			s.opts.Logger.Warn("removing an unused log segment", "err", err)
+		}
+	}
+	if err := s.wal.waitDurable(lsn); err != nil {
+		s.abandon(snaps)
+		return fmt.Errorf("store: checkpoint: %w", err)
+	}
+	fill(snaps)
 	if err := s.commitCheckpoint(snaps, lsn); err != nil {
 		return err
 	}
 	s.checkpointed = lsn
-	// The previous segments are complete once their last batch is written.
-	if last != nil {
-		<-last.done
+	if err := s.writeMarker(lsn); err != nil {
+		return err
 	}
-	if err := s.wal.dropBefore(seg); err != nil {
+	if err := s.wal.dropBefore(keep); err != nil {
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
 	s.releaseClean(snaps)
@@ -162,14 +216,22 @@ func (s *DB) finishCheckpoint(snaps []snapshot, lsn uint64, last *batch, seg *se
 	return nil
 }
 
+func (s *DB) dirtyCount() int {
+	s.dirtyMu.Lock()
+	defer s.dirtyMu.Unlock()
+	return len(s.dirty)
+}
+
 // checkpointLoop checkpoints on the interval, when the log grows past
-// CheckpointBytes, and when changed sketches fill the cache.
+// CheckpointBytes, when changed sketches fill the cache, and, after a log
+// failure, at once and then every second until the log works again.
 func (s *DB) checkpointLoop() {
 	defer close(s.done)
 	tick := time.NewTicker(s.opts.CheckpointInterval)
 	defer tick.Stop()
 	sizeCheck := time.NewTicker(100 * time.Millisecond)
 	defer sizeCheck.Stop()
+	var lastTry time.Time
 	for {
 		select {
 		case <-s.stop:
@@ -177,10 +239,15 @@ func (s *DB) checkpointLoop() {
 		case <-tick.C:
 		case <-s.cpKick:
 		case <-sizeCheck.C:
-			if s.wal.bytes() < s.opts.CheckpointBytes && s.dirtyBytes.Load() < s.opts.CacheBytes {
+			if s.wal.err() != nil {
+				if time.Since(lastTry) < time.Second {
+					continue
+				}
+			} else if s.wal.bytes() < s.opts.CheckpointBytes && s.dirtyBytes.Load() < s.opts.CacheBytes {
 				continue
 			}
 		}
+		lastTry = time.Now()
 		if err := s.Checkpoint(context.Background()); err != nil {
 			s.opts.Logger.Error("checkpoint failed", "err", err)
 		}

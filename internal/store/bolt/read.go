@@ -13,9 +13,9 @@ import (
 )
 
 // view runs fn with the states of names (in the given order, repeats
-// allowed), each locked against writes. A missing name is NotFound.
-// Reads see every acknowledged write; they may also see a write whose
-// record is still being synced.
+// allowed), each locked against writes (for several names, copies; see
+// viewKeys). A missing name is NotFound. Reads see every acknowledged
+// write; they may also see a write whose record is still being synced.
 func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) error) error {
 	return s.viewKeys(ctx, names, func(sts []*state) error {
 		for i, st := range sts {
@@ -25,6 +25,25 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 		}
 		return fn(sts)
 	})
+}
+
+// copies returns unshared entries holding copies of es's states, taken
+// with all of es locked so that they are one consistent view.
+func copies(es []*entry) []*entry {
+	out := make([]*entry, len(es))
+	for _, e := range es {
+		e.mu.Lock()
+	}
+	for i, e := range es {
+		out[i] = &entry{name: e.name}
+		if e.st != nil {
+			out[i].st = e.st.clone()
+		}
+	}
+	for _, e := range es {
+		e.mu.Unlock()
+	}
+	return out
 }
 
 // Describe returns name's spec, state and estimate.
@@ -69,6 +88,9 @@ func (s *DB) kindOf(name string) (*sketch.Kind, error) {
 // after after, in name order, and whether more follow.
 func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketch.Info, bool, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := s.readable(); err != nil {
 		return nil, false, err
 	}
 	inRange := func(n string) bool { return isSketchName(n) && strings.HasPrefix(n, prefix) && n > after }

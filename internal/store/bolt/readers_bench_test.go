@@ -36,7 +36,7 @@ func benchAddUnderReaders(b *testing.B, readers bool) {
 	for i := range names {
 		names[i] = fmt.Sprintf("u:%03d", i)
 		mustCreate(b, s, names[i], hllSpec(14))
-		if err := s.AddHashes(ctx, names[i], randomHashes(r, 20000), false); err != nil {
+		if err := addHashes(s, names[i], randomHashes(r, 20000), false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -55,7 +55,7 @@ func benchAddUnderReaders(b *testing.B, readers bool) {
 				}
 				start := r.IntN(sketches - 8)
 				ns := names[start : start+8]
-				err := s.ViewHLL(ctx, ns, func(hs []*hll.Sketch) error {
+				err := viewHLL(s, ns, func(hs []*hll.Sketch) error {
 					_, err := sketch.Intersect(ns, hs, sketch.MethodInclusionExclusion)
 					return err
 				})
@@ -73,7 +73,7 @@ func benchAddUnderReaders(b *testing.B, readers bool) {
 					return
 				default:
 				}
-				err := s.ViewHLL(ctx, names, func(hs []*hll.Sketch) error {
+				err := viewHLL(s, names, func(hs []*hll.Sketch) error {
 					_, err := hll.Union(hs...)
 					return err
 				})
@@ -92,7 +92,7 @@ func benchAddUnderReaders(b *testing.B, readers bool) {
 		}
 		name := names[r.IntN(sketches)]
 		t0 := time.Now()
-		if err := s.AddHashes(ctx, name, hs, false); err != nil {
+		if err := addHashes(s, name, hs, false); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))
@@ -104,4 +104,15 @@ func benchAddUnderReaders(b *testing.B, readers bool) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+}
+
+// viewHLL runs fn with the HLL sketches names.
+func viewHLL(s *DB, names []string, fn func([]*hll.Sketch) error) error {
+	return s.View(ctx, names, func(sks []sketch.Sketch) error {
+		hs := make([]*hll.Sketch, len(sks))
+		for i, sk := range sks {
+			hs[i], _ = sketch.HLLOf(sk)
+		}
+		return fn(hs)
+	})
 }

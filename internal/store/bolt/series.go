@@ -319,12 +319,21 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.readable(); err != nil {
+		return err
+	}
 	uniq := sortedUnique(keys)
 	es, err := s.acquireAll(uniq)
 	if err != nil {
 		return err
 	}
 	defer s.releaseAll(es)
+	if len(es) > 1 {
+		// A read of several sketches (a union, an intersection, a series
+		// range) can take many milliseconds: it works on copies, so
+		// writers to those sketches wait only for a copy.
+		es = copies(es)
+	}
 	for _, e := range es {
 		e.mu.Lock()
 		defer e.mu.Unlock()

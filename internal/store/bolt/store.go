@@ -1,4 +1,4 @@
-// Package store keeps sketchd's sketches: durable in a bbolt file, with a
+// Package bolt keeps sketchd's sketches: durable in a bbolt file, with a
 // write-ahead log for group commit and a bounded cache of decoded
 // sketches.
 //
@@ -15,10 +15,46 @@
 // A checkpoint copies the sketches changed since the last one into bbolt,
 // together with the log position C they reflect, in one transaction; then
 // the log segments up to C are deleted. Writers are paused only while the
-// checkpoint clones the changed sketches, so the copy is the exact state at
-// C. At open the log records after C are replayed onto that state, so
-// replay is exact for HLL and CMS alike: no increment is counted twice, and
-// a record torn by a crash was never acknowledged.
+// checkpoint notes C and hands each changed sketch an empty copy; the
+// first to lock the sketch afterwards fills it (a writer before changing
+// it, else the checkpoint), so the copy is the exact state at C. The
+// checkpoint commits only once the log is synced up to C. At open the log
+// records after C are replayed onto that state, so replay is exact for HLL
+// and CMS alike: no increment is counted twice, and a record torn by a
+// crash was never acknowledged.
+//
+// # When the log fails
+//
+// Memory never runs ahead of the log for long. With group commit several
+// writers' changes sit in memory on top of each other before their shared
+// sync, so a failed append or fdatasync is not undone write by write:
+//
+//   - every writer waiting on the failed sync, and every later one, gets an
+//     Unavailable error (503; the write was not applied, retrying is safe),
+//     and Ready reports false;
+//   - reads are refused too until memory is rebuilt: the checkpoint loop,
+//     woken at once, waits for writers in flight, resets every changed
+//     sketch to its bbolt state and replays the log up to its last synced
+//     record;
+//   - no checkpoint writes past the last synced record: one that was
+//     waiting for the failed sync abandons its copy;
+//   - then, every second, the store tries to start a new log segment and
+//     probes it with a write and fdatasync; if that works, it checkpoints
+//     the rebuilt state at the last position handed out (so the failed
+//     records, which may have reached the old segment, are never
+//     replayed), deletes the old segments and accepts writes again.
+//
+// # Damage
+//
+// Damage is loud and nothing damaged is deleted. A log record that fails
+// its check anywhere but the torn tail of the last segment stops Open with
+// the file and offset (see walread.go); Options.RecoverPastDamage starts
+// past it, keeping the damaged segments aside. The data file and the log
+// share an identity and the last checkpoint position (see integrity.go),
+// so a data file that went back in time, or lost its log, is refused. A
+// damaged bbolt file is an error naming it, never a panic. A sketch whose
+// record cannot be decoded fails reads of it, is skipped (and reported)
+// by List, and can be deleted.
 //
 // # Memory
 //
@@ -27,22 +63,46 @@
 // evicted least recently used first. When changed sketches alone pass the
 // limit a checkpoint starts early, and past twice the limit writes are
 // refused with an Unavailable error until it completes.
+//
+// A cache entry's life: loaded by the first acquire of its name, it is
+// pinned while any operation uses it (never evicted then). An unpinned
+// clean entry (its state is bbolt's) waits on the LRU list and is evicted
+// when the cache is over its bound. A write makes it dirty: off the LRU
+// list, kept until a checkpoint commits a copy taken after its last change,
+// which makes it clean again. A deleted sketch is a dirty entry without a
+// state (a tombstone) until then.
+//
+// # Lock order
+//
+// gate (shared by writes, exclusive by Close) -> entry locks, in name
+// order -> cp (shared by writers, exclusive while a checkpoint notes its
+// position) -> the log's mutex. cacheMu, dirtyMu and statsMu are leaves,
+// taken briefly under any of these. cpRun serialises checkpoints and is
+// taken before cp and before any entry lock; a checkpoint holds no entry
+// lock while it holds cp, so a reader holding entries never stalls it,
+// and reads of several sketches work on copies, so writers wait for a
+// read only while it copies.
 package bolt
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"math"
 	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/migrations"
@@ -74,6 +134,16 @@ type Options struct {
 	Observer    Observer
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
+	// RecoverPastDamage lets Open start past a damaged write-ahead log (it
+	// replays up to the damage, keeps the damaged segments aside and logs
+	// what it dropped) or a log that does not match the data file (lost,
+	// or ahead of it), instead of refusing. Acknowledged writes are lost.
+	RecoverPastDamage bool
+
+	// logFault, if set, runs before each write and fdatasync of a log
+	// segment, with "write" or "fdatasync"; an error it returns is that
+	// operation's failure. Tests inject faults with it.
+	logFault func(op string) error
 }
 
 func (o *Options) setDefaults() {
@@ -102,6 +172,7 @@ var (
 	bucketSketches = []byte(migrations.BucketSketches)
 	bucketMetric   = []byte(migrations.BucketMetric)
 	keyCheckpoint  = []byte("checkpoint_lsn")
+	keyStoreID     = []byte(migrations.KeyStoreID)
 )
 
 // ErrClosed is returned by operations on a closed or closing DB.
@@ -114,6 +185,11 @@ type DB struct {
 	walDir string
 	bdb    *bbolt.DB
 	wal    *wal
+	// storeID is the identity the data file and the log share.
+	storeID []byte
+	// tainted is set from a log failure until memory is rebuilt from what
+	// is durable; meanwhile reads are refused too.
+	tainted atomic.Bool
 
 	// cp orders writers against checkpoints: writers hold it shared while
 	// they change sketches and append to the log, a checkpoint holds it
@@ -167,36 +243,52 @@ type entry struct {
 
 	mu    sync.Mutex
 	st    *state
+	snap  *snapshot    // a running checkpoint's copy, still to take before any change
 	gen   uint64       // counts changes; a checkpoint clears dirty only if none followed its copy
 	dirty atomic.Bool  // changed since the last committed checkpoint: not evictable
 	mem   atomic.Int64 // st.memory(), refreshed after each change
 }
 
 // Open opens (creating if needed) the store at path and its log in
-// path+".wal", runs pending migrations, replays the log and checkpoints.
-// A file held by another process fails after Options.OpenTimeout with an
-// error saying so.
+// path+".wal", runs pending migrations, checks that the two belong
+// together, replays the log and checkpoints. A file held by another
+// process fails after Options.OpenTimeout with an error saying so; a
+// damaged file, a damaged log or a mismatch between them fails with an
+// error naming the file and what to do.
 func Open(path string, opts Options) (*DB, error) {
 	opts.setDefaults()
-	bdb, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.OpenTimeout})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("store: %s is locked by another process (is another sketchd running on it?)", path)
+	walDir := path + ".wal"
+	if err := checkDataFile(path, walDir); err != nil {
+		return nil, err
 	}
+	bdb, err := openBolt(path, opts.OpenTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, err
 	}
 	s := &DB{
-		opts: opts, path: path, walDir: path + ".wal", bdb: bdb,
+		opts: opts, path: path, walDir: walDir, bdb: bdb,
 		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
 		counts: map[countKey]int{}, estimates: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
 	}
-	if err := s.open(); err != nil {
-		bdb.Close()
+	if err := s.openSafely(); err != nil {
+		closeQuietly(bdb)
 		return nil, err
 	}
 	go s.checkpointLoop()
 	return s, nil
+}
+
+// openSafely runs open, turning a panic or fault on a damaged page into an
+// error naming the file.
+func (s *DB) openSafely() (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = damagedFile(s.path, fmt.Sprint(r))
+		}
+	}()
+	return s.open()
 }
 
 func (s *DB) open() error {
@@ -212,60 +304,128 @@ func (s *DB) open() error {
 	if from != to {
 		s.opts.Logger.Info("migrated store", "path", s.path, "from_version", from, "to_version", to)
 	}
-	if err := os.MkdirAll(s.walDir, 0o700); err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
 	var checkpoint uint64
 	if err := s.bdb.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket(bucketMeta).Get(keyCheckpoint); len(v) == 8 {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keyCheckpoint); len(v) == 8 {
 			checkpoint = binary.BigEndian.Uint64(v)
 		}
+		s.storeID = bytes.Clone(meta.Get(keyStoreID))
 		return s.loadStats(tx)
 	}); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	replayed := 0
-	last, err := replayWAL(s.walDir, checkpoint, func(lsn uint64, payload []byte) error {
-		ops, err := decodeOps(payload)
-		if err != nil {
-			return err
-		}
-		for _, o := range ops {
-			if err := s.replay(o); err != nil {
-				return fmt.Errorf("%s %q: %w", o.typ, o.name, err)
-			}
-		}
-		replayed++
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: replay %s: %w", s.walDir, err)
+	if len(s.storeID) != 16 {
+		return damagedFile(s.path, fmt.Sprintf("store identity of %d bytes", len(s.storeID)))
 	}
-	if replayed > 0 {
-		s.opts.Logger.Info("replayed write-ahead log", "records", replayed, "from_lsn", checkpoint+1, "to_lsn", last)
+	// A store that had its identity before this open must have its log.
+	fresh := from < 3
+	if _, err := os.Stat(s.walDir); errors.Is(err, fs.ErrNotExist) && !fresh && !s.opts.RecoverPastDamage {
+		return fmt.Errorf("store: refusing to open %s: its write-ahead log directory %s is missing, with any acknowledged writes not yet checkpointed. Restore it, or start with -recover-past-damage to accept the loss", s.path, s.walDir)
 	}
-	// Make bbolt reflect everything replayed, then start a clean log.
-	snaps := s.takeSnapshots()
-	if err := s.commitCheckpoint(snaps, last); err != nil {
+	if err := os.MkdirAll(s.walDir, 0o700); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := s.checkIdentity(checkpoint, fresh); err != nil {
 		return err
 	}
-	s.checkpointed = last
 	segs, err := listSegments(s.walDir)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	sc, err := s.replayLog(segs, checkpoint)
+	if err != nil {
+		return err
+	}
+	// Make bbolt reflect everything replayed, then start a clean log.
+	snaps := s.takeDirty()
+	fill(snaps)
+	if err := s.commitCheckpoint(snaps, sc.last); err != nil {
+		return err
+	}
+	s.checkpointed = sc.last
+	if err := s.writeMarker(sc.last); err != nil {
+		return err
+	}
+	next := uint64(1)
 	for _, seg := range segs {
-		if err := os.Remove(seg.path); err != nil {
+		if err := os.Remove(seg.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("store: %w", err)
 		}
+		next = seg.seq + 1
 	}
 	s.releaseClean(snaps)
 	var observe func(int, int, time.Duration)
 	if s.opts.Observer != nil {
 		observe = s.opts.Observer.ObserveCommit
 	}
-	s.wal, err = openWAL(s.walDir, last, s.opts.CommitInterval, observe)
+	s.wal, err = openWAL(s.walDir, next, sc.last, s.opts.CommitInterval, observe, s.opts.logFault, s.onLogFailure)
 	return err
+}
+
+// replayLog replays segs after checkpoint. Damage stops it with an error
+// naming the file and offset, unless RecoverPastDamage is set: then it
+// replays up to the damage, renames the damaged segment and every later
+// one to <name>.damaged (kept, never deleted) and logs what was dropped.
+func (s *DB) replayLog(segs []*segment, checkpoint uint64) (walScan, error) {
+	apply := s.replayRecord
+	if s.opts.RecoverPastDamage {
+		apply = func(lsn uint64, payload []byte) error {
+			if err := s.replayRecord(lsn, payload); err != nil {
+				s.opts.Logger.Warn("recovering past damage: dropped a log record that does not apply", "lsn", lsn, "err", err)
+			}
+			return nil
+		}
+	}
+	sc, err := scanWAL(segs, checkpoint, math.MaxUint64, apply)
+	var damage *walDamage
+	switch {
+	case errors.As(err, &damage) && s.opts.RecoverPastDamage:
+		dropped := []any{"file", damage.seg.path, "offset", damage.offset, "reason", damage.reason, "replayed_to_lsn", sc.last}
+		for _, seg := range append([]*segment{damage.seg}, damage.later...) {
+			fi, _ := os.Stat(seg.path)
+			if err := os.Rename(seg.path, seg.path+".damaged"); err != nil {
+				return sc, fmt.Errorf("store: keeping the damaged log segment: %w", err)
+			}
+			dropped = append(dropped, "kept_as", seg.path+".damaged", "bytes", fi.Size())
+		}
+		s.opts.Logger.Warn("recovering past damage: dropped the write-ahead log from the damage on", dropped...)
+		kept := segs[:0:0]
+		for _, seg := range segs {
+			if seg != damage.seg && !slices.Contains(damage.later, seg) {
+				kept = append(kept, seg)
+			}
+		}
+		copy(segs, kept)
+		segs = segs[:len(kept)]
+	case errors.As(err, &damage):
+		return sc, fmt.Errorf("store: %w: acknowledged writes after it would be lost, so the store does not start. Every log file is kept as it is; restore the log from a backup, or start with -recover-past-damage to replay up to the damage and keep the damaged segments aside", err)
+	case err != nil && s.opts.RecoverPastDamage:
+		s.opts.Logger.Warn("recovering past damage: stopped replaying the write-ahead log", "err", err, "replayed_to_lsn", sc.last)
+	case err != nil:
+		return sc, fmt.Errorf("store: replay %s: %w", s.walDir, err)
+	}
+	if sc.tornBytes > 0 {
+		s.opts.Logger.Warn("write-ahead log ends in a torn record, never acknowledged: dropped", "file", sc.tornPath, "offset", sc.tornAt, "bytes", sc.tornBytes)
+	}
+	if sc.records > 0 {
+		s.opts.Logger.Info("replayed write-ahead log", "records", sc.records, "from_lsn", checkpoint+1, "to_lsn", sc.last)
+	}
+	return sc, nil
+}
+
+// replayRecord applies one logged record (its payload after the LSN).
+func (s *DB) replayRecord(_ uint64, payload []byte) error {
+	ops, err := decodeOps(payload)
+	if err != nil {
+		return err
+	}
+	for _, o := range ops {
+		if err := s.replay(o); err != nil {
+			return fmt.Errorf("%s %s: %w", o.typ, strconv.Quote(o.name), err)
+		}
+	}
+	return nil
 }
 
 func (t opType) String() string {
@@ -282,13 +442,16 @@ func (t opType) String() string {
 	return fmt.Sprintf("op %d", byte(t))
 }
 
-// replay applies one logged operation during Open (single-threaded).
+// replay applies one logged operation, at open or while memory is rebuilt
+// after a log failure (writers excluded).
 func (s *DB) replay(o op) error {
 	e, err := s.acquire(o.name)
 	if err != nil {
 		return err
 	}
 	defer s.release(e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	before := e.summary()
 	switch o.typ {
 	case opPut:
@@ -361,7 +524,7 @@ func (s *DB) quiesce() {
 // Ready reports whether the store accepts writes: open, not closing, and
 // its log healthy.
 func (s *DB) Ready() bool {
-	return !s.closing.Load() && s.wal.err() == nil
+	return !s.closing.Load() && s.wal.err() == nil && !s.tainted.Load()
 }
 
 // Path returns the bbolt file's path.

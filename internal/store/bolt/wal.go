@@ -48,7 +48,8 @@ type segment struct {
 	path string
 	seq  uint64 // orders segments
 	f    *os.File
-	size int64
+	size int64  // bytes durably written
+	base uint64 // LSN of the record before its first
 }
 
 // batch is a group of records written and synced together.
@@ -65,7 +66,9 @@ type wal struct {
 	dir      string
 	interval time.Duration // extra wait to gather a bigger group
 	observe  func(records, bytes int, d time.Duration)
-	sync     func(f *os.File, b []byte) error // writeSync; tests inject delays and failures
+	sync     func(f *os.File, b []byte) error // w.writeSync; tests inject delays and failures
+	fault    func(op string) error            // Options.logFault: fails "write" or "fdatasync"
+	onFail   func()                           // called once when the log fails, before any waiter learns it
 
 	mu       sync.Mutex
 	nextSeq  uint64     // sequence number of the next segment
@@ -73,6 +76,7 @@ type wal struct {
 	queue    []*batch   // batches not yet written, oldest first
 	inflight *batch     // being written now
 	last     uint64     // LSN of the last appended record
+	durable  uint64     // LSN of the last synced record
 	segs     []*segment // every open segment, oldest first
 	failed   error
 	size     int64 // bytes in all segments
@@ -118,81 +122,21 @@ func compareUint(a, b uint64) int {
 	return 0
 }
 
-// replayWAL calls fn for every intact record of dir's segments with an LSN
-// above after, in order, and returns the last LSN seen (after if none).
-// A torn tail in the last segment ends the log; anything else unreadable
-// is an error.
-func replayWAL(dir string, after uint64, fn func(lsn uint64, payload []byte) error) (uint64, error) {
-	segs, err := listSegments(dir)
-	if err != nil {
-		return 0, err
-	}
-	last := after
-	for i, seg := range segs {
-		data, err := os.ReadFile(seg.path)
-		if err != nil {
-			return 0, err
-		}
-		off := 0
-		for off < len(data) {
-			payload, n, ok := readRecord(data[off:])
-			if !ok {
-				if !emptyAfter(segs[i+1:]) {
-					return 0, fmt.Errorf("wal: segment %s is damaged at offset %d and later segments hold records", filepath.Base(seg.path), off)
-				}
-				return last, nil // torn tail: never acknowledged
-			}
-			if lsn := binary.BigEndian.Uint64(payload); lsn > after {
-				if lsn != last+1 {
-					return 0, fmt.Errorf("wal: record %d follows %d in %s", lsn, last, filepath.Base(seg.path))
-				}
-				if err := fn(lsn, payload[8:]); err != nil {
-					return 0, fmt.Errorf("wal: record %d: %w", lsn, err)
-				}
-				last = lsn
-			}
-			off += n
-		}
-	}
-	return last, nil
-}
-
-func emptyAfter(segs []*segment) bool {
-	for _, s := range segs {
-		if fi, err := os.Stat(s.path); err != nil || fi.Size() > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// readRecord parses one record at the start of b.
-func readRecord(b []byte) (payload []byte, n int, ok bool) {
-	if len(b) < walRecordHeader {
-		return nil, 0, false
-	}
-	size := binary.BigEndian.Uint32(b)
-	if size < 8 || size > maxWALRecord || int(size) > len(b)-walRecordHeader {
-		return nil, 0, false
-	}
-	payload = b[walRecordHeader : walRecordHeader+int(size)]
-	if crc32.Checksum(payload, crcTable) != binary.BigEndian.Uint32(b[4:]) {
-		return nil, 0, false
-	}
-	return payload, walRecordHeader + int(size), true
-}
-
-// openWAL starts a log whose next record has LSN last+1, in a new segment.
-// Older segments must already be gone (the store checkpoints after replay).
-func openWAL(dir string, last uint64, interval time.Duration, observe func(int, int, time.Duration)) (*wal, error) {
+// openWAL starts a log whose next record has LSN last+1, in a new segment
+// numbered seq. Older segments must already be gone (the store
+// checkpoints after replay).
+func openWAL(dir string, seq, last uint64, interval time.Duration, observe func(int, int, time.Duration), fault func(string) error, onFail func()) (*wal, error) {
 	w := &wal{
-		dir: dir, interval: interval, observe: observe, last: last, nextSeq: 1, sync: writeSync,
+		dir: dir, interval: interval, observe: observe, last: last, durable: last, nextSeq: seq,
+		fault: fault, onFail: onFail,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
+	w.sync = w.writeSync
 	seg, err := w.createSegment()
 	if err != nil {
 		return nil, err
 	}
+	seg.base = last
 	w.seg = seg
 	w.segs = []*segment{seg}
 	go w.flushLoop()
@@ -247,8 +191,11 @@ func (w *wal) append(encode func(b []byte) []byte) (*batch, error) {
 	b.buf = encode(b.buf)
 	payload := b.buf[start+walRecordHeader:]
 	if len(payload) > maxWALRecord {
+		// The caller has changed memory already: fail the log, so the
+		// store rebuilds memory from what is durable.
 		b.buf = b.buf[:start]
-		return nil, fmt.Errorf("wal: record of %d bytes is too large", len(payload))
+		w.failLocked(fmt.Errorf("record of %d bytes is too large", len(payload)))
+		return nil, w.failed
 	}
 	binary.BigEndian.PutUint32(b.buf[start:], uint32(len(payload)))
 	binary.BigEndian.PutUint32(b.buf[start+4:], crc32.Checksum(payload, crcTable))
@@ -341,14 +288,20 @@ func (w *wal) flushAll() {
 		d := time.Since(start)
 
 		w.mu.Lock()
-		if err != nil && w.failed == nil {
-			w.failed = fmt.Errorf("%w: %v", errWALFailed, err)
-		}
 		if err != nil {
+			if w.failed == nil {
+				w.failLocked(err)
+				// Best effort: cut what may have reached the file, so a
+				// restart before the log recovers does not replay it.
+				if b.seg.f.Truncate(b.seg.size) == nil {
+					unix.Fdatasync(int(b.seg.f.Fd()))
+				}
+			}
 			b.err = w.failed
 		} else {
 			b.seg.size += int64(len(b.buf))
 			w.size += int64(len(b.buf))
+			w.durable = b.last
 		}
 		w.inflight = nil
 		w.lastSize = b.records
@@ -365,31 +318,115 @@ func (w *wal) flushAll() {
 	}
 }
 
-func writeSync(f *os.File, buf []byte) error {
+// failLocked records the log's failure and tells the store. Called with
+// mu held, once.
+func (w *wal) failLocked(err error) {
+	w.failed = fmt.Errorf("%w: %v", errWALFailed, err)
+	if w.onFail != nil {
+		w.onFail()
+	}
+}
+
+// writeSync appends buf to f and fdatasyncs it.
+func (w *wal) writeSync(f *os.File, buf []byte) error {
+	if err := w.injected("write"); err != nil {
+		return err
+	}
 	if _, err := f.Write(buf); err != nil {
+		return err
+	}
+	return w.fdatasync(f)
+}
+
+func (w *wal) fdatasync(f *os.File) error {
+	if err := w.injected("fdatasync"); err != nil {
 		return err
 	}
 	return unix.Fdatasync(int(f.Fd()))
 }
 
-// rotate makes seg the segment for new records and returns the newest
-// batch of the previous segment (nil if none), whose completion means the
-// previous segments hold everything they ever will.
-func (w *wal) rotate(seg *segment) *batch {
+func (w *wal) injected(op string) error {
+	if w.fault == nil {
+		return nil
+	}
+	return w.fault(op)
+}
+
+// rotate makes next the segment for new records and returns the segment
+// the checkpoint keeps: next, or the current one if it holds no record
+// (then next stays unused). Called with writers paused.
+func (w *wal) rotate(next *segment) *segment {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var lastOld *batch
+	if w.last == w.seg.base {
+		return w.seg
+	}
+	next.base = w.last
+	w.seg = next
+	w.segs = append(w.segs, next)
+	return next
+}
+
+// discard closes and removes a segment that never became part of the log.
+func (w *wal) discard(seg *segment) error {
+	return errors.Join(seg.f.Close(), os.Remove(seg.path))
+}
+
+// waitDurable waits until every record up to lsn is synced, and returns
+// the log's failure if one of them could not be.
+func (w *wal) waitDurable(lsn uint64) error {
+	w.mu.Lock()
+	if w.durable >= lsn {
+		w.mu.Unlock()
+		return nil
+	}
+	var target *batch
+	if w.inflight != nil && w.inflight.last >= lsn {
+		target = w.inflight
+	}
 	for _, b := range w.queue {
-		if b.seg == w.seg {
-			lastOld = b
+		if target == nil && b.last >= lsn {
+			target = b
 		}
 	}
-	if lastOld == nil && w.inflight != nil {
-		lastOld = w.inflight
+	failed := w.failed
+	w.mu.Unlock()
+	if target == nil {
+		if failed != nil {
+			return failed
+		}
+		return fmt.Errorf("wal: record %d is neither synced nor queued", lsn)
 	}
-	w.seg = seg
-	w.segs = append(w.segs, seg)
-	return lastOld
+	return target.wait()
+}
+
+// durableLSN returns the LSN of the last synced record.
+func (w *wal) durableLSN() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.durable
+}
+
+// reset makes seg the only segment after a failure, once the store has
+// checkpointed everything durable at the last LSN handed out (so records
+// that failed are never replayed), and accepts records again. It closes
+// and removes the old segments.
+func (w *wal) reset(seg *segment) error {
+	w.mu.Lock()
+	if len(w.queue) > 0 || w.inflight != nil {
+		w.mu.Unlock()
+		return errors.New("wal: failed batches still draining")
+	}
+	old := w.segs
+	seg.base = w.last
+	w.seg, w.segs = seg, []*segment{seg}
+	w.failed, w.durable, w.size = nil, w.last, 0
+	w.mu.Unlock()
+	var errs []error
+	for _, s := range old {
+		errs = append(errs, s.f.Close(), os.Remove(s.path))
+	}
+	return errors.Join(errs...)
 }
 
 // lastLSN returns the LSN of the last appended record.

@@ -19,7 +19,7 @@ func blockSyncs(t *testing.T, s *DB) chan error {
 		if err := <-release; err != nil {
 			return err
 		}
-		return writeSync(f, b)
+		return s.wal.writeSync(f, b)
 	}
 	s.wal.mu.Unlock()
 	return release

@@ -104,7 +104,7 @@ func (s *DB) update(ctx context.Context, names []string, fn func(t *tx) error) e
 		return ErrClosed
 	}
 	if err := s.wal.err(); err != nil {
-		return sketch.Wrap(sketch.Unavailable, err, "the write-ahead log failed; writes are refused until sketchd restarts")
+		return errLogFailed(err)
 	}
 	if s.dirtyBytes.Load() > 2*s.opts.CacheBytes {
 		s.kickCheckpoint()
@@ -127,7 +127,9 @@ func (s *DB) update(ctx context.Context, names []string, fn func(t *tx) error) e
 		b = s.wal.barrier()
 	}
 	if err := b.wait(); err != nil {
-		return sketch.Wrap(sketch.Internal, err, "the write could not be made durable")
+		// Memory is rebuilt without this write before the store accepts
+		// reads or writes again: the client may retry it.
+		return errLogFailed(err)
 	}
 	if s.dirtyBytes.Load() > s.opts.CacheBytes {
 		s.kickCheckpoint()
@@ -135,15 +137,27 @@ func (s *DB) update(ctx context.Context, names []string, fn func(t *tx) error) e
 	return nil
 }
 
-// apply runs fn under the locks and appends its record.
+// apply runs fn under the locks and appends its record. The entry locks
+// come first, cp second: a writer waiting for a reader's entry lock holds
+// no cp, so a checkpoint pausing writers never waits behind a long read.
 func (s *DB) apply(es []*entry, fn func(t *tx) error) (*batch, error) {
-	s.cp.RLock()
-	defer s.cp.RUnlock()
 	t := &tx{s: s, es: es, before: make([]summary, len(es)), touched: make([]bool, len(es)), now: s.opts.Now().UTC()}
 	for i, e := range es {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		t.before[i] = e.summary()
+	}
+	s.cp.RLock()
+	defer s.cp.RUnlock()
+	// Checked under cp: once a log failure is seen by the rebuild's
+	// barrier, no writer changes memory.
+	if err := s.wal.err(); err != nil {
+		return nil, errLogFailed(err)
+	}
+	for _, e := range es {
+		if e.snap != nil {
+			e.snap.take() // the running checkpoint's copy, before this change
+		}
 	}
 	if err := fn(t); err != nil {
 		return nil, err

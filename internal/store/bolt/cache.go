@@ -1,8 +1,6 @@
 package bolt
 
 import (
-	"fmt"
-
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -65,7 +63,7 @@ func (s *DB) load(name string) (*state, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: stored sketch %q is unreadable: %w", name, err)
+		return nil, &unreadableError{name: name, path: s.path, err: err}
 	}
 	return st, nil
 }
@@ -205,23 +203,12 @@ func (s *DB) changed(e *entry, before summary) {
 // reads the estimates of those exported on /metrics.
 func (s *DB) loadStats(tx *bbolt.Tx) error {
 	sketches := tx.Bucket(bucketSketches)
-	err := sketches.ForEach(func(name, rec []byte) error {
-		key, err := recordKey(rec)
-		if err != nil {
-			return fmt.Errorf("stored sketch %q: %w", name, err)
-		}
-		s.counts[key]++
+	sketches.ForEach(func(name, rec []byte) error {
+		s.countRecord(name, rec)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
 	return tx.Bucket(bucketMetric).ForEach(func(name, _ []byte) error {
-		st, err := decodeRecord(sketches.Get(name))
-		if err != nil {
-			return fmt.Errorf("stored sketch %q: %w", name, err)
-		}
-		s.estimates[string(name)] = st.sk.Estimate()
+		s.metricEstimate(sketches, name)
 		return nil
 	})
 }

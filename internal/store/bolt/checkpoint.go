@@ -19,6 +19,7 @@ import (
 type snapshot struct {
 	e      *entry
 	taken  bool
+	keep   bool // an unreadable record nobody deleted: leave it alone
 	rec    []byte
 	metric bool
 	gen    uint64
@@ -27,7 +28,7 @@ type snapshot struct {
 // take fills sn from its entry's current state. Called with e.mu held.
 func (sn *snapshot) take() {
 	e := sn.e
-	sn.taken, sn.gen = true, e.gen
+	sn.taken, sn.gen, sn.keep = true, e.gen, e.unreadable
 	if e.st != nil {
 		sn.rec = appendRecord(nil, e.st)
 		sn.metric = e.st.metric
@@ -96,6 +97,9 @@ func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
 	err := s.bdb.Update(func(tx *bbolt.Tx) error {
 		metric := tx.Bucket(bucketMetric)
 		for _, sn := range snaps {
+			if sn.keep {
+				continue
+			}
 			bucket, key := location(sn.e.name)
 			b := tx.Bucket(bucket)
 			indexed := isSketchName(sn.e.name) // only sketches are on /metrics

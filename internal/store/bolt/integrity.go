@@ -248,12 +248,13 @@ func (s *DB) rebuild() error {
 	s.cacheMu.Unlock()
 	for _, e := range dirty {
 		st, err := s.load(e.name)
-		if err != nil {
+		var ue *unreadableError
+		if err != nil && !errors.As(err, &ue) {
 			return err
 		}
 		e.mu.Lock()
 		before := e.summary()
-		e.st = st
+		e.st, e.unreadable = st, err != nil
 		s.changed(e, before)
 		e.mu.Unlock()
 	}

@@ -35,7 +35,7 @@ func copies(es []*entry) []*entry {
 		e.mu.Lock()
 	}
 	for i, e := range es {
-		out[i] = &entry{name: e.name}
+		out[i] = &entry{name: e.name, unreadable: e.unreadable}
 		if e.st != nil {
 			out[i].st = e.st.clone()
 		}
@@ -132,7 +132,8 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 			}
 			st, err := decodeRecord(v)
 			if err != nil {
-				return err
+				s.skipUnreadable(k, err, "list")
+				continue
 			}
 			infos[n] = st.info(n)
 			found++

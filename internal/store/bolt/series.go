@@ -341,7 +341,9 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 	sts := make([]*state, len(keys))
 	for i, k := range keys {
 		j, _ := slices.BinarySearch(uniq, k)
-		sts[i] = es[j].st
+		if sts[i] = es[j].st; sts[i] == nil && es[j].unreadable {
+			return &unreadableError{name: k, path: s.path, err: errors.New("being deleted")}
+		}
 	}
 	return fn(sts)
 }

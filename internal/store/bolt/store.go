@@ -190,6 +190,8 @@ type DB struct {
 	// tainted is set from a log failure until memory is rebuilt from what
 	// is durable; meanwhile reads are refused too.
 	tainted atomic.Bool
+	// unreadable counts records skipped because they could not be decoded.
+	unreadable atomic.Int64
 
 	// cp orders writers against checkpoints: writers hold it shared while
 	// they change sketches and append to the log, a checkpoint holds it
@@ -244,6 +246,10 @@ type entry struct {
 	mu    sync.Mutex
 	st    *state
 	snap  *snapshot    // a running checkpoint's copy, still to take before any change
+	// unreadable marks an entry without a state whose stored record cannot
+	// be decoded (acquireTolerant): a checkpoint never deletes its record
+	// unless a delete cleared the mark.
+	unreadable bool
 	gen   uint64       // counts changes; a checkpoint clears dirty only if none followed its copy
 	dirty atomic.Bool  // changed since the last committed checkpoint: not evictable
 	mem   atomic.Int64 // st.memory(), refreshed after each change
@@ -445,7 +451,11 @@ func (t opType) String() string {
 // replay applies one logged operation, at open or while memory is rebuilt
 // after a log failure (writers excluded).
 func (s *DB) replay(o op) error {
-	e, err := s.acquire(o.name)
+	acquire := s.acquire
+	if o.typ == opDelete {
+		acquire = s.acquireTolerant // a delete of an unreadable record
+	}
+	e, err := acquire(o.name)
 	if err != nil {
 		return err
 	}
@@ -461,7 +471,7 @@ func (s *DB) replay(o op) error {
 		}
 		e.st = st
 	case opDelete:
-		e.st = nil
+		e.st, e.unreadable = nil, false
 	case opAdd:
 		if e.st == nil {
 			return errors.New("no sketch to add to")

@@ -95,6 +95,11 @@ func (t *tx) setMetric(e *entry, on bool) {
 // everything before changing anything: an error from fn means nothing
 // changed.
 func (s *DB) update(ctx context.Context, names []string, fn func(t *tx) error) error {
+	return s.write(ctx, names, s.acquireAll, fn)
+}
+
+// write is update with the way entries are acquired.
+func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string) ([]*entry, error), fn func(t *tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -111,7 +116,7 @@ func (s *DB) update(ctx context.Context, names []string, fn func(t *tx) error) e
 		return sketch.Errorf(sketch.Unavailable, "changed sketches fill the cache; retry once the running checkpoint completes")
 	}
 	names = sortedUnique(names)
-	es, err := s.acquireAll(names)
+	es, err := acquireAll(names)
 	if err != nil {
 		return err
 	}
@@ -231,9 +236,9 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 	return info, created, err
 }
 
-// Delete removes name.
+// Delete removes name, also when its stored record cannot be decoded.
 func (s *DB) Delete(ctx context.Context, name string) error {
-	return s.update(ctx, []string{name}, func(t *tx) error {
+	err := s.update(ctx, []string{name}, func(t *tx) error {
 		e := t.entry(name)
 		if e.st == nil {
 			return notFound(name)
@@ -241,6 +246,10 @@ func (s *DB) Delete(ctx context.Context, name string) error {
 		t.delete(e)
 		return nil
 	})
+	if ue := (*unreadableError)(nil); errors.As(err, &ue) {
+		return s.deleteUnreadable(ctx, name)
+	}
+	return err
 }
 
 // errKindChanged makes Add prepare its input again: the sketch was deleted

@@ -243,16 +243,16 @@ type entry struct {
 	loaded  chan struct{}
 	loadErr error
 
-	mu    sync.Mutex
-	st    *state
-	snap  *snapshot    // a running checkpoint's copy, still to take before any change
+	mu   sync.Mutex
+	st   *state
+	snap *snapshot // a running checkpoint's copy, still to take before any change
 	// unreadable marks an entry without a state whose stored record cannot
 	// be decoded (acquireTolerant): a checkpoint never deletes its record
 	// unless a delete cleared the mark.
 	unreadable bool
-	gen   uint64       // counts changes; a checkpoint clears dirty only if none followed its copy
-	dirty atomic.Bool  // changed since the last committed checkpoint: not evictable
-	mem   atomic.Int64 // st.memory(), refreshed after each change
+	gen        uint64       // counts changes; a checkpoint clears dirty only if none followed its copy
+	dirty      atomic.Bool  // changed since the last committed checkpoint: not evictable
+	mem        atomic.Int64 // st.memory(), refreshed after each change
 }
 
 // Open opens (creating if needed) the store at path and its log in

@@ -27,20 +27,18 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 	})
 }
 
-// copies returns unshared entries holding copies of es's states, taken
-// with all of es locked so that they are one consistent view.
+// copies returns unshared entries holding copies of es's states, each
+// taken under its own lock: a writer waits for one copy at most, never
+// for the whole set. Each copy holds every write acknowledged before the
+// read began.
 func copies(es []*entry) []*entry {
 	out := make([]*entry, len(es))
-	for _, e := range es {
-		e.mu.Lock()
-	}
 	for i, e := range es {
+		e.mu.Lock()
 		out[i] = &entry{name: e.name, unreadable: e.unreadable}
 		if e.st != nil {
 			out[i].st = e.st.clone()
 		}
-	}
-	for _, e := range es {
 		e.mu.Unlock()
 	}
 	return out

@@ -314,7 +314,9 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 }
 
 // viewKeys runs fn with the states of keys, in order, repeats allowed
-// (nil for a missing one), each locked against writes while fn runs.
+// (nil for a missing one), each locked against writes while fn runs; for
+// several keys, copies taken one lock at a time, so a long union never
+// holds writers. An unreadable record is an error naming it.
 func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -121,28 +121,40 @@ func (r *opReader) u64() (uint64, error) {
 	return binary.BigEndian.Uint64(b), nil
 }
 
-// decodeOps parses a payload body (after the LSN).
-func decodeOps(payload []byte) ([]op, error) {
+// decodeOps parses a payload body (after the LSN) and calls fn with each
+// operation in order; fn must not keep o or its slices past the call
+// (o.rec aliases payload). With fn nil it only checks the payload. It
+// allocates at most a small multiple of len(payload) whatever the counts
+// in it claim: counts are checked against the bytes left before anything
+// is allocated, and operations are decoded one at a time, not into a
+// slice sized by the count. Errors: errOpTruncated when a field runs past
+// the end; an unknown operation or id kind, or bytes after the last
+// operation, are errors naming them.
+func decodeOps(payload []byte, fn func(o *op) error) error {
 	r := &opReader{b: payload}
 	n, err := r.uvarint()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if n > uint64(len(payload)) {
-		return nil, fmt.Errorf("%d operations in %d bytes", n, len(payload))
+	// The smallest operation is 3 bytes: type, name length, a 1-byte name.
+	if n > uint64(len(payload)-r.off)/3 {
+		return fmt.Errorf("%d operations in %d bytes", n, len(payload))
 	}
-	ops := make([]op, 0, n)
 	for range n {
 		o, err := r.op()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ops = append(ops, o)
+		if fn != nil {
+			if err := fn(&o); err != nil {
+				return err
+			}
+		}
 	}
 	if r.off != len(payload) {
-		return nil, fmt.Errorf("%d bytes after the last operation", len(payload)-r.off)
+		return fmt.Errorf("%d bytes after the last operation", len(payload)-r.off)
 	}
-	return ops, nil
+	return nil
 }
 
 func (r *opReader) op() (op, error) {
@@ -154,6 +166,9 @@ func (r *opReader) op() (op, error) {
 	nlen, err := r.uvarint()
 	if err != nil {
 		return o, err
+	}
+	if nlen == 0 {
+		return o, errors.New("operation without a sketch name")
 	}
 	name, err := r.bytes(nlen)
 	if err != nil {

@@ -422,16 +422,17 @@ func (s *DB) replayLog(segs []*segment, checkpoint uint64) (walScan, error) {
 
 // replayRecord applies one logged record (its payload after the LSN).
 func (s *DB) replayRecord(_ uint64, payload []byte) error {
-	ops, err := decodeOps(payload)
-	if err != nil {
+	// Check the whole record first: its operations apply together or not
+	// at all.
+	if err := decodeOps(payload, nil); err != nil {
 		return err
 	}
-	for _, o := range ops {
-		if err := s.replay(o); err != nil {
+	return decodeOps(payload, func(o *op) error {
+		if err := s.replay(*o); err != nil {
 			return fmt.Errorf("%s %s: %w", o.typ, strconv.Quote(o.name), err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (t opType) String() string {

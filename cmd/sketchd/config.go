@@ -31,6 +31,7 @@ type config struct {
 	debugAddr          string
 	postgres           string
 	postgresMaxConns   int
+	recoverPastDamage  bool
 
 	// help and version ask for usage or build information instead of a
 	// server.
@@ -80,6 +81,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
 	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
 	fs.IntVar(&c.postgresMaxConns, "postgres-max-conns", 8, "most connections this node opens to PostgreSQL (with -postgres)")
+	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
 	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
 	if err := fs.Parse(args); err != nil {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sketchd/sketchd/api"
 	"github.com/sketchd/sketchd/internal/metrics"
 	"github.com/sketchd/sketchd/internal/server"
@@ -72,6 +74,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{Version: buildVersion(), Revision: buildRevision(), Source: db})
 	obs.m.Store(m)
+	if u, ok := db.(interface{ UnreadableRecords() int64 }); ok {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sketchd_store_unreadable_records_total",
+			Help: "Stored sketch records skipped because they could not be decoded (at start and when listing); the log names each.",
+		}, func() float64 { return float64(u.UnreadableRecords()) }))
+	}
 
 	auth := cfg.auth
 	if auth != nil {
@@ -146,6 +154,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		CommitInterval:     cfg.commitInterval,
 		CheckpointInterval: cfg.checkpointInterval,
 		CacheBytes:         cfg.cacheBytes,
+		RecoverPastDamage:  cfg.recoverPastDamage,
 		Logger:             log,
 		Observer:           obs,
 	})

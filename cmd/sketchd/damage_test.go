@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sketchd/sketchd/internal/hll"
+)
+
+// These tests damage the files of a stopped sketchd the way a disk, an
+// operator or a backup restore might, and check that the real binary
+// refuses to start with a message naming the file, or starts having lost
+// nothing it acknowledged, and never panics. Longer sweeps over more
+// seeds: SKETCHD_DAMAGE_SEEDS=200 go test -run Damage ./cmd/sketchd
+// (docs/damage.md).
+
+// damageSeeds is how many random damages of each kind a test tries.
+func damageSeeds(tb testing.TB, ci int) int {
+	tb.Helper()
+	if v := os.Getenv("SKETCHD_DAMAGE_SEEDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			tb.Fatalf("SKETCHD_DAMAGE_SEEDS=%q", v)
+		}
+		return n
+	}
+	return ci
+}
+
+// copyTree copies the data file and its log directory to a new place.
+func copyTree(tb testing.TB, data string) string {
+	tb.Helper()
+	dst := filepath.Join(tb.TempDir(), "sketchd.db")
+	copyFile(tb, data, dst)
+	os.MkdirAll(dst+".wal", 0o700)
+	entries, err := os.ReadDir(data + ".wal")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range entries {
+		copyFile(tb, filepath.Join(data+".wal", e.Name()), filepath.Join(dst+".wal", e.Name()))
+	}
+	return dst
+}
+
+func copyFile(tb testing.TB, src, dst string) {
+	tb.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// startExpectingRefusal runs sketchd on data and returns its output; it
+// must exit with status 1 (a refusal, not a panic or a fault) within 30s.
+func startExpectingRefusal(tb testing.TB, data string, args ...string) string {
+	tb.Helper()
+	out, err := execOutput(sketchdBinary(tb), append([]string{"-addr", freeAddr(tb), "-data", data}, args...)...)
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		tb.Fatalf("sketchd on damaged files: %v, want exit status 1; output:\n%s", err, out)
+	}
+	noPanic(tb, out)
+	return out
+}
+
+func noPanic(tb testing.TB, out string) {
+	tb.Helper()
+	for _, bad := range []string{"panic:", "fatal error", "SIGSEGV", "SIGBUS", "goroutine "} {
+		if strings.Contains(out, bad) {
+			tb.Fatalf("sketchd crashed (%q) instead of refusing:\n%s", bad, out)
+		}
+	}
+}
+
+// walRecord is one record's place in a segment.
+type walRecord struct{ start, end int }
+
+// walRecords splits a segment into its records (the file is intact).
+func walRecords(tb testing.TB, b []byte) []walRecord {
+	tb.Helper()
+	var recs []walRecord
+	for off := 0; off < len(b); {
+		if len(b)-off < 8 {
+			tb.Fatalf("segment has %d stray bytes at %d", len(b)-off, off)
+		}
+		n := 8 + int(binary.BigEndian.Uint32(b[off:]))
+		recs = append(recs, walRecord{off, off + n})
+		off += n
+	}
+	return recs
+}
+
+// onlySegment returns the path of the log segment that holds data.
+func onlySegment(tb testing.TB, data string) string {
+	tb.Helper()
+	segs, _ := filepath.Glob(filepath.Join(data+".wal", "*.log"))
+	var found string
+	for _, s := range segs {
+		if fi, _ := os.Stat(s); fi.Size() > 0 {
+			if found != "" {
+				tb.Fatalf("two segments hold data: %s, %s", found, s)
+			}
+			found = s
+		}
+	}
+	if found == "" {
+		tb.Fatal("no segment holds data")
+	}
+	return found
+}
+
+// TestLogDamage: 100 acknowledged adds of one id each sit in the log of
+// a killed sketchd. Damage at random offsets (a flipped byte, a zeroed
+// 4 KiB block, a changed length field) must stop the start, naming the
+// segment and the offset of the first damaged record and leaving the
+// segment as it was, unless the damage reaches only the last record,
+// which cannot be told from a torn write: then sketchd starts, logs the
+// bytes it dropped, and has every other acknowledged id. A truncation is
+// such a torn tail. -recover-past-damage starts past real damage, keeps
+// the segment aside and logs what it dropped.
+func TestLogDamage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the real binary")
+	}
+	base := filepath.Join(t.TempDir(), "sketchd.db")
+	p := startProcess(t, base, "-checkpoint-interval", "1h")
+	c := newClient(p.addr)
+	c.must(t, http.StatusCreated, "PUT", "/v1/sketches/h", "application/json", []byte(`{"log2m":14,"expthresh":-1}`), nil)
+	ids := make([]int64, 100)
+	for i := range ids {
+		ids[i] = int64(1000 + i)
+		c.must(t, http.StatusOK, "POST", "/v1/sketches/h/add", "application/json", []byte(fmt.Sprintf(`{"ids":[%d]}`, ids[i])), nil)
+	}
+	p.kill()
+	seg := onlySegment(t, base)
+	clean, _ := os.ReadFile(seg)
+	recs := walRecords(t, clean)
+	if len(recs) != 101 {
+		t.Fatalf("%d records in the log, want 101 (a create and 100 adds)", len(recs))
+	}
+
+	type damage struct {
+		name     string
+		from, to int // the bytes changed
+		apply    func(b []byte) []byte
+	}
+	r := rand.New(rand.NewPCG(12, 1))
+	var cases []damage
+	for i := range damageSeeds(t, 3) {
+		o := r.IntN(len(clean))
+		x := byte(1 + r.IntN(255))
+		cases = append(cases, damage{fmt.Sprintf("flip-%d@%d", i, o), o, o + 1, func(b []byte) []byte { b[o] ^= x; return b }})
+		z := r.IntN(len(clean))
+		ze := min(z+4096, len(clean))
+		cases = append(cases, damage{fmt.Sprintf("zero4k-%d@%d", i, z), z, ze, func(b []byte) []byte { clear(b[z:ze]); return b }})
+		rec := recs[r.IntN(len(recs))]
+		delta := uint32(1 + r.IntN(1<<16))
+		cases = append(cases, damage{fmt.Sprintf("length-%d@%d", i, rec.start), rec.start, rec.start + 4, func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[rec.start:], binary.BigEndian.Uint32(b[rec.start:])^delta)
+			return b
+		}})
+	}
+	// Always include damage in the middle and in the last record.
+	mid, last := recs[50], recs[100]
+	cases = append(cases,
+		damage{"flip-middle", (mid.start + mid.end) / 2, (mid.start+mid.end)/2 + 1, func(b []byte) []byte { b[(mid.start+mid.end)/2] ^= 0xff; return b }},
+		damage{"flip-last-record", last.start + 9, last.start + 10, func(b []byte) []byte { b[last.start+9] ^= 0xff; return b }},
+	)
+	for _, d := range cases {
+		t.Run(d.name, func(t *testing.T) {
+			data := copyTree(t, base)
+			seg := onlySegment(t, data)
+			damaged := d.apply(bytes.Clone(clean))
+			os.WriteFile(seg, damaged, 0o600)
+			// The first record the damage touches, and whether an intact
+			// one follows it.
+			first, intactAfter := -1, false
+			for i, rec := range recs {
+				if first < 0 && rec.end > d.from {
+					first = i
+				}
+				if rec.start >= d.to {
+					intactAfter = true
+				}
+			}
+			if !intactAfter {
+				p := startProcess(t, data, "-log-level", "info")
+				if !strings.Contains(p.log(), "torn record") || !strings.Contains(p.log(), `"offset":`+strconv.Itoa(recs[first].start)) {
+					t.Errorf("no torn tail at offset %d logged:\n%s", recs[first].start, p.log())
+				}
+				checkPrefix(t, newClient(p.addr), ids, first)
+				return
+			}
+			out := startExpectingRefusal(t, data)
+			if !strings.Contains(out, seg) || !strings.Contains(out, fmt.Sprintf("damaged at offset %d ", recs[first].start)) || !strings.Contains(out, "-recover-past-damage") {
+				t.Errorf("refusal does not name %s at offset %d and what to do:\n%s", seg, recs[first].start, out)
+			}
+			if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
+				t.Fatal("the damaged segment was changed by a refused start")
+			}
+			p := startProcess(t, data, "-recover-past-damage", "-log-level", "info")
+			if !strings.Contains(p.log(), "dropped the write-ahead log from the damage on") {
+				t.Errorf("recovery does not log what it dropped:\n%s", p.log())
+			}
+			if got, _ := os.ReadFile(seg + ".damaged"); !bytes.Equal(got, damaged) {
+				t.Error("the damaged segment was not kept aside as it was")
+			}
+			checkPrefix(t, newClient(p.addr), ids, first)
+		})
+	}
+
+	t.Run("truncated", func(t *testing.T) {
+		data := copyTree(t, base)
+		seg := onlySegment(t, data)
+		cut := recs[70].start + 5
+		os.WriteFile(seg, clean[:cut], 0o600)
+		p := startProcess(t, data, "-log-level", "info")
+		want := fmt.Sprintf(`"offset":%d,"bytes":5`, recs[70].start)
+		if !strings.Contains(p.log(), "torn record") || !strings.Contains(p.log(), want) {
+			t.Errorf("truncation not logged as a torn tail with %s:\n%s", want, p.log())
+		}
+		checkHasIDs(t, newClient(p.addr), "h", ids[:69])
+	})
+}
+
+// checkPrefix checks that sketch h holds the ids of the records before
+// record first (record 0 creates it, record k adds ids[k-1]).
+func checkPrefix(tb testing.TB, c *client, ids []int64, first int) {
+	tb.Helper()
+	if first == 0 {
+		c.must(tb, http.StatusNotFound, "GET", "/v1/sketches/h", "", nil, nil)
+		return
+	}
+	checkHasIDs(tb, c, "h", ids[:first-1])
+}
+
+// checkHasIDs checks that the HLL name holds every id of want.
+func checkHasIDs(tb testing.TB, c *client, name string, want []int64) {
+	tb.Helper()
+	stored, err := hll.Decode(c.must(tb, http.StatusOK, "GET", "/v1/sketches/"+name+"/raw", "", nil, nil))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u := stored.Clone()
+	for _, id := range want {
+		u.AddInt64(id)
+	}
+	before, _ := stored.MarshalBinary()
+	after, _ := u.MarshalBinary()
+	if !bytes.Equal(before, after) {
+		tb.Errorf("%s lost acknowledged ids: estimate %.0f, with them %.0f", name, stored.Estimate(), u.Estimate())
+	}
+}
+
+// TestDataFileDamage: a store of 320 sketches, shut down cleanly, then its
+// files damaged: the newer bbolt meta page, a truncated or zero-length
+// data file, bytes flipped at random, a deleted log. sketchd refuses to
+// start with a message naming the file, never panics, and never starts
+// with fewer sketches than it had.
+func TestDataFileDamage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the real binary")
+	}
+	base := filepath.Join(t.TempDir(), "sketchd.db")
+	p := startProcess(t, base, "-checkpoint-interval", "1h")
+	c := newClient(p.addr)
+	var events []string
+	for i := range 320 {
+		events = append(events, fmt.Sprintf(`{"id":%d,"sketches":["s%03d"]}`, i, i))
+	}
+	c.must(t, http.StatusOK, "POST", "/v1/events?create=true", "application/json", []byte(`{"events":[`+strings.Join(events, ",")+`]}`), nil)
+	if err := p.terminate(t); err != nil {
+		t.Fatal(err)
+	}
+	clean, _ := os.ReadFile(base)
+	const page = 4096
+	if len(clean) < 4*page {
+		t.Fatalf("data file of %d bytes", len(clean))
+	}
+	txid := func(pg int) uint64 { return binary.LittleEndian.Uint64(clean[pg*page+64:]) }
+	newer := 0
+	if txid(1) > txid(0) {
+		newer = 1
+	}
+
+	refuses := func(t *testing.T, data string, want ...string) {
+		t.Helper()
+		out := startExpectingRefusal(t, data)
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("refusal lacks %q:\n%s", w, out)
+			}
+		}
+	}
+	t.Run("newer meta page", func(t *testing.T) {
+		data := copyTree(t, base)
+		b := bytes.Clone(clean)
+		b[newer*page+16] ^= 0xff
+		os.WriteFile(data, b, 0o600)
+		refuses(t, data, data, "older than its write-ahead log")
+	})
+	t.Run("older meta page", func(t *testing.T) {
+		data := copyTree(t, base)
+		b := bytes.Clone(clean)
+		b[(1-newer)*page+16] ^= 0xff
+		os.WriteFile(data, b, 0o600)
+		p := startProcess(t, data)
+		checkCount(t, newClient(p.addr), 320)
+	})
+	for _, size := range []int{len(clean) / 2, 3 * page} {
+		t.Run(fmt.Sprintf("truncated to %d", size), func(t *testing.T) {
+			data := copyTree(t, base)
+			os.WriteFile(data, clean[:size], 0o600)
+			refuses(t, data, data, "damaged")
+		})
+	}
+	t.Run("zero length", func(t *testing.T) {
+		data := copyTree(t, base)
+		os.WriteFile(data, nil, 0o600)
+		refuses(t, data, data, "is empty")
+	})
+	t.Run("missing", func(t *testing.T) {
+		data := copyTree(t, base)
+		os.Remove(data)
+		refuses(t, data, data, "is missing")
+	})
+	t.Run("log deleted", func(t *testing.T) {
+		data := copyTree(t, base)
+		os.RemoveAll(data + ".wal")
+		refuses(t, data, data+".wal", "missing")
+	})
+	t.Run("another store's log", func(t *testing.T) {
+		data := copyTree(t, base)
+		other := filepath.Join(t.TempDir(), "other.db")
+		p := startProcess(t, other)
+		p.terminate(t)
+		os.RemoveAll(data + ".wal")
+		os.Rename(other+".wal", data+".wal")
+		refuses(t, data, "belongs to another store")
+	})
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range damageSeeds(t, 6) {
+		flips := make([]int, 1+r.IntN(8))
+		for j := range flips {
+			flips[j] = 2*page + r.IntN(len(clean)-2*page) // past the meta pages
+		}
+		t.Run(fmt.Sprintf("flips-%d", i), func(t *testing.T) {
+			data := copyTree(t, base)
+			b := bytes.Clone(clean)
+			for _, o := range flips {
+				b[o] ^= byte(1 + r.IntN(255))
+			}
+			os.WriteFile(data, b, 0o600)
+			started, code, out := tryStart(t, data)
+			noPanic(t, out)
+			if started {
+				return // the flips hit nothing in use
+			}
+			if code == 1 {
+				if !strings.Contains(out, data) {
+					t.Errorf("refusal does not name the file:\n%s", out)
+				}
+				return
+			}
+			t.Fatalf("sketchd with flipped bytes at %v exited with status %d (it should refuse with 1, or run)\n%s", flips, code, out)
+		})
+	}
+}
+
+// tryStart runs sketchd on data until it is ready (then stops it with
+// SIGTERM) or exits, and returns which, the exit status and its output.
+func tryStart(tb testing.TB, data string) (started bool, code int, out string) {
+	tb.Helper()
+	p := &proc{addr: freeAddr(tb), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(sketchdBinary(tb), "-addr", p.addr, "-data", data, "-checkpoint-interval", "1h", "-log-level", "warn")
+	p.cmd.Stderr = &syncWriter{w: p.stderr}
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	c := newClient(p.addr)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.exited:
+			return false, p.cmd.ProcessState.ExitCode(), p.log()
+		default:
+		}
+		if status, _, err := c.do("GET", "/readyz", "", nil); err == nil && status == http.StatusOK {
+			p.terminate(tb)
+			return true, 0, p.log()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.kill()
+	tb.Fatalf("sketchd neither started nor exited within 30s:\n%s", p.log())
+	return false, 0, ""
+}
+
+// checkCount checks, through /metrics, how many sketches the store holds.
+func checkCount(tb testing.TB, c *client, want int) {
+	tb.Helper()
+	body := string(c.must(tb, http.StatusOK, "GET", "/metrics", "", nil, nil))
+	total := 0
+	for _, m := range regexp.MustCompile(`(?m)^sketchd_sketches\{[^}]*\} (\d+)$`).FindAllStringSubmatch(body, -1) {
+		n, _ := strconv.Atoi(m[1])
+		total += n
+	}
+	if total != want {
+		tb.Errorf("%d sketches, want %d", total, want)
+	}
+}
+
+// TestKillDuringBigCheckpoint: 200,000 new sketches sit in the log; a
+// SIGTERM starts the checkpoint that copies them all into bbolt and a
+// kill -9 interrupts it. The restart, which replays and checkpoints them
+// all again, must be quick (it took 48 s when checkpoints were quadratic)
+// and have every sketch; then a SIGTERM shuts down within its timeout.
+// SKETCHD_BIG_SKETCHES=1000000 runs it with a million (docs/damage.md).
+func TestKillDuringBigCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the real binary")
+	}
+	total := 200_000
+	if v := os.Getenv("SKETCHD_BIG_SKETCHES"); v != "" {
+		total, _ = strconv.Atoi(v)
+	}
+	const per = 20_000
+	data := filepath.Join(t.TempDir(), "sketchd.db")
+	args := []string{"-checkpoint-interval", "1h", "-cache-bytes", strconv.Itoa(256 << 20)}
+	p := startProcess(t, data, args...)
+	c := newClient(p.addr)
+	for i := 0; i < total; i += per {
+		var b strings.Builder
+		b.WriteString(`{"events":[`)
+		for j := i; j < i+per; j++ {
+			if j > i {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"id":%d,"sketches":["n%07d"]}`, j, j)
+		}
+		b.WriteString(`]}`)
+		c.must(t, http.StatusOK, "POST", "/v1/events?create=true", "application/json", []byte(b.String()), nil)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(100 * time.Millisecond)
+	p.kill()
+	start := time.Now()
+	p = startProcess(t, data, args...)
+	ready := time.Since(start)
+	checkCount(t, newClient(p.addr), total)
+	start = time.Now()
+	if err := p.terminate(t); err != nil {
+		t.Fatal(err)
+	}
+	stop := time.Since(start)
+	t.Logf("%d new sketches: restart after kill -9 ready in %v; SIGTERM to exit %v", total, ready, stop)
+	if ready > 15*time.Second || stop > 15*time.Second {
+		t.Errorf("restart took %v and shutdown %v, want each well under the 20s shutdown timeout", ready, stop)
+	}
+}

@@ -37,7 +37,7 @@ func (s *DB) acquire(name string) (*entry, error) {
 		e.pins--
 	} else if st != nil {
 		e.st = st
-		e.mem.Store(st.memory())
+		e.mem.Store(entryMemory(name, st))
 		e.accounted = e.mem.Load()
 		s.cacheBytes += e.accounted
 	}
@@ -155,6 +155,21 @@ func (s *DB) markDirty(e *entry, memDelta int64) {
 	s.dirtyMu.Unlock()
 }
 
+// entryOverhead approximates the heap an entry costs besides its state
+// and name: the entry, its map slot, list element and state header. With
+// a million small sketches it is most of their memory.
+const entryOverhead = 320
+
+// entryMemory approximates the heap of name's entry holding st (nil: a
+// tombstone).
+func entryMemory(name string, st *state) int64 {
+	mem := int64(entryOverhead + len(name))
+	if st != nil {
+		mem += st.memory()
+	}
+	return mem
+}
+
 // summary is what the scrape-time statistics need of an entry's state.
 type summary struct {
 	exists bool
@@ -191,10 +206,7 @@ func (s *DB) changed(e *entry, before summary) {
 		delete(s.estimates, e.name)
 	}
 	s.statsMu.Unlock()
-	var mem int64
-	if e.st != nil {
-		mem = e.st.memory()
-	}
+	mem := entryMemory(e.name, e.st)
 	delta := mem - e.mem.Swap(mem)
 	s.markDirty(e, delta)
 }

@@ -107,8 +107,12 @@ func TestDecodeOpsRefusesMalformed(t *testing.T) {
 			t.Errorf("case %d: decodeOps allocated %d bytes for %d", i, got, len(in))
 		}
 	}
-	// Counts that claim far more than the bytes hold allocate nothing big.
+	// Counts that claim far more than the bytes hold allocate nothing big:
+	// 200 operations in 202 bytes, 200 items in 214.
+	items := append([]byte{1, byte(opAddItems), 1, 'c', 0, 0, 0, 0, 0, 0, 0, 0, 0xc8, 0x01}, make([]byte, 200)...)
 	for _, in := range [][]byte{
+		append([]byte{0xc8, 0x01}, make([]byte, 200)...),
+		items,
 		append([]byte{1, byte(opAddHashes), 1, 'h', 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, make([]byte, 64)...),
 		append([]byte{1, byte(opAddItems), 1, 'c', 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, make([]byte, 64)...),
 	} {

@@ -158,3 +158,54 @@ func TestConcurrentTraffic(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateAddRacesDelete: add?create=true on a name that another
+// client keeps creating as a Count-Min and deleting must never answer 404:
+// the name either exists (its kind's add) or is created.
+func TestCreateAddRacesDelete(t *testing.T) {
+	e := newEnv(t)
+	stop := make(chan struct{})
+	var flippers, adders sync.WaitGroup
+	for range 2 {
+		flippers.Add(1)
+		go func() {
+			defer flippers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e.send(t, "PUT", "/v1/sketches/flip", "application/json", `{"type":"cms","width":50,"depth":2}`)
+				e.send(t, "DELETE", "/v1/sketches/flip", "", "")
+			}
+		}()
+	}
+	var mu sync.Mutex
+	notFound := 0
+	const adds = 4 * 300
+	for a := range 4 {
+		adders.Add(1)
+		go func() {
+			defer adders.Done()
+			for i := range adds / 4 {
+				r := e.postJSON(t, "/v1/sketches/flip/add?create=true", fmt.Sprintf(`{"ids":[%d]}`, a*1000+i))
+				switch r.Status {
+				case http.StatusOK, http.StatusConflict: // added, or an HLL add met a fresh Count-Min
+				case http.StatusNotFound:
+					mu.Lock()
+					notFound++
+					mu.Unlock()
+				default:
+					t.Errorf("add?create=true = %d %s", r.Status, r.Body)
+				}
+			}
+		}()
+	}
+	adders.Wait()
+	close(stop)
+	flippers.Wait()
+	if notFound > 0 {
+		t.Errorf("add?create=true answered 404 %d times of %d", notFound, adds)
+	}
+}

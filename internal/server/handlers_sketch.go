@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -28,7 +30,17 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	infos, more, err := s.store.List(r.Context(), prefix, after, limit)
+	var infos []sketch.Info
+	var more bool
+	if sl, ok := s.store.(skippingLister); ok {
+		var skipped []string
+		infos, more, skipped, err = sl.ListSkipping(r.Context(), prefix, after, limit)
+		if len(skipped) > 0 {
+			w.Header().Set("Sketchd-Unreadable", strings.Join(skipped, ", "))
+		}
+	} else {
+		infos, more, err = s.store.List(r.Context(), prefix, after, limit)
+	}
 	if err != nil {
 		return err
 	}
@@ -57,6 +69,12 @@ func listParams(r *http.Request) (prefix, after string, limit int, err error) {
 	}
 	limit, err = intParam(q, "limit", 100, 1, 1000)
 	return prefix, after, limit, err
+}
+
+// skippingLister is a Store whose listing reports the records it skipped
+// because they could not be decoded, by quoted name.
+type skippingLister interface {
+	ListSkipping(ctx context.Context, prefix, after string, limit int) ([]sketch.Info, bool, []string, error)
 }
 
 // handleCreate creates a sketch (201), accepts the same parameters again

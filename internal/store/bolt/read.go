@@ -85,11 +85,19 @@ func (s *DB) kindOf(name string) (*sketch.Kind, error) {
 // List returns up to limit sketches whose names start with prefix and sort
 // after after, in name order, and whether more follow.
 func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketch.Info, bool, error) {
+	infos, more, _, err := s.ListSkipping(ctx, prefix, after, limit)
+	return infos, more, err
+}
+
+// ListSkipping is List that also returns the names (quoted, safe to
+// print) of the records in the range it skipped because they could not
+// be decoded.
+func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) (infos []sketch.Info, more bool, skipped []string, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	if err := s.readable(); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	inRange := func(n string) bool { return isSketchName(n) && strings.HasPrefix(n, prefix) && n > after }
 	// Sketches changed since the last checkpoint may be missing from
@@ -103,24 +111,24 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 		}
 	}
 	s.dirtyMu.Unlock()
-	infos := map[string]sketch.Info{}
+	found := map[string]sketch.Info{}
 	for n := range overlay {
 		e, err := s.acquire(n)
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
 		e.mu.Lock()
 		if e.st != nil {
-			infos[n] = e.st.info(n)
+			found[n] = e.st.info(n)
 		}
 		e.mu.Unlock()
 		s.release(e)
 	}
-	err := s.bdb.View(func(tx *bbolt.Tx) error {
+	err = s.bdb.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketSketches).Cursor()
 		start := max(prefix, after)
-		found := 0
-		for k, v := c.Seek([]byte(start)); k != nil && found <= limit; k, v = c.Next() {
+		count := 0
+		for k, v := c.Seek([]byte(start)); k != nil && count <= limit; k, v = c.Next() {
 			n := string(k)
 			if !strings.HasPrefix(n, prefix) {
 				break
@@ -131,28 +139,29 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 			st, err := decodeRecord(v)
 			if err != nil {
 				s.skipUnreadable(k, err, "list")
+				skipped = append(skipped, quoteName(k))
 				continue
 			}
-			infos[n] = st.info(n)
-			found++
+			found[n] = st.info(n)
+			count++
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	names := make([]string, 0, len(infos))
-	for n := range infos {
+	names := make([]string, 0, len(found))
+	for n := range found {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	more := len(names) > limit
+	more = len(names) > limit
 	names = names[:min(limit, len(names))]
-	out := make([]sketch.Info, len(names))
+	infos = make([]sketch.Info, len(names))
 	for i, n := range names {
-		out[i] = infos[n]
+		infos[i] = found[n]
 	}
-	return out, more, nil
+	return infos, more, skipped, nil
 }
 
 // SketchCounts calls yield for each (kind, representation) with its

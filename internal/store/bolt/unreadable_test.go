@@ -82,9 +82,12 @@ func TestUnreadableRecordIsIsolated(t *testing.T) {
 	if strings.ContainsRune(logs.String(), 0xff) || strings.Contains(logs.String(), "\x00") {
 		t.Error("the log holds raw key bytes")
 	}
-	infos, more, err := s.List(ctx, "", "", 100)
+	infos, more, skipped, err := s.ListSkipping(ctx, "", "", 100)
 	if err != nil || more {
 		t.Fatalf("List = %v, %v", more, err)
+	}
+	if got, want := strings.Join(skipped, " "), `"bad-header" "bad-payload" "\xff\x00raw"`; got != want {
+		t.Errorf("skipped %s, want %s", got, want)
 	}
 	var names []string
 	for _, in := range infos {

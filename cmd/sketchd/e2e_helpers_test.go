@@ -87,11 +87,16 @@ func freeAddr(tb testing.TB) string {
 	return addr
 }
 
-// waitReady polls /readyz until it answers 200.
+// waitReady polls /readyz until it answers 200, for at most 30s.
 func waitReady(tb testing.TB, addr string, exited <-chan struct{}) {
 	tb.Helper()
+	waitReadyWithin(tb, addr, exited, 30*time.Second)
+}
+
+func waitReadyWithin(tb testing.TB, addr string, exited <-chan struct{}, limit time.Duration) {
+	tb.Helper()
 	c := newClient(addr)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
@@ -103,7 +108,7 @@ func waitReady(tb testing.TB, addr string, exited <-chan struct{}) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	tb.Fatalf("sketchd on %s not ready after 30s", addr)
+	tb.Fatalf("sketchd on %s not ready after %v", addr, limit)
 }
 
 // startInProcess runs sketchd's run() in this process (so -race sees the
@@ -165,8 +170,14 @@ type proc struct {
 	err    error
 }
 
-// startProcess runs the sketchd binary on data and waits until it is ready.
+// startProcess runs the sketchd binary on data and waits (at most 30s)
+// until it is ready.
 func startProcess(tb testing.TB, data string, args ...string) *proc {
+	tb.Helper()
+	return startProcessWithin(tb, 30*time.Second, data, args...)
+}
+
+func startProcessWithin(tb testing.TB, limit time.Duration, data string, args ...string) *proc {
 	tb.Helper()
 	p := &proc{addr: freeAddr(tb), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(sketchdBinary(tb), append([]string{"-addr", p.addr, "-data", data, "-log-level", "warn"}, args...)...)
@@ -179,7 +190,7 @@ func startProcess(tb testing.TB, data string, args ...string) *proc {
 		close(p.exited)
 	}()
 	tb.Cleanup(func() { p.kill() })
-	waitReady(tb, p.addr, p.exited)
+	waitReadyWithin(tb, p.addr, p.exited, limit)
 	return p
 }
 

@@ -127,7 +127,11 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 			db, err = nil, damagedFile(path, fmt.Sprint(r))
 		}
 	}()
-	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: timeout})
+	// A large first mapping: bbolt remaps as the file grows and, during a
+	// write transaction, copies every node of it out of the old mapping; a
+	// checkpoint of a million new sketches then remapped several times.
+	// The mapping is address space, not memory.
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: timeout, InitialMmapSize: 1 << 30})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is locked by another process (is another sketchd running on it?)", path)
 	}

@@ -29,6 +29,10 @@ const (
 	KeyStoreID     = "store_id"
 )
 
+// VersionStoreID is the schema version that gave the store its identity
+// (KeyStoreID): a file older than it has no identity yet.
+const VersionStoreID = 4
+
 // Step upgrades a file from Version-1 to Version.
 type Step struct {
 	Version int

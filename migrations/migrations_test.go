@@ -243,8 +243,8 @@ func TestV4GivesTheStoreAnIdentity(t *testing.T) {
 		t.Fatalf("v3.db already has a store id %x", id)
 	}
 	from, to, err := run(t, db)
-	if err != nil || from != 3 || to != 4 {
-		t.Fatalf("Run on v3.db = %d, %d, %v; want 3, 4, nil", from, to, err)
+	if err != nil || from != 3 || to != VersionStoreID {
+		t.Fatalf("Run on v3.db = %d, %d, %v; want 3, %d, nil", from, to, err, VersionStoreID)
 	}
 	id := storeID(t, db)
 	if len(id) != 16 || bytes.Equal(id, make([]byte, 16)) {

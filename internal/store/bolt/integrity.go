@@ -176,7 +176,7 @@ func closeQuietly(db *bbolt.DB) {
 
 // checkIdentity compares the data file's identity and checkpoint position
 // with the log's marker; fresh is set when the data file had no identity
-// before this open (new, or older than schema version 3).
+// before this open (new, or older than migrations.VersionStoreID).
 func (s *DB) checkIdentity(checkpoint uint64, fresh bool) error {
 	m, ok, err := readMarker(s.walDir)
 	if err != nil {

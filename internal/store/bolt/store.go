@@ -325,7 +325,7 @@ func (s *DB) open() error {
 		return damagedFile(s.path, fmt.Sprintf("store identity of %d bytes", len(s.storeID)))
 	}
 	// A store that had its identity before this open must have its log.
-	fresh := from < 3
+	fresh := from < migrations.VersionStoreID
 	if _, err := os.Stat(s.walDir); errors.Is(err, fs.ErrNotExist) && !fresh && !s.opts.RecoverPastDamage {
 		return fmt.Errorf("store: refusing to open %s: its write-ahead log directory %s is missing, with any acknowledged writes not yet checkpointed. Restore it, or start with -recover-past-damage to accept the loss", s.path, s.walDir)
 	}

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-
 )
 
 // validOps is a payload body with one operation of each type, and the

@@ -44,6 +44,11 @@
 //     records, which may have reached the old segment, are never
 //     replayed), deletes the old segments and accepts writes again.
 //
+// If the process stops before the log works again, the next open replays
+// the old segments: the failing batch is cut from its segment when the
+// failure is seen (best effort: the disk is failing), so a write answered
+// 503 is replayed only if that cut failed too.
+//
 // # Damage
 //
 // Damage is loud and nothing damaged is deleted. A log record that fails

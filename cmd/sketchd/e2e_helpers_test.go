@@ -165,7 +165,7 @@ func sketchdBinary(tb testing.TB) string {
 type proc struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *bytes.Buffer
+	stderr *syncWriter // read with log(), while the process runs too
 	exited chan struct{}
 	err    error
 }
@@ -179,9 +179,9 @@ func startProcess(tb testing.TB, data string, args ...string) *proc {
 
 func startProcessWithin(tb testing.TB, limit time.Duration, data string, args ...string) *proc {
 	tb.Helper()
-	p := &proc{addr: freeAddr(tb), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	p := &proc{addr: freeAddr(tb), stderr: &syncWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
 	p.cmd = exec.Command(sketchdBinary(tb), append([]string{"-addr", p.addr, "-data", data, "-log-level", "warn"}, args...)...)
-	p.cmd.Stderr = &syncWriter{w: p.stderr}
+	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -132,6 +133,11 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 	// checkpoint of a million new sketches then remapped several times.
 	// The mapping is address space, not memory.
 	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: timeout, InitialMmapSize: 1 << 30})
+	if db != nil {
+		// With a mapping that large bbolt would grow the file 16 MiB at a
+		// time even for a small store; 1 MiB steps.
+		db.AllocSize = 1 << 20
+	}
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is locked by another process (is another sketchd running on it?)", path)
 	}
@@ -149,6 +155,14 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 			problems = append(problems, fmt.Errorf("the file has %d bytes, its pages need %d (truncated?)", fi.Size(), need))
 			return nil
 		}
+		// First touch every key and value from this goroutine, where a
+		// fault on a damaged page becomes a panic recovered above; bbolt's
+		// check runs in a goroutine of its own, where a fault would kill
+		// the process, so it runs only on pages known to be readable.
+		if err := touchAll(tx); err != nil {
+			problems = append(problems, err)
+			return nil
+		}
 		for err := range tx.Check() {
 			problems = append(problems, err)
 			if len(problems) == 5 {
@@ -162,6 +176,34 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 		return nil, damagedFile(path, errors.Join(problems...).Error())
 	}
 	return db, nil
+}
+
+// touchAll reads the first and last byte of every key and value in the
+// file, through bbolt's cursors, so that a page pointing outside the file
+// faults (or trips one of bbolt's assertions) here.
+func touchAll(tx *bbolt.Tx) error {
+	var sum byte
+	var walk func(b *bbolt.Bucket)
+	walk = func(b *bbolt.Bucket) {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			sum ^= k[0] ^ k[len(k)-1]
+			if len(v) > 0 {
+				sum ^= v[0] ^ v[len(v)-1]
+			}
+			if v == nil {
+				if nb := b.Bucket(k); nb != nil {
+					walk(nb)
+				}
+			}
+		}
+	}
+	err := tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+		walk(b)
+		return nil
+	})
+	runtime.KeepAlive(sum) // the reads are the point
+	return err
 }
 
 func damagedFile(path, what string) error {

@@ -322,6 +322,11 @@ func TestDataFileDamage(t *testing.T) {
 		b[newer*page+16] ^= 0xff
 		os.WriteFile(data, b, 0o600)
 		refuses(t, data, data, "older than its write-ahead log")
+		// The operator may accept the loss.
+		p := startProcess(t, data, "-recover-past-damage")
+		if !strings.Contains(p.log(), "recovering past damage: starting although the data file is older") {
+			t.Errorf("-recover-past-damage does not log what it accepts:\n%s", p.log())
+		}
 	})
 	t.Run("older meta page", func(t *testing.T) {
 		data := copyTree(t, base)
@@ -352,6 +357,8 @@ func TestDataFileDamage(t *testing.T) {
 		data := copyTree(t, base)
 		os.RemoveAll(data + ".wal")
 		refuses(t, data, data+".wal", "missing")
+		p := startProcess(t, data, "-recover-past-damage")
+		checkCount(t, newClient(p.addr), 320) // the log held nothing more
 	})
 	t.Run("another store's log", func(t *testing.T) {
 		data := copyTree(t, base)

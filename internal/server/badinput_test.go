@@ -14,8 +14,9 @@ import (
 
 // The table's limits: small, so that oversized bodies stay small.
 const (
-	tableMaxBody = 64 << 10
-	tableMaxIDs  = 1000
+	tableMaxBody      = 64 << 10
+	tableMaxQueryBody = 4 << 10
+	tableMaxIDs       = 1000
 )
 
 // badCase is one request that must be refused with a problem and change
@@ -416,7 +417,7 @@ func badInputCases(f fixture) []badCase {
 		add("create "+n, "PUT", "/v1/sketches/newsketch", js, body, 400)
 	}
 	add("create: unknown query", "PUT", "/v1/sketches/newsketch?log2m=12", js, `{}`, 400)
-	add("create: body too large", "PUT", "/v1/sketches/newsketch", js, `{"log2m":12`+strings.Repeat(" ", tableMaxBody)+`}`, 413)
+	add("create: body too large", "PUT", "/v1/sketches/newsketch", js, `{"log2m":12`+strings.Repeat(" ", tableMaxQueryBody)+`}`, 413)
 	add("create: text/plain", "PUT", "/v1/sketches/newsketch", "text/plain", `{}`, 415)
 	add("create: body without type", "PUT", "/v1/sketches/newsketch", "", `{}`, 415)
 	add("create: latin1", "PUT", "/v1/sketches/newsketch", "application/json; charset=latin1", `{}`, 415)
@@ -471,7 +472,14 @@ func badInputCases(f fixture) []badCase {
 	add("union cms shapes", "POST", "/v1/union", js, `{"sketches":["c","c2"]}`, 409)
 	add("union cms shapes into", "POST", "/v1/union", js, `{"sketches":["c","c2"],"into":"newunion"}`, 409)
 	add("union text/plain", "POST", "/v1/union", "text/plain", `{"sketches":["h"]}`, 415)
-	add("union too large", "POST", "/v1/union", js, `{"sketches":["h"]`+strings.Repeat(" ", tableMaxBody)+`}`, 413)
+	// The JSON-document routes take at most MaxQueryBody, far below
+	// MaxBody: a client cannot make a query hold a maximum-size body.
+	pad := strings.Repeat(" ", tableMaxQueryBody)
+	add("union too large", "POST", "/v1/union", js, `{"sketches":["h"]`+pad+`}`, 413)
+	add("union into, too large", "POST", "/v1/union", js, `{"sketches":["h"],"into":"newunion"`+pad+`}`, 413)
+	add("intersection too large", "POST", "/v1/intersection", js, `{"sketches":["h","he"]`+pad+`}`, 413)
+	add("frequency too large", "POST", "/v1/sketches/c/frequency", js, `{"ids":[1]`+pad+`}`, 413)
+	add("fold too large", "POST", "/v1/sketches/h/fold", js, `{"log2m":10`+pad+`}`, 413)
 	add("union query", "POST", "/v1/union?into=x", js, `{"sketches":["h"]}`, 400)
 	add("intersection of 1", "POST", "/v1/intersection", js, `{"sketches":["h"]}`, 400)
 	add("intersection of 9", "POST", "/v1/intersection", js, `{"sketches":["h","h","h","h","h","h","h","h","h"]}`, 400)
@@ -556,7 +564,7 @@ func badInputCases(f fixture) []badCase {
 	}
 	cs = append(cs,
 		badCase{name: "upload: chunked body too large", method: "PUT", path: "/v1/sketches/h/raw", ctype: "application/octet-stream", body: strings.Repeat("\x00", tableMaxBody+1), chunked: true, want: 413},
-		badCase{name: "union: chunked body too large", method: "POST", path: "/v1/union", ctype: js, body: `{"sketches":["h"]` + strings.Repeat(" ", tableMaxBody) + `}`, chunked: true, want: 413},
+		badCase{name: "union: chunked body too large", method: "POST", path: "/v1/union", ctype: js, body: `{"sketches":["h"]` + strings.Repeat(" ", tableMaxQueryBody) + `}`, chunked: true, want: 413},
 		badCase{name: "add: chunked malformed", method: "POST", path: "/v1/sketches/h/add", ctype: js, body: `{"ids":[1,2`, chunked: true, want: 400},
 	)
 	// A body exactly at the limit is read (and refused for its content).
@@ -649,7 +657,7 @@ type chunkedReader struct{ io.Reader }
 // TestBadInput sends every refused request of the table: each must get
 // its 4xx as a well-formed problem, and no stored sketch may change.
 func TestBadInput(t *testing.T) {
-	e := newEnv(t, withConfig(func(c *Config) { c.MaxBody = tableMaxBody; c.MaxIDs = tableMaxIDs }))
+	e := newEnv(t, withConfig(func(c *Config) { c.MaxBody = tableMaxBody; c.MaxQueryBody = tableMaxQueryBody; c.MaxIDs = tableMaxIDs }))
 	f := makeFixture(t)
 	f.load(t, e)
 	// The fixture's sketches hold data; "h" has left EXPLICIT.

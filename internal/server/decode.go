@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -33,55 +36,147 @@ func mediaType(r *http.Request) (string, error) {
 	return mt, nil
 }
 
-// readBody reads the whole body, refusing more than limit bytes with
-// TooLarge. The returned buffer is the caller's until it calls put.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*bytes.Buffer, error) {
-	buf := s.bufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	if r.ContentLength > s.cfg.MaxBody {
-		s.bufs.Put(buf)
-		s.refused(refusedTooLarge)
-		return nil, tooLarge(s.cfg.MaxBody)
-	}
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		s.bufs.Put(buf)
-		s.refused(refusedTooLarge)
-		return nil, tooLarge(s.cfg.MaxBody)
-	case err != nil:
-		s.bufs.Put(buf)
-		return nil, sketch.Wrap(sketch.Invalid, err, "the request body could not be read")
-	}
-	return buf, nil
+// bodyChunk is the first allocation for a body and the least it grows by.
+const bodyChunk = 32 << 10
+
+// body is a request body read into memory. Its capacity is reserved
+// against Config.MaxBodyMemory until putBody releases it.
+type body struct {
+	buf      []byte
+	reserved int64
 }
 
-// putBody returns a body buffer to the pool unless it grew unusually big.
-func (s *Server) putBody(buf *bytes.Buffer) {
-	if buf != nil && buf.Cap() <= 4<<20 {
-		s.bufs.Put(buf)
+// Bytes returns the body's bytes, valid until putBody.
+func (b *body) Bytes() []byte { return b.buf }
+
+// Len returns the body's length.
+func (b *body) Len() int { return len(b.buf) }
+
+// readBody reads the whole body, refusing more than limit bytes with
+// TooLarge. Memory grows with the bytes that actually arrive (doubling from
+// bodyChunk, never more than limit+1), never from what Content-Length
+// claims, and every byte of capacity is first reserved against
+// Config.MaxBodyMemory (Unavailable when the reservation fails). The whole
+// body must arrive within Config.BodyTimeout (408 otherwise). On a write
+// route the write slot is taken only once the body is in (see
+// limitWrites), so a slow body never holds one. The returned body is the
+// caller's until it calls putBody.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (*body, error) {
+	if r.ContentLength > limit {
+		s.refused(refusedTooLarge)
+		return nil, tooLarge(limit)
 	}
+	if s.cfg.BodyTimeout > 0 {
+		// Best effort: a ResponseWriter without deadlines (a test
+		// recorder) keeps the server's own read timeout.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
+	b := &body{}
+	if p, ok := s.bufs.Get().(*[]byte); ok {
+		b.buf = (*p)[:0]
+	}
+	if !s.reserveBody(b, int64(cap(b.buf))) {
+		b.buf = nil
+	}
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(b.buf) == cap(b.buf) {
+			want := min(max(2*int64(cap(b.buf)), bodyChunk), limit+1)
+			if want <= int64(cap(b.buf)) {
+				want = int64(cap(b.buf)) + 1
+			}
+			if !s.reserveBody(b, want-int64(cap(b.buf))) {
+				s.putBody(b)
+				s.metrics.Overloaded()
+				return nil, sketch.Errorf(sketch.Unavailable, "too many request bodies are being read; retry shortly")
+			}
+			nb := make([]byte, len(b.buf), want)
+			copy(nb, b.buf)
+			b.buf = nb
+		}
+		n, err := rd.Read(b.buf[len(b.buf):cap(b.buf)])
+		b.buf = b.buf[:len(b.buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s.putBody(b)
+			return nil, s.bodyError(r, err, limit)
+		}
+	}
+	if err := s.takeWriteSlot(r.Context()); err != nil {
+		s.putBody(b)
+		return nil, err
+	}
+	return b, nil
+}
+
+// bodyError classifies a failed body read.
+func (s *Server) bodyError(r *http.Request, err error, limit int64) error {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		s.refused(refusedTooLarge)
+		return tooLarge(limit)
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		s.refused(refusedTimeout)
+		return &httpError{http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %v (-body-timeout)", s.cfg.BodyTimeout)}
+	}
+	return sketch.Wrap(sketch.Invalid, err, "the request body could not be read")
+}
+
+// reserveBody reserves n more bytes of body memory for b, or reports that
+// Config.MaxBodyMemory would be exceeded.
+func (s *Server) reserveBody(b *body, n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	if s.bodyBytes.Add(n) > s.cfg.MaxBodyMemory {
+		s.bodyBytes.Add(-n)
+		return false
+	}
+	b.reserved += n
+	return true
+}
+
+// putBody releases a body's memory reservation and keeps its buffer for
+// reuse unless it grew unusually big.
+func (s *Server) putBody(b *body) {
+	if b == nil {
+		return
+	}
+	s.bodyBytes.Add(-b.reserved)
+	b.reserved = 0
+	if c := cap(b.buf); c > 0 && c <= 4<<20 {
+		buf := b.buf[:0]
+		s.bufs.Put(&buf)
+	}
+	b.buf = nil
 }
 
 func tooLarge(limit int64) error {
-	return sketch.Errorf(sketch.TooLarge, "the request body is larger than the %d-byte limit (-max-body)", limit)
+	return sketch.Errorf(sketch.TooLarge, "the request body is larger than the %d-byte limit for this route", limit)
 }
 
-// decodeJSON reads a JSON request body into dst: application/json only
+// decodeJSON reads a JSON request body of at most Config.MaxQueryBody
+// bytes into dst: application/json only
 // (an empty body, when allowEmpty, decodes as {} with or without that
 // Content-Type), no unknown fields, one value and nothing after it.
 // Errors name the offset or field.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
+	return s.decodeJSONLimit(w, r, dst, allowEmpty, s.cfg.MaxQueryBody)
+}
+
+// decodeJSONLimit is decodeJSON with a body limit other than
+// Config.MaxQueryBody.
+func (s *Server) decodeJSONLimit(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool, limit int64) error {
 	mt, err := mediaType(r)
 	if err != nil {
 		s.refused(refusedMediaType)
 		return err
 	}
-	buf, err := s.readBody(w, r)
+	buf, err := s.readBody(w, r, limit)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ var fuzzAddQueries = []string{"", "?id_type=int", "?id_type=text", "?create=true
 
 // newFuzzEnv serves the bad-input fixture with the table's limits.
 func newFuzzEnv(f *testing.F) (*env, fixture) {
-	e := newEnv(f, withConfig(func(c *Config) { c.MaxBody = tableMaxBody; c.MaxIDs = tableMaxIDs }))
+	e := newEnv(f, withConfig(func(c *Config) { c.MaxBody = tableMaxBody; c.MaxQueryBody = tableMaxQueryBody; c.MaxIDs = tableMaxIDs }))
 	fx := makeFixture(f)
 	fx.load(f, e)
 	return e, fx

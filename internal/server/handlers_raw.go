@@ -102,7 +102,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, 
 		s.refused(refusedMediaType)
 		return nil, errUnsupportedMedia("upload a sketch as application/octet-stream (its bytes) or text/plain (\\x followed by hex, as PostgreSQL prints it)")
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, s.cfg.MaxBody)
 	if err != nil {
 		return nil, err
 	}

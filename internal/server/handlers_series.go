@@ -115,6 +115,9 @@ func (s *Server) handleSeriesDelete(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	if err := s.takeWriteSlot(r.Context()); err != nil {
+		return err
+	}
 	if err := ss.DeleteSeries(r.Context(), name); err != nil {
 		return err
 	}

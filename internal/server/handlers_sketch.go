@@ -126,6 +126,9 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
+	if err := s.takeWriteSlot(r.Context()); err != nil {
+		return err
+	}
 	if err := s.store.Delete(r.Context(), name); err != nil {
 		return err
 	}
@@ -225,7 +228,7 @@ func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, s.cfg.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -328,7 +331,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req eventsRequest
-	if err := s.decodeJSON(w, r, &req, false); err != nil {
+	if err := s.decodeJSONLimit(w, r, &req, false, s.cfg.MaxBody); err != nil {
 		return err
 	}
 	if req.Events == nil {

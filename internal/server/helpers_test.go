@@ -50,6 +50,7 @@ type envSetup struct {
 	// now is the store's clock, for tests that write the past as the
 	// present (nil: the real clock).
 	now func() time.Time
+	wrap func(Store) Store
 }
 
 // newEnv starts a server over a fresh store. The store is closed and its
@@ -64,8 +65,12 @@ func newEnv(tb testing.TB, opts ...func(*envSetup)) *env {
 	reg := metrics.NewRegistry()
 	src, _ := db.Store.(metrics.Source)
 	m := metrics.New(reg, metrics.Options{Source: src})
+	var st Store = db.Store
+	if setup.wrap != nil {
+		st = setup.wrap(db.Store)
+	}
 	s := New(setup.cfg, Deps{
-		Store: db.Store, Metrics: m, Auth: setup.auth,
+		Store: st, Metrics: m, Auth: setup.auth,
 		MetricsHandler: metrics.Handler(reg, nil), OpenAPI: api.Spec(),
 	})
 	e := &env{srv: httptest.NewServer(s), s: s, db: db, reg: reg, cfg: s.cfg, spec: loadSpec(tb), validate: true}
@@ -83,6 +88,11 @@ func withConfig(f func(*Config)) func(*envSetup) {
 // withClock gives the store a clock of the test's.
 func withClock(now func() time.Time) func(*envSetup) {
 	return func(s *envSetup) { s.now = now }
+}
+
+// withStore puts a fault-injecting wrapper around the real store.
+func withStore(wrap func(Store) Store) func(*envSetup) {
+	return func(s *envSetup) { s.wrap = wrap }
 }
 
 func withAuth(a *Auth) func(*envSetup) {

@@ -21,6 +21,7 @@ type ctxKey int
 const (
 	keyRequestID ctxKey = iota
 	keyRole
+	keyWriteSlot
 )
 
 func requestIDOf(ctx context.Context) string {
@@ -136,18 +137,56 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// limitWrites refuses a write with 503 when MaxInflightWrites are in
-// progress, so overload costs a quick refusal rather than memory.
+// limitWrites bounds write requests to MaxInflightWrites at a time: the
+// handler takes its slot with takeWriteSlot, which readBody calls once the
+// body is in, so a client trickling a body holds memory for what it sent
+// but never a slot. When all are taken the request gets 503 with
+// Retry-After, so overload costs a quick refusal rather than memory.
 func (s *Server) limitWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		release, err := s.acquireWrite()
-		if err != nil {
-			s.writeProblem(w, r, err)
-			return
+		slot := &writeSlot{}
+		defer slot.done()
+		ctx := context.WithValue(r.Context(), keyWriteSlot, slot)
+		if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
+			// Nothing to wait for: take the slot now, so a handler
+			// that reads no body cannot write without one.
+			if err := s.takeWriteSlot(ctx); err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
 		}
-		defer release()
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// writeSlot is a write route's claim on one of the MaxInflightWrites
+// slots, taken at most once.
+type writeSlot struct {
+	release func()
+}
+
+// done gives the slot back if it was taken.
+func (ws *writeSlot) done() {
+	if ws.release != nil {
+		ws.release()
+	}
+}
+
+// takeWriteSlot takes the request's write slot if it is on a write route
+// and has not taken it yet; it refuses with Unavailable when all are
+// taken. Every write handler calls it (through readBody, or directly when
+// it reads no body) before it writes to the store.
+func (s *Server) takeWriteSlot(ctx context.Context) error {
+	slot, ok := ctx.Value(keyWriteSlot).(*writeSlot)
+	if !ok || slot.release != nil {
+		return nil
+	}
+	release, err := s.acquireWrite()
+	if err != nil {
+		return err
+	}
+	slot.release = release
+	return nil
 }
 
 // acquireWrite takes one of the MaxInflightWrites slots, or refuses with

@@ -3,13 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/sketchd/sketchd/internal/sketch"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 )
 
 func TestRequestID(t *testing.T) {
@@ -114,53 +115,75 @@ func TestListPaging(t *testing.T) {
 	}
 }
 
-// TestOverloadAndDrain holds the only write slot with a body that does
-// not end: the next write is refused with 503 and Retry-After, reads go
-// on; Drain turns /readyz to 503.
+// gatedStore blocks Add while its gate is shut, to hold a write slot
+// inside the store.
+type gatedStore struct {
+	Store
+	gate    atomic.Pointer[chan struct{}] // closed: open
+	entered chan struct{}
+}
+
+func (g *gatedStore) Add(ctx context.Context, name string, in sketch.Input, create bool) (sketch.Added, error) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-*g.gate.Load()
+	return g.Store.Add(ctx, name, in, create)
+}
+
+// TestOverloadAndDrain: a body that does not end holds no write slot; a
+// write held inside the store holds the only one, so the next write is
+// refused with 503 and Retry-After while reads go on; Drain turns /readyz
+// to 503.
 func TestOverloadAndDrain(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *Config) { c.MaxInflightWrites = 1 }))
+	g := &gatedStore{entered: make(chan struct{}, 1)}
+	open := make(chan struct{})
+	close(open)
+	g.gate.Store(&open)
+	e := newEnv(t, withConfig(func(c *Config) { c.MaxInflightWrites = 1 }), withStore(func(s Store) Store { g.Store = s; return g }))
 	e.allow503 = true
 	e.create(t, "h", `{}`)
+
+	// A trickling body: the write slot is free for others meanwhile.
 	pr, pw := io.Pipe()
-	held := make(chan response, 1)
+	trickled := make(chan response, 1)
 	go func() {
 		r, err := e.try(t, request{Method: "POST", Path: "/v1/sketches/h/add", Body: pr, Header: []string{"Content-Type: application/json"}})
 		if err != nil {
-			t.Errorf("held write: %v", err)
+			t.Errorf("trickled write: %v", err)
 		}
-		held <- r
+		trickled <- r
 	}()
 	if _, err := pw.Write([]byte(`{"ids":[1,`)); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the held write has its slot: a write sent before that
-	// could take the slot first.
-	for i := 0; len(e.s.writes) == 0; i++ {
-		if i == 1000 {
-			t.Fatal("the held write never took its slot")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	var r response
-	for range 500 {
-		r = e.postJSON(t, "/v1/sketches/h/add", `{"ids":[2]}`)
-		if r.Status == http.StatusServiceUnavailable {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	must(t, e.postJSON(t, "/v1/sketches/h/add", `{"ids":[2]}`), 200, "a write while another body trickles in")
+	must(t, e.send(t, "DELETE", "/v1/sketches/h", "", ""), 204, "a delete while another body trickles in")
+	e.create(t, "h", `{}`)
+
+	// A write stuck in the store holds the only slot.
+	shut := make(chan struct{})
+	g.gate.Store(&shut)
+	held := make(chan response, 1)
+	go func() { held <- e.postJSON(t, "/v1/sketches/h/add", `{"ids":[3]}`) }()
+	<-g.entered
+	r := e.postJSON(t, "/v1/sketches/h/add", `{"ids":[4]}`)
 	checkProblem(t, r, http.StatusServiceUnavailable)
 	if r.Header.Get("Retry-After") == "" {
 		t.Errorf("503 without Retry-After")
 	}
+	checkProblem(t, e.send(t, "DELETE", "/v1/sketches/h", "", ""), http.StatusServiceUnavailable)
 	must(t, e.get(t, "/v1/sketches/h"), 200, "a read while writes are full")
 	must(t, e.postJSON(t, "/v1/union", `{"sketches":["h"]}`), 200, "a union while writes are full")
 	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":["h"],"into":"u"}`), http.StatusServiceUnavailable)
-	pw.Write([]byte(`3]}`))
-	pw.Close()
+	close(shut)
 	must(t, <-held, 200, "the held write")
-	must(t, e.postJSON(t, "/v1/sketches/h/add", `{"ids":[4]}`), 200, "a write once the slot is free")
+	pw.Write([]byte(`5]}`))
+	pw.Close()
+	must(t, <-trickled, 200, "the trickled write")
+	must(t, e.postJSON(t, "/v1/sketches/h/add", `{"ids":[6]}`), 200, "a write once the slot is free")
 
 	must(t, e.get(t, "/readyz"), 200, "readyz")
 	e.s.Drain()

@@ -48,6 +48,8 @@ func statusOf(err error) (int, string) {
 			return he.status, "not-found"
 		case http.StatusNotImplemented:
 			return he.status, "not-implemented"
+		case http.StatusRequestTimeout:
+			return he.status, "request-timeout"
 		}
 		return he.status, "invalid"
 	}
@@ -83,7 +85,8 @@ func statusText(status int) string {
 
 // problemTypePrefix prefixes every problem type; the rest names the kind
 // (invalid, not-found, conflict, too-large, unsupported-media-type,
-// method-not-allowed, unauthorized, forbidden, unavailable, internal).
+// method-not-allowed, request-timeout, unauthorized, forbidden,
+// unavailable, internal).
 const problemTypePrefix = "urn:sketchd:problem:"
 
 // writeProblem renders err as application/problem+json. Only internal
@@ -121,6 +124,10 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		w.Header().Set("Retry-After", "1")
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sketchd"`)
+	case http.StatusRequestTimeout:
+		// The rest of the body is still on its way: the connection
+		// cannot carry another request.
+		w.Header().Set("Connection", "close")
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

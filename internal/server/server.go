@@ -5,7 +5,6 @@
 package server
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -26,8 +25,19 @@ type Metrics interface {
 
 // Config holds the server's limits and switches.
 type Config struct {
-	// MaxBody is the largest request body in bytes.
+	// MaxBody is the largest request body in bytes on the routes that take
+	// ids, events or sketches (add, events, raw uploads).
 	MaxBody int64
+	// MaxQueryBody is the largest body of the routes that take a small
+	// JSON document (create, union, intersection, frequency, fold).
+	MaxQueryBody int64
+	// MaxBodyMemory bounds the memory all request bodies being read or
+	// handled hold at once; a body that would exceed it gets 503.
+	MaxBodyMemory int64
+	// BodyTimeout is how long a request body may take to arrive, from the
+	// moment its handler starts reading it; a slower one gets 408. Zero
+	// leaves only the http.Server's ReadTimeout.
+	BodyTimeout time.Duration
 	// MaxIDs is the most ids (or items, or events) one request may carry.
 	MaxIDs int
 	// MaxInflightWrites bounds concurrent write requests; beyond it
@@ -39,7 +49,10 @@ type Config struct {
 
 // DefaultConfig returns the limits used when flags do not say otherwise.
 func DefaultConfig() Config {
-	return Config{MaxBody: 32 << 20, MaxIDs: 1_000_000, MaxInflightWrites: 64}
+	return Config{
+		MaxBody: 32 << 20, MaxQueryBody: 1 << 20, MaxBodyMemory: 1 << 30, BodyTimeout: 30 * time.Second,
+		MaxIDs: 1_000_000, MaxInflightWrites: 64,
+	}
 }
 
 // Deps are the server's collaborators.
@@ -71,8 +84,10 @@ type Server struct {
 	patterns map[string]bool
 	writes   chan struct{} // semaphore of in-flight writes
 	draining atomic.Bool
-	bufs     sync.Pool
-	hashBufs sync.Pool
+	// bodyBytes is the body memory reserved by requests in progress.
+	bodyBytes atomic.Int64
+	bufs      sync.Pool // *[]byte
+	hashBufs  sync.Pool
 }
 
 // New returns the API server.
@@ -80,6 +95,12 @@ func New(cfg Config, deps Deps) *Server {
 	def := DefaultConfig()
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = def.MaxBody
+	}
+	if cfg.MaxQueryBody <= 0 {
+		cfg.MaxQueryBody = min(def.MaxQueryBody, cfg.MaxBody)
+	}
+	if cfg.MaxBodyMemory <= 0 {
+		cfg.MaxBodyMemory = max(def.MaxBodyMemory, cfg.MaxBody+1)
 	}
 	if cfg.MaxIDs <= 0 {
 		cfg.MaxIDs = def.MaxIDs
@@ -98,7 +119,6 @@ func New(cfg Config, deps Deps) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.bufs.New = func() any { return new(bytes.Buffer) }
 	s.hashBufs.New = func() any { return new([]uint64) }
 	s.handler = s.routes()
 	return s
@@ -125,6 +145,7 @@ const (
 	refusedTooLarge  = "too_large"
 	refusedMediaType = "media_type"
 	refusedBadInput  = "bad_input"
+	refusedTimeout   = "timeout"
 )
 
 func (s *Server) refused(reason string) { s.metrics.BodyRefused(reason) }

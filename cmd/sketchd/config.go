@@ -19,6 +19,10 @@ type config struct {
 	authTokens         string
 	authMetrics        bool
 	maxBody            int64
+	maxQueryBody       int64
+	maxBodyMemory      int64
+	bodyTimeout        time.Duration
+	drainDelay         time.Duration
 	maxIDs             int
 	maxInflightWrites  int
 	commitInterval     time.Duration
@@ -69,7 +73,10 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.data, "data", "sketchd.db", "bbolt data file (its write-ahead log lives beside it in <data>.wal/)")
 	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines: a token of at least 16 characters without spaces, role read or write; # starts a comment; reread on SIGHUP. Empty leaves the API open")
 	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens)")
-	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body, in bytes")
+	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body of add, events and raw uploads, in bytes")
+	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, frequency and fold, in bytes")
+	fs.Int64Var(&c.maxBodyMemory, "max-body-memory", def.MaxBodyMemory, "memory all request bodies in progress may hold together, in bytes; beyond it a request gets 503")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", def.BodyTimeout, "how long a request body may take to arrive before the request gets 408")
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
 	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
 	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
@@ -77,6 +84,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.DurationVar(&c.retentionInterval, "retention-interval", time.Minute, "how often expired series buckets are removed")
 	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "memory for decoded sketches, in bytes")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")
+	fs.DurationVar(&c.drainDelay, "drain-delay", 5*time.Second, "on SIGTERM or SIGINT, how long /readyz answers 503 while requests are still served, before the listener closes")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
 	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
@@ -114,6 +122,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
+	// A query body is never allowed more than the largest body.
+	c.maxQueryBody = min(c.maxQueryBody, c.maxBody)
 	if err := c.validate(); err != nil {
 		return c, err
 	}
@@ -133,6 +143,14 @@ func (c config) validate() error {
 		return errors.New("-data must name a file")
 	case c.maxBody < 1024:
 		return fmt.Errorf("-max-body %d is below 1024 bytes", c.maxBody)
+	case c.maxQueryBody < 1024:
+		return fmt.Errorf("-max-query-body %d is below 1024 bytes", c.maxQueryBody)
+	case c.maxBodyMemory < c.maxBody+1:
+		return fmt.Errorf("-max-body-memory %d must exceed -max-body %d, or no body of the largest size could be read", c.maxBodyMemory, c.maxBody)
+	case c.bodyTimeout <= 0:
+		return fmt.Errorf("-body-timeout %v must be positive", c.bodyTimeout)
+	case c.drainDelay < 0:
+		return fmt.Errorf("-drain-delay %v must not be negative", c.drainDelay)
 	case c.maxIDs < 1:
 		return fmt.Errorf("-max-ids %d must be positive", c.maxIDs)
 	case c.maxInflightWrites < 1:

@@ -57,6 +57,10 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-nope"}, nil, "flag provided but not defined"},
 		{[]string{"-postgres", "host=db", "-postgres-max-conns", "1"}, nil, "-postgres-max-conns"},
 		{nil, map[string]string{"SKETCHD_POSTGRES_MAX_CONNS": "lots"}, "SKETCHD_POSTGRES_MAX_CONNS"},
+		{[]string{"-max-query-body", "100"}, nil, "-max-query-body"},
+		{[]string{"-max-body-memory", "1024"}, nil, "-max-body-memory"},
+		{[]string{"-body-timeout", "0s"}, nil, "-body-timeout"},
+		{[]string{"-drain-delay", "-1s"}, nil, "-drain-delay"},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(tt.args, env(tt.env), io.Discard)

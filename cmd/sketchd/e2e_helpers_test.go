@@ -121,7 +121,7 @@ func startInProcess(tb testing.TB, data string, args ...string) *client {
 	var runErr error
 	go func() {
 		defer close(done)
-		runErr = run(ctx, append([]string{"-addr", addr, "-data", data, "-log-level", "warn"}, args...), func(string) string { return "" }, io.Discard, io.Discard)
+		runErr = run(ctx, append([]string{"-addr", addr, "-data", data, "-log-level", "warn", "-drain-delay", "0s"}, args...), func(string) string { return "" }, io.Discard, io.Discard)
 	}()
 	tb.Cleanup(func() {
 		cancel()
@@ -180,7 +180,7 @@ func startProcess(tb testing.TB, data string, args ...string) *proc {
 func startProcessWithin(tb testing.TB, limit time.Duration, data string, args ...string) *proc {
 	tb.Helper()
 	p := &proc{addr: freeAddr(tb), stderr: &syncWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-	p.cmd = exec.Command(sketchdBinary(tb), append([]string{"-addr", p.addr, "-data", data, "-log-level", "warn"}, args...)...)
+	p.cmd = exec.Command(sketchdBinary(tb), append([]string{"-addr", p.addr, "-data", data, "-log-level", "warn", "-drain-delay", "0s"}, args...)...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatal(err)

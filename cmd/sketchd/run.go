@@ -86,7 +86,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		go reloadOnHangup(ctx, auth, log)
 	}
 	srv := server.New(server.Config{
-		MaxBody: cfg.maxBody, MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
+		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
+		MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
 	}, server.Deps{
 		Store: db, Metrics: m, Logger: log, Auth: auth,
 		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),
@@ -116,8 +117,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining requests")
+	// /readyz answers 503 from now on; requests are still served for the
+	// drain delay, so a load balancer sees the node leave before its
+	// listener closes.
 	srv.Drain()
+	log.Info("shutting down: /readyz answers 503", "drain_delay", cfg.drainDelay)
+	time.Sleep(cfg.drainDelay)
+	log.Info("shutting down: closing the listener and draining requests")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {

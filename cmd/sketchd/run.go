@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	auth := cfg.auth
 	if auth != nil {
-		go reloadOnHangup(ctx, auth, log)
+		go reloadOnHangup(ctx, cfg, auth, log)
 	}
 	srv := server.New(server.Config{
 		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
@@ -222,7 +222,9 @@ func expireSeries(ctx context.Context, ss server.SeriesStore, m *metrics.Metrics
 	}
 }
 
-func reloadOnHangup(ctx context.Context, auth *server.Auth, log *slog.Logger) {
+// reloadOnHangup reloads the token file on SIGHUP. A failed reload leaves
+// no token valid (server.Auth fails closed), and says why.
+func reloadOnHangup(ctx context.Context, cfg config, auth *server.Auth, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -231,10 +233,12 @@ func reloadOnHangup(ctx context.Context, auth *server.Auth, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if err := auth.Reload(); err != nil {
-				log.Error("reloading tokens failed; keeping the previous ones", "err", err)
+			if n, err := auth.Reload(); err != nil {
+				log.Error("reloading tokens failed: every request that needs a token is refused until a reload succeeds", "err", err)
+			} else if n == 0 {
+				log.Warn("reloaded tokens: the token file holds none, so every request that needs a token is refused", "file", cfg.authTokens)
 			} else {
-				log.Info("reloaded tokens")
+				log.Info("reloaded tokens", "tokens", n)
 			}
 		}
 	}

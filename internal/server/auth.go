@@ -15,22 +15,33 @@ import (
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
-// role is what a token may do; write includes read.
+// role is what a token may do; each role includes the ones before it.
 type role int
 
 const (
 	roleNone role = iota
 	roleRead
 	roleWrite
+	// roleAdmin may also choose which sketches /metrics exports (the
+	// "metric" flag), so label cardinality stays the operator's.
+	roleAdmin
 )
 
 // Auth holds the bearer tokens from a token file: one "token role" pair a
-// line (role read or write), blank lines and lines starting with # ignored.
+// line (role read, write or admin), blank lines and lines starting with # ignored.
 // Tokens are compared in constant time against every known token; only
 // their SHA-256 digests are kept in memory.
+//
+// Auth fails closed: a file emptied and reloaded makes every token
+// unknown, and a reload that cannot read or parse the file drops every
+// token until a later reload succeeds, so emptying, deleting or breaking
+// the file never leaves a revoked token working.
 type Auth struct {
 	path   string
 	tokens atomic.Pointer[[]tokenEntry]
+	// broken is why no token is valid after a failed reload ("" if the
+	// last load succeeded); it is logged, never sent to clients.
+	broken atomic.Pointer[string]
 }
 
 type tokenEntry struct {
@@ -38,32 +49,52 @@ type tokenEntry struct {
 	role   role
 }
 
-// LoadAuth reads the token file at path. A malformed line is an error
-// naming the file and line, never echoing the token.
+// LoadAuth reads the token file at path. A missing or unreadable file, a
+// malformed line, or no token at all is an error naming the file (and
+// line), never echoing a token: at startup an empty file is a mistake. (A
+// file emptied later and reloaded makes every token invalid; see Reload.)
 func LoadAuth(path string) (*Auth, error) {
 	a := &Auth{path: path}
-	if err := a.Reload(); err != nil {
+	n, err := a.Reload()
+	if err != nil {
 		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("auth: %s: no tokens", path)
 	}
 	return a, nil
 }
 
-// Reload re-reads the token file; on error the previous tokens stay.
-func (a *Auth) Reload() error {
+// Reload re-reads the token file and returns how many tokens it holds. On
+// error no token is valid until a later Reload succeeds.
+func (a *Auth) Reload() (int, error) {
+	tokens, err := a.read()
+	if err != nil {
+		none := []tokenEntry{}
+		a.tokens.Store(&none)
+		msg := err.Error()
+		a.broken.Store(&msg)
+		return 0, err
+	}
+	a.tokens.Store(&tokens)
+	a.broken.Store(nil)
+	return len(tokens), nil
+}
+
+func (a *Auth) read() ([]tokenEntry, error) {
 	data, err := os.ReadFile(a.path)
 	if err != nil {
-		return fmt.Errorf("auth: %w", err)
+		return nil, fmt.Errorf("auth: %w", err)
 	}
 	tokens, err := parseTokens(data)
 	if err != nil {
-		return fmt.Errorf("auth: %s: %w", a.path, err)
+		return nil, fmt.Errorf("auth: %s: %w", a.path, err)
 	}
-	a.tokens.Store(&tokens)
-	return nil
+	return tokens, nil
 }
 
 func parseTokens(data []byte) ([]tokenEntry, error) {
-	var out []tokenEntry
+	out := []tokenEntry{}
 	seen := map[[32]byte]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 1; sc.Scan(); line++ {
@@ -81,8 +112,10 @@ func parseTokens(data []byte) ([]tokenEntry, error) {
 			r = roleRead
 		case "write":
 			r = roleWrite
+		case "admin":
+			r = roleAdmin
 		default:
-			return nil, fmt.Errorf("line %d: role must be read or write", line)
+			return nil, fmt.Errorf("line %d: role must be read or write (or admin, which may also set \"metric\": true)", line)
 		}
 		if len(fields[0]) < 16 {
 			return nil, fmt.Errorf("line %d: token shorter than 16 characters", line)
@@ -96,9 +129,6 @@ func parseTokens(data []byte) ([]tokenEntry, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no tokens")
 	}
 	return out, nil
 }
@@ -123,7 +153,8 @@ func (s *Server) require(need role) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if s.auth == nil {
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRole, roleWrite)))
+				// An open service: whoever reaches it is the operator.
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRole, roleAdmin)))
 				return
 			}
 			token, ok := bearerToken(r.Header.Get("Authorization"))
@@ -136,6 +167,10 @@ func (s *Server) require(need role) func(http.Handler) http.Handler {
 			switch {
 			case got == roleNone:
 				s.metrics.AuthFailed("unknown")
+				if s.auth.broken.Load() != nil {
+					s.writeProblem(w, r, sketch.Errorf(sketch.Unauthorized, "no token is valid: the token file could not be read at the last reload (the server log says why)"))
+					return
+				}
 				s.writeProblem(w, r, sketch.Errorf(sketch.Unauthorized, "the bearer token is not known"))
 				return
 			case got < need:
@@ -157,6 +192,14 @@ func bearerToken(h string) (string, bool) {
 	}
 	token = strings.TrimLeft(token, " ")
 	return token, token != ""
+}
+
+// requireAdmin checks an action reserved to admin tokens.
+func requireAdmin(ctx context.Context, what string) error {
+	if r, _ := ctx.Value(keyRole).(role); r < roleAdmin {
+		return sketch.Errorf(sketch.Forbidden, "%s needs an admin token", what)
+	}
+	return nil
 }
 
 // requireWrite checks, inside a read route, an action that writes.

@@ -44,13 +44,11 @@ func TestLoadAuth(t *testing.T) {
 	}{
 		{"one field", readToken + " read\n" + secret + "\n", 2},
 		{"three fields", secret + " read extra\n", 1},
-		{"unknown role", "# c\n" + secret + " admin\n", 2},
+		{"unknown role", "# c\n" + secret + " owner\n", 2},
 		{"role case", secret + " Write\n", 1},
 		{"short token", "short read\n", 1},
 		{"duplicate token", secret + " read\n\n" + secret + " write\n", 3},
 		{"token with role only", "read\n", 1},
-		{"empty file", "", 0},
-		{"comments only", "# nothing\n\n", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -69,6 +67,12 @@ func TestLoadAuth(t *testing.T) {
 	}
 	if _, err := LoadAuth(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("LoadAuth(missing file) succeeded")
+	}
+	// At startup a file with no tokens is a mistake.
+	for _, content := range []string{"", "# nothing\n\n"} {
+		if _, err := LoadAuth(writeTokens(t, t.TempDir(), content)); err == nil || !strings.Contains(err.Error(), "no tokens") {
+			t.Errorf("LoadAuth(%q) = %v, want a no-tokens error", content, err)
+		}
 	}
 }
 
@@ -230,7 +234,7 @@ func TestAuthReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, read(readToken), 200, "old token before Reload")
-	if err := a.Reload(); err != nil {
+	if _, err := a.Reload(); err != nil {
 		t.Fatalf("Reload = %v", err)
 	}
 	checkProblem(t, read(readToken), 401)
@@ -238,26 +242,95 @@ func TestAuthReload(t *testing.T) {
 	must(t, read(otherToken), 200, "new token")
 	must(t, e.postJSON(t, "/v1/sketches/a/add", `{"ids":[9]}`, "Authorization: Bearer "+otherToken), 200, "write with the new token")
 
-	// A broken file keeps the tokens in force.
-	for _, broken := range []string{"", otherToken + " admin\n", "short write\n"} {
+	// An emptied file revokes every token.
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.Reload(); err != nil || n != 0 {
+		t.Fatalf("Reload of an empty file = %d, %v; want 0, nil", n, err)
+	}
+	checkProblem(t, read(otherToken), 401)
+	checkProblem(t, e.postJSON(t, "/v1/sketches/a/add", `{"ids":[9]}`, "Authorization: Bearer "+otherToken), 401)
+
+	// A file that cannot be read or parsed refuses every token, and the
+	// error never shows one; a good file brings them back.
+	restore := func() {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(otherToken+" write\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := a.Reload(); err != nil || n != 1 {
+			t.Fatalf("Reload = %d, %v; want 1, nil", n, err)
+		}
+		must(t, read(otherToken), 200, "token after a good reload")
+	}
+	for _, broken := range []string{otherToken + " owner\n", "short write\n", otherToken + " write\n" + otherToken + " read\n"} {
+		restore()
 		if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		err := a.Reload()
+		_, err := a.Reload()
 		if err == nil {
 			t.Fatalf("Reload of %q succeeded", broken)
 		}
-		if strings.Contains(err.Error(), otherToken) || strings.Contains(err.Error(), "short") && strings.Contains(broken, "short") && strings.Contains(err.Error(), "short write") {
+		if strings.Contains(err.Error(), otherToken) || strings.Contains(err.Error(), "short write") {
 			t.Errorf("Reload error %q shows a token", err)
 		}
-		must(t, read(otherToken), 200, "token kept after a failed reload")
+		r := read(otherToken)
+		checkProblem(t, r, 401)
+		if !strings.Contains(string(r.Body), "could not be read") {
+			t.Errorf("401 after a failed reload says %s; want it to say the token file could not be read", r.Body)
+		}
 		checkProblem(t, read(readToken), 401)
 	}
+	restore()
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Reload(); err == nil {
+	if _, err := a.Reload(); err == nil {
 		t.Fatal("Reload of a missing file succeeded")
 	}
-	must(t, read(otherToken), 200, "token kept after the file vanished")
+	checkProblem(t, read(otherToken), 401)
+	checkProblem(t, e.postJSON(t, "/v1/sketches/a/add", `{"ids":[9]}`, "Authorization: Bearer "+otherToken), 401)
+}
+
+// TestMetricFlagNeedsAdmin: with auth on, only an admin token may put a
+// sketch on /metrics; a write token may create and re-create sketches
+// without the flag (or turn it off, as it may delete the sketch).
+func TestMetricFlagNeedsAdmin(t *testing.T) {
+	t.Parallel()
+	const adminToken = "admin-token-0123456789abcdef"
+	a, err := LoadAuth(writeTokens(t, t.TempDir(), writeToken+" write\n"+adminToken+" admin\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, withAuth(a))
+	w, adm := "Authorization: Bearer "+writeToken, "Authorization: Bearer "+adminToken
+	r := e.send(t, "PUT", "/v1/sketches/m", "application/json", `{"metric":true}`, w)
+	checkProblem(t, r, 403)
+	if !strings.Contains(string(r.Body), "admin") {
+		t.Errorf("403 body %s does not say an admin token is needed", r.Body)
+	}
+	checkProblem(t, e.send(t, "PUT", "/v1/sketches/m", "application/json", `{"type":"cms","width":8,"depth":2,"metric":true}`, w), 403)
+	must(t, e.send(t, "PUT", "/v1/sketches/m", "application/json", `{}`, w), 201, "write token, no metric flag")
+	checkProblem(t, e.send(t, "PUT", "/v1/sketches/m", "application/json", `{"metric":true}`, w), 403)
+	must(t, e.send(t, "PUT", "/v1/sketches/m", "application/json", `{"metric":true}`, adm), 200, "admin token sets the flag")
+	must(t, e.send(t, "PUT", "/v1/sketches/n", "application/json", `{"metric":true}`, adm), 201, "admin token creates with the flag")
+	must(t, e.send(t, "PUT", "/v1/sketches/n", "application/json", `{"metric":false}`, w), 200, "write token clears the flag")
+	must(t, e.postJSON(t, "/v1/sketches/m/add", `{"ids":[1,2,3]}`, adm), 200, "admin token writes")
+
+	m := e.get(t, "/metrics")
+	if !strings.Contains(string(m.Body), `sketchd_sketch_estimate{name="m"} 3`) || strings.Contains(string(m.Body), `name="n"`) {
+		t.Errorf("/metrics estimates:\n%s\nwant m (3) and not n", grepLines(string(m.Body), "sketchd_sketch_estimate{"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

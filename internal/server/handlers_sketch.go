@@ -95,6 +95,12 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if spec.Metric {
+		// Each such sketch is a /metrics series: the operator decides.
+		if err := requireAdmin(r.Context(), `"metric": true`); err != nil {
+			return err
+		}
+	}
 	info, created, err := s.store.Create(r.Context(), name, spec)
 	if err != nil {
 		return err

@@ -342,6 +342,7 @@ var problemKinds = map[int]string{
 	http.StatusRequestEntityTooLarge: "too-large",
 	http.StatusUnsupportedMediaType:  "unsupported-media-type",
 	http.StatusServiceUnavailable:    "unavailable",
+	http.StatusRequestTimeout:        "request-timeout",
 }
 
 // checkProblem checks that r is a well-formed problem+json answer with

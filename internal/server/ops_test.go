@@ -166,6 +166,10 @@ func TestOverloadAndDrain(t *testing.T) {
 	// A write stuck in the store holds the only slot.
 	shut := make(chan struct{})
 	g.gate.Store(&shut)
+	select {
+	case <-g.entered: // an earlier write's
+	default:
+	}
 	held := make(chan response, 1)
 	go func() { held <- e.postJSON(t, "/v1/sketches/h/add", `{"ids":[3]}`) }()
 	<-g.entered

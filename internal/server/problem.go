@@ -93,10 +93,11 @@ const problemTypePrefix = "urn:sketchd:problem:"
 // errors are logged, here, once.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	status, kind := statusOf(err)
-	if r.Context().Err() != nil {
+	if r.Context().Err() != nil && status != http.StatusRequestTimeout {
 		// The client went away (or its deadline passed): nobody reads this
 		// answer, and it is not the server's failure. 499 is the code
-		// proxies use for it.
+		// proxies use for it. A body read past its deadline also ends the
+		// context, but that client is still there to read the 408.
 		status, kind = statusClientClosed, "client-closed"
 	}
 	p := problem{

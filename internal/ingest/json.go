@@ -18,6 +18,9 @@ func (k keys) name(which int) string {
 }
 
 func (k keys) want() string {
+	if k.a == k.b {
+		return `want {"` + k.a + `":[…]}`
+	}
 	return `want {"` + k.a + `":[…]} or {"` + k.b + `":[…]}`
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -385,17 +384,6 @@ type foldRequest struct {
 	Log2m    *int   `json:"log2m"`
 	Regwidth *int   `json:"regwidth"`
 	Into     string `json:"into"`
-}
-
-type eventsRequest struct {
-	Events []eventDTO `json:"events"`
-}
-
-type eventDTO struct {
-	ID       json.RawMessage `json:"id"`
-	Sketches []string        `json:"sketches"`
-	Series   []string        `json:"series"`
-	TS       *string         `json:"ts"`
 }
 
 type eventsResponse struct {

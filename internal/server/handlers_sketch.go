@@ -336,55 +336,30 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req eventsRequest
-	if err := s.decodeJSONLimit(w, r, &req, false, s.cfg.MaxBody); err != nil {
-		return err
-	}
-	if req.Events == nil {
-		s.refused(refusedBadInput)
-		return sketch.Errorf(sketch.Invalid, `send {"events":[{"id":…,"sketches":[…]}]}`)
-	}
-	if len(req.Events) > s.cfg.MaxIDs {
-		s.refused(refusedTooLarge)
-		return sketch.Errorf(sketch.TooLarge, "%d events; at most %d per request", len(req.Events), s.cfg.MaxIDs)
-	}
-	ids, err := parseRawIDs(len(req.Events), func(i int) []byte { return req.Events[i].ID }, "events[%d].id")
+	mt, err := mediaType(r)
 	if err != nil {
-		s.refused(refusedBadInput)
+		s.refused(refusedMediaType)
 		return err
 	}
-	events := make([]sketch.Event, len(req.Events))
+	if mt != "application/json" {
+		s.refused(refusedMediaType)
+		return errUnsupportedMedia(fmt.Sprintf("send Content-Type: application/json (got %q)", clip(r.Header.Get("Content-Type"))))
+	}
+	body, err := s.readBody(w, r, s.cfg.MaxBody)
+	if err != nil {
+		return err
+	}
+	defer s.putBody(body)
+	events, err := s.parseEvents(body.Bytes())
+	if err != nil {
+		return err
+	}
 	anySeries := false
-	for i, ev := range req.Events {
-		if len(ev.Sketches)+len(ev.Series) == 0 {
-			return sketch.Errorf(sketch.Invalid, "events[%d] names no sketches or series", i)
+	for _, ev := range events {
+		if len(ev.Series) > 0 {
+			anySeries = true
+			break
 		}
-		if len(ev.Sketches)+len(ev.Series) > maxEventSketches {
-			return sketch.Errorf(sketch.Invalid, "events[%d] names %d sketches and series; at most %d", i, len(ev.Sketches)+len(ev.Series), maxEventSketches)
-		}
-		for field, list := range map[string][]string{"sketches": ev.Sketches, "series": ev.Series} {
-			for j, n := range list {
-				if err := sketch.ValidateName(n); err != nil {
-					return sketch.Wrap(sketch.Invalid, err, fmt.Sprintf("events[%d].%s[%d]: %s", i, field, j, err.(*sketch.Error).Detail))
-				}
-				// A name twice would count the id twice in a CMS.
-				if slices.Contains(list[:j], n) {
-					return sketch.Errorf(sketch.Invalid, "events[%d] names %s %q twice", i, field, n)
-				}
-			}
-		}
-		events[i] = sketch.Event{ID: ids[i], Sketches: ev.Sketches, Series: ev.Series}
-		if ev.TS != nil {
-			if len(ev.Series) == 0 {
-				return sketch.Errorf(sketch.Invalid, "events[%d].ts stamps series adds; this event names no series", i)
-			}
-			ts, err := time.Parse(time.RFC3339Nano, *ev.TS)
-			if err != nil {
-				return sketch.Errorf(sketch.Invalid, "events[%d].ts=%q is not an RFC 3339 time", i, clip(*ev.TS))
-			}
-			events[i].TS = ts
-		}
-		anySeries = anySeries || len(ev.Series) > 0
 	}
 	if anySeries {
 		if _, err := s.seriesStore(); err != nil {
@@ -404,6 +379,92 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 const maxEventSketches = 100
+
+// parseEvents parses and checks an events body. Memory is a small multiple
+// of the body: the events slice grows once to the count the body's first
+// part predicts (not by doubling), ids' texts and names are copied once,
+// and a list of names repeated from the previous event is shared (and
+// checked once).
+func (s *Server) parseEvents(body []byte) ([]sketch.Event, error) {
+	var events []sketch.Event
+	var sketchesOK, seriesOK []string // the last lists found valid
+	err := ingest.ParseJSONEvents(body, s.cfg.MaxIDs, func(ev ingest.Event) error {
+		i := len(events)
+		if len(ev.Sketches)+len(ev.Series) == 0 {
+			return sketch.Errorf(sketch.Invalid, "events[%d] names no sketches or series", i)
+		}
+		if len(ev.Sketches)+len(ev.Series) > maxEventSketches {
+			return sketch.Errorf(sketch.Invalid, "events[%d] names %d sketches and series; at most %d", i, len(ev.Sketches)+len(ev.Series), maxEventSketches)
+		}
+		if !sameList(ev.Sketches, sketchesOK) {
+			if err := checkEventNames(i, "sketches", ev.Sketches); err != nil {
+				return err
+			}
+			sketchesOK = ev.Sketches
+		}
+		if !sameList(ev.Series, seriesOK) {
+			if err := checkEventNames(i, "series", ev.Series); err != nil {
+				return err
+			}
+			seriesOK = ev.Series
+		}
+		e := sketch.Event{ID: cmsID(ev.ID), Sketches: ev.Sketches, Series: ev.Series}
+		if ev.TS != nil {
+			if len(ev.Series) == 0 {
+				return sketch.Errorf(sketch.Invalid, "events[%d].ts stamps series adds; this event names no series", i)
+			}
+			ts, err := time.Parse(time.RFC3339Nano, string(ev.TS))
+			if err != nil {
+				return sketch.Errorf(sketch.Invalid, "events[%d].ts=%q is not an RFC 3339 time", i, clip(string(ev.TS)))
+			}
+			e.TS = ts
+		}
+		if len(events) == cap(events) {
+			// Predict the count from the bytes read so far, with a
+			// margin, rather than doubling: the slice is the largest
+			// allocation here.
+			// The first 64 events set the pace.
+			n := len(events) + 1
+			want := 64
+			if n > 64 {
+				want = max(n+n/8, int(int64(n)*int64(len(body))/int64(ev.End)*17/16))
+			}
+			want = min(s.cfg.MaxIDs, want)
+			events = slices.Grow(events, want-len(events))
+		}
+		events = append(events, e)
+		return nil
+	})
+	var se *sketch.Error
+	switch {
+	case err == nil:
+		return events, nil
+	case errors.As(err, &se):
+		s.refused(refusedBadInput)
+		return nil, err
+	}
+	return nil, s.ingestError(err)
+}
+
+// sameList reports whether a and b are the same shared list (the events
+// parser hands out one slice for a list repeated from the previous event).
+func sameList(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// checkEventNames checks the names of the i-th event's sketches or series.
+func checkEventNames(i int, field string, list []string) error {
+	for j, n := range list {
+		if err := sketch.ValidateName(n); err != nil {
+			return sketch.Wrap(sketch.Invalid, err, fmt.Sprintf("events[%d].%s[%d]: %s", i, field, j, err.(*sketch.Error).Detail))
+		}
+		// A name twice would count the id twice in a CMS.
+		if slices.Contains(list[:j], n) {
+			return sketch.Errorf(sketch.Invalid, "events[%d] names %s %q twice", i, field, n)
+		}
+	}
+	return nil
+}
 
 // parseRawIDs parses n raw JSON ids (from an encoding/json decode) with the
 // ingest parser's strict rules: ints within int64, valid strings, nothing

@@ -49,7 +49,7 @@ type envSetup struct {
 	auth *Auth
 	// now is the store's clock, for tests that write the past as the
 	// present (nil: the real clock).
-	now func() time.Time
+	now  func() time.Time
 	wrap func(Store) Store
 }
 

@@ -271,3 +271,78 @@ func TestDrainObservable(t *testing.T) {
 		t.Errorf("exit: %v\n%s", p.err, p.log())
 	}
 }
+
+// eventsBodyOf builds an events body of just under size bytes, each event
+// one id sent to the sketches dau and wau.
+func eventsBodyOf(size, seed int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"events":[`)
+	for i := 0; ; i++ {
+		ev := fmt.Sprintf(`{"id":%d,"sketches":["dau","wau"]}`, seed*10_000_000+i)
+		if b.Len()+len(ev)+3 > size {
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(ev)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// eventsRSSFactor bounds the server's peak RSS under 64 concurrent
+// maximum-size events requests: at most the RSS before plus this many
+// times the 64 bodies' bytes (README, "Limits").
+const eventsRSSFactor = 8
+
+// TestEventsPeakRSS sends 64 concurrent events requests of -max-body
+// bytes (1 MiB here) and reads the server's peak RSS (VmHWM) from /proc.
+// Decoding events through encoding/json cost about 46 bytes per body
+// byte and peaked at 11× the bodies here (729 MiB); the events parser
+// keeps the peak within eventsRSSFactor times the bodies (5.6× measured:
+// bodies, parsed events, the store's batch, and the garbage collector's
+// headroom).
+func TestEventsPeakRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the real binary")
+	}
+	const maxBody, concurrent = 1 << 20, 64
+	p := startProcess(t, filepath.Join(t.TempDir(), "d.db"), "-max-body", strconv.Itoa(maxBody))
+	c := newClient(p.addr)
+	for _, n := range []string{"dau", "wau"} {
+		c.must(t, 201, "PUT", "/v1/sketches/"+n, "application/json", []byte(`{}`), nil)
+	}
+	bodies := make([][]byte, concurrent)
+	for i := range bodies {
+		bodies[i] = eventsBodyOf(maxBody, i)
+	}
+	pid := p.cmd.Process.Pid
+	base := procKiB(t, pid, "VmHWM")
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan string, concurrent)
+	for _, body := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if status, b, err := c.do("POST", "/v1/events", "application/json", body); err != nil || status != 200 {
+				errs <- fmt.Sprintf("%d %s %v", status, b, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Errorf("events request: %s", e)
+	}
+	peak := procKiB(t, pid, "VmHWM")
+	sent := int64(concurrent * maxBody)
+	t.Logf("peak RSS %d MiB (%d MiB before) under %d concurrent %d-byte events bodies (%d MiB): %.1f× the bodies",
+		peak>>20, base>>20, concurrent, maxBody, sent>>20, float64(peak-base)/float64(sent))
+	if bound := base + eventsRSSFactor*sent; peak > bound {
+		t.Errorf("peak RSS %d MiB, want at most %d MiB (RSS before + %d × the bodies)", peak>>20, bound>>20, eventsRSSFactor)
+	}
+}

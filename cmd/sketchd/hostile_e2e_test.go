@@ -16,6 +16,22 @@ import (
 	"time"
 )
 
+// hostileScale multiplies the connections and body sizes of the tests
+// below (SKETCHD_HOSTILE_SCALE, default 1); scripts/hostile-sweep.sh runs
+// them at larger scales (docs/hostile.md).
+func hostileScale(tb testing.TB) int {
+	tb.Helper()
+	v := os.Getenv("SKETCHD_HOSTILE_SCALE")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 64 {
+		tb.Fatalf("SKETCHD_HOSTILE_SCALE=%q: want an integer from 1 to 64", v)
+	}
+	return n
+}
+
 // procKiB reads a "Name:   123 kB" field of /proc/<pid>/status in bytes
 // (VmRSS: resident now; VmHWM: the peak so far).
 func procKiB(tb testing.TB, pid int, field string) int64 {
@@ -77,7 +93,7 @@ func TestContentLengthLies(t *testing.T) {
 	pid := p.cmd.Process.Pid
 	base := procKiB(t, pid, "VmRSS")
 
-	const conns, claim = 40, 32 << 20
+	conns, claim := 40*hostileScale(t), int64(32<<20)
 	var lying []net.Conn
 	for i := range conns {
 		path := "/v1/sketches/h/add"
@@ -117,7 +133,7 @@ func TestSlowBodiesKeepWritesFlowing(t *testing.T) {
 	c := newClient(p.addr)
 	c.must(t, 201, "PUT", "/v1/sketches/h", "application/json", []byte(`{}`), nil)
 
-	const slow = 16
+	slow := 16 * hostileScale(t)
 	var wg sync.WaitGroup
 	statuses := make([]int, slow)
 	stop := make(chan struct{})
@@ -307,8 +323,9 @@ func TestEventsPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the real binary")
 	}
-	const maxBody, concurrent = 1 << 20, 64
-	p := startProcess(t, filepath.Join(t.TempDir(), "d.db"), "-max-body", strconv.Itoa(maxBody))
+	maxBody, concurrent := (1<<20)*min(hostileScale(t), 32), 64
+	sent := int64(concurrent) * int64(maxBody)
+	p := startProcess(t, filepath.Join(t.TempDir(), "d.db"), "-max-body", strconv.Itoa(maxBody), "-max-body-memory", strconv.FormatInt(max(1<<30, 2*sent), 10))
 	c := newClient(p.addr)
 	for _, n := range []string{"dau", "wau"} {
 		c.must(t, 201, "PUT", "/v1/sketches/"+n, "application/json", []byte(`{}`), nil)
@@ -339,7 +356,6 @@ func TestEventsPeakRSS(t *testing.T) {
 		t.Errorf("events request: %s", e)
 	}
 	peak := procKiB(t, pid, "VmHWM")
-	sent := int64(concurrent * maxBody)
 	t.Logf("peak RSS %d MiB (%d MiB before) under %d concurrent %d-byte events bodies (%d MiB): %.1f× the bodies",
 		peak>>20, base>>20, concurrent, maxBody, sent>>20, float64(peak-base)/float64(sent))
 	if bound := base + eventsRSSFactor*sent; peak > bound {

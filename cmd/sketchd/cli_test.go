@@ -68,7 +68,7 @@ func TestConfigCheckedBeforeData(t *testing.T) {
 		return p
 	}
 	short := write("short", "tooshort read\n")
-	badRole := write("role", "0123456789abcdef admin\n")
+	badRole := write("role", "0123456789abcdef owner\n")
 	empty := write("empty", "# nothing\n")
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -120,7 +120,7 @@ func TestOpenWarning(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				done <- run(ctx, []string{"-addr", tt.addr, "-data", filepath.Join(t.TempDir(), "x.db"), "-log-format", "text"},
+				done <- run(ctx, []string{"-addr", tt.addr, "-data", filepath.Join(t.TempDir(), "x.db"), "-log-format", "text", "-drain-delay", "0s"},
 					func(string) string { return "" }, io.Discard, &logs)
 			}()
 			deadline := time.Now().Add(30 * time.Second)

@@ -49,6 +49,10 @@ type body struct {
 // Bytes returns the body's bytes, valid until putBody.
 func (b *body) Bytes() []byte { return b.buf }
 
+// drop lets go of the bytes early (putBody still releases the
+// reservation); Bytes is empty after it.
+func (b *body) drop() { b.buf = nil }
+
 // Len returns the body's length.
 func (b *body) Len() int { return len(b.buf) }
 

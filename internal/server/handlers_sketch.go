@@ -354,6 +354,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The events own their bytes: let the collector have the body while
+	// the store works (its memory stays reserved until the request ends).
+	body.drop()
 	anySeries := false
 	for _, ev := range events {
 		if len(ev.Series) > 0 {

@@ -125,10 +125,6 @@ func (s *DB) Delete(ctx context.Context, name string) error {
 	})
 }
 
-// errKindChanged makes Add prepare its input again, for the kind the
-// sketch turned out to have.
-var errKindChanged = errors.New("the sketch has another kind than its input was prepared for")
-
 // guessKind is the kind name's input is prepared for before its row is
 // locked: the kind this node last saw, else the stored one, else (for a
 // missing sketch with create) the one a create would give. A missing
@@ -168,57 +164,56 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 	if err != nil {
 		return sketch.Added{}, err
 	}
-	for attempt := 0; ; attempt++ {
-		b, err := kind.Prepare(in)
-		if err != nil {
-			return sketch.Added{}, err
-		}
-		pre := s.preDelta(name, kind, b)
-		var actual *sketch.Kind
-		names := []string{name}
-		err = s.submit(ctx, names, nil, func(t *tx) error {
-			r := t.row(name)
-			st := r.st
-			if st == nil {
-				if !create {
-					return notFound(name)
-				}
-				want, err := sketch.Lookup(in.Type())
-				if err != nil {
-					return err
-				}
-				if want != kind {
-					actual = want
-					return errKindChanged
-				}
-				if st, err = newState(sketch.Spec{Params: kind.Default()}, t.now); err != nil {
-					return err
-				}
+	b, err := kind.Prepare(in)
+	if err != nil {
+		return sketch.Added{}, err
+	}
+	pre := s.preDelta(name, kind, b)
+	var added sketch.Added
+	err = s.submit(ctx, []string{name}, nil, func(t *tx) error {
+		r := t.row(name)
+		st := r.st
+		k, bb, pd := kind, b, pre
+		if st == nil {
+			if !create {
+				return notFound(name)
 			}
-			if st.sk.Kind() != kind {
-				actual = st.sk.Kind()
-				return errKindChanged
-			}
-			if err := st.sk.Check(b); err != nil {
+			want, err := sketch.Lookup(in.Type())
+			if err != nil {
 				return err
 			}
-			if r.st == nil {
-				t.put(r, st)
+			k = want
+			if st, err = newState(sketch.Spec{Params: k.Default()}, t.now); err != nil {
+				return err
 			}
-			if pre != nil && r.delta && pre.Params() == st.sk.Params() {
-				return t.merge(r, pre, b.Len())
+		} else {
+			k = st.sk.Kind()
+		}
+		if k != kind {
+			// The sketch was deleted or created as another kind since the
+			// look: parse the input again, for the kind it has now.
+			var err error
+			if bb, err = k.Prepare(in); err != nil {
+				return err
 			}
-			return t.add(r, b)
-		})
-		if errors.Is(err, errKindChanged) && attempt < 3 {
-			kind = actual
-			continue
+			pd = nil
 		}
-		if errors.Is(err, errKindChanged) {
-			return sketch.Added{}, sketch.Errorf(sketch.Unavailable, "sketch %q keeps changing kind; retry", name)
+		if err := st.sk.Check(bb); err != nil {
+			return err
 		}
-		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, err
+		if r.st == nil {
+			t.put(r, st)
+		}
+		added = sketch.Added{Type: k.Type, Accepted: bb.Len()}
+		if pd != nil && r.delta && pd.Params() == st.sk.Params() {
+			return t.merge(r, pd, bb.Len())
+		}
+		return t.add(r, bb)
+	})
+	if err != nil {
+		return sketch.Added{}, err
 	}
+	return added, nil
 }
 
 // AddEvents adds every event's id to each of its sketches (count 1) in

@@ -216,23 +216,11 @@ func rangeParams(q map[string][]string) (from, to time.Time, err error) {
 // handleSeriesCount answers the distinct count (HLL) or the total and
 // ?id= frequencies (CMS) over [from, to).
 func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error {
-	name, err := nameParam(r)
-	if err != nil {
-		return err
-	}
-	q, err := query(r, "from", "to", "id*", "id_type")
-	if err != nil {
-		return err
-	}
-	from, to, err := rangeParams(q)
+	name, q, from, to, ss, err := s.seriesRange(r, "id*", "id_type")
 	if err != nil {
 		return err
 	}
 	ids, err := queryIDs(q, false)
-	if err != nil {
-		return err
-	}
-	ss, err := s.seriesStore()
 	if err != nil {
 		return err
 	}
@@ -296,15 +284,7 @@ func queryIDs(q map[string][]string, required bool) ([]cms.ID, error) {
 // handleSeriesTimeseries answers one point per step over [from, to), each
 // the union over the trailing window that ends with its step.
 func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) error {
-	name, err := nameParam(r)
-	if err != nil {
-		return err
-	}
-	q, err := query(r, "from", "to", "step", "window")
-	if err != nil {
-		return err
-	}
-	from, to, err := rangeParams(q)
+	name, q, from, to, ss, err := s.seriesRange(r, "step", "window")
 	if err != nil {
 		return err
 	}
@@ -313,10 +293,6 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	window, err := durationParam(q, "window", step.String())
-	if err != nil {
-		return err
-	}
-	ss, err := s.seriesStore()
 	if err != nil {
 		return err
 	}
@@ -379,23 +355,11 @@ func unionPair(a, b sketch.Sketch) (sketch.Sketch, error) {
 
 // handleSeriesTop lists a Count-Min series' heavy hitters over a range.
 func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
-	name, err := nameParam(r)
-	if err != nil {
-		return err
-	}
-	q, err := query(r, "from", "to", "k")
-	if err != nil {
-		return err
-	}
-	from, to, err := rangeParams(q)
+	name, q, from, to, ss, err := s.seriesRange(r, "k")
 	if err != nil {
 		return err
 	}
 	k, err := intParam(q, "k", 0, 1, cms.MaxTopK)
-	if err != nil {
-		return err
-	}
-	ss, err := s.seriesStore()
 	if err != nil {
 		return err
 	}
@@ -420,25 +384,13 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 // handleSeriesRaw downloads a range's union in its kind's format, the
 // covered range in headers.
 func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
-	name, err := nameParam(r)
-	if err != nil {
-		return err
-	}
-	q, err := query(r, "from", "to", "format")
-	if err != nil {
-		return err
-	}
-	from, to, err := rangeParams(q)
+	name, q, from, to, ss, err := s.seriesRange(r, "format")
 	if err != nil {
 		return err
 	}
 	format, hasFormat := first(q, "format")
 	if hasFormat && format != "hex" && format != "binary" {
 		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
-	}
-	ss, err := s.seriesStore()
-	if err != nil {
-		return err
 	}
 	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
 	if err != nil {
@@ -634,15 +586,7 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 // series over [from, to): the union of its buckets sums each retained
 // user's counts.
 func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Request) error {
-	name, err := nameParam(r)
-	if err != nil {
-		return err
-	}
-	q, err := query(r, "from", "to", "max", "sd")
-	if err != nil {
-		return err
-	}
-	from, to, err := rangeParams(q)
+	name, q, from, to, ss, err := s.seriesRange(r, "max", "sd")
 	if err != nil {
 		return err
 	}
@@ -651,10 +595,6 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 		return err
 	}
 	sd, err := intParam(q, "sd", 2, 1, 3)
-	if err != nil {
-		return err
-	}
-	ss, err := s.seriesStore()
 	if err != nil {
 		return err
 	}
@@ -676,4 +616,21 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 type seriesReportResponse struct {
 	rangeResponse
 	frequencyReportResponse
+}
+
+// seriesRange reads what every series range route starts with: the name,
+// the query (from, to and the route's own keys), the range, and the
+// backend's series part.
+func (s *Server) seriesRange(r *http.Request, keys ...string) (name string, q map[string][]string, from, to time.Time, ss SeriesStore, err error) {
+	if name, err = nameParam(r); err != nil {
+		return
+	}
+	if q, err = query(r, append([]string{"from", "to"}, keys...)...); err != nil {
+		return
+	}
+	if from, to, err = rangeParams(q); err != nil {
+		return
+	}
+	ss, err = s.seriesStore()
+	return
 }

@@ -235,3 +235,18 @@ func Prefixed(err error, prefix string) error {
 	}
 	return err
 }
+
+// MergedInto returns a new sketch: cur (the stored sketch name) with sk
+// unioned into it, keeping cur's parameters; the Merge of the store
+// contract on every backend. Another kind, or parameters that cannot be
+// merged, is a Conflict naming name.
+func MergedInto(name string, cur, sk Sketch) (Sketch, error) {
+	if err := NeedKind(name, cur, sk.Kind().Type); err != nil {
+		return nil, err
+	}
+	merged := cur.Clone()
+	if err := merged.Merge(sk); err != nil {
+		return nil, Prefixed(err, "cannot union into "+quote(name)+": ")
+	}
+	return merged, nil
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -315,14 +314,7 @@ func (s *DB) Put(ctx context.Context, name string, sk sketch.Sketch) (info sketc
 // sketch.Sketch.Merge).
 func (s *DB) Merge(ctx context.Context, name string, sk sketch.Sketch) (sketch.Info, error) {
 	return s.Transform(ctx, name, name, func(cur sketch.Sketch) (sketch.Sketch, error) {
-		if err := sketch.NeedKind(name, cur, sk.Kind().Type); err != nil {
-			return nil, err
-		}
-		merged := cur.Clone()
-		if err := merged.Merge(sk); err != nil {
-			return nil, sketch.Prefixed(err, "cannot union into "+strconv.Quote(name)+": ")
-		}
-		return merged, nil
+		return sketch.MergedInto(name, cur, sk)
 	})
 }
 

@@ -302,7 +302,9 @@ func badInputCases(f fixture) []badCase {
 	add("fold missing", "POST", "/v1/sketches/nope/fold", js, `{"log2m":10}`, 404)
 	add("no such route", "GET", "/v1/nothing", "", "", 404)
 	add("no such route below a sketch", "GET", "/v1/sketches/h/nothing", "", "", 404)
-	add("root", "GET", "/", "", "", 404)
+	add("post to the console", "POST", "/", "", "", 405)
+	add("no such console file", "GET", "/console/nothing.js", "", "", 404)
+	add("a console file below a folder", "GET", "/console/x/app.js", "", "", 404)
 
 	// Names.
 	badNames := map[string]string{

@@ -27,6 +27,10 @@ func (s *Server) routes() http.Handler {
 		return &httpError{http.StatusMethodNotAllowed, r.Method + " is not allowed on " + clip(r.URL.Path) + "; use " + strings.Join(allowed, " or ")}
 	}))
 
+	// The console is a page of public files: it holds no data, so it
+	// needs no token; the API calls it makes do.
+	r.Get("/", s.handle(s.handleConsolePage))
+	r.Get("/console/{file}", s.handle(s.handleConsoleFile))
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
 	r.Get("/openapi.yaml", s.handleOpenAPI)

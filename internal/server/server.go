@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/console"
 )
 
 // Metrics records what the handlers observe; *metrics.Metrics implements
@@ -77,7 +79,11 @@ type Server struct {
 	auth     *Auth
 	openapi  []byte
 	promHTTP http.Handler
-	handler  http.Handler
+	console  *console.Handler
+	// consoleErr is why the console could not be loaded (never, unless
+	// the binary's embedded files are broken); / then answers 500.
+	consoleErr error
+	handler    http.Handler
 	// patterns holds the route patterns chi serves; anything else a
 	// request matched (a mount, a subrouter's root) is "unmatched" in
 	// the metrics. Set once in New, read only after.
@@ -119,6 +125,7 @@ func New(cfg Config, deps Deps) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.console, s.consoleErr = console.New()
 	s.hashBufs.New = func() any { return new([]uint64) }
 	s.handler = s.routes()
 	return s

@@ -1,0 +1,640 @@
+// The sketchd console: hash-routed views over the public JSON API.
+// No inline scripts or styles (the page's Content-Security-Policy forbids
+// them): elements are built with the DOM API, styles come from app.css
+// and, for computed sizes, the CSSOM.
+import { layoutThree, layoutTwo, lensPath, radius } from './layout.js';
+
+const TOKEN_KEY = 'sketchd.read-token';
+const SVG = 'http://www.w3.org/2000/svg';
+const main = document.getElementById('main');
+const message = document.getElementById('message');
+
+// ---- DOM helpers ----
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  setAttrs(e, attrs);
+  e.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  return e;
+}
+
+function svg(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  setAttrs(e, attrs);
+  e.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  return e;
+}
+
+function setAttrs(e, attrs) {
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+}
+
+// ---- formatting ----
+
+const intFmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+// count formats an estimate of a number of ids: rounded, with separators.
+const count = (x) => intFmt.format(Math.round(x));
+const pct = (x) => `${(x * 100).toFixed(2)}%`;
+const frac = (x) => x.toFixed(3);
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+function when(iso) {
+  if (!iso) return '';
+  const t = el('time', { datetime: iso, title: iso }, `${iso.slice(0, 16).replace('T', ' ')} UTC`);
+  return t;
+}
+
+// ---- the API ----
+
+// Problem is a problem+json answer (or a network failure, status 0).
+class Problem extends Error {
+  constructor(status, title, detail, requestID) {
+    super(`${status} ${title}: ${detail}`);
+    this.status = status;
+    this.title = title;
+    this.detail = detail;
+    this.requestID = requestID;
+  }
+}
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
+async function api(method, path, body, { blob = false } = {}) {
+  const headers = { Accept: 'application/json, application/problem+json' };
+  const t = token();
+  if (t) headers.Authorization = `Bearer ${t}`;
+  const init = { method, headers, cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let resp;
+  try {
+    resp = await fetch(path, init);
+  } catch (e) {
+    throw new Problem(0, 'No answer', `sketchd did not answer (${e.message}).`, '');
+  }
+  if (resp.ok) return blob ? resp.blob() : resp.json();
+  let p = {};
+  if ((resp.headers.get('Content-Type') || '').includes('json')) {
+    try {
+      p = await resp.json();
+    } catch {
+      p = {};
+    }
+  }
+  throw new Problem(resp.status, p.title || resp.statusText || 'Error', p.detail || '', p.request_id || '');
+}
+
+const sketchPath = (name) => `/v1/sketches/${encodeURIComponent(name)}`;
+
+// ---- messages ----
+
+function say(text, kind = 'error') {
+  message.replaceChildren(...(Array.isArray(text) ? text : [text]));
+  message.className = `message ${kind}`;
+  message.hidden = false;
+}
+
+function clearMessage() {
+  message.hidden = true;
+  message.replaceChildren();
+}
+
+function showProblem(err) {
+  if (!(err instanceof Problem)) {
+    say(`Something went wrong in the page: ${err.message}`);
+    return;
+  }
+  const parts = [el('strong', { class: 'status' }, err.status ? `${err.status} ${err.title}` : err.title), ' ', err.detail];
+  if (err.status === 401) {
+    parts.push(' ', token() ? 'The token in use was refused; enter another read token above.' : 'This server needs a read token: enter it above.');
+  } else if (err.status === 403) {
+    parts.push(' ', 'The token in use may not do this.');
+  }
+  if (err.requestID) parts.push(el('span', { class: 'muted request-id' }, ` (request ${err.requestID})`));
+  say(parts);
+  if (err.status === 401) document.getElementById('token').focus();
+}
+
+// ---- the token ----
+
+function tokenState() {
+  document.getElementById('token-state').textContent = token() ? 'token set for this tab' : '';
+}
+
+document.getElementById('token-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const input = document.getElementById('token');
+  const v = input.value.trim();
+  if (v) sessionStorage.setItem(TOKEN_KEY, v);
+  input.value = '';
+  tokenState();
+  route();
+});
+
+document.getElementById('token-forget').addEventListener('click', () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  tokenState();
+  route();
+});
+
+// ---- views ----
+
+// A view renders into main from the route's parameters. Series views
+// (a chart per series, rolling lines, a range picker) join this table
+// when the API serves /v1/series.
+const views = [
+  { pattern: /^\/sketch\/(.+)$/, render: (m) => sketchView(decodeURIComponent(m[1])), nav: 'nav-list' },
+  { pattern: /^\/overlap$/, render: (_m, q) => overlapView(q.getAll('s')), nav: 'nav-overlap' },
+  { pattern: /^\/?$/, render: (_m, q) => listView(q.get('prefix') || ''), nav: 'nav-list' },
+];
+
+let generation = 0;
+
+async function route() {
+  const gen = ++generation;
+  const hash = location.hash.replace(/^#/, '') || '/';
+  const [path, query = ''] = hash.split('?');
+  const q = new URLSearchParams(query);
+  clearMessage();
+  for (const v of views) {
+    const m = path.match(v.pattern);
+    if (!m) continue;
+    for (const a of document.querySelectorAll('nav a')) {
+      if (a.id === v.nav) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    main.replaceChildren(el('p', { class: 'muted' }, 'Loading…'));
+    try {
+      const content = await v.render(m, q);
+      if (gen !== generation) return;
+      main.replaceChildren(content);
+    } catch (err) {
+      if (gen !== generation) return;
+      main.replaceChildren();
+      showProblem(err);
+    }
+    main.dataset.ready = String(gen);
+    return;
+  }
+  main.replaceChildren(el('h1', {}, 'Not here'), el('p', {}, el('a', { href: '#/' }, 'Back to the sketches')));
+}
+
+window.addEventListener('hashchange', () => {
+  route().then(() => {
+    const h = main.querySelector('h1');
+    if (h) {
+      h.tabIndex = -1;
+      h.focus({ preventScroll: true });
+    }
+  });
+});
+
+// estimateOf returns a sketch's estimate and absolute error (one standard
+// error for HLL; CMS totals are exact counts).
+function estimateOf(s) {
+  if (s.type === 'hll') return { value: s.cardinality, error: s.cardinality * s.std_error };
+  return { value: s.total, error: 0 };
+}
+
+function estimateCell(s) {
+  const { value, error } = estimateOf(s);
+  if (s.type === 'hll') {
+    return [el('span', { class: 'est' }, count(value)), error > 0 ? el('span', { class: 'err' }, ` ± ${count(error)}`) : el('span', { class: 'err muted' }, ' exact')];
+  }
+  return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' total')];
+}
+
+async function listView(prefix) {
+  const section = el('section', { class: 'list' });
+  const input = el('input', { id: 'prefix', type: 'search', value: prefix, spellcheck: 'false', autocomplete: 'off', maxlength: 200 });
+  const form = el('form', { role: 'search', class: 'search' }, el('label', { for: 'prefix' }, 'Name starts with'), input, el('button', { type: 'submit' }, 'Search'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const v = input.value.trim();
+    location.hash = v ? `#/?prefix=${encodeURIComponent(v)}` : '#/';
+  });
+  const tbody = el('tbody');
+  const table = el('table', { class: 'sketches' },
+    el('caption', { class: 'visually-hidden' }, 'Sketches, in name order'),
+    el('thead', {}, el('tr', {},
+      el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Select to compare')),
+      el('th', { scope: 'col' }, 'Name'),
+      el('th', { scope: 'col' }, 'Kind'),
+      el('th', { scope: 'col', class: 'num' }, 'Estimate ± error'),
+      el('th', { scope: 'col' }, 'Representation'),
+      el('th', { scope: 'col', class: 'num' }, 'Size'),
+      el('th', { scope: 'col' }, 'Last update'))),
+    tbody);
+  const compare = el('button', { type: 'button', id: 'compare', disabled: true }, 'Compare selected');
+  const more = el('button', { type: 'button', id: 'more', hidden: true }, 'Show more');
+  const status = el('p', { class: 'muted', 'aria-live': 'polite' });
+  const selected = () => [...tbody.querySelectorAll('input[type=checkbox]:checked')].map((c) => c.value);
+  const update = () => {
+    const n = selected().length;
+    compare.disabled = n < 2 || n > 3;
+    compare.textContent = n ? `Compare ${n} selected` : 'Compare selected';
+  };
+  compare.addEventListener('click', () => {
+    location.hash = `#/overlap?${selected().map((s) => `s=${encodeURIComponent(s)}`).join('&')}`;
+  });
+
+  let after = '';
+  let shown = 0;
+  const load = async () => {
+    const q = new URLSearchParams({ limit: '100' });
+    if (prefix) q.set('prefix', prefix);
+    if (after) q.set('after', after);
+    const page = await api('GET', `/v1/sketches?${q}`);
+    for (const s of page.sketches) {
+      const box = s.type === 'hll'
+        ? el('input', { type: 'checkbox', value: s.name, 'aria-label': `Select ${s.name} to compare`, onchange: update })
+        : '';
+      tbody.append(el('tr', { 'data-name': s.name },
+        el('td', { 'data-label': 'Compare' }, box),
+        el('th', { scope: 'row', 'data-label': 'Name' }, el('a', { href: `#/sketch/${encodeURIComponent(s.name)}` }, s.name)),
+        el('td', { 'data-label': 'Kind' }, s.type === 'hll' ? 'HLL' : 'Count-Min'),
+        el('td', { class: 'num estimate', 'data-label': 'Estimate' }, estimateCell(s)),
+        el('td', { 'data-label': 'Representation' }, s.representation || '—'),
+        el('td', { class: 'num', 'data-label': 'Size' }, bytes(s.size_bytes)),
+        el('td', { 'data-label': 'Updated' }, when(s.updated_at))));
+    }
+    shown += page.sketches.length;
+    after = page.next || '';
+    more.hidden = !after;
+    status.textContent = shown === 0
+      ? (prefix ? `No sketch name starts with “${prefix}”.` : 'No sketches yet. Create one with PUT /v1/sketches/{name}.')
+      : `${shown} sketch${shown === 1 ? '' : 'es'}${after ? ' so far' : ''}.`;
+  };
+  more.addEventListener('click', () => load().catch(showProblem));
+  await load();
+  section.append(el('h1', {}, 'Sketches'), form, status, el('div', { class: 'table-wrap' }, table), el('p', { class: 'actions' }, more, compare));
+  update();
+  return section;
+}
+
+function facts(rows) {
+  return el('dl', { class: 'facts' }, rows.filter(Boolean).map(([k, v, id]) => [el('dt', {}, k), el('dd', id ? { id } : {}, v)]));
+}
+
+async function sketchView(name) {
+  const s = await api('GET', sketchPath(name));
+  return s.type === 'hll' ? hllView(s) : cmsView(s);
+}
+
+function hllView(s) {
+  const { value, error } = estimateOf(s);
+  const m = 2 ** s.log2m;
+  const section = el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, 'HyperLogLog sketch: distinct ids'),
+    facts([
+      ['Estimate', [count(value), ' distinct ids'], 'estimate'],
+      ['Error', error > 0 ? `± ${count(error)} (one standard error, ${pct(s.std_error)})` : 'exact (the sketch still lists its ids)', 'error'],
+      ['Representation', s.representation],
+      ['Parameters', `log2m ${s.log2m} (${intFmt.format(m)} registers), regwidth ${s.regwidth}, expthresh ${s.expthresh}${s.expthresh === -1 ? ' (auto)' : ''}, sparse ${s.sparse ? 'on' : 'off'}`],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+      ['Last update', when(s.updated_at)],
+      ['On /metrics', s.metric ? 'yes' : 'no'],
+    ]));
+
+  const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.hll`);
+  download.addEventListener('click', async () => {
+    try {
+      const blob = await api('GET', `${sketchPath(s.name)}/raw`, undefined, { blob: true });
+      const url = URL.createObjectURL(blob);
+      const a = el('a', { href: url, download: `${s.name.replace(/:/g, '_')}.hll` });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (err) {
+      showProblem(err);
+    }
+  });
+  const line = psqlLine(s.name);
+  const copy = el('button', { type: 'button', id: 'copy-psql' }, 'Copy');
+  copy.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(line);
+      copy.textContent = 'Copied';
+    } catch {
+      copy.textContent = 'Select the line and copy it';
+    }
+  });
+  section.append(
+    el('h2', {}, 'Take it to PostgreSQL'),
+    el('p', {}, 'The bytes are the storage format postgresql-hll reads: ', download),
+    el('p', {}, 'Or load it straight into psql (the hll extension prints the same estimate):'),
+    el('pre', { class: 'code' }, el('code', { id: 'psql' }, line)),
+    el('p', {}, copy, token() ? el('span', { class: 'muted' }, ' Set SKETCHD_TOKEN to your read token first.') : ''),
+    el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
+  return section;
+}
+
+// psqlLine is one shell line that fetches the sketch as PostgreSQL's hex
+// text and loads it as an hll value in psql. The token, if any, is named,
+// never printed.
+function psqlLine(name) {
+  const url = `${location.origin}${sketchPath(name)}/raw?format=hex`;
+  const auth = token() ? ' -H "Authorization: Bearer $SKETCHD_TOKEN"' : '';
+  return `psql -v sketch="$(curl -sf${auth} '${url}')" <<< "SELECT hll_cardinality(:'sketch'::hll);"`;
+}
+
+async function cmsView(s) {
+  const epsN = s.epsilon * s.total;
+  const section = el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, 'Count-Min sketch: how often each id appeared'),
+    facts([
+      ['Total count (N)', count(s.total), 'total'],
+      ['Error bound', `an estimate overcounts by at most ε·N = ${epsN.toFixed(2)} with probability ${(1 - s.delta).toFixed(4)}; it never undercounts`],
+      ['Parameters', `width ${s.width}, depth ${s.depth} (ε ${s.epsilon.toPrecision(3)}, δ ${s.delta.toPrecision(3)}), ${s.conservative ? 'conservative' : 'plain'} update, top-k ${s.topk || 'off'}`],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+      ['Last update', when(s.updated_at)],
+    ]));
+
+  if (s.topk > 0) {
+    const top = await api('GET', `${sketchPath(s.name)}/top?k=${Math.min(s.topk, 50)}`);
+    section.append(el('h2', {}, 'Heaviest ids'));
+    if (top.items.length === 0) {
+      section.append(el('p', { class: 'muted' }, 'Nothing counted yet.'));
+    } else {
+      const max = Math.max(...top.items.map((i) => i.estimate));
+      const list = el('ol', { class: 'bars', id: 'top' });
+      for (const it of top.items) {
+        const bar = el('span', { class: 'bar' });
+        bar.style.width = `${(100 * it.estimate) / max}%`;
+        list.append(el('li', {},
+          el('span', { class: 'bar-id' }, String(it.id)),
+          el('span', { class: 'bar-track', 'aria-hidden': 'true' }, bar),
+          el('span', { class: 'bar-val' }, count(it.estimate), el('span', { class: 'muted' }, ` (≥ ${count(Math.max(0, it.estimate - epsN))})`))));
+      }
+      section.append(list, el('p', { class: 'muted' }, 'In brackets: the least the true count can be, given the ε·N bound.'));
+    }
+  }
+
+  const idInput = el('input', { id: 'freq-id', required: true, spellcheck: 'false', autocomplete: 'off', maxlength: 1000 });
+  const typeSel = el('select', { id: 'freq-type' },
+    el('option', { value: 'auto' }, 'a number is an int id'),
+    el('option', { value: 'text' }, 'text'),
+    el('option', { value: 'int' }, 'int'));
+  const out = el('div', { id: 'freq-result', 'aria-live': 'polite' });
+  const form = el('form', { class: 'inline' },
+    el('label', { for: 'freq-id' }, 'Id'), idInput,
+    el('label', { for: 'freq-type' }, 'as'), typeSel,
+    el('button', { type: 'submit' }, 'How often?'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const id = idInput.value;
+    let type = typeSel.value;
+    if (type === 'auto') type = /^-?\d{1,19}$/.test(id) ? 'int' : 'text';
+    try {
+      const r = await api('GET', `${sketchPath(s.name)}/frequency?id=${encodeURIComponent(id)}&id_type=${type}`);
+      const f = r.results[0];
+      clearMessage();
+      out.replaceChildren(facts([
+        ['Estimate', count(f.estimate), 'freq-estimate'],
+        ['True count', `between ${count(Math.max(0, f.estimate - f.error_bound))} and ${count(f.estimate)} with probability ${f.confidence.toFixed(4)} (ε·N = ${f.error_bound.toFixed(2)})`, 'freq-bound'],
+      ]));
+    } catch (err) {
+      out.replaceChildren();
+      showProblem(err);
+    }
+  });
+  section.append(el('h2', {}, 'Look up an id'), form, out);
+  return section;
+}
+
+// ---- overlap ----
+
+const COLORS = ['a', 'b', 'c'];
+
+async function overlapView(names) {
+  names = names.filter(Boolean).slice(0, 3);
+  const section = el('section', { class: 'overlap' }, el('h1', {}, 'Overlap'));
+  const list = await api('GET', '/v1/sketches?limit=1000');
+  const hlls = list.sketches.filter((s) => s.type === 'hll').map((s) => s.name);
+  const datalist = el('datalist', { id: 'hll-names' }, hlls.map((n) => el('option', { value: n })));
+  const inputs = ['A', 'B', 'C'].map((label, i) => el('input', {
+    id: `set-${label.toLowerCase()}`, list: 'hll-names', value: names[i] || '', spellcheck: 'false', autocomplete: 'off',
+    maxlength: 200, required: i < 2, placeholder: i < 2 ? 'sketch name' : 'optional',
+  }));
+  const form = el('form', { class: 'pick' }, datalist,
+    inputs.map((inp, i) => el('div', { class: 'field' }, el('label', { for: inp.id }, `Set ${'ABC'[i]}`), inp)),
+    el('button', { type: 'submit' }, 'Compare'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const picked = inputs.map((i) => i.value.trim()).filter(Boolean);
+    location.hash = `#/overlap?${picked.map((s) => `s=${encodeURIComponent(s)}`).join('&')}`;
+  });
+  section.append(el('p', { class: 'muted' }, 'Pick two or three HyperLogLog sketches. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form);
+  if (names.length < 2) return section;
+
+  const sets = await Promise.all(names.map((n) => api('GET', sketchPath(n))));
+  const cms = sets.find((s) => s.type !== 'hll');
+  if (cms) throw new Problem(400, 'Not an HLL', `${cms.name} is a Count-Min sketch; overlaps need HyperLogLog sketches.`, '');
+  const x = await api('POST', '/v1/intersection', { sketches: names });
+  const result = el('div', { class: 'result' });
+  if (names.length === 2) {
+    result.append(vennTwo(sets, x), numbersTwo(sets, x));
+  } else {
+    const pairs = await Promise.all([[0, 1], [0, 2], [1, 2]].map(([i, j]) => api('POST', '/v1/intersection', { sketches: [names[i], names[j]] })));
+    const drawn = vennThree(sets, x, pairs);
+    result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
+  }
+  section.append(result);
+  return section;
+}
+
+// fit returns a transform from layout units to a w×h viewBox with margin.
+function fit(circles, w, h, margin) {
+  const minX = Math.min(...circles.map((c) => c.x - c.r));
+  const maxX = Math.max(...circles.map((c) => c.x + c.r));
+  const minY = Math.min(...circles.map((c) => c.y - c.r));
+  const maxY = Math.max(...circles.map((c) => c.y + c.r));
+  const k = Math.min((w - 2 * margin) / (maxX - minX || 1), (h - 2 * margin) / (maxY - minY || 1));
+  const ox = (w - k * (maxX - minX)) / 2 - k * minX;
+  const oy = (h - k * (maxY - minY)) / 2 - k * minY;
+  return (c) => ({ x: ox + k * c.x, y: oy + k * c.y, r: k * c.r, k });
+}
+
+// ringsAndCircles draws each set: its error ring (the band between the
+// circles of areas estimate − error and estimate + error) and its circle.
+function setShapes(sets, placed, scaleK) {
+  const g = svg('g', { class: 'sets' });
+  sets.forEach((s, i) => {
+    const { value, error } = estimateOf(s);
+    const c = placed[i];
+    const rLo = radius(Math.max(0, value - error)) * scaleK;
+    const rHi = radius(value + error) * scaleK;
+    if (rHi - rLo > 0) {
+      g.append(svg('circle', { class: `ring ring-${COLORS[i]}`, cx: c.x, cy: c.y, r: (rLo + rHi) / 2, 'stroke-width': Math.max(rHi - rLo, 0.5) },
+        svg('title', {}, `${s.name}: ${count(value - error)} to ${count(value + error)}`)));
+    }
+    g.append(svg('circle', { class: `set set-${COLORS[i]}`, cx: c.x, cy: c.y, r: c.r, 'data-name': s.name },
+      svg('title', {}, `${s.name}: ${count(value)} ± ${count(error)}`)));
+  });
+  return g;
+}
+
+function labelFor(s, c, dir, i) {
+  const name = s.name.length > 24 ? `${s.name.slice(0, 23)}…` : s.name;
+  const y = c.y - c.r - 10 > 14 ? c.y - c.r - 10 : c.y + c.r + 20;
+  return svg('text', { class: `label label-${COLORS[i]}`, x: c.x + dir * c.r * 0.35, y, 'text-anchor': 'middle' }, `${name} · ${count(estimateOf(s).value)}`);
+}
+
+const W = 640;
+const H = 420;
+
+function vennTwo(sets, x) {
+  const [a, b] = sets.map((s) => estimateOf(s).value);
+  // A spurious answer is drawn at its upper bound, dashed and unfilled:
+  // the overlap may be anything from none to that.
+  const target = x.spurious ? x.upper : x.estimate;
+  const layout = layoutTwo(a, b, Math.min(target, Math.min(a, b)));
+  const ext = sets.map((s, i) => ({ ...layout[i], r: radius(estimateOf(s).value + estimateOf(s).error) }));
+  const tf = fit(ext, W, H, 36);
+  const placed = layout.map(tf);
+  const k = placed[0].k;
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'venn-title', id: 'venn', class: 'venn' },
+    svg('title', { id: 'venn-title' }, `Overlap of ${sets[0].name} and ${sets[1].name}: ${x.spurious ? 'spurious' : count(x.estimate)}`),
+    setShapes(sets, placed, k));
+  const lens = lensPath(placed[0], placed[1]);
+  if (lens && x.spurious) {
+    root.append(svg('path', { class: 'lens lens-spurious', d: lens.d }, svg('title', {}, `spurious: somewhere between 0 and ${count(x.upper)}`)));
+    root.append(svg('text', { class: 'lens-note', x: lens.cx, y: lens.cy, 'text-anchor': 'middle' }, 'spurious'));
+  } else if (x.spurious) {
+    root.append(svg('text', { class: 'lens-note', x: W / 2, y: H - 12, 'text-anchor': 'middle' }, 'spurious: no overlap can be told apart'));
+  } else if (lens) {
+    const band = (v, cls) => {
+      const s = Math.sqrt(Math.max(0, v) / Math.max(x.estimate, 1e-12));
+      return svg('path', {
+        class: cls, d: lens.d, 'vector-effect': 'non-scaling-stroke',
+        transform: `translate(${lens.cx} ${lens.cy}) scale(${s}) translate(${-lens.cx} ${-lens.cy})`,
+      });
+    };
+    root.append(
+      band(x.upper, 'lens lens-upper'),
+      svg('path', { class: 'lens lens-estimate', d: lens.d }, svg('title', {}, `${count(x.estimate)} ± ${count(x.error)}`)),
+      x.lower > 0 ? band(x.lower, 'lens lens-lower') : null);
+  }
+  root.append(labelFor(sets[0], placed[0], -1, 0), labelFor(sets[1], placed[1], 1, 1));
+  return el('figure', { class: 'venn-figure' }, root, legend(sets, !x.spurious));
+}
+
+function legend(sets, band) {
+  const item = (cls, text) => el('li', {}, svg('svg', { viewBox: '0 0 16 16', width: 16, height: 16, 'aria-hidden': 'true' }, svg('rect', { class: cls, x: 1, y: 1, width: 14, height: 14, rx: 3 })), text);
+  return el('figcaption', {}, el('ul', { class: 'legend' },
+    sets.map((s, i) => item(`set set-${COLORS[i]}`, s.name)),
+    item('ring ring-legend', 'ring: estimate ± one standard error'),
+    band ? item('lens lens-upper', 'lens band: lower to upper bound (the lens is the estimate)') : null));
+}
+
+function verdict(x) {
+  const items = [];
+  let cls;
+  let text;
+  if (x.spurious) {
+    cls = 'spurious';
+    text = [el('strong', {}, 'Spurious.'), ` The estimate (${count(x.estimate)}) is within 1.2 × its error (${count(x.error)}) of zero: these sketches cannot tell this overlap from none. Do not act on it.`];
+  } else if (x.reliable) {
+    cls = 'reliable';
+    text = [el('strong', {}, 'Reliable.'), ' The overlap is large enough, and the sets close enough in size, for this many registers.'];
+  } else {
+    cls = 'unreliable';
+    text = [el('strong', {}, 'Not reliable.'), ' The estimate is above its noise, but outside the range where this many registers are trustworthy.'];
+  }
+  for (const w of x.warnings || []) items.push(el('li', {}, w));
+  return el('div', { class: `verdict ${cls}`, id: 'verdict' }, el('p', {}, text), items.length ? el('ul', { class: 'warnings', id: 'warnings' }, items) : null);
+}
+
+function numbersTwo(sets, x) {
+  const [a, b] = sets.map((s) => s.name);
+  const pm = (v) => (v ? `${frac(v.estimate)} ± ${frac(v.error)}` : '—');
+  const pmCount = (v) => (v ? `${count(v.estimate)} ± ${count(v.error)}` : '—');
+  return el('div', { class: 'numbers' },
+    verdict(x),
+    facts([
+      [`|${a} ∩ ${b}|`, count(x.estimate), 'ov-estimate'],
+      ['Error (Δ)', `± ${count(x.error)}`, 'ov-error'],
+      ['Lower bound', count(x.lower), 'ov-lower'],
+      ['Upper bound', count(x.upper), 'ov-upper'],
+      ['Jaccard', pm(x.jaccard), 'ov-jaccard'],
+      [`${a} \\ ${b}`, pmCount(x.a_not_b), 'ov-a-not-b'],
+      [`${b} \\ ${a}`, pmCount(x.b_not_a), 'ov-b-not-a'],
+      ['Share of the smaller set', pct(x.overlap)],
+      ['Size ratio', `${x.cardinality_ratio.toFixed(1)} : 1`],
+      ['Method', `${x.method === 'mle' ? 'maximum likelihood' : 'inclusion–exclusion'}, log2m ${x.log2m}`],
+    ]));
+}
+
+function vennThree(sets, x, pairs) {
+  const areas = sets.map((s) => estimateOf(s).value);
+  const layout = layoutThree(areas, pairs.map((p) => p.estimate), x.estimate);
+  const ext = layout.circles.map((c, i) => ({ ...c, r: radius(areas[i] + estimateOf(sets[i]).error) }));
+  const tf = fit(ext, W, H, 36);
+  const placed = layout.circles.map(tf);
+  const k = placed[0].k;
+  const clipB = svg('clipPath', { id: 'clip-b' }, svg('circle', { cx: placed[1].x, cy: placed[1].y, r: placed[1].r }));
+  const clipC = svg('clipPath', { id: 'clip-c' }, svg('circle', { cx: placed[2].x, cy: placed[2].y, r: placed[2].r }));
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'venn-title', id: 'venn', class: 'venn' },
+    svg('title', { id: 'venn-title' }, `Overlap of ${sets.map((s) => s.name).join(', ')}`),
+    svg('defs', {}, clipB, clipC),
+    setShapes(sets, placed, k));
+  [[0, 1], [0, 2], [1, 2]].forEach(([i, j], n) => {
+    const lens = lensPath(placed[i], placed[j]);
+    if (lens) root.append(svg('path', { class: `lens ${pairs[n].spurious ? 'lens-spurious' : 'lens-pair'}`, d: lens.d }));
+  });
+  if (!x.spurious) {
+    root.append(svg('g', { 'clip-path': 'url(#clip-b)' },
+      svg('circle', { class: 'lens lens-estimate triple', cx: placed[0].x, cy: placed[0].y, r: placed[0].r, 'clip-path': 'url(#clip-c)' })));
+  }
+  const center = { x: (placed[0].x + placed[1].x + placed[2].x) / 3, y: (placed[0].y + placed[1].y + placed[2].y) / 3 };
+  placed.forEach((c, i) => {
+    const dir = c.x < center.x - 1 ? -1 : c.x > center.x + 1 ? 1 : 0;
+    root.append(labelFor(sets[i], c, dir, i));
+  });
+  if (x.spurious) root.append(svg('text', { class: 'lens-note', x: center.x, y: center.y, 'text-anchor': 'middle' }, 'spurious'));
+  return { figure: el('figure', { class: 'venn-figure' }, root, legend(sets, false)), layout };
+}
+
+function numbersThree(sets, x, pairs, layout) {
+  const n = sets.map((s) => s.name);
+  const rows = [[0, 1], [0, 2], [1, 2]].map(([i, j], k) => el('tr', {},
+    el('th', { scope: 'row' }, `${n[i]} ∩ ${n[j]}`),
+    el('td', { class: 'num' }, count(pairs[k].estimate)),
+    el('td', { class: 'num' }, `${count(pairs[k].lower)} – ${count(pairs[k].upper)}`),
+    el('td', {}, pairs[k].spurious ? 'spurious' : pairs[k].reliable ? 'reliable' : 'not reliable')));
+  return el('div', { class: 'numbers' },
+    verdict(x),
+    facts([
+      [`|${n.join(' ∩ ')}|`, count(x.estimate), 'ov-estimate'],
+      ['Error (Δ)', `± ${count(x.error)}`, 'ov-error'],
+      ['Lower bound', count(x.lower), 'ov-lower'],
+      ['Upper bound', count(x.upper), 'ov-upper'],
+      ['Share of the smallest set', pct(x.overlap)],
+      ['Method', `${x.method === 'mle' ? 'maximum likelihood' : 'inclusion–exclusion'}, log2m ${x.log2m}`],
+    ]),
+    el('h2', {}, 'Pairs'),
+    el('div', { class: 'table-wrap' }, el('table', { class: 'pairs' },
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Pair'), el('th', { scope: 'col', class: 'num' }, 'Estimate'), el('th', { scope: 'col', class: 'num' }, 'Bounds'), el('th', { scope: 'col' }, 'Verdict'))),
+      el('tbody', {}, rows))),
+    el('p', { class: 'layout-error', id: 'layout-error', 'data-error': layout.error.toFixed(6) },
+      `Drawing error: three circles cannot always show every overlap exactly. The pairwise overlaps are drawn within ${pct(layout.pairError)}, the region common to all three within ${pct(layout.triple.error)}, of the smallest circle's area.`));
+}
+
+tokenState();
+route();

@@ -1,0 +1,198 @@
+package console_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sketchd/sketchd/api"
+	"github.com/sketchd/sketchd/internal/server"
+	"github.com/sketchd/sketchd/internal/store"
+)
+
+// Tokens of the protected test server.
+const (
+	readToken  = "console-read-token"
+	writeToken = "console-write-token"
+)
+
+// site is a real sketchd server (real store in a temporary directory)
+// behind httptest, with the token used to seed it.
+type site struct {
+	url   string
+	token string // write token used by the test's own API calls ("" if open)
+}
+
+// openStore opens the real store in a temporary directory, closed on
+// cleanup. It is the one place these tests build a store.
+func openStore(tb testing.TB) server.Store {
+	tb.Helper()
+	db, err := store.Open(filepath.Join(tb.TempDir(), "sketchd.db"), store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			tb.Errorf("store Close: %v", err)
+		}
+	})
+	return db
+}
+
+// newSite starts the whole server; protected turns on bearer tokens.
+func newSite(tb testing.TB, protected bool) *site {
+	tb.Helper()
+	deps := server.Deps{Store: openStore(tb), OpenAPI: api.Spec()}
+	s := &site{}
+	if protected {
+		path := filepath.Join(tb.TempDir(), "tokens")
+		if err := os.WriteFile(path, []byte(readToken+" read\n"+writeToken+" write\n"), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		auth, err := server.LoadAuth(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		deps.Auth = auth
+		s.token = writeToken
+	}
+	srv := httptest.NewServer(server.New(server.DefaultConfig(), deps))
+	tb.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+// call sends one API request and decodes a 2xx JSON answer into out.
+func (s *site) call(tb testing.TB, method, path, ctype string, body []byte, out any) {
+	tb.Helper()
+	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		tb.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			tb.Fatalf("%s %s: %v in %s", method, path, err, data)
+		}
+	}
+}
+
+// hllOf creates an HLL sketch holding the integer ids [from, to).
+func (s *site) hllOf(tb testing.TB, name string, from, to int) {
+	tb.Helper()
+	s.call(tb, http.MethodPut, "/v1/sketches/"+name, "", nil, nil)
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	s.call(tb, http.MethodPost, "/v1/sketches/"+name+"/add", "text/plain", []byte(b.String()), nil)
+}
+
+// cmsOf creates a Count-Min sketch with top-k and the given counts.
+func (s *site) cmsOf(tb testing.TB, name string, counts map[string]int) {
+	tb.Helper()
+	s.call(tb, http.MethodPut, "/v1/sketches/"+name, "application/json", []byte(`{"type":"cms","epsilon":0.001,"delta":0.01,"topk":10}`), nil)
+	type item struct {
+		ID    string `json:"id"`
+		Count int    `json:"count"`
+	}
+	var items []item
+	for id, n := range counts {
+		items = append(items, item{id, n})
+	}
+	body, _ := json.Marshal(map[string]any{"items": items})
+	s.call(tb, http.MethodPost, "/v1/sketches/"+name+"/add", "application/json", body, nil)
+}
+
+// sketchInfo is the part of a describe answer the console shows.
+type sketchInfo struct {
+	Name           string  `json:"name"`
+	Type           string  `json:"type"`
+	Cardinality    float64 `json:"cardinality"`
+	StdError       float64 `json:"std_error"`
+	Representation string  `json:"representation"`
+	Total          int64   `json:"total"`
+}
+
+type intersection struct {
+	Estimate float64  `json:"estimate"`
+	Error    float64  `json:"error"`
+	Lower    float64  `json:"lower"`
+	Upper    float64  `json:"upper"`
+	Spurious bool     `json:"spurious"`
+	Reliable bool     `json:"reliable"`
+	Warnings []string `json:"warnings"`
+}
+
+func (s *site) intersect(tb testing.TB, names ...string) intersection {
+	tb.Helper()
+	body, _ := json.Marshal(map[string]any{"sketches": names})
+	var x intersection
+	s.call(tb, http.MethodPost, "/v1/intersection", "application/json", body, &x)
+	return x
+}
+
+func (s *site) list(tb testing.TB, prefix string) []sketchInfo {
+	tb.Helper()
+	var page struct {
+		Sketches []sketchInfo `json:"sketches"`
+	}
+	s.call(tb, http.MethodGet, "/v1/sketches?limit=1000&prefix="+prefix, "", nil, &page)
+	return page.Sketches
+}
+
+// count formats an estimate as the console does: rounded half up, with
+// thousands separators.
+func count(x float64) string {
+	n := int64(math.Floor(x + 0.5))
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	digits := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		in   float64
+		want string
+	}{{0, "0"}, {0.5, "1"}, {999.4, "999"}, {1000, "1,000"}, {1234567.5, "1,234,568"}, {-1500, "-1,500"}} {
+		if got := count(c.in); got != c.want {
+			t.Errorf("count(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

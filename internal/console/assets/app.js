@@ -14,14 +14,14 @@ const message = document.getElementById('message');
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   setAttrs(e, attrs);
-  e.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  e.append(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
   return e;
 }
 
 function svg(tag, attrs = {}, ...children) {
   const e = document.createElementNS(SVG, tag);
   setAttrs(e, attrs);
-  e.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  e.append(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
   return e;
 }
 
@@ -95,7 +95,9 @@ async function api(method, path, body, { blob = false } = {}) {
   throw new Problem(resp.status, p.title || resp.statusText || 'Error', p.detail || '', p.request_id || '');
 }
 
-const sketchPath = (name) => `/v1/sketches/${encodeURIComponent(name)}`;
+// sketchPath is a sketch's API path. Names are letters, digits and
+// . _ : - (all safe in a path), and the API takes ':' as is, not %3A.
+const sketchPath = (name) => `/v1/sketches/${encodeURIComponent(name).replace(/%3A/gi, ':')}`;
 
 // ---- messages ----
 
@@ -115,7 +117,8 @@ function showProblem(err) {
     say(`Something went wrong in the page: ${err.message}`);
     return;
   }
-  const parts = [el('strong', { class: 'status' }, err.status ? `${err.status} ${err.title}` : err.title), ' ', err.detail];
+  const detail = err.detail && !/[.!?]$/.test(err.detail) ? `${err.detail}.` : err.detail;
+  const parts = [el('strong', { class: 'status' }, err.status ? `${err.status} ${err.title}` : err.title), ' ', detail];
   if (err.status === 401) {
     parts.push(' ', token() ? 'The token in use was refused; enter another read token above.' : 'This server needs a read token: enter it above.');
   } else if (err.status === 403) {
@@ -529,7 +532,8 @@ function vennTwo(sets, x) {
     root.append(
       band(x.upper, 'lens lens-upper'),
       svg('path', { class: 'lens lens-estimate', d: lens.d }, svg('title', {}, `${count(x.estimate)} ± ${count(x.error)}`)),
-      x.lower > 0 ? band(x.lower, 'lens lens-lower') : null);
+      x.lower > 0 ? band(x.lower, 'lens lens-lower') : null,
+      svg('text', { class: 'lens-label', x: lens.cx, y: lens.cy, 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, `${count(x.estimate)} ± ${count(x.error)}`));
   }
   root.append(labelFor(sets[0], placed[0], -1, 0), labelFor(sets[1], placed[1], 1, 1));
   return el('figure', { class: 'venn-figure' }, root, legend(sets, !x.spurious));
@@ -596,7 +600,9 @@ function vennThree(sets, x, pairs) {
     setShapes(sets, placed, k));
   [[0, 1], [0, 2], [1, 2]].forEach(([i, j], n) => {
     const lens = lensPath(placed[i], placed[j]);
-    if (lens) root.append(svg('path', { class: `lens ${pairs[n].spurious ? 'lens-spurious' : 'lens-pair'}`, d: lens.d }));
+    // The translucent circles show each pair's overlap; only a spurious
+    // pair is marked, so it is not read as a confident one.
+    if (lens && pairs[n].spurious) root.append(svg('path', { class: 'lens lens-spurious', d: lens.d }));
   });
   if (!x.spurious) {
     root.append(svg('g', { 'clip-path': 'url(#clip-b)' },

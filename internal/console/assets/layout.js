@@ -8,16 +8,31 @@ export function radius(area) {
   return Math.sqrt(Math.max(0, area) / Math.PI);
 }
 
+// aMinusSin is a − sin(a), without the cancellation of the direct
+// formula for small a (a Taylor series below 0.5).
+function aMinusSin(a) {
+  if (a >= 0.5) return a - Math.sin(a);
+  const a2 = a * a;
+  return a * a2 * (1 / 6 - a2 * (1 / 120 - a2 * (1 / 5040 - a2 * (1 / 362880 - a2 / 39916800))));
+}
+
 // lensArea is the area of the intersection of two circles of radii r1, r2
-// whose centres are d apart.
+// whose centres are d apart: the sum of two circular segments, each
+// r²(2θ − sin 2θ)/2 for the half-angle θ its chord subtends. The half
+// chord comes from the product form of Heron's formula and the angles from
+// atan2, so the area stays accurate to the last digits even for a sliver
+// between very different circles.
 export function lensArea(r1, r2, d) {
   const small = Math.min(r1, r2);
   if (d >= r1 + r2) return 0;
   if (d <= Math.abs(r1 - r2)) return Math.PI * small * small;
-  const a1 = Math.acos(clamp((d * d + r1 * r1 - r2 * r2) / (2 * d * r1), -1, 1));
-  const a2 = Math.acos(clamp((d * d + r2 * r2 - r1 * r1) / (2 * d * r2), -1, 1));
   const k = (-d + r1 + r2) * (d + r1 - r2) * (d - r1 + r2) * (d + r1 + r2);
-  return r1 * r1 * a1 + r2 * r2 * a2 - 0.5 * Math.sqrt(Math.max(0, k));
+  const h = Math.sqrt(Math.max(0, k)) / (2 * d);
+  const x1 = (d * d + r1 * r1 - r2 * r2) / (2 * d);
+  const x2 = d - x1;
+  const t1 = Math.atan2(h, x1);
+  const t2 = Math.atan2(h, x2);
+  return (r1 * r1 * aMinusSin(2 * t1) + r2 * r2 * aMinusSin(2 * t2)) / 2;
 }
 
 // lensDistance is the inverse of lensArea in d: the distance between the
@@ -119,39 +134,41 @@ const PAIRS = [[0, 1], [0, 2], [1, 2]];
 // error, the largest difference as a fraction of the smallest circle.
 //
 // The distances come from lensDistance; if they form a triangle the
-// pairwise overlaps are exact, else a gradient descent on the squared
-// pairwise area differences finds a compromise. The triple region follows
+// pairwise overlaps are exact, else a descent on the squared distance
+// misfits finds a compromise, and the report says how far off it is. The triple region follows
 // from the pairs and is only measured, never fitted.
 export function layoutThree(areas, pairs, triple) {
   const r = areas.map(radius);
   const dist = PAIRS.map(([i, j], k) => lensDistance(r[i], r[j], pairs[k]));
   const [d01, d02, d12] = dist;
-  let x2 = d01 > 0 ? (d01 * d01 + d02 * d02 - d12 * d12) / (2 * d01) : d02;
-  let y2sq = d02 * d02 - x2 * x2;
+  const x2 = d01 > 0 ? (d01 * d01 + d02 * d02 - d12 * d12) / (2 * d01) : d02;
+  const y2sq = d02 * d02 - x2 * x2;
   // Free coordinates: b.x, c.x, c.y (a fixed at the origin, b on the x axis).
   let v = [d01, x2, Math.sqrt(Math.max(0, y2sq))];
   const circles = (p) => [{ x: 0, y: 0, r: r[0] }, { x: p[0], y: 0, r: r[1] }, { x: p[1], y: p[2], r: r[2] }];
-  const scale = Math.max(1e-12, Math.min(...areas.map((a) => Math.max(a, 0))) || Math.max(...areas, 1));
+  // Squared misfit of the centre distances: smooth everywhere, unlike the
+  // lens areas, which stop changing once two circles are apart.
   const loss = (p) => {
     const c = circles(p);
     let s = 0;
     PAIRS.forEach(([i, j], k) => {
-      const target = clamp(pairs[k], 0, Math.PI * Math.min(r[i], r[j]) ** 2);
-      const e = (lensArea(r[i], r[j], Math.hypot(c[i].x - c[j].x, c[i].y - c[j].y)) - target) / scale;
+      const e = Math.hypot(c[i].x - c[j].x, c[i].y - c[j].y) - dist[k];
       s += e * e;
     });
     return s;
   };
   let iterations = 0;
   if (y2sq < 0) {
-    // The distances break the triangle inequality: refine numerically.
-    // Nudge c off the axis so the descent can move it in y.
+    // The distances break the triangle inequality: start from the nearest
+    // line-up (c on the x axis, nudged off it so it can move in y) and
+    // descend.
     const span = Math.max(...r) || 1;
+    v[1] = clamp(x2, -d02, d02);
     v[2] = 1e-3 * span;
     let step = 0.05 * span;
     let cur = loss(v);
-    for (; iterations < 2000 && step > 1e-9 * span && cur > 1e-14; iterations++) {
-      const h = 1e-6 * span;
+    for (; iterations < 5000 && step > 1e-12 * span; iterations++) {
+      const h = 1e-7 * span;
       const g = v.map((_, i) => {
         const w = v.slice();
         w[i] += h;

@@ -1,0 +1,655 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// The browser tests drive a real headless Chromium (Debian's chromium
+// package; SKETCHD_CHROMIUM names another binary) against the real server.
+// Without one they skip; SKETCHD_REQUIRE_BROWSER=1 (set by CI) makes that a
+// failure. Screenshots go to SKETCHD_SCREENSHOT_DIR, or a temporary
+// directory that the log names.
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	candidates := []string{os.Getenv("SKETCHD_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("SKETCHD_REQUIRE_BROWSER") == "1" {
+		t.Fatal("SKETCHD_REQUIRE_BROWSER=1 but no Chromium was found (apt-get install chromium, or set SKETCHD_CHROMIUM)")
+	}
+	t.Skip("skipping the browser tests: no Chromium found (apt-get install chromium, or set SKETCHD_CHROMIUM)")
+	return ""
+}
+
+// browser starts one headless Chromium for the test, with a 1280×800
+// window.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.WindowSize(1280, 800),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("lang", "en-US"),
+	)
+	if os.Geteuid() == 0 {
+		// Chromium refuses to run as root with its sandbox.
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// Opening the first tab starts the browser; give up after a minute.
+	watchdog := time.AfterFunc(time.Minute, cancel)
+	defer watchdog.Stop()
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// tab is one browser tab and everything its pages wrote to the console.
+type tab struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	msgs []chromedp.ConsoleMessage
+}
+
+func newTab(t *testing.T, b context.Context) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancelTimeout(); cancel(); <-done })
+	if err := chromedp.Do(ctx); err != nil {
+		close(done)
+		t.Fatalf("open a tab: %v", err)
+	}
+	// The window's viewport: 1280×800, the laptop screen the page is
+	// designed for (the phone test overrides it).
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		close(done)
+		t.Fatalf("set the viewport: %v", err)
+	}
+	tb := &tab{ctx: ctx}
+	messages := chromedp.Console(ctx)
+	go func() {
+		defer close(done)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			tb.mu.Lock()
+			tb.msgs = append(tb.msgs, m)
+			tb.mu.Unlock()
+		}
+	}()
+	return tb
+}
+
+func (tb *tab) do(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(tb.ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func eval[T any](t *testing.T, tb *tab, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", clip(expr), err)
+	}
+	return v
+}
+
+func clip(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "…"
+	}
+	return s
+}
+
+// open loads the console at the given hash route. A fresh query string
+// each time makes it a real page load, not just a hash change.
+func (tb *tab) open(t *testing.T, base, route string) {
+	t.Helper()
+	tb.do(t, "open "+route, chromedp.Navigate(fmt.Sprintf("%s/?load=%d#%s", base, time.Now().UnixNano(), route)))
+}
+
+// wait waits up to 30s for an element to be visible; on failure it says
+// what the page shows instead and what it wrote to the console.
+func (tb *tab) wait(t *testing.T, css string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(css))); err != nil {
+		page, _ := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		t.Fatalf("wait for %s: %v\npage text:\n%s\nconsole: %v", css, err, clip(page), tb.msgs)
+	}
+}
+
+func (tb *tab) text(t *testing.T, css string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(css)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", css, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// noErrors fails the test for every console error, exception or failed
+// load, except those allow accepts.
+func (tb *tab) noErrors(t *testing.T, allow func(chromedp.ConsoleMessage) bool) {
+	t.Helper()
+	// A round trip to the page lets messages already sent arrive.
+	eval[int](t, tb, "1")
+	time.Sleep(100 * time.Millisecond)
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	for _, m := range tb.msgs {
+		switch {
+		case m.Type != chromedp.ConsoleError && m.Type != chromedp.ConsoleException && m.Type != chromedp.ConsoleWarning:
+		case allow != nil && allow(m):
+		default:
+			t.Errorf("console %s (%s) at %s: %s", m.Type, m.Source, m.URL, m.Text)
+		}
+	}
+}
+
+// contrastJS lists visible HTML text whose colour has a contrast ratio
+// under 4.5:1 (WCAG AA) against the nearest opaque background behind it.
+const contrastJS = `(() => {
+	const lum = (c) => { const m = c.match(/[\d.]+/g).map(Number);
+		const [r, g, b] = m.slice(0, 3).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+		return { l: 0.2126 * r + 0.7152 * g + 0.0722 * b, a: m.length > 3 ? m[3] : 1 }; };
+	const bg = (e) => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor; if (lum(c).a >= 0.99) return c; } return 'rgb(255, 255, 255)'; };
+	const bad = [];
+	for (const e of document.querySelectorAll('body *')) {
+		if (e.closest('svg') || !e.checkVisibility()) continue;
+		if (![...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+		const fg = lum(getComputedStyle(e).color).l, b = lum(bg(e)).l;
+		const ratio = (Math.max(fg, b) + 0.05) / (Math.min(fg, b) + 0.05);
+		if (ratio < 4.5) bad.push(e.tagName + ' "' + e.textContent.trim().slice(0, 40) + '" ' + ratio.toFixed(2));
+	}
+	return bad; })()`
+
+// readable fails the test for text with too little contrast.
+func (tb *tab) readable(t *testing.T) {
+	t.Helper()
+	for _, b := range eval[[]string](t, tb, contrastJS) {
+		t.Errorf("low contrast: %s", b)
+	}
+}
+
+// screenshot saves the viewport as name.png.
+func (tb *tab) screenshot(t *testing.T, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tb.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dir := os.Getenv("SKETCHD_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s", path)
+}
+
+// seed fills a site with the sketches the browser tests look at: two
+// audiences with a known overlap of 10,000, one disjoint from both, a
+// third overlapping both, and a Count-Min sketch.
+func seed(t *testing.T, s *site) {
+	t.Helper()
+	s.hllOf(t, "newsletter:oct", 1, 20001)
+	s.hllOf(t, "checkout:oct", 10001, 40001)
+	s.hllOf(t, "churned:sep", 500001, 520001)
+	s.hllOf(t, "support:oct", 15001, 27001)
+	s.cmsOf(t, "pageviews", map[string]int{"alice": 120, "bob": 75, "carol": 40, "dave": 12, "erin": 3})
+}
+
+func TestBrowser(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	seed(t, s)
+
+	t.Run("list shows the API's names and estimates", func(t *testing.T) {
+		tb := newTab(t, b)
+		tb.open(t, s.url, "/")
+		tb.wait(t, "table.sketches tbody tr")
+		type row struct{ Name, Kind, Estimate, Representation string }
+		rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+			Name: tr.dataset.name, Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent,
+			Representation: tr.children[4].textContent}))`)
+		want := s.list(t, "")
+		if len(rows) != len(want) || len(want) != 5 {
+			t.Fatalf("the list shows %d rows, the API lists %d (want 5): %+v", len(rows), len(want), rows)
+		}
+		for i, w := range want {
+			r := rows[i]
+			est := count(float64(w.Total)) + " total"
+			rep := "—"
+			if w.Type == "hll" {
+				est = count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError)
+				rep = w.Representation
+			}
+			if r.Name != w.Name || r.Estimate != est || r.Representation != rep {
+				t.Errorf("row %d = %+v, want name %q, estimate %q, representation %q", i, r, w.Name, est, rep)
+			}
+		}
+		tb.readable(t)
+		tb.screenshot(t, "console-list")
+
+		// Prefix search, by keyboard only.
+		tb.do(t, "search", chromedp.SendKeys(chromedp.ID("prefix"), "news"+kb.Enter))
+		tb.do(t, "search result", chromedp.Poll[chromedp.Void](`document.querySelectorAll('table.sketches tbody tr').length === 1 && document.querySelector('table.sketches tbody tr').dataset.name === 'newsletter:oct'`, chromedp.WithPollingTimeout(20*time.Second)))
+		if got := eval[string](t, tb, `location.hash`); got != "#/?prefix=news" {
+			t.Errorf("after the search the route is %q", got)
+		}
+		tb.noErrors(t, nil)
+	})
+
+	t.Run("overlap of two shows the API's estimate and bounds", func(t *testing.T) {
+		tb := newTab(t, b)
+		x := s.intersect(t, "newsletter:oct", "checkout:oct")
+		if x.Spurious || math.Abs(x.Estimate-10000) > 1000 {
+			t.Fatalf("fixture: intersection %+v, want about 10,000 and not spurious", x)
+		}
+		tb.open(t, s.url, "/overlap?s=newsletter:oct&s=checkout:oct")
+		tb.wait(t, "#ov-estimate")
+		for id, v := range map[string]float64{"#ov-estimate": x.Estimate, "#ov-lower": x.Lower, "#ov-upper": x.Upper} {
+			if got := tb.text(t, id); got != count(v) {
+				t.Errorf("%s shows %q, want %q (API %v)", id, got, count(v), v)
+			}
+		}
+		if got := tb.text(t, "#ov-error"); got != "± "+count(x.Error) {
+			t.Errorf("#ov-error shows %q, want ± %s", got, count(x.Error))
+		}
+		verdict := tb.text(t, "#verdict")
+		if x.Reliable && !strings.HasPrefix(verdict, "Reliable.") || strings.Contains(verdict, "Spurious") {
+			t.Errorf("verdict %q for %+v", verdict, x)
+		}
+		type shape struct {
+			Circles int
+			Lenses  int
+			LensD   string
+			R       []float64
+		}
+		got := eval[shape](t, tb, `({Circles: document.querySelectorAll('#venn circle.set').length,
+			Lenses: document.querySelectorAll('#venn path.lens-estimate').length,
+			LensD: (document.querySelector('#venn path.lens-estimate') || {getAttribute: () => ''}).getAttribute('d'),
+			R: [...document.querySelectorAll('#venn circle.set')].map(c => +c.getAttribute('r'))})`)
+		if got.Circles != 2 || got.Lenses != 1 || !strings.Contains(got.LensD, " A ") {
+			t.Fatalf("the Venn has %d circles and %d lenses (d=%q), want 2 and 1", got.Circles, got.Lenses, got.LensD)
+		}
+		// Areas are proportional to the estimates.
+		a, bb := describe(t, s, "newsletter:oct"), describe(t, s, "checkout:oct")
+		if ratio, want := got.R[0]*got.R[0]/(got.R[1]*got.R[1]), a.Cardinality/bb.Cardinality; math.Abs(ratio/want-1) > 1e-6 {
+			t.Errorf("circle area ratio %v, estimate ratio %v", ratio, want)
+		}
+		tb.readable(t)
+		tb.screenshot(t, "console-overlap")
+		tb.noErrors(t, nil)
+	})
+
+	t.Run("a disjoint pair is spurious", func(t *testing.T) {
+		tb := newTab(t, b)
+		x := s.intersect(t, "newsletter:oct", "churned:sep")
+		if !x.Spurious {
+			t.Fatalf("fixture: %+v, want spurious", x)
+		}
+		tb.open(t, s.url, "/overlap?s=newsletter:oct&s=churned:sep")
+		tb.wait(t, "#verdict")
+		if v := tb.text(t, "#verdict"); !strings.HasPrefix(v, "Spurious.") {
+			t.Errorf("verdict %q, want it to say spurious", v)
+		}
+		n := eval[int](t, tb, `document.querySelectorAll('#venn .lens-estimate, #venn .lens-upper').length`)
+		if n != 0 {
+			t.Errorf("a spurious overlap is drawn as a confident lens (%d shapes)", n)
+		}
+		if note := eval[string](t, tb, `[...document.querySelectorAll('#venn text')].map(t => t.textContent).join('|')`); !strings.Contains(note, "spurious") {
+			t.Errorf("the drawing does not say spurious: %q", note)
+		}
+		tb.readable(t)
+		tb.screenshot(t, "console-spurious")
+		tb.noErrors(t, nil)
+	})
+
+	t.Run("three sets report their layout error", func(t *testing.T) {
+		tb := newTab(t, b)
+		x := s.intersect(t, "newsletter:oct", "checkout:oct", "support:oct")
+		tb.open(t, s.url, "/overlap?s=newsletter:oct&s=checkout:oct&s=support:oct")
+		tb.wait(t, "#layout-error")
+		if got := tb.text(t, "#ov-estimate"); got != count(x.Estimate) {
+			t.Errorf("#ov-estimate %q, want %q", got, count(x.Estimate))
+		}
+		circles := eval[int](t, tb, `document.querySelectorAll('#venn circle.set').length`)
+		if circles != 3 {
+			t.Errorf("%d circles, want 3", circles)
+		}
+		var e float64
+		if _, err := fmt.Sscan(eval[string](t, tb, `document.getElementById('layout-error').dataset.error`), &e); err != nil || e < 0 || e > 0.05 {
+			t.Errorf("layout error %v (%v): these three sets can be drawn within 5%%", e, err)
+		}
+		if txt := tb.text(t, "#layout-error"); !strings.Contains(txt, "%") {
+			t.Errorf("layout error text %q", txt)
+		}
+		tb.readable(t)
+		tb.screenshot(t, "console-three")
+		tb.noErrors(t, nil)
+	})
+
+	t.Run("hll detail", func(t *testing.T) {
+		tb := newTab(t, b)
+		d := describe(t, s, "newsletter:oct")
+		tb.open(t, s.url, "/sketch/newsletter:oct")
+		tb.wait(t, "#psql")
+		if got := tb.text(t, "#estimate"); got != count(d.Cardinality)+" distinct ids" {
+			t.Errorf("#estimate %q, want %s distinct ids", got, count(d.Cardinality))
+		}
+		line := tb.text(t, "#psql")
+		if !strings.Contains(line, s.url+"/v1/sketches/newsletter:oct/raw?format=hex") || !strings.Contains(line, "::hll") {
+			t.Errorf("psql line %q", line)
+		}
+		tb.readable(t)
+		tb.noErrors(t, nil)
+		t.Run("the psql line loads it", func(t *testing.T) { runPsqlLine(t, line, d.Cardinality) })
+	})
+
+	t.Run("cms detail and frequency", func(t *testing.T) {
+		tb := newTab(t, b)
+		tb.open(t, s.url, "/sketch/pageviews")
+		tb.wait(t, "#top li")
+		ids := eval[[]string](t, tb, `[...document.querySelectorAll('#top .bar-id')].map(e => e.textContent)`)
+		if strings.Join(ids, ",") != "alice,bob,carol,dave,erin" {
+			t.Errorf("top-k bars %v, want alice..erin heaviest first", ids)
+		}
+		tb.do(t, "look up", chromedp.SendKeys(chromedp.ID("freq-id"), "bob"+kb.Enter))
+		tb.wait(t, "#freq-estimate")
+		if got := tb.text(t, "#freq-estimate"); got != "75" {
+			t.Errorf("frequency of bob shows %q, want 75", got)
+		}
+		if got := tb.text(t, "#freq-bound"); !strings.Contains(got, "ε·N = 0.25") {
+			t.Errorf("frequency bound %q, want ε·N = 0.25 (ε 0.001 × N 250, rounded to width)", got)
+		}
+		tb.noErrors(t, nil)
+	})
+
+	t.Run("phone width", func(t *testing.T) {
+		tb := newTab(t, b)
+		tb.do(t, "phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+		for _, r := range []struct{ route, wait, shot string }{
+			{"/", "table.sketches tbody tr", "console-phone-list"},
+			{"/overlap?s=newsletter:oct&s=checkout:oct", "#ov-estimate", "console-phone-overlap"},
+		} {
+			tb.open(t, s.url, r.route)
+			tb.wait(t, r.wait)
+			if over := eval[int](t, tb, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
+				t.Errorf("%s is %d px wider than a phone screen", r.route, over)
+			}
+			tb.screenshot(t, r.shot)
+		}
+		tb.noErrors(t, nil)
+	})
+}
+
+// TestBrowserToken: with read tokens on, the console shows the 401 and
+// then the data once a read token is entered; the token lives in
+// sessionStorage only.
+func TestBrowserToken(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, true)
+	seed(t, s)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "#message")
+	msg := tb.text(t, "#message")
+	if !strings.HasPrefix(msg, "401 Unauthorized") || !strings.Contains(msg, "read token") {
+		t.Errorf("message %q, want the 401 and a hint to enter a read token", msg)
+	}
+	if n := eval[int](t, tb, `document.querySelectorAll('table.sketches tbody tr').length`); n != 0 {
+		t.Errorf("%d rows shown without a token", n)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-401")
+	tb.do(t, "enter the token", chromedp.SendKeys(chromedp.ID("token"), readToken+kb.Enter))
+	tb.wait(t, "table.sketches tbody tr")
+	if n := eval[int](t, tb, `document.querySelectorAll('table.sketches tbody tr').length`); n != 5 {
+		t.Errorf("%d rows with the token, want 5", n)
+	}
+	if hidden := eval[bool](t, tb, `document.getElementById('message').hidden`); !hidden {
+		t.Errorf("the 401 message stays after the token worked: %q", tb.text(t, "#message"))
+	}
+	type storage struct {
+		Session, Local, Cookie, Field string
+	}
+	st := eval[storage](t, tb, `({Session: sessionStorage.getItem('sketchd.read-token') || '', Local: JSON.stringify(localStorage), Cookie: document.cookie, Field: document.getElementById('token').value})`)
+	if st.Session != readToken || st.Local != "{}" || st.Cookie != "" || st.Field != "" {
+		t.Errorf("token storage %+v, want it in sessionStorage only", st)
+	}
+	// The overlap view works with the token too.
+	tb.open(t, s.url, "/overlap?s=newsletter:oct&s=checkout:oct")
+	tb.wait(t, "#ov-estimate")
+	// A wrong token is a 401 with a different hint.
+	tb.do(t, "forget", chromedp.Click(chromedp.ID("token-forget")))
+	tb.do(t, "wrong token", chromedp.SendKeys(chromedp.ID("token"), "not-a-token"+kb.Enter))
+	tb.wait(t, "#message")
+	if msg := tb.text(t, "#message"); !strings.Contains(msg, "the bearer token is not known") || !strings.Contains(msg, "refused") {
+		t.Errorf("message for a wrong token %q", msg)
+	}
+	// The browser logs each refused request; nothing else may appear.
+	tb.noErrors(t, func(m chromedp.ConsoleMessage) bool {
+		return m.Source == "network" && strings.Contains(m.Text, "401")
+	})
+}
+
+func describe(t *testing.T, s *site, name string) sketchInfo {
+	t.Helper()
+	var d sketchInfo
+	s.call(t, "GET", "/v1/sketches/"+url.PathEscape(name), "", nil, &d)
+	return d
+}
+
+// TestLayoutMath checks the page's layout module in the browser against an
+// independent Go computation of the lens area.
+func TestLayoutMath(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "main h1")
+
+	t.Run("lens distance inverts the lens area within 0.1%", func(t *testing.T) {
+		type lensCase struct {
+			R1, R2, Target float64
+			D              float64 `json:"d"`
+		}
+		var cases []lensCase
+		for _, radii := range [][2]float64{{1, 1}, {1, 0.5}, {0.2, 3}, {10, 0.01}, {100, 99}, {1e-3, 2e-3}} {
+			small := math.Min(radii[0], radii[1])
+			for _, f := range []float64{1e-4, 0.001, 0.05, 0.3, 0.5, 0.77, 0.99, 0.9999} {
+				cases = append(cases, lensCase{R1: radii[0], R2: radii[1], Target: f * math.Pi * small * small})
+			}
+		}
+		in, _ := json.Marshal(cases)
+		got := eval[[]lensCase](t, tb, `import('/console/layout.js').then(L => `+string(in)+`.map(c => ({...c, d: L.lensDistance(c.R1, c.R2, c.Target)})))`)
+		if len(got) != len(cases) {
+			t.Fatalf("%d answers for %d cases", len(got), len(cases))
+		}
+		worst := 0.0
+		for _, c := range got {
+			area := lensArea(c.R1, c.R2, c.D)
+			rel := math.Abs(area-c.Target) / c.Target
+			worst = math.Max(worst, rel)
+			if rel > 0.001 {
+				t.Errorf("lensDistance(%v, %v, %v) = %v, whose lens area is %v (%.4f%% off)", c.R1, c.R2, c.Target, c.D, area, 100*rel)
+			}
+		}
+		t.Logf("%d cases, worst relative area error %.2g", len(got), worst)
+	})
+
+	type pair struct {
+		Target, Drawn, Error float64
+	}
+	type circle struct{ X, Y, R float64 }
+	type three struct {
+		Circles []circle `json:"circles"`
+		Pairs   []pair   `json:"pairs"`
+		Triple  pair     `json:"triple"`
+		Pair    float64  `json:"pairError"`
+		Error   float64  `json:"error"`
+	}
+	layout := func(t *testing.T, areas, pairs []float64, triple float64) three {
+		in, _ := json.Marshal([]any{areas, pairs, triple})
+		out := eval[three](t, tb, `import('/console/layout.js').then(L => { const [a, p, x] = `+string(in)+`;
+			const r = L.layoutThree(a, p, x); return {...r, circles: r.circles.map(c => ({X: c.x, Y: c.y, R: c.r})),
+			pairs: r.pairs.map(p => ({Target: p.target, Drawn: p.drawn, Error: p.error})),
+			triple: {Target: r.triple.target, Drawn: r.triple.drawn, Error: r.triple.error}}; })`)
+		if len(out.Circles) != 3 || len(out.Pairs) != 3 {
+			t.Fatalf("layoutThree answered %+v", out)
+		}
+		// The reported pair errors are the drawing's: recompute them.
+		smallest := math.Min(areas[0], math.Min(areas[1], areas[2]))
+		worst := 0.0
+		for k, ij := range [][2]int{{0, 1}, {0, 2}, {1, 2}} {
+			a, b := out.Circles[ij[0]], out.Circles[ij[1]]
+			drawn := lensArea(a.R, b.R, math.Hypot(a.X-b.X, a.Y-b.Y))
+			e := math.Abs(drawn-pairs[k]) / smallest
+			worst = math.Max(worst, e)
+			if math.Abs(drawn-out.Pairs[k].Drawn) > 1e-9*smallest || math.Abs(e-out.Pairs[k].Error) > 1e-9 {
+				t.Errorf("pair %v: reported drawn %v error %v, recomputed %v and %v", ij, out.Pairs[k].Drawn, out.Pairs[k].Error, drawn, e)
+			}
+		}
+		if math.Abs(worst-out.Pair) > 1e-9 || out.Error < out.Pair || out.Error < out.Triple.Error {
+			t.Errorf("reported pair error %v (overall %v, triple %v), recomputed %v", out.Pair, out.Error, out.Triple.Error, worst)
+		}
+		if g := tripleArea(out.Circles[0], out.Circles[1], out.Circles[2]); math.Abs(g-out.Triple.Drawn) > 0.01*smallest {
+			t.Errorf("reported triple region %v, measured %v", out.Triple.Drawn, g)
+		}
+		return out
+	}
+
+	t.Run("three drawable sets are drawn with a small reported error", func(t *testing.T) {
+		c := []circle{{0, 0, 1}, {1.2, 0, 0.9}, {0.5, 1.0, 0.8}}
+		areas := []float64{math.Pi, math.Pi * 0.81, math.Pi * 0.64}
+		pairs := []float64{lensArea(1, 0.9, 1.2), lensArea(1, 0.8, math.Hypot(0.5, 1)), lensArea(0.9, 0.8, math.Hypot(0.7, 1))}
+		triple := tripleArea(c[0], c[1], c[2])
+		out := layout(t, areas, pairs, triple)
+		if out.Pair > 0.001 || out.Triple.Error > 0.01 {
+			t.Errorf("a drawable configuration was drawn with pair error %v, triple error %v", out.Pair, out.Triple.Error)
+		}
+		t.Logf("pair error %.2g, triple error %.2g", out.Pair, out.Triple.Error)
+	})
+
+	t.Run("three undrawable sets report their error", func(t *testing.T) {
+		// A lies inside B and inside C, yet B and C do not meet: no three
+		// circles can show that.
+		areas := []float64{1, 4, 4}
+		out := layout(t, areas, []float64{1, 1, 0}, 0)
+		if out.Pair < 0.05 {
+			t.Errorf("an impossible configuration reports pair error %v", out.Pair)
+		}
+		// A compromise (B and C pulled apart around A) beats leaving one
+		// pair entirely wrong.
+		if out.Pair > 0.75 {
+			t.Errorf("pair error %v: the layout did not look for a compromise", out.Pair)
+		}
+		if out.Error < out.Pair {
+			t.Errorf("overall error %v below the pair error %v", out.Error, out.Pair)
+		}
+		t.Logf("pair error %.3f, triple error %.3f", out.Pair, out.Triple.Error)
+	})
+	tb.noErrors(t, nil)
+}
+
+// lensArea is the area common to circles of radii r1, r2 at distance d,
+// as the sum of two circular segments r²(φ − sin φ)/2, written
+// independently of the page's code: φ from the chord's half-length by
+// asin, and φ − sin φ by its series where it would cancel.
+func lensArea(r1, r2, d float64) float64 {
+	if d >= r1+r2 {
+		return 0
+	}
+	if d <= math.Abs(r1-r2) {
+		m := math.Min(r1, r2)
+		return math.Pi * m * m
+	}
+	// Half chord from Heron's formula on the triangle (r1, r2, d).
+	h := math.Sqrt(math.Max(0, (-d+r1+r2)*(d+r1-r2)*(d-r1+r2)*(d+r1+r2))) / (2 * d)
+	x1 := (d*d + r1*r1 - r2*r2) / (2 * d) // centre 1 to the chord, signed
+	seg := func(r, x float64) float64 {
+		phi := 2 * math.Asin(math.Min(1, h/r)) // the chord's angle
+		if x < 0 {
+			phi = 2*math.Pi - phi
+		}
+		var f float64
+		if phi < 0.3 {
+			// φ − sin φ = φ³/3! − φ⁵/5! + φ⁷/7! − φ⁹/9!
+			p2 := phi * phi
+			f = phi * p2 / 6 * (1 - p2/20*(1-p2/42*(1-p2/72)))
+		} else {
+			f = phi - math.Sin(phi)
+		}
+		return r * r * f / 2
+	}
+	return seg(r1, x1) + seg(r2, d-x1)
+}
+
+// tripleArea measures the region common to three circles on a fine grid.
+func tripleArea(cs ...struct{ X, Y, R float64 }) float64 {
+	s := cs[0]
+	for _, c := range cs {
+		if c.R < s.R {
+			s = c
+		}
+	}
+	const n = 1500
+	step := 2 * s.R / n
+	hits := 0
+	for i := range n {
+		x := s.X - s.R + (float64(i)+0.5)*step
+		for j := range n {
+			y := s.Y - s.R + (float64(j)+0.5)*step
+			in := true
+			for _, c := range cs {
+				if (x-c.X)*(x-c.X)+(y-c.Y)*(y-c.Y) > c.R*c.R {
+					in = false
+					break
+				}
+			}
+			if in {
+				hits++
+			}
+		}
+	}
+	return float64(hits) * step * step
+}

@@ -15,7 +15,9 @@ import (
 
 	"github.com/sketchd/sketchd/api"
 	"github.com/sketchd/sketchd/internal/server"
-	"github.com/sketchd/sketchd/internal/store"
+	"github.com/sketchd/sketchd/internal/store/bolt"
+	"github.com/sketchd/sketchd/internal/store/bolt/bolttest"
+	"github.com/sketchd/sketchd/internal/store/storetest"
 )
 
 // Tokens of the protected test server.
@@ -31,20 +33,11 @@ type site struct {
 	token string // write token used by the test's own API calls ("" if open)
 }
 
-// openStore opens the real store in a temporary directory, closed on
-// cleanup. It is the one place these tests build a store.
+// openStore opens the embedded store in a temporary directory, closed
+// and checked on cleanup. It is the one place these tests build a store.
 func openStore(tb testing.TB) server.Store {
 	tb.Helper()
-	db, err := store.Open(filepath.Join(tb.TempDir(), "sketchd.db"), store.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			tb.Errorf("store Close: %v", err)
-		}
-	})
-	return db
+	return storetest.Open(tb, bolttest.Backend(bolt.Options{})).Store
 }
 
 // newSite starts the whole server; protected turns on bearer tokens.

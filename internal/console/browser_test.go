@@ -235,6 +235,7 @@ func seed(t *testing.T, s *site) {
 	s.hllOf(t, "churned:sep", 500001, 520001)
 	s.hllOf(t, "support:oct", 15001, 27001)
 	s.cmsOf(t, "pageviews", map[string]int{"alice": 120, "bob": 75, "carol": 40, "dave": 12, "erin": 3})
+	s.dailySeries(t, "signups", 30)
 }
 
 func TestBrowser(t *testing.T) {
@@ -401,6 +402,77 @@ func TestBrowser(t *testing.T) {
 		if got := tb.text(t, "#freq-bound"); !strings.Contains(got, "ε·N = 0.25") {
 			t.Errorf("frequency bound %q, want ε·N = 0.25 (ε 0.001 × N 250, rounded to width)", got)
 		}
+		tb.noErrors(t, nil)
+	})
+
+	t.Run("series chart shows the API's daily and rolling counts", func(t *testing.T) {
+		tb := newTab(t, b)
+		tb.open(t, s.url, "/")
+		tb.wait(t, "table.series tbody tr")
+		if n := eval[int](t, tb, `document.querySelectorAll('table.sketches tbody tr').length`); n != 5 {
+			t.Errorf("%d sketch rows beside the series, want 5", n)
+		}
+		if got := tb.text(t, "table.series tbody tr th"); got != "signups" {
+			t.Errorf("series list shows %q, want signups", got)
+		}
+		tb.open(t, s.url, "/series/signups")
+		tb.wait(t, "#series-chart")
+		// The page ends the range at the newest bucket's day.
+		var desc struct {
+			Levels []struct {
+				Newest time.Time `json:"newest"`
+			} `json:"levels"`
+		}
+		s.call(t, "GET", "/v1/series/signups", "", nil, &desc)
+		today := desc.Levels[0].Newest.UTC().Truncate(24 * time.Hour)
+		from, to := today.AddDate(0, 0, -29), today.AddDate(0, 0, 1)
+		type line struct {
+			Window string
+			Points int
+		}
+		lines := eval[[]line](t, tb, `[...document.querySelectorAll('#series-chart polyline.line')].map(l => ({Window: l.dataset.window, Points: l.getAttribute('points').trim().split(' ').length}))`)
+		if len(lines) != 3 {
+			t.Fatalf("the chart has %d lines, want 3: %+v", len(lines), lines)
+		}
+		banded := 0
+		for _, l := range lines {
+			if l.Points != 30 {
+				t.Errorf("line %s has %d points, want 30 (the last 30 days)", l.Window, l.Points)
+			}
+			api := s.timeseries(t, "signups", from, to, l.Window)
+			if len(api) != 30 {
+				t.Fatalf("the API gives %d points for %s, want 30", len(api), l.Window)
+			}
+			last := api[len(api)-1]
+			// A day's 1,000 ids stay an exact (EXPLICIT) sketch: no error.
+			want := count(last.Cardinality)
+			if e := last.Cardinality * last.StdError; e > 0 {
+				want += " ± " + count(e)
+			}
+			if got := tb.text(t, "#last-"+l.Window); got != want {
+				t.Errorf("last point of %s shows %q, the API says %q", l.Window, got, want)
+			}
+			for _, p := range api {
+				if p.StdError > 0 {
+					banded++
+					break
+				}
+			}
+		}
+		if banded < 2 {
+			t.Errorf("only %d lines carry an error; the 7- and 30-day unions should", banded)
+		}
+		if n := eval[int](t, tb, `document.querySelectorAll('#series-chart polygon.band').length`); n != banded {
+			t.Errorf("%d error bands, want %d (one per line with an error)", n, banded)
+		}
+		tb.readable(t)
+		tb.screenshot(t, "console-series")
+
+		// The range picker: the last seven days.
+		tb.do(t, "pick a range",
+			chromedp.SetValue(chromedp.ID("range-from"), today.AddDate(0, 0, -6).Format("2006-01-02")),
+			chromedp.Click(chromedp.CSS("#range button")))
+		tb.do(t, "narrower chart", chromedp.Poll[chromedp.Void](`(() => { const l = document.querySelector('#series-chart polyline.line'); return l && l.getAttribute('points').trim().split(' ').length === 7; })()`, chromedp.WithPollingTimeout(20*time.Second)))
 		tb.noErrors(t, nil)
 	})
 

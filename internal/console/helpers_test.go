@@ -7,11 +7,13 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sketchd/sketchd/api"
 	"github.com/sketchd/sketchd/internal/server"
@@ -188,4 +190,40 @@ func TestCount(t *testing.T) {
 			t.Errorf("count(%v) = %q, want %q", c.in, got, c.want)
 		}
 	}
+}
+
+// dailySeries creates an HLL series with daily buckets in UTC holding, for
+// each of the last days days, the ids [100·d, 100·d + 1000) stamped d days
+// ago (d = 0 is now).
+func (s *site) dailySeries(tb testing.TB, name string, days int) {
+	tb.Helper()
+	s.call(tb, http.MethodPut, "/v1/series/"+name, "application/json",
+		[]byte(`{"type":"hll","tz":"UTC","levels":{"day":"P400D"},"late_limit":"P60D"}`), nil)
+	now := time.Now().UTC()
+	for d := range days {
+		var b strings.Builder
+		for i := 100 * d; i < 100*d+1000; i++ {
+			b.WriteString(strconv.Itoa(i))
+			b.WriteByte('\n')
+		}
+		ts := now.Add(-time.Duration(d)*24*time.Hour - time.Minute).Format(time.RFC3339)
+		s.call(tb, http.MethodPost, "/v1/series/"+name+"/add?ts="+ts, "text/plain", []byte(b.String()), nil)
+	}
+}
+
+type point struct {
+	Start       time.Time `json:"start"`
+	Cardinality float64   `json:"cardinality"`
+	StdError    float64   `json:"std_error"`
+}
+
+// timeseries asks the API for daily points over [from, to) with window.
+func (s *site) timeseries(tb testing.TB, name string, from, to time.Time, window string) []point {
+	tb.Helper()
+	var r struct {
+		Points []point `json:"points"`
+	}
+	q := url.Values{"from": {from.Format(time.RFC3339)}, "to": {to.Format(time.RFC3339)}, "step": {"P1D"}, "window": {window}}
+	s.call(tb, http.MethodGet, "/v1/series/"+name+"/timeseries?"+q.Encode(), "", nil, &r)
+	return r.Points
 }

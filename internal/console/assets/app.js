@@ -153,11 +153,10 @@ document.getElementById('token-forget').addEventListener('click', () => {
 
 // ---- views ----
 
-// A view renders into main from the route's parameters. Series views
-// (a chart per series, rolling lines, a range picker) join this table
-// when the API serves /v1/series.
+// A view renders into main from the route's parameters.
 const views = [
   { pattern: /^\/sketch\/(.+)$/, render: (m) => sketchView(decodeURIComponent(m[1])), nav: 'nav-list' },
+  { pattern: /^\/series\/(.+)$/, render: (m, q) => seriesView(decodeURIComponent(m[1]), q), nav: 'nav-list' },
   { pattern: /^\/overlap$/, render: (_m, q) => overlapView(q.getAll('s')), nav: 'nav-overlap' },
   { pattern: /^\/?$/, render: (_m, q) => listView(q.get('prefix') || ''), nav: 'nav-list' },
 ];
@@ -283,7 +282,41 @@ async function listView(prefix) {
   await load();
   section.append(el('h1', {}, 'Sketches'), form, status, el('div', { class: 'table-wrap' }, table), el('p', { class: 'actions' }, more, compare));
   update();
+  const series = await seriesList(prefix);
+  if (series) section.append(series);
   return section;
+}
+
+// seriesList lists the series whose names start with prefix, or returns
+// null when the server's backend keeps none (501) or there are none.
+async function seriesList(prefix) {
+  const q = new URLSearchParams({ limit: '100' });
+  if (prefix) q.set('prefix', prefix);
+  let page;
+  try {
+    page = await api('GET', `/v1/series?${q}`);
+  } catch (err) {
+    if (err instanceof Problem && (err.status === 501 || err.status === 404)) return null;
+    throw err;
+  }
+  if (page.series.length === 0) return null;
+  const rows = page.series.map((s) => {
+    const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
+    return el('tr', { 'data-name': s.name },
+      el('th', { scope: 'row', 'data-label': 'Name' }, el('a', { href: `#/series/${encodeURIComponent(s.name)}` }, s.name)),
+      el('td', { 'data-label': 'Kind' }, s.type === 'hll' ? 'HLL' : 'Count-Min'),
+      el('td', { 'data-label': 'Levels' }, s.levels.map((l) => `${l.level} (${l.buckets})`).join(', ')),
+      el('td', { 'data-label': 'Time zone' }, s.tz),
+      el('td', { class: 'num', 'data-label': 'Size' }, bytes(s.size_bytes)),
+      el('td', { 'data-label': 'Newest bucket' }, when(newest)));
+  });
+  return el('div', { class: 'series-list' },
+    el('h2', {}, 'Series'),
+    el('div', { class: 'table-wrap' }, el('table', { class: 'series' },
+      el('thead', {}, el('tr', {},
+        el('th', { scope: 'col' }, 'Name'), el('th', { scope: 'col' }, 'Kind'), el('th', { scope: 'col' }, 'Levels (buckets)'),
+        el('th', { scope: 'col' }, 'Time zone'), el('th', { scope: 'col', class: 'num' }, 'Size'), el('th', { scope: 'col' }, 'Newest bucket'))),
+      el('tbody', {}, rows))));
 }
 
 function facts(rows) {
@@ -419,6 +452,142 @@ async function cmsView(s) {
   });
   section.append(el('h2', {}, 'Look up an id'), form, out);
   return section;
+}
+
+// ---- series ----
+
+// tzOffset is the offset of time zone tz from UTC at instant ms, in ms.
+function tzOffset(tz, ms) {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+  }).formatToParts(new Date(ms));
+  const v = Object.fromEntries(parts.map((p) => [p.type, Number(p.value)]));
+  return Date.UTC(v.year, v.month - 1, v.day, v.hour, v.minute, v.second) - Math.floor(ms / 1000) * 1000;
+}
+
+// midnight is the instant a calendar day (YYYY-MM-DD) starts in tz.
+function midnight(day, tz) {
+  const [y, m, d] = day.split('-').map(Number);
+  const guess = Date.UTC(y, m - 1, d);
+  let t = guess - tzOffset(tz, guess);
+  t = guess - tzOffset(tz, t); // again, in case the offset changed (DST)
+  return new Date(t);
+}
+
+// dayOf is the calendar day (YYYY-MM-DD) of instant iso in tz.
+function dayOf(iso, tz) {
+  return new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(iso));
+}
+
+function addDays(day, n) {
+  const [y, m, d] = day.split('-').map(Number);
+  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10);
+}
+
+// The lines of a daily series chart: the count of each day and the
+// distinct counts over the trailing 7 and 30 days.
+const LINES = [
+  { window: 'P1D', label: 'day', cls: 'line-1' },
+  { window: 'P7D', label: 'trailing 7 days', cls: 'line-7' },
+  { window: 'P30D', label: 'trailing 30 days', cls: 'line-30' },
+];
+
+async function seriesView(name, q) {
+  const s = await api('GET', `/v1/series/${encodeURIComponent(name).replace(/%3A/gi, ':')}`);
+  const path = `/v1/series/${encodeURIComponent(s.name).replace(/%3A/gi, ':')}`;
+  const section = el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, `${s.type === 'hll' ? 'HyperLogLog' : 'Count-Min'} series, buckets in ${s.tz}`),
+    facts([
+      ['Levels', s.levels.map((l) => `${l.level}: ${l.buckets} bucket${l.buckets === 1 ? '' : 's'}, kept ${l.retention}`).join('; ')],
+      ['Late adds', `up to ${s.late_limit}`],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+    ]));
+  const daily = s.levels.find((l) => l.level === 'day') || s.levels.find((l) => l.level === 'hour');
+  if (!daily) {
+    section.append(el('p', {}, 'This series keeps no hourly or daily buckets, so it has no daily chart.'));
+    return section;
+  }
+  const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
+  const lastDay = newest ? dayOf(newest, s.tz) : dayOf(new Date().toISOString(), s.tz);
+  const to = q.get('to') || lastDay;
+  const from = q.get('from') || addDays(to, -29);
+  const fromInput = el('input', { id: 'range-from', type: 'date', value: from, required: true });
+  const toInput = el('input', { id: 'range-to', type: 'date', value: to, required: true });
+  const picker = el('form', { class: 'inline', id: 'range' },
+    el('label', { for: 'range-from' }, 'From'), fromInput,
+    el('label', { for: 'range-to' }, 'to (inclusive)'), toInput,
+    el('button', { type: 'submit' }, 'Show'));
+  picker.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    location.hash = `#/series/${encodeURIComponent(s.name)}?from=${fromInput.value}&to=${toInput.value}`;
+  });
+  section.append(el('h2', {}, 'Distinct count per day'), picker);
+  if (!(from <= to)) throw new Problem(400, 'Bad range', 'the first day comes after the last one', '');
+  const range = new URLSearchParams({ from: midnight(from, s.tz).toISOString(), to: midnight(addDays(to, 1), s.tz).toISOString(), step: 'P1D' });
+  const lines = await Promise.all(LINES.map((l) => api('GET', `${path}/timeseries?${range}&window=${l.window}`).then((r) => ({ ...l, r }))));
+  section.append(seriesChart(s, lines));
+  const warnings = [...new Set(lines.flatMap((l) => l.r.warnings || []))];
+  if (warnings.length) section.append(el('ul', { class: 'warnings', id: 'series-warnings' }, warnings.map((w) => el('li', {}, w))));
+  return section;
+}
+
+// valueOf is a timeseries point's value and absolute error.
+function valueOf(p) {
+  if (p.cardinality !== undefined) return { v: p.cardinality, e: p.cardinality * (p.std_error || 0) };
+  return { v: p.total || 0, e: 0 };
+}
+
+function seriesChart(s, lines) {
+  const CW = 900;
+  const CH = 360;
+  const m = { l: 70, r: 20, t: 16, b: 46 };
+  const n = lines[0].r.points.length;
+  const top = Math.max(1, ...lines.flatMap((l) => l.r.points.map((p) => { const { v, e } = valueOf(p); return v + e; })));
+  // Gridlines at round numbers: a step of 1, 2 or 5 × 10^k, four or so.
+  const unit = 10 ** Math.floor(Math.log10(top / 4));
+  const tick = [1, 2, 5, 10].map((f) => f * unit).find((t) => top / t <= 5);
+  const max = Math.ceil(top / tick) * tick;
+  const x = (i) => m.l + (n <= 1 ? (CW - m.l - m.r) / 2 : (i * (CW - m.l - m.r)) / (n - 1));
+  const y = (v) => CH - m.b - (v / max) * (CH - m.t - m.b);
+  const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'series-chart', role: 'img', 'aria-labelledby': 'chart-title' },
+    svg('title', { id: 'chart-title' }, `${s.name}: distinct count per day, and over the trailing 7 and 30 days`));
+  // Grid and axes.
+  for (let v = 0; v <= max + tick / 2; v += tick) {
+    root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(v), y2: y(v) }),
+      svg('text', { class: 'tick', x: m.l - 8, y: y(v) + 4, 'text-anchor': 'end' }, count(v)));
+  }
+  const every = Math.max(1, Math.ceil(n / 8));
+  lines[0].r.points.forEach((p, i) => {
+    if (i % every === 0 || (i === n - 1 && i % every > every / 2)) {
+      root.append(svg('text', { class: 'tick', x: x(i), y: CH - m.b + 20, 'text-anchor': 'middle' }, dayOf(p.start, s.tz).slice(5)));
+    }
+  });
+  for (const l of lines) {
+    const pts = l.r.points.map((p, i) => ({ i, ...valueOf(p) }));
+    if (pts.some((p) => p.e > 0)) {
+      const upper = pts.map((p) => `${x(p.i)},${y(p.v + p.e)}`);
+      const lower = pts.slice().reverse().map((p) => `${x(p.i)},${y(Math.max(0, p.v - p.e))}`);
+      root.append(svg('polygon', { class: `band ${l.cls}`, points: [...upper, ...lower].join(' ') }));
+    }
+    root.append(svg('polyline', { class: `line ${l.cls}`, points: pts.map((p) => `${x(p.i)},${y(p.v)}`).join(' '), 'data-window': l.window },
+      svg('title', {}, l.label)));
+    for (const p of pts) {
+      root.append(svg('circle', { class: `dot ${l.cls}`, cx: x(p.i), cy: y(p.v), r: 2.5 },
+        svg('title', {}, `${l.label} to ${dayOf(l.r.points[p.i].start, s.tz)}: ${count(p.v)}${p.e ? ` ± ${count(p.e)}` : ''}`)));
+    }
+  }
+  const last = lines.map((l) => {
+    const p = l.r.points[l.r.points.length - 1];
+    if (!p) return null;
+    const { v, e } = valueOf(p);
+    return [`Last ${l.label}`, `${count(v)}${e ? ` ± ${count(e)}` : ''}`, `last-${l.window}`];
+  });
+  const key = (cls, text) => el('li', {}, svg('svg', { viewBox: '0 0 24 12', width: 24, height: 12, 'aria-hidden': 'true' }, svg('line', { class: `line ${cls}`, x1: 0, x2: 24, y1: 6, y2: 6 })), text);
+  return el('figure', { class: 'chart-figure' }, root,
+    el('figcaption', {}, el('ul', { class: 'legend' }, lines.map((l) => key(l.cls, l.label)),
+      el('li', {}, 'bands: ± one standard error')), facts(last.filter(Boolean))));
 }
 
 // ---- overlap ----

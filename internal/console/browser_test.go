@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -270,6 +272,18 @@ func TestBrowser(t *testing.T) {
 		tb.readable(t)
 		tb.screenshot(t, "console-list")
 
+		// Pick two sketches and compare them, by keyboard only.
+		tb.do(t, "select by keyboard",
+			chromedp.SendKeys(chromedp.CSS(`tr[data-name="newsletter:oct"] input[type=checkbox]`), " "),
+			chromedp.SendKeys(chromedp.CSS(`tr[data-name="checkout:oct"] input[type=checkbox]`), " "),
+			chromedp.SendKeys(chromedp.ID("compare"), kb.Enter))
+		tb.wait(t, "#ov-estimate")
+		if got := eval[string](t, tb, `location.hash`); got != "#/overlap?s=checkout%3Aoct&s=newsletter%3Aoct" {
+			t.Errorf("compare went to %q", got)
+		}
+		tb.open(t, s.url, "/")
+		tb.wait(t, "table.sketches tbody tr")
+
 		// Prefix search, by keyboard only.
 		tb.do(t, "search", chromedp.SendKeys(chromedp.ID("prefix"), "news"+kb.Enter))
 		tb.do(t, "search result", chromedp.Poll[chromedp.Void](`document.querySelectorAll('table.sketches tbody tr').length === 1 && document.querySelector('table.sketches tbody tr').dataset.name === 'newsletter:oct'`, chromedp.WithPollingTimeout(20*time.Second)))
@@ -381,6 +395,24 @@ func TestBrowser(t *testing.T) {
 		if !strings.Contains(line, s.url+"/v1/sketches/newsletter:oct/raw?format=hex") || !strings.Contains(line, "::hll") {
 			t.Errorf("psql line %q", line)
 		}
+		// The download button saves the stored bytes.
+		dir := t.TempDir()
+		if _, err := chromedp.CallBrowser(tb.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir,
+		}); err != nil {
+			t.Fatalf("allow downloads: %v", err)
+		}
+		tb.do(t, "download", chromedp.SendKeys(chromedp.ID("download"), kb.Enter))
+		want := s.raw(t, "newsletter:oct")
+		var got []byte
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if got, _ = os.ReadFile(filepath.Join(dir, "newsletter_oct.hll")); len(got) == len(want) {
+				break
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("the download has %d bytes, the API's raw sketch %d (or they differ)", len(got), len(want))
+		}
 		tb.readable(t)
 		tb.noErrors(t, nil)
 		t.Run("the psql line loads it", func(t *testing.T) { runPsqlLine(t, line, d.Cardinality) })
@@ -474,6 +506,18 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS("#range button")))
 		tb.do(t, "narrower chart", chromedp.Poll[chromedp.Void](`(() => { const l = document.querySelector('#series-chart polyline.line'); return l && l.getAttribute('points').trim().split(' ').length === 7; })()`, chromedp.WithPollingTimeout(20*time.Second)))
 		tb.noErrors(t, nil)
+	})
+
+	t.Run("a problem is shown as a message", func(t *testing.T) {
+		tb := newTab(t, b)
+		tb.open(t, s.url, "/sketch/nope")
+		tb.wait(t, "#message")
+		if msg := tb.text(t, "#message"); !strings.HasPrefix(msg, "404 Not Found") || !strings.Contains(msg, "nope") {
+			t.Errorf("message %q, want the 404 problem naming the sketch", msg)
+		}
+		tb.noErrors(t, func(m chromedp.ConsoleMessage) bool {
+			return m.Source == "network" && strings.Contains(m.Text, "404")
+		})
 	})
 
 	t.Run("phone width", func(t *testing.T) {

@@ -227,3 +227,25 @@ func (s *site) timeseries(tb testing.TB, name string, from, to time.Time, window
 	s.call(tb, http.MethodGet, "/v1/series/"+name+"/timeseries?"+q.Encode(), "", nil, &r)
 	return r.Points
 }
+
+// raw returns a sketch's stored bytes.
+func (s *site) raw(tb testing.TB, name string) []byte {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+"/v1/sketches/"+name+"/raw", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || len(b) == 0 {
+		tb.Fatalf("raw %s: %d, %d bytes, %v", name, resp.StatusCode, len(b), err)
+	}
+	return b
+}

@@ -508,6 +508,25 @@ func TestBrowser(t *testing.T) {
 		tb.noErrors(t, nil)
 	})
 
+	t.Run("count-min series: totals and heaviest ids", func(t *testing.T) {
+		s.cmsSeries(t, "clicks", map[string]int{"home": 50, "pricing": 20, "docs": 7})
+		tb := newTab(t, b)
+		tb.open(t, s.url, "/series/clicks")
+		tb.wait(t, "#top li")
+		ids := eval[[]string](t, tb, `[...document.querySelectorAll('#top .bar-id')].map(e => e.textContent)`)
+		if strings.Join(ids, ",") != "home,pricing,docs" {
+			t.Errorf("series top-k bars %v, want home, pricing, docs", ids)
+		}
+		if got := tb.text(t, "#last-P1D"); got != "77" {
+			t.Errorf("last day's total shows %q, want 77", got)
+		}
+		if n := eval[int](t, tb, `document.querySelectorAll('#series-chart polygon.band').length`); n != 0 {
+			t.Errorf("%d error bands on exact totals", n)
+		}
+		tb.readable(t)
+		tb.noErrors(t, nil)
+	})
+
 	t.Run("a problem is shown as a message", func(t *testing.T) {
 		tb := newTab(t, b)
 		tb.open(t, s.url, "/sketch/nope")

@@ -249,3 +249,22 @@ func (s *site) raw(tb testing.TB, name string) []byte {
 	}
 	return b
 }
+
+// cmsSeries creates a daily Count-Min series with top-k and adds counts
+// stamped now.
+func (s *site) cmsSeries(tb testing.TB, name string, counts map[string]int) {
+	tb.Helper()
+	s.call(tb, http.MethodPut, "/v1/series/"+name, "application/json",
+		[]byte(`{"type":"cms","epsilon":0.001,"delta":0.01,"topk":10,"tz":"UTC","levels":{"day":"P400D"}}`), nil)
+	type item struct {
+		ID    string `json:"id"`
+		Count int    `json:"count"`
+	}
+	var items []item
+	for id, n := range counts {
+		items = append(items, item{id, n})
+	}
+	body, _ := json.Marshal(map[string]any{"items": items})
+	ts := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)
+	s.call(tb, http.MethodPost, "/v1/series/"+name+"/add?ts="+ts, "application/json", body, nil)
+}

@@ -404,22 +404,7 @@ async function cmsView(s) {
 
   if (s.topk > 0) {
     const top = await api('GET', `${sketchPath(s.name)}/top?k=${Math.min(s.topk, 50)}`);
-    section.append(el('h2', {}, 'Heaviest ids'));
-    if (top.items.length === 0) {
-      section.append(el('p', { class: 'muted' }, 'Nothing counted yet.'));
-    } else {
-      const max = Math.max(...top.items.map((i) => i.estimate));
-      const list = el('ol', { class: 'bars', id: 'top' });
-      for (const it of top.items) {
-        const bar = el('span', { class: 'bar' });
-        bar.style.width = `${(100 * it.estimate) / max}%`;
-        list.append(el('li', {},
-          el('span', { class: 'bar-id' }, String(it.id)),
-          el('span', { class: 'bar-track', 'aria-hidden': 'true' }, bar),
-          el('span', { class: 'bar-val' }, count(it.estimate), el('span', { class: 'muted' }, ` (≥ ${count(Math.max(0, it.estimate - epsN))})`))));
-      }
-      section.append(list, el('p', { class: 'muted' }, 'In brackets: the least the true count can be, given the ε·N bound.'));
-    }
+    section.append(el('h2', {}, 'Heaviest ids'), topBars(top.items, epsN));
   }
 
   const idInput = el('input', { id: 'freq-id', required: true, spellcheck: 'false', autocomplete: 'off', maxlength: 1000 });
@@ -452,6 +437,23 @@ async function cmsView(s) {
   });
   section.append(el('h2', {}, 'Look up an id'), form, out);
   return section;
+}
+
+// topBars draws heavy hitters as bars, each with the least its true
+// count can be given the ε·N bound.
+function topBars(items, epsN) {
+  if (items.length === 0) return el('p', { class: 'muted' }, 'Nothing counted yet.');
+  const max = Math.max(...items.map((i) => i.estimate));
+  const list = el('ol', { class: 'bars', id: 'top' });
+  for (const it of items) {
+    const bar = el('span', { class: 'bar' });
+    bar.style.width = `${(100 * it.estimate) / max}%`;
+    list.append(el('li', {},
+      el('span', { class: 'bar-id' }, String(it.id)),
+      el('span', { class: 'bar-track', 'aria-hidden': 'true' }, bar),
+      el('span', { class: 'bar-val' }, count(it.estimate), el('span', { class: 'muted' }, ` (≥ ${count(Math.max(0, it.estimate - epsN))})`))));
+  }
+  return el('div', {}, list, el('p', { class: 'muted' }, 'In brackets: the least the true count can be, given the ε·N bound.'));
 }
 
 // ---- series ----
@@ -523,11 +525,20 @@ async function seriesView(name, q) {
     ev.preventDefault();
     location.hash = `#/series/${encodeURIComponent(s.name)}?from=${fromInput.value}&to=${toInput.value}`;
   });
-  section.append(el('h2', {}, 'Distinct count per day'), picker);
+  const hll = s.type === 'hll';
+  section.append(el('h2', {}, hll ? 'Distinct count per day' : 'Total count per day'), picker);
   if (!(from <= to)) throw new Problem(400, 'Bad range', 'the first day comes after the last one', '');
   const range = new URLSearchParams({ from: midnight(from, s.tz).toISOString(), to: midnight(addDays(to, 1), s.tz).toISOString(), step: 'P1D' });
   const lines = await Promise.all(LINES.map((l) => api('GET', `${path}/timeseries?${range}&window=${l.window}`).then((r) => ({ ...l, r }))));
   section.append(seriesChart(s, lines));
+  if (!hll && s.params.topk > 0) {
+    const rq = new URLSearchParams({ from: range.get('from'), to: range.get('to') });
+    const [top, total] = await Promise.all([
+      api('GET', `${path}/top?${rq}&k=${Math.min(s.params.topk, 50)}`),
+      api('GET', `${path}/count?${rq}`),
+    ]);
+    section.append(el('h2', {}, `Heaviest ids, ${from} to ${to}`), topBars(top.items, s.params.epsilon * total.total));
+  }
   const warnings = [...new Set(lines.flatMap((l) => l.r.warnings || []))];
   if (warnings.length) section.append(el('ul', { class: 'warnings', id: 'series-warnings' }, warnings.map((w) => el('li', {}, w))));
   return section;
@@ -552,7 +563,7 @@ function seriesChart(s, lines) {
   const x = (i) => m.l + (n <= 1 ? (CW - m.l - m.r) / 2 : (i * (CW - m.l - m.r)) / (n - 1));
   const y = (v) => CH - m.b - (v / max) * (CH - m.t - m.b);
   const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'series-chart', role: 'img', 'aria-labelledby': 'chart-title' },
-    svg('title', { id: 'chart-title' }, `${s.name}: distinct count per day, and over the trailing 7 and 30 days`));
+    svg('title', { id: 'chart-title' }, `${s.name}: ${s.type === 'hll' ? 'distinct' : 'total'} count per day, and over the trailing 7 and 30 days`));
   // Grid and axes.
   for (let v = 0; v <= max + tick / 2; v += tick) {
     root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(v), y2: y(v) }),
@@ -587,7 +598,7 @@ function seriesChart(s, lines) {
   const key = (cls, text) => el('li', {}, svg('svg', { viewBox: '0 0 24 12', width: 24, height: 12, 'aria-hidden': 'true' }, svg('line', { class: `line ${cls}`, x1: 0, x2: 24, y1: 6, y2: 6 })), text);
   return el('figure', { class: 'chart-figure' }, root,
     el('figcaption', {}, el('ul', { class: 'legend' }, lines.map((l) => key(l.cls, l.label)),
-      el('li', {}, 'bands: ± one standard error')), facts(last.filter(Boolean))));
+      s.type === 'hll' ? el('li', {}, 'bands: ± one standard error') : null), facts(last.filter(Boolean))));
 }
 
 // ---- overlap ----

@@ -154,7 +154,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	send(key{"unmatched", "GET", "404"}, 1, func(i int) response { return e.get(t, "/v1/sketches/h/nothing") })
 	// Every path without a route counts alike, whether chi matched a
 	// mount on the way or nothing at all.
-	for _, p := range []string{"/", "/docs", "/v1", "/v1/", "/v1/nothing"} {
+	for _, p := range []string{"/index.html", "/docs", "/v1", "/v1/", "/v1/nothing"} {
 		send(key{"unmatched", "GET", "404"}, 1, func(i int) response { return e.get(t, p) })
 	}
 	scrapes := 1 // the scrape before the traffic is counted too

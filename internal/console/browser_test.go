@@ -185,7 +185,9 @@ func (tb *tab) noErrors(t *testing.T, allow func(chromedp.ConsoleMessage) bool) 
 }
 
 // contrastJS lists visible HTML text whose colour has a contrast ratio
-// under 4.5:1 (WCAG AA) against the nearest opaque background behind it.
+// under 4.5:1 (WCAG AA) against the nearest opaque background behind it,
+// or that reaches past the window's right edge (outside a scrolling
+// table or code block).
 const contrastJS = `(() => {
 	const lum = (c) => { const m = c.match(/[\d.]+/g).map(Number);
 		const [r, g, b] = m.slice(0, 3).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
@@ -198,10 +200,15 @@ const contrastJS = `(() => {
 		const fg = lum(getComputedStyle(e).color).l, b = lum(bg(e)).l;
 		const ratio = (Math.max(fg, b) + 0.05) / (Math.min(fg, b) + 0.05);
 		if (ratio < 4.5) bad.push(e.tagName + ' "' + e.textContent.trim().slice(0, 40) + '" ' + ratio.toFixed(2));
+		const r = e.getBoundingClientRect();
+		if (r.right > document.documentElement.clientWidth + 1 && !e.closest('.table-wrap, pre')) {
+			bad.push(e.tagName + ' "' + e.textContent.trim().slice(0, 40) + '" reaches ' + Math.round(r.right) + ' px, past the window');
+		}
 	}
 	return bad; })()`
 
-// readable fails the test for text with too little contrast.
+// readable fails the test for text with too little contrast or out of
+// the window.
 func (tb *tab) readable(t *testing.T) {
 	t.Helper()
 	for _, b := range eval[[]string](t, tb, contrastJS) {
@@ -505,6 +512,49 @@ func TestBrowser(t *testing.T) {
 			chromedp.SetValue(chromedp.ID("range-from"), today.AddDate(0, 0, -6).Format("2006-01-02")),
 			chromedp.Click(chromedp.CSS("#range button")))
 		tb.do(t, "narrower chart", chromedp.Poll[chromedp.Void](`(() => { const l = document.querySelector('#series-chart polyline.line'); return l && l.getAttribute('points').trim().split(' ').length === 7; })()`, chromedp.WithPollingTimeout(20*time.Second)))
+		tb.noErrors(t, nil)
+	})
+
+	t.Run("overlap of two series ranges", func(t *testing.T) {
+		var desc struct {
+			Levels []struct {
+				Newest time.Time `json:"newest"`
+			} `json:"levels"`
+		}
+		s.call(t, "GET", "/v1/series/signups", "", nil, &desc)
+		last := desc.Levels[0].Newest.UTC().Truncate(24 * time.Hour)
+		day := func(d int) string { return last.AddDate(0, 0, d).Format("2006-01-02") }
+		// This week's ids are [0, 1600), last week's [700, 2300): 900 in both.
+		ops := []map[string]string{
+			{"series": "signups", "from": last.AddDate(0, 0, -6).Format(time.RFC3339), "to": last.AddDate(0, 0, 1).Format(time.RFC3339)},
+			{"series": "signups", "from": last.AddDate(0, 0, -13).Format(time.RFC3339), "to": last.AddDate(0, 0, -6).Format(time.RFC3339)},
+		}
+		body, _ := json.Marshal(map[string]any{"sketches": ops})
+		var x intersection
+		s.call(t, "POST", "/v1/intersection", "application/json", body, &x)
+		if x.Spurious || math.Abs(x.Estimate-900) > 150 {
+			t.Fatalf("fixture: intersection of the two weeks %+v, want about 900", x)
+		}
+		tb := newTab(t, b)
+		tb.open(t, s.url, "/overlap?s=~signups/"+day(-6)+"/"+day(0)+"&s=~signups/"+day(-13)+"/"+day(-7))
+		tb.wait(t, "#ov-estimate")
+		for id, v := range map[string]float64{"#ov-estimate": x.Estimate, "#ov-lower": x.Lower, "#ov-upper": x.Upper} {
+			if got := tb.text(t, id); got != count(v) {
+				t.Errorf("%s shows %q, want %q (API %v)", id, got, count(v), v)
+			}
+		}
+		labels := eval[string](t, tb, `[...document.querySelectorAll('#venn text.label')].map(t => t.textContent).join('|')`)
+		if !strings.Contains(labels, "signups "+day(-6)+"–"+day(0)) || !strings.Contains(labels, "signups "+day(-13)+"–"+day(-7)) {
+			t.Errorf("labels %q do not name the two ranges", labels)
+		}
+		if n := eval[int](t, tb, `document.querySelectorAll('#venn circle.set').length`); n != 2 {
+			t.Errorf("%d circles, want 2", n)
+		}
+		if kind := eval[string](t, tb, `document.getElementById('kind-a').value + ' ' + document.getElementById('from-a').value`); kind != "series "+day(-6) {
+			t.Errorf("the form shows set A as %q", kind)
+		}
+		tb.readable(t)
+		tb.screenshot(t, "console-series-overlap")
 		tb.noErrors(t, nil)
 	})
 

@@ -98,6 +98,7 @@ async function api(method, path, body, { blob = false } = {}) {
 // sketchPath is a sketch's API path. Names are letters, digits and
 // . _ : - (all safe in a path), and the API takes ':' as is, not %3A.
 const sketchPath = (name) => `/v1/sketches/${encodeURIComponent(name).replace(/%3A/gi, ':')}`;
+const seriesPath = (name) => `/v1/series/${encodeURIComponent(name).replace(/%3A/gi, ':')}`;
 
 // ---- messages ----
 
@@ -495,8 +496,8 @@ const LINES = [
 ];
 
 async function seriesView(name, q) {
-  const s = await api('GET', `/v1/series/${encodeURIComponent(name).replace(/%3A/gi, ':')}`);
-  const path = `/v1/series/${encodeURIComponent(s.name).replace(/%3A/gi, ':')}`;
+  const s = await api('GET', seriesPath(name));
+  const path = seriesPath(s.name);
   const section = el('section', { class: 'detail' },
     el('h1', {}, s.name),
     el('p', { class: 'muted' }, `${s.type === 'hll' ? 'HyperLogLog' : 'Count-Min'} series, buckets in ${s.tz}`),
@@ -605,36 +606,93 @@ function seriesChart(s, lines) {
 
 const COLORS = ['a', 'b', 'c'];
 
-async function overlapView(names) {
-  names = names.filter(Boolean).slice(0, 3);
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+// An overlap operand in the route is a sketch name, or a series range
+// written ~name/first-day/last-day (days inclusive, in the series' time
+// zone); '~' and '/' cannot occur in names.
+function parseOperand(v) {
+  if (!v.startsWith('~')) return { kind: 'sketch', name: v };
+  const [name = '', from = '', to = ''] = v.slice(1).split('/');
+  return { kind: 'series', name, from, to };
+}
+
+// resolveOperand fetches what the drawing needs of an operand: a label,
+// the estimate and its relative error, and the operand as the
+// intersection route takes it.
+async function resolveOperand(v) {
+  const o = parseOperand(v);
+  if (o.kind === 'sketch') {
+    const s = await api('GET', sketchPath(o.name));
+    if (s.type !== 'hll') throw new Problem(400, 'Not an HLL', `${s.name} is a Count-Min sketch; overlaps need HyperLogLog sketches.`, '');
+    return { ...s, op: s.name };
+  }
+  if (!o.name || !DAY.test(o.from) || !DAY.test(o.to) || o.from > o.to) {
+    throw new Problem(400, 'Bad range', `“${v}” is not a series range: give a series and its first and last day.`, '');
+  }
+  const sr = await api('GET', seriesPath(o.name));
+  if (sr.type !== 'hll') throw new Problem(400, 'Not an HLL', `${sr.name} is a Count-Min series; overlaps need HyperLogLog.`, '');
+  const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
+  const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
+  return { name: `${sr.name} ${o.from}–${o.to}`, type: 'hll', cardinality: c.cardinality, std_error: c.std_error, op };
+}
+
+async function overlapView(values) {
+  values = values.filter(Boolean).slice(0, 3);
   const section = el('section', { class: 'overlap' }, el('h1', {}, 'Overlap'));
-  const list = await api('GET', '/v1/sketches?limit=1000');
+  const [list, seriesPage] = await Promise.all([
+    api('GET', '/v1/sketches?limit=1000'),
+    api('GET', '/v1/series?limit=1000').catch((err) => {
+      if (err instanceof Problem && (err.status === 501 || err.status === 404)) return { series: [] };
+      throw err;
+    }),
+  ]);
   const hlls = list.sketches.filter((s) => s.type === 'hll').map((s) => s.name);
-  const datalist = el('datalist', { id: 'hll-names' }, hlls.map((n) => el('option', { value: n })));
-  const inputs = ['A', 'B', 'C'].map((label, i) => el('input', {
-    id: `set-${label.toLowerCase()}`, list: 'hll-names', value: names[i] || '', spellcheck: 'false', autocomplete: 'off',
-    maxlength: 200, required: i < 2, placeholder: i < 2 ? 'sketch name' : 'optional',
-  }));
-  const form = el('form', { class: 'pick' }, datalist,
-    inputs.map((inp, i) => el('div', { class: 'field' }, el('label', { for: inp.id }, `Set ${'ABC'[i]}`), inp)),
+  const seriesNames = seriesPage.series.filter((s) => s.type === 'hll').map((s) => s.name);
+  const fields = ['a', 'b', 'c'].map((id, i) => {
+    const o = values[i] ? parseOperand(values[i]) : { kind: 'sketch', name: '' };
+    const kind = el('select', { id: `kind-${id}`, 'aria-label': `Set ${id.toUpperCase()} is a` },
+      el('option', { value: 'sketch', selected: o.kind === 'sketch' }, 'sketch'),
+      seriesNames.length || o.kind === 'series' ? el('option', { value: 'series', selected: o.kind === 'series' }, 'series range') : null);
+    const name = el('input', {
+      id: `set-${id}`, list: o.kind === 'series' ? 'series-names' : 'hll-names', value: o.name, spellcheck: 'false', autocomplete: 'off',
+      maxlength: 200, required: i < 2, placeholder: i < 2 ? 'name' : 'optional',
+    });
+    const from = el('input', { id: `from-${id}`, type: 'date', value: o.from || '', 'aria-label': `Set ${id.toUpperCase()} first day` });
+    const to = el('input', { id: `to-${id}`, type: 'date', value: o.to || '', 'aria-label': `Set ${id.toUpperCase()} last day` });
+    const range = el('span', { class: 'range', hidden: o.kind !== 'series' }, from, ' to ', to);
+    kind.addEventListener('change', () => {
+      range.hidden = kind.value !== 'series';
+      name.setAttribute('list', kind.value === 'series' ? 'series-names' : 'hll-names');
+    });
+    const value = () => {
+      const n = name.value.trim();
+      if (!n) return '';
+      return kind.value === 'series' ? `~${n}/${from.value}/${to.value}` : n;
+    };
+    return { el: el('div', { class: 'field' }, el('label', { for: name.id }, `Set ${id.toUpperCase()}`), el('span', { class: 'operand' }, kind, name), range), value };
+  });
+  const form = el('form', { class: 'pick' },
+    el('datalist', { id: 'hll-names' }, hlls.map((n) => el('option', { value: n }))),
+    el('datalist', { id: 'series-names' }, seriesNames.map((n) => el('option', { value: n }))),
+    fields.map((f) => f.el),
     el('button', { type: 'submit' }, 'Compare'));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    const picked = inputs.map((i) => i.value.trim()).filter(Boolean);
-    location.hash = `#/overlap?${picked.map((s) => `s=${encodeURIComponent(s)}`).join('&')}`;
+    const picked = fields.map((f) => f.value()).filter(Boolean);
+    location.hash = `#/overlap?${picked.map((v) => `s=${encodeURIComponent(v)}`).join('&')}`;
   });
-  section.append(el('p', { class: 'muted' }, 'Pick two or three HyperLogLog sketches. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form);
-  if (names.length < 2) return section;
+  section.append(el('p', { class: 'muted' }, 'Pick two or three HyperLogLog sketches or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form);
+  if (values.length < 2) return section;
 
-  const sets = await Promise.all(names.map((n) => api('GET', sketchPath(n))));
-  const cms = sets.find((s) => s.type !== 'hll');
-  if (cms) throw new Problem(400, 'Not an HLL', `${cms.name} is a Count-Min sketch; overlaps need HyperLogLog sketches.`, '');
-  const x = await api('POST', '/v1/intersection', { sketches: names });
+  const sets = await Promise.all(values.map(resolveOperand));
+  const ops = sets.map((s) => s.op);
+  const x = await api('POST', '/v1/intersection', { sketches: ops });
   const result = el('div', { class: 'result' });
-  if (names.length === 2) {
+  if (sets.length === 2) {
     result.append(vennTwo(sets, x), numbersTwo(sets, x));
   } else {
-    const pairs = await Promise.all([[0, 1], [0, 2], [1, 2]].map(([i, j]) => api('POST', '/v1/intersection', { sketches: [names[i], names[j]] })));
+    const pairs = await Promise.all([[0, 1], [0, 2], [1, 2]].map(([i, j]) => api('POST', '/v1/intersection', { sketches: [ops[i], ops[j]] })));
     const drawn = vennThree(sets, x, pairs);
     result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
   }
@@ -673,10 +731,15 @@ function setShapes(sets, placed, scaleK) {
   return g;
 }
 
-function labelFor(s, c, dir, i) {
-  const name = s.name.length > 24 ? `${s.name.slice(0, 23)}…` : s.name;
-  const y = c.y - c.r - 10 > 14 ? c.y - c.r - 10 : c.y + c.r + 20;
-  return svg('text', { class: `label label-${COLORS[i]}`, x: c.x + dir * c.r * 0.35, y, 'text-anchor': 'middle' }, `${name} · ${count(estimateOf(s).value)}`);
+// labelFor names a set beside its circle: above it, or below when below
+// is asked for or there is no room above; dir −1 aligns the label with the
+// circle's left edge, +1 with its right edge, 0 centres it.
+function labelFor(s, c, dir, i, below = false) {
+  const name = s.name.length > 32 ? `${s.name.slice(0, 31)}…` : s.name;
+  const y = !below && c.y - c.r - 10 > 14 ? c.y - c.r - 10 : c.y + c.r + 22;
+  const anchor = dir < 0 ? 'start' : dir > 0 ? 'end' : 'middle';
+  const x = dir < 0 ? Math.max(4, c.x - c.r) : dir > 0 ? Math.min(W - 4, c.x + c.r) : c.x;
+  return svg('text', { class: `label label-${COLORS[i]}`, x, y, 'text-anchor': anchor }, `${name} · ${count(estimateOf(s).value)}`);
 }
 
 const W = 640;
@@ -715,7 +778,9 @@ function vennTwo(sets, x) {
       x.lower > 0 ? band(x.lower, 'lens lens-lower') : null,
       svg('text', { class: 'lens-label', x: lens.cx, y: lens.cy, 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, `${count(x.estimate)} ± ${count(x.error)}`));
   }
-  root.append(labelFor(sets[0], placed[0], -1, 0), labelFor(sets[1], placed[1], 1, 1));
+  // A's name above on the left, B's below on the right: long names
+  // cannot collide.
+  root.append(labelFor(sets[0], placed[0], -1, 0), labelFor(sets[1], placed[1], 1, 1, true));
   return el('figure', { class: 'venn-figure' }, root, legend(sets, !x.spurious));
 }
 

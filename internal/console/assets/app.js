@@ -215,8 +215,13 @@ function estimateCell(s) {
   if (s.type === 'hll') {
     return [el('span', { class: 'est' }, count(value)), error > 0 ? el('span', { class: 'err' }, ` ± ${count(error)}`) : el('span', { class: 'err muted' }, ' exact')];
   }
-  return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' total')];
+  if (s.type === 'cms') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' total')];
+  return el('span', { class: 'muted' }, '—');
 }
+
+// kindName names a sketch kind for people; kinds the console does not
+// know yet show their API name.
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
@@ -266,7 +271,7 @@ async function listView(prefix) {
       tbody.append(el('tr', { 'data-name': s.name },
         el('td', { 'data-label': 'Compare' }, box),
         el('th', { scope: 'row', 'data-label': 'Name' }, el('a', { href: `#/sketch/${encodeURIComponent(s.name)}` }, s.name)),
-        el('td', { 'data-label': 'Kind' }, s.type === 'hll' ? 'HLL' : 'Count-Min'),
+        el('td', { 'data-label': 'Kind' }, kindName(s.type)),
         el('td', { class: 'num estimate', 'data-label': 'Estimate' }, estimateCell(s)),
         el('td', { 'data-label': 'Representation' }, s.representation || '—'),
         el('td', { class: 'num', 'data-label': 'Size' }, bytes(s.size_bytes)),
@@ -305,7 +310,7 @@ async function seriesList(prefix) {
     const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
     return el('tr', { 'data-name': s.name },
       el('th', { scope: 'row', 'data-label': 'Name' }, el('a', { href: `#/series/${encodeURIComponent(s.name)}` }, s.name)),
-      el('td', { 'data-label': 'Kind' }, s.type === 'hll' ? 'HLL' : 'Count-Min'),
+      el('td', { 'data-label': 'Kind' }, kindName(s.type)),
       el('td', { 'data-label': 'Levels' }, s.levels.map((l) => `${l.level} (${l.buckets})`).join(', ')),
       el('td', { 'data-label': 'Time zone' }, s.tz),
       el('td', { class: 'num', 'data-label': 'Size' }, bytes(s.size_bytes)),
@@ -326,7 +331,13 @@ function facts(rows) {
 
 async function sketchView(name) {
   const s = await api('GET', sketchPath(name));
-  return s.type === 'hll' ? hllView(s) : cmsView(s);
+  if (s.type === 'hll') return hllView(s);
+  if (s.type === 'cms') return cmsView(s);
+  // A kind this page does not know yet: what every sketch has.
+  return el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, `${s.type} sketch`),
+    facts([['Size', bytes(s.size_bytes)], ['Created', when(s.created_at)], ['Last update', when(s.updated_at)]]));
 }
 
 function hllView(s) {

@@ -607,6 +607,60 @@ func TestBrowser(t *testing.T) {
 	})
 }
 
+// TestBrowserTheta: theta sketches are listed with their bounds, shown,
+// and drawn in the overlap view with the API's numbers.
+func TestBrowserTheta(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.thetaOf(t, "reach:a", 1, 20001)
+	s.thetaOf(t, "reach:b", 10001, 40001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	type row struct{ Name, Kind, Estimate string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+		Name: tr.dataset.name, Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent}))`)
+	want := s.list(t, "")
+	if len(rows) != 2 || len(want) != 2 {
+		t.Fatalf("rows %+v, API %+v", rows, want)
+	}
+	for i, w := range want {
+		est := count(w.Cardinality) + " (95%: " + count(w.Lower) + "–" + count(w.Upper) + ")"
+		if rows[i].Name != w.Name || rows[i].Kind != "Theta" || rows[i].Estimate != est {
+			t.Errorf("row %+v, want %s Theta %q", rows[i], w.Name, est)
+		}
+	}
+
+	x := s.intersect(t, "reach:a", "reach:b")
+	if x.Spurious || math.Abs(x.Estimate-10000) > 1000 {
+		t.Fatalf("fixture: theta intersection %+v, want about 10,000", x)
+	}
+	tb.open(t, s.url, "/overlap?s=reach:a&s=reach:b")
+	tb.wait(t, "#ov-estimate")
+	for id, v := range map[string]float64{"#ov-estimate": x.Estimate, "#ov-lower": x.Lower, "#ov-upper": x.Upper} {
+		if got := tb.text(t, id); got != count(v) {
+			t.Errorf("%s shows %q, want %q (API %v)", id, got, count(v), v)
+		}
+	}
+	if n := eval[int](t, tb, `document.querySelectorAll('#venn circle.set').length + 10 * document.querySelectorAll('#venn path.lens-estimate').length`); n != 12 {
+		t.Errorf("the Venn has %d circles + 10×lenses, want 2 circles and 1 lens", n)
+	}
+	if m := tb.text(t, "#ov-jaccard"); !strings.Contains(m, "(") {
+		t.Errorf("Jaccard shows %q, want its bounds", m)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-theta-overlap")
+
+	d := describe(t, s, "reach:a")
+	tb.open(t, s.url, "/sketch/reach:a")
+	tb.wait(t, "#bounds")
+	if got := tb.text(t, "#bounds"); got != count(d.Lower)+" – "+count(d.Upper) {
+		t.Errorf("#bounds %q, want %s – %s", got, count(d.Lower), count(d.Upper))
+	}
+	tb.readable(t)
+	tb.noErrors(t, nil)
+}
+
 // TestBrowserToken: with read tokens on, the console shows the 401 and
 // then the data once a read token is entered; the token lives in
 // sessionStorage only.

@@ -98,6 +98,19 @@ func (s *site) call(tb testing.TB, method, path, ctype string, body []byte, out 
 func (s *site) hllOf(tb testing.TB, name string, from, to int) {
 	tb.Helper()
 	s.call(tb, http.MethodPut, "/v1/sketches/"+name, "", nil, nil)
+	s.addRange(tb, name, from, to)
+}
+
+// thetaOf creates a theta sketch holding the integer ids [from, to).
+func (s *site) thetaOf(tb testing.TB, name string, from, to int) {
+	tb.Helper()
+	s.call(tb, http.MethodPut, "/v1/sketches/"+name, "application/json", []byte(`{"type":"theta"}`), nil)
+	s.addRange(tb, name, from, to)
+}
+
+// addRange adds the integer ids [from, to) to a sketch.
+func (s *site) addRange(tb testing.TB, name string, from, to int) {
+	tb.Helper()
 	var b strings.Builder
 	for i := from; i < to; i++ {
 		b.WriteString(strconv.Itoa(i))
@@ -127,6 +140,8 @@ type sketchInfo struct {
 	Name           string  `json:"name"`
 	Type           string  `json:"type"`
 	Cardinality    float64 `json:"cardinality"`
+	Lower          float64 `json:"lower_bound"`
+	Upper          float64 `json:"upper_bound"`
 	StdError       float64 `json:"std_error"`
 	Representation string  `json:"representation"`
 	Total          int64   `json:"total"`

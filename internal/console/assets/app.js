@@ -205,8 +205,13 @@ window.addEventListener('hashchange', () => {
 
 // estimateOf returns a sketch's estimate and absolute error (one standard
 // error for HLL; CMS totals are exact counts).
+// Theta and frequency sketches report bounds at two standard deviations;
+// half their half-width is one.
+const SAMPLED = new Set(['theta', 'freq']);
+
 function estimateOf(s) {
   if (s.type === 'hll') return { value: s.cardinality, error: s.cardinality * s.std_error };
+  if (SAMPLED.has(s.type)) return { value: s.cardinality, error: (s.upper_bound - s.lower_bound) / 4 };
   return { value: s.total, error: 0 };
 }
 
@@ -216,12 +221,15 @@ function estimateCell(s) {
     return [el('span', { class: 'est' }, count(value)), error > 0 ? el('span', { class: 'err' }, ` ± ${count(error)}`) : el('span', { class: 'err muted' }, ' exact')];
   }
   if (s.type === 'cms') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' total')];
+  if (SAMPLED.has(s.type)) {
+    return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err' }, ` (95%: ${count(s.lower_bound)}–${count(s.upper_bound)})`)];
+  }
   return el('span', { class: 'muted' }, '—');
 }
 
 // kindName names a sketch kind for people; kinds the console does not
 // know yet show their API name.
-const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min' })[type] || type;
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
@@ -265,7 +273,7 @@ async function listView(prefix) {
     if (after) q.set('after', after);
     const page = await api('GET', `/v1/sketches?${q}`);
     for (const s of page.sketches) {
-      const box = s.type === 'hll'
+      const box = s.type === 'hll' || s.type === 'theta'
         ? el('input', { type: 'checkbox', value: s.name, 'aria-label': `Select ${s.name} to compare`, onchange: update })
         : '';
       tbody.append(el('tr', { 'data-name': s.name },
@@ -333,6 +341,7 @@ async function sketchView(name) {
   const s = await api('GET', sketchPath(name));
   if (s.type === 'hll') return hllView(s);
   if (s.type === 'cms') return cmsView(s);
+  if (SAMPLED.has(s.type)) return sampledView(s);
   // A kind this page does not know yet: what every sketch has.
   return el('section', { class: 'detail' },
     el('h1', {}, s.name),
@@ -358,19 +367,7 @@ function hllView(s) {
     ]));
 
   const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.hll`);
-  download.addEventListener('click', async () => {
-    try {
-      const blob = await api('GET', `${sketchPath(s.name)}/raw`, undefined, { blob: true });
-      const url = URL.createObjectURL(blob);
-      const a = el('a', { href: url, download: `${s.name.replace(/:/g, '_')}.hll` });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10000);
-    } catch (err) {
-      showProblem(err);
-    }
-  });
+  download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.hll`));
   const line = psqlLine(s.name);
   const copy = el('button', { type: 'button', id: 'copy-psql' }, 'Copy');
   copy.addEventListener('click', async () => {
@@ -389,6 +386,44 @@ function hllView(s) {
     el('p', {}, copy, token() ? el('span', { class: 'muted' }, ' Set SKETCHD_TOKEN to your read token first.') : ''),
     el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
   return section;
+}
+
+// sampledView shows a theta or frequency sketch (DataSketches' formats).
+function sampledView(s) {
+  const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
+  download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
+  return el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, s.type === 'theta' ? 'Theta sketch (DataSketches): distinct ids' : 'Frequency sketch (DataSketches tuple): distinct ids and their impressions'),
+    facts([
+      ['Estimate', [count(s.cardinality), ' distinct ids'], 'estimate'],
+      ['95% bounds', `${count(s.lower_bound)} – ${count(s.upper_bound)}`, 'bounds'],
+      s.impressions !== undefined ? ['Impressions', count(s.impressions)] : null,
+      ['Parameters', `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} nominal entries)`],
+      ['Sampling', `theta ${s.theta.toPrecision(4)}, ${intFmt.format(s.retained)} hashes kept`],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+      ['Last update', when(s.updated_at)],
+    ]),
+    el('h2', {}, 'Take it elsewhere'),
+    el('p', {}, 'The bytes are DataSketches\' compact format, read by its Java, C++ and Python libraries: ', download),
+    el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
+}
+
+// downloadRaw fetches a sketch's stored bytes with the tab's token and
+// hands them to the browser as a file.
+async function downloadRaw(name, file) {
+  try {
+    const blob = await api('GET', `${sketchPath(name)}/raw`, undefined, { blob: true });
+    const url = URL.createObjectURL(blob);
+    const a = el('a', { href: url, download: file });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  } catch (err) {
+    showProblem(err);
+  }
 }
 
 // psqlLine is one shell line that fetches the sketch as PostgreSQL's hex
@@ -635,7 +670,9 @@ async function resolveOperand(v) {
   const o = parseOperand(v);
   if (o.kind === 'sketch') {
     const s = await api('GET', sketchPath(o.name));
-    if (s.type !== 'hll') throw new Problem(400, 'Not an HLL', `${s.name} is a Count-Min sketch; overlaps need HyperLogLog sketches.`, '');
+    if (s.type !== 'hll' && s.type !== 'theta') {
+      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog or theta sketches.`, '');
+    }
     return { ...s, op: s.name };
   }
   if (!o.name || !DAY.test(o.from) || !DAY.test(o.to) || o.from > o.to) {
@@ -658,7 +695,7 @@ async function overlapView(values) {
       throw err;
     }),
   ]);
-  const hlls = list.sketches.filter((s) => s.type === 'hll').map((s) => s.name);
+  const hlls = list.sketches.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
   const seriesNames = seriesPage.series.filter((s) => s.type === 'hll').map((s) => s.name);
   const fields = ['a', 'b', 'c'].map((id, i) => {
     const o = values[i] ? parseOperand(values[i]) : { kind: 'sketch', name: '' };
@@ -693,7 +730,7 @@ async function overlapView(values) {
     const picked = fields.map((f) => f.value()).filter(Boolean);
     location.hash = `#/overlap?${picked.map((v) => `s=${encodeURIComponent(v)}`).join('&')}`;
   });
-  section.append(el('p', { class: 'muted' }, 'Pick two or three HyperLogLog sketches or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form);
+  section.append(el('p', { class: 'muted' }, 'Pick two or three HyperLogLog or theta sketches, or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form);
   if (values.length < 2) return section;
 
   const sets = await Promise.all(values.map(resolveOperand));
@@ -812,19 +849,25 @@ function verdict(x) {
     text = [el('strong', {}, 'Spurious.'), ` The estimate (${count(x.estimate)}) is within 1.2 × its error (${count(x.error)}) of zero: these sketches cannot tell this overlap from none. Do not act on it.`];
   } else if (x.reliable) {
     cls = 'reliable';
-    text = [el('strong', {}, 'Reliable.'), ' The overlap is large enough, and the sets close enough in size, for this many registers.'];
+    text = [el('strong', {}, 'Reliable.'), ' The overlap is large enough, and the sets close enough in size, for sketches of this precision.'];
   } else {
     cls = 'unreliable';
-    text = [el('strong', {}, 'Not reliable.'), ' The estimate is above its noise, but outside the range where this many registers are trustworthy.'];
+    text = [el('strong', {}, 'Not reliable.'), ' The estimate is above its noise, but outside the range where sketches of this precision are trustworthy; see the warnings.'];
   }
   for (const w of x.warnings || []) items.push(el('li', {}, w));
   return el('div', { class: `verdict ${cls}`, id: 'verdict' }, el('p', {}, text), items.length ? el('ul', { class: 'warnings', id: 'warnings' }, items) : null);
 }
 
+function methodText(x) {
+  if (x.lg_k !== undefined) return `theta (DataSketches), lg_k ${x.lg_k}, ${intFmt.format(x.retained)} hashes in the intersection`;
+  return `${x.method === 'mle' ? 'maximum likelihood' : 'inclusion–exclusion'}, log2m ${x.log2m}`;
+}
+
 function numbersTwo(sets, x) {
   const [a, b] = sets.map((s) => s.name);
-  const pm = (v) => (v ? `${frac(v.estimate)} ± ${frac(v.error)}` : '—');
-  const pmCount = (v) => (v ? `${count(v.estimate)} ± ${count(v.error)}` : '—');
+  // HLL answers give each with its error; theta answers with bounds.
+  const pm = (v) => (!v ? '—' : v.error !== undefined ? `${frac(v.estimate)} ± ${frac(v.error)}` : `${frac(v.estimate)} (${frac(v.lower)}–${frac(v.upper)})`);
+  const pmCount = (v) => (!v ? '—' : v.error !== undefined ? `${count(v.estimate)} ± ${count(v.error)}` : `${count(v.estimate)} (${count(v.lower)}–${count(v.upper)})`);
   return el('div', { class: 'numbers' },
     verdict(x),
     facts([
@@ -837,7 +880,7 @@ function numbersTwo(sets, x) {
       [`${b} \\ ${a}`, pmCount(x.b_not_a), 'ov-b-not-a'],
       ['Share of the smaller set', pct(x.overlap)],
       ['Size ratio', `${x.cardinality_ratio.toFixed(1)} : 1`],
-      ['Method', `${x.method === 'mle' ? 'maximum likelihood' : 'inclusion–exclusion'}, log2m ${x.log2m}`],
+      ['Method', methodText(x)],
     ]));
 }
 
@@ -888,7 +931,7 @@ function numbersThree(sets, x, pairs, layout) {
       ['Lower bound', count(x.lower), 'ov-lower'],
       ['Upper bound', count(x.upper), 'ov-upper'],
       ['Share of the smallest set', pct(x.overlap)],
-      ['Method', `${x.method === 'mle' ? 'maximum likelihood' : 'inclusion–exclusion'}, log2m ${x.log2m}`],
+      ['Method', methodText(x)],
     ]),
     el('h2', {}, 'Pairs'),
     el('div', { class: 'table-wrap' }, el('table', { class: 'pairs' },

@@ -645,8 +645,19 @@ func TestBrowserTheta(t *testing.T) {
 	if n := eval[int](t, tb, `document.querySelectorAll('#venn circle.set').length + 10 * document.querySelectorAll('#venn path.lens-estimate').length`); n != 12 {
 		t.Errorf("the Venn has %d circles + 10×lenses, want 2 circles and 1 lens", n)
 	}
-	if m := tb.text(t, "#ov-jaccard"); !strings.Contains(m, "(") {
-		t.Errorf("Jaccard shows %q, want its bounds", m)
+	if j := x.Jaccard; j == nil {
+		t.Errorf("the API gives no Jaccard for two theta sketches: %+v", x)
+	} else {
+		want := fmt.Sprintf("%.3f", j.Estimate)
+		if j.Error != nil {
+			want += fmt.Sprintf(" ± %.3f", *j.Error)
+		}
+		if j.Lower != nil && j.Upper != nil {
+			want += fmt.Sprintf(" (%.3f–%.3f)", *j.Lower, *j.Upper)
+		}
+		if got := tb.text(t, "#ov-jaccard"); got != want {
+			t.Errorf("Jaccard shows %q, the API says %q", got, want)
+		}
 	}
 	tb.readable(t)
 	tb.screenshot(t, "console-theta-overlap")

@@ -148,6 +148,11 @@ type sketchInfo struct {
 }
 
 type intersection struct {
+	Jaccard *struct {
+		Estimate     float64
+		Error        *float64
+		Lower, Upper *float64
+	} `json:"jaccard"`
 	Estimate float64  `json:"estimate"`
 	Error    float64  `json:"error"`
 	Lower    float64  `json:"lower"`

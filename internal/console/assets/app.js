@@ -865,9 +865,14 @@ function methodText(x) {
 
 function numbersTwo(sets, x) {
   const [a, b] = sets.map((s) => s.name);
-  // HLL answers give each with its error; theta answers with bounds.
-  const pm = (v) => (!v ? '—' : v.error !== undefined ? `${frac(v.estimate)} ± ${frac(v.error)}` : `${frac(v.estimate)} (${frac(v.lower)}–${frac(v.upper)})`);
-  const pmCount = (v) => (!v ? '—' : v.error !== undefined ? `${count(v.estimate)} ± ${count(v.error)}` : `${count(v.estimate)} (${count(v.lower)}–${count(v.upper)})`);
+  // HLL answers give each with its error; theta answers also its bounds.
+  const show = (f) => (v) => {
+    if (!v) return '—';
+    const bounds = v.lower !== undefined ? ` (${f(v.lower)}–${f(v.upper)})` : '';
+    return `${f(v.estimate)}${v.error !== undefined ? ` ± ${f(v.error)}` : ''}${bounds}`;
+  };
+  const pm = show(frac);
+  const pmCount = show(count);
   return el('div', { class: 'numbers' },
     verdict(x),
     facts([

@@ -546,7 +546,7 @@ async function seriesView(name, q) {
   const path = seriesPath(s.name);
   const section = el('section', { class: 'detail' },
     el('h1', {}, s.name),
-    el('p', { class: 'muted' }, `${s.type === 'hll' ? 'HyperLogLog' : 'Count-Min'} series, buckets in ${s.tz}`),
+    el('p', { class: 'muted' }, `${kindName(s.type)} series, buckets in ${s.tz}`),
     facts([
       ['Levels', s.levels.map((l) => `${l.level}: ${l.buckets} bucket${l.buckets === 1 ? '' : 's'}, kept ${l.retention}`).join('; ')],
       ['Late adds', `up to ${s.late_limit}`],
@@ -572,13 +572,13 @@ async function seriesView(name, q) {
     ev.preventDefault();
     location.hash = `#/series/${encodeURIComponent(s.name)}?from=${fromInput.value}&to=${toInput.value}`;
   });
-  const hll = s.type === 'hll';
-  section.append(el('h2', {}, hll ? 'Distinct count per day' : 'Total count per day'), picker);
+  const distinct = s.type !== 'cms';
+  section.append(el('h2', {}, distinct ? 'Distinct count per day' : 'Total count per day'), picker);
   if (!(from <= to)) throw new Problem(400, 'Bad range', 'the first day comes after the last one', '');
   const range = new URLSearchParams({ from: midnight(from, s.tz).toISOString(), to: midnight(addDays(to, 1), s.tz).toISOString(), step: 'P1D' });
   const lines = await Promise.all(LINES.map((l) => api('GET', `${path}/timeseries?${range}&window=${l.window}`).then((r) => ({ ...l, r }))));
   section.append(seriesChart(s, lines));
-  if (!hll && s.params.topk > 0) {
+  if (!distinct && s.params.topk > 0) {
     const rq = new URLSearchParams({ from: range.get('from'), to: range.get('to') });
     const [top, total] = await Promise.all([
       api('GET', `${path}/top?${rq}&k=${Math.min(s.params.topk, 50)}`),
@@ -592,7 +592,12 @@ async function seriesView(name, q) {
 }
 
 // valueOf is a timeseries point's value and absolute error.
+// Theta and frequency points give bounds at two standard deviations
+// instead of a relative error.
 function valueOf(p) {
+  if (p.cardinality !== undefined && p.std_error === undefined && p.lower_bound !== undefined) {
+    return { v: p.cardinality, e: (p.upper_bound - p.lower_bound) / 4 };
+  }
   if (p.cardinality !== undefined) return { v: p.cardinality, e: p.cardinality * (p.std_error || 0) };
   return { v: p.total || 0, e: 0 };
 }
@@ -610,7 +615,7 @@ function seriesChart(s, lines) {
   const x = (i) => m.l + (n <= 1 ? (CW - m.l - m.r) / 2 : (i * (CW - m.l - m.r)) / (n - 1));
   const y = (v) => CH - m.b - (v / max) * (CH - m.t - m.b);
   const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'series-chart', role: 'img', 'aria-labelledby': 'chart-title' },
-    svg('title', { id: 'chart-title' }, `${s.name}: ${s.type === 'hll' ? 'distinct' : 'total'} count per day, and over the trailing 7 and 30 days`));
+    svg('title', { id: 'chart-title' }, `${s.name}: ${s.type === 'cms' ? 'total' : 'distinct'} count per day, and over the trailing 7 and 30 days`));
   // Grid and axes.
   for (let v = 0; v <= max + tick / 2; v += tick) {
     root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(v), y2: y(v) }),
@@ -645,7 +650,7 @@ function seriesChart(s, lines) {
   const key = (cls, text) => el('li', {}, svg('svg', { viewBox: '0 0 24 12', width: 24, height: 12, 'aria-hidden': 'true' }, svg('line', { class: `line ${cls}`, x1: 0, x2: 24, y1: 6, y2: 6 })), text);
   return el('figure', { class: 'chart-figure' }, root,
     el('figcaption', {}, el('ul', { class: 'legend' }, lines.map((l) => key(l.cls, l.label)),
-      s.type === 'hll' ? el('li', {}, 'bands: ± one standard error') : null), facts(last.filter(Boolean))));
+      s.type !== 'cms' ? el('li', {}, 'bands: ± one standard error') : null), facts(last.filter(Boolean))));
 }
 
 // ---- overlap ----
@@ -679,10 +684,13 @@ async function resolveOperand(v) {
     throw new Problem(400, 'Bad range', `“${v}” is not a series range: give a series and its first and last day.`, '');
   }
   const sr = await api('GET', seriesPath(o.name));
-  if (sr.type !== 'hll') throw new Problem(400, 'Not an HLL', `${sr.name} is a Count-Min series; overlaps need HyperLogLog.`, '');
+  if (sr.type !== 'hll' && sr.type !== 'theta') {
+    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog or theta.`, '');
+  }
   const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
   const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
-  return { name: `${sr.name} ${o.from}–${o.to}`, type: 'hll', cardinality: c.cardinality, std_error: c.std_error, op };
+  const { v: est, e: err } = valueOf(c);
+  return { name: `${sr.name} ${o.from}–${o.to}`, type: 'hll', cardinality: est, std_error: est > 0 ? err / est : 0, op };
 }
 
 async function overlapView(values) {
@@ -696,7 +704,7 @@ async function overlapView(values) {
     }),
   ]);
   const hlls = list.sketches.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
-  const seriesNames = seriesPage.series.filter((s) => s.type === 'hll').map((s) => s.name);
+  const seriesNames = seriesPage.series.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
   const fields = ['a', 'b', 'c'].map((id, i) => {
     const o = values[i] ? parseOperand(values[i]) : { kind: 'sketch', name: '' };
     const kind = el('select', { id: `kind-${id}`, 'aria-label': `Set ${id.toUpperCase()} is a` },

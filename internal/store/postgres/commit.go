@@ -299,37 +299,8 @@ func (s *DB) commit(group []*op) error {
 
 	var wb pgx.Batch
 	for _, r := range t.rows {
-		if !r.changed {
-			continue
-		}
-		switch {
-		case r.st == nil && r.had:
-			wb.Queue("DELETE FROM sketchd_sketches WHERE name = $1", r.name)
-		case r.st == nil:
-		case r.delta:
-			if r.st.sk.Representation() == "EMPTY" {
-				continue
-			}
-			wb.Queue(`UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3 WHERE name = $1`,
-				r.name, r.st.sk.AppendBinary(nil), r.st.updated)
-		default:
-			hllBytes, data := body(r.st.sk)
-			params, err := paramsJSON(r.st.sk.Params())
-			if err != nil {
-				return err
-			}
-			if r.had {
-				wb.Queue(`UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
-					created_at = $7, updated_at = $8 WHERE name = $1`,
-					r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
-			} else {
-				// A row another node inserted since the lock fails this
-				// insert (unique violation) and the transaction with it;
-				// the group then runs again.
-				wb.Queue(`INSERT INTO sketchd_sketches (name, kind, params, metric, hll, data, created_at, updated_at)
-					VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8)`,
-					r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
-			}
+		if err := queueWrite(&wb, r); err != nil {
+			return err
 		}
 	}
 	rows := wb.Len()
@@ -365,6 +336,43 @@ func (s *DB) commit(group []*op) error {
 	}
 	if obs := s.opts.Observer; obs != nil {
 		obs.ObserveDBCommit(len(group), rows, time.Since(start))
+	}
+	return nil
+}
+
+// queueWrite queues the statement that writes r back, if it changed.
+func queueWrite(wb *pgx.Batch, r *row) error {
+	if !r.changed {
+		return nil
+	}
+	switch {
+	case r.st == nil && r.had:
+		wb.Queue("DELETE FROM sketchd_sketches WHERE name = $1", r.name)
+	case r.st == nil:
+	case r.delta:
+		if r.st.sk.Representation() == "EMPTY" {
+			return nil
+		}
+		wb.Queue(`UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3 WHERE name = $1`,
+			r.name, r.st.sk.AppendBinary(nil), r.st.updated)
+	default:
+		hllBytes, data := body(r.st.sk)
+		params, err := paramsJSON(r.st.sk.Params())
+		if err != nil {
+			return err
+		}
+		if r.had {
+			wb.Queue(`UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
+				created_at = $7, updated_at = $8 WHERE name = $1`,
+				r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
+		} else {
+			// A row another node inserted since the lock fails this
+			// insert (unique violation) and the transaction with it;
+			// the write then runs again.
+			wb.Queue(`INSERT INTO sketchd_sketches (name, kind, params, metric, hll, data, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8)`,
+				r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
+		}
 	}
 	return nil
 }

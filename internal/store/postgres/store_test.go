@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"io/fs"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/sketchd/sketchd/internal/store/postgres"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
 	"github.com/sketchd/sketchd/internal/store/storetest"
+	pgmigrations "github.com/sketchd/sketchd/migrations/postgres"
 )
 
 var ctx = context.Background()
@@ -255,15 +257,19 @@ func TestMigrationsOnce(t *testing.T) {
 	if err := dbs[0].Pool().QueryRow(ctx, "SELECT count(*) FROM sketchd_schema_migrations").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 {
-		t.Errorf("sketchd_schema_migrations has %d rows, want 1 (one step, applied once)", n)
+	steps, err := fs.Glob(pgmigrations.FS, "*.sql")
+	if err != nil || len(steps) < 2 {
+		t.Fatalf("embedded steps %v, %v", steps, err)
+	}
+	if n != len(steps) {
+		t.Errorf("sketchd_schema_migrations has %d rows, want %d (each step applied once)", n, len(steps))
 	}
 	if _, err := dbs[1].Add(ctx, "x", storetest.Ints(0, 1000), true); err != nil {
 		t.Fatal(err)
 	}
 	var name, params string
 	var card float64
-	err := dbs[2].Pool().QueryRow(ctx, "SELECT name, hll_cardinality(hll), params::text FROM sketchd_sketches").Scan(&name, &card, &params)
+	err = dbs[2].Pool().QueryRow(ctx, "SELECT name, hll_cardinality(hll), params::text FROM sketchd_sketches").Scan(&name, &card, &params)
 	if err != nil {
 		t.Fatal(err)
 	}

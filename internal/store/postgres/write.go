@@ -215,10 +215,26 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 	return added, nil
 }
 
-// AddEvents adds every event's id to each of its sketches (count 1) in
-// one transaction: all of them or, on any error, none. With create,
-// missing sketches are created as default HLLs.
+// AddEvents adds every event's id to each of its sketches (count 1) and
+// to the buckets its stamp falls in of each of its series, in one
+// transaction: all of them or, on any error, none. With create, missing
+// sketches are created as default HLLs. It returns how many ids went to
+// sketches (or series) of each kind. Events that name no series go
+// through the committer; others run in a transaction of their own that
+// locks sketches, then series (series.go).
 func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error) {
+	withSeries := slices.ContainsFunc(events, func(ev sketch.Event) bool { return len(ev.Series) > 0 })
+	if withSeries {
+		var err error
+		for range 5 {
+			var counts map[sketch.Type]int
+			counts, err = s.addEventsWithSeries(ctx, events, create)
+			if !errors.Is(err, errSeriesChanged) && !errors.Is(err, errRetry) {
+				return counts, err
+			}
+		}
+		return nil, s.classifyWrite(err)
+	}
 	var names []string
 	for _, ev := range events {
 		names = append(names, ev.Sketches...)
@@ -227,56 +243,63 @@ func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) 
 	var counts map[sketch.Type]int
 	err := s.submit(ctx, names, nil, func(t *tx) error {
 		counts = map[sketch.Type]int{}
-		rows := make([]*row, len(names))
-		for j, n := range names {
-			rows[j] = t.row(n)
-		}
-		index := func(n string) int { j, _ := slices.BinarySearch(names, n); return j }
-		ids := make([][]cms.ID, len(names))
-		from := make([][]int, len(names))
-		for i, ev := range events {
-			for _, name := range ev.Sketches {
-				j := index(name)
-				if rows[j].st == nil && !create {
-					return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, name)
-				}
-				ids[j] = append(ids[j], ev.ID)
-				from[j] = append(from[j], i)
-			}
-		}
-		sts := make([]*state, len(names))
-		batches := make([]sketch.Batch, len(names))
-		for j, r := range rows {
-			if sts[j] = r.st; sts[j] == nil {
-				var err error
-				if sts[j], err = newState(sketch.DefaultHLL(), t.now); err != nil {
-					return err
-				}
-			}
-			b, err := sts[j].sk.Kind().Prepare(sketch.IDs(ids[j]))
-			if err == nil {
-				err = sts[j].sk.Check(b)
-			}
-			if err != nil {
-				return eventError(sts[j], ids[j], from[j], err)
-			}
-			batches[j] = b
-		}
-		for j, r := range rows {
-			if r.st == nil {
-				t.put(r, sts[j])
-			}
-			if err := t.add(r, batches[j]); err != nil {
-				return err // unreachable: checked above
-			}
-			counts[sts[j].sk.Kind().Type] += batches[j].Len()
-		}
-		return nil
+		return addEventIDs(t, names, events, create, counts)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return counts, nil
+}
+
+// addEventIDs adds every event's id to each of its sketches, names (the
+// sketches named, sorted) being t's locked rows, and counts the ids per
+// kind. Nothing changes unless every sketch accepts its ids.
+func addEventIDs(t *tx, names []string, events []sketch.Event, create bool, counts map[sketch.Type]int) error {
+	rows := make([]*row, len(names))
+	for j, n := range names {
+		rows[j] = t.row(n)
+	}
+	index := func(n string) int { j, _ := slices.BinarySearch(names, n); return j }
+	ids := make([][]cms.ID, len(names))
+	from := make([][]int, len(names))
+	for i, ev := range events {
+		for _, name := range ev.Sketches {
+			j := index(name)
+			if rows[j].st == nil && !create {
+				return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, name)
+			}
+			ids[j] = append(ids[j], ev.ID)
+			from[j] = append(from[j], i)
+		}
+	}
+	sts := make([]*state, len(names))
+	batches := make([]sketch.Batch, len(names))
+	for j, r := range rows {
+		if sts[j] = r.st; sts[j] == nil {
+			var err error
+			if sts[j], err = newState(sketch.DefaultHLL(), t.now); err != nil {
+				return err
+			}
+		}
+		b, err := sts[j].sk.Kind().Prepare(sketch.IDs(ids[j]))
+		if err == nil {
+			err = sts[j].sk.Check(b)
+		}
+		if err != nil {
+			return eventError(sts[j], ids[j], from[j], err)
+		}
+		batches[j] = b
+	}
+	for j, r := range rows {
+		if r.st == nil {
+			t.put(r, sts[j])
+		}
+		if err := t.add(r, batches[j]); err != nil {
+			return err // unreachable: checked above
+		}
+		counts[sts[j].sk.Kind().Type] += batches[j].Len()
+	}
+	return nil
 }
 
 // eventError names the first event whose id the sketch refuses (err is

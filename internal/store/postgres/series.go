@@ -1,0 +1,782 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/series"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// Series live in two tables (migrations/postgres/0002_series.sql): the
+// definitions in sketchd_series and one row per bucket in
+// sketchd_series_buckets, keyed by (series, level, start), an HLL bucket
+// in a real hll column. Series writes run in their own transactions, not
+// through the committer. Every write locks in one order, so that writes
+// never deadlock: sketch rows (in name order), then series definitions (in
+// name order; FOR SHARE by adds, FOR UPDATE by create and delete), then
+// buckets in (series, level, start) order.
+
+// def is a series definition as stored.
+type def struct {
+	spec    *series.Spec
+	created time.Time
+}
+
+// same reports whether d is the definition o read earlier: a series
+// deleted and created again meanwhile is another.
+func (d def) same(o def) bool { return d.created.Equal(o.created) && d.spec.Same(o.spec) }
+
+// levelJSON is one element of the levels column.
+type levelJSON struct {
+	Level     string `json:"level"`
+	Retention string `json:"retention"`
+}
+
+const selectDef = `SELECT kind, proto, tz, levels, late_limit, created_at FROM sketchd_series WHERE name = $1`
+
+// readDef reads name's definition through q, with lock ("", "FOR SHARE"
+// or "FOR UPDATE") appended to the statement. A missing series is
+// NotFound.
+func readDef(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, name, lock string) (def, error) {
+	var kind, tz, late string
+	var proto, levels []byte
+	var d def
+	err := q.QueryRow(ctx, selectDef+" "+lock, name).Scan(&kind, &proto, &tz, &levels, &late, &d.created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return def{}, seriesNotFound(name)
+	}
+	if err != nil {
+		return def{}, err
+	}
+	if d.spec, err = decodeDef(kind, proto, tz, levels, late); err != nil {
+		return def{}, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("the definition of series %q does not decode", name))
+	}
+	d.created = d.created.UTC()
+	return d, nil
+}
+
+// decodeDef rebuilds a spec from its columns and validates it as a create
+// would.
+func decodeDef(kindName string, proto []byte, tz string, levels []byte, late string) (*series.Spec, error) {
+	kind, err := sketch.Lookup(sketch.Type(kindName))
+	if err != nil {
+		return nil, err
+	}
+	empty, err := kind.Decode(proto)
+	if err != nil {
+		return nil, err
+	}
+	spec := &series.Spec{Params: empty.Params(), TZ: tz}
+	var ls []levelJSON
+	if err := json.Unmarshal(levels, &ls); err != nil {
+		return nil, err
+	}
+	if len(ls) > len(series.Levels) {
+		return nil, fmt.Errorf("%d levels", len(ls))
+	}
+	for _, l := range ls {
+		lv, err := series.ParseLevel(l.Level)
+		if err != nil {
+			return nil, err
+		}
+		r, err := series.ParseDuration(l.Retention)
+		if err != nil {
+			return nil, err
+		}
+		spec.Levels = append(spec.Levels, series.LevelSpec{Level: lv, Retention: r})
+	}
+	if spec.LateLimit, err = series.ParseDuration(late); err != nil {
+		return nil, err
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+func seriesNotFound(name string) error {
+	return sketch.Errorf(sketch.NotFound, "series %q does not exist", name)
+}
+
+// errSeriesChanged makes a write or read start again: the series was
+// deleted and created anew between the look and the locked read.
+var errSeriesChanged = errors.New("the series changed")
+
+// inTx runs fn in one transaction and commits it; fn's error (or any
+// failure) rolls everything back. The store's Close waits for it.
+func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closing.Load() {
+		return ErrClosed
+	}
+	tctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
+	defer cancel()
+	tx, err := s.pool.Begin(tctx)
+	if err != nil {
+		return s.classify(ctx, err, what)
+	}
+	// A no-op after Commit; the pool drops a connection whose rollback
+	// fails.
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if err := fn(tctx, tx); err != nil {
+		if errors.Is(err, errSeriesChanged) || errors.Is(err, errRetry) {
+			return err
+		}
+		return s.classify(ctx, err, what)
+	}
+	if err := tx.Commit(tctx); err != nil {
+		return s.classify(ctx, err, what)
+	}
+	return nil
+}
+
+// CreateSeries creates the series name with spec; the same spec again
+// changes nothing, another is a Conflict. Buckets left under the name
+// (none, unless written by hand) are removed in the same transaction.
+func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (info series.Info, created bool, err error) {
+	if err := spec.Validate(); err != nil {
+		return series.Info{}, false, err
+	}
+	empty, err := spec.Params.New()
+	if err != nil {
+		return series.Info{}, false, err
+	}
+	params, err := paramsJSON(spec.Params)
+	if err != nil {
+		return series.Info{}, false, err
+	}
+	levels := make([]levelJSON, len(spec.Levels))
+	for i, l := range spec.Levels {
+		levels[i] = levelJSON{l.Level.String(), l.Retention.String()}
+	}
+	lj, err := json.Marshal(levels)
+	if err != nil {
+		return series.Info{}, false, err
+	}
+	err = s.inTx(ctx, "create series", func(ctx context.Context, tx pgx.Tx) error {
+		created = false
+		tag, err := tx.Exec(ctx, `INSERT INTO sketchd_series (name, kind, params, proto, tz, levels, late_limit, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
+			name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), s.opts.Now().UTC())
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			created = true
+			_, err := tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name)
+			return err
+		}
+		have, err := readDef(ctx, tx, name, "FOR SHARE")
+		if err != nil {
+			return err
+		}
+		if !have.spec.Same(spec) {
+			return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, have.spec, spec)
+		}
+		return nil
+	})
+	if err != nil {
+		return series.Info{}, false, err
+	}
+	info, err = s.DescribeSeries(ctx, name)
+	return info, created, err
+}
+
+// DescribeSeries returns name's spec and, per level, its buckets.
+func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return series.Info{}, err
+	}
+	var info series.Info
+	// One snapshot for the definition and its buckets.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		d, err := readDef(ctx, tx, name, "")
+		if err != nil {
+			return err
+		}
+		info = series.Info{Name: name, Spec: d.spec, CreatedAt: d.created}
+		for _, ls := range d.spec.Levels {
+			info.Levels = append(info.Levels, series.LevelInfo{Level: ls.Level, Retention: ls.Retention})
+		}
+		rows, err := tx.Query(ctx, `SELECT level, count(*), min(start), max(start), sum(octet_length(coalesce(hll_send(hll), data)))::bigint
+			FROM sketchd_series_buckets WHERE series = $1 GROUP BY level`, name)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var level string
+			var n, size int64
+			var oldest, newest time.Time
+			if err := rows.Scan(&level, &n, &oldest, &newest, &size); err != nil {
+				return err
+			}
+			for j := range info.Levels {
+				li := &info.Levels[j]
+				if li.Level.String() != level {
+					continue
+				}
+				li.Buckets, li.Bytes = int(n), size
+				li.Oldest, li.Newest = oldest.In(d.spec.Location()), newest.In(d.spec.Location())
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return series.Info{}, s.classify(ctx, err, "describe series")
+	}
+	return info, nil
+}
+
+// ListSeries returns up to limit series whose names start with prefix and
+// sort after after, in name order, and whether more follow.
+func (s *DB) ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error) {
+	names, more, err := s.seriesNames(ctx, prefix, after, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]series.Info, 0, len(names))
+	for _, n := range names {
+		info, err := s.DescribeSeries(ctx, n)
+		if sketch.KindOf(err) == sketch.NotFound {
+			continue // deleted since
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, info)
+	}
+	return out, more, nil
+}
+
+// seriesNames lists up to limit series names as List lists sketches.
+func (s *DB) seriesNames(ctx context.Context, prefix, after string, limit int) ([]string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	limit = max(limit, 0)
+	// Names sort below prefix+0x7f, as in List.
+	q := `SELECT name FROM sketchd_series WHERE name > $1 AND name >= $2 AND starts_with(name, $2)`
+	args := []any{after, prefix, limit + 1}
+	if prefix != "" {
+		q += ` AND name < $4`
+		args = append(args, prefix+"\x7f")
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY name LIMIT $3`, args...)
+	if err != nil {
+		return nil, false, s.classify(ctx, err, "list series")
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, false, s.classify(ctx, err, "list series")
+	}
+	more := len(names) > limit
+	return names[:min(limit, len(names))], more, nil
+}
+
+// DeleteSeries removes name and its buckets in one transaction.
+func (s *DB) DeleteSeries(ctx context.Context, name string) error {
+	return s.inTx(ctx, "delete series", func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM sketchd_series WHERE name = $1`, name)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return seriesNotFound(name)
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name)
+		return err
+	})
+}
+
+// bucketAdd is what one write adds to one bucket.
+type bucketAdd struct {
+	series string
+	key    series.Key
+	params sketch.Params
+	ids    []cms.ID // for events: the ids and the events they came from
+	from   []int
+	b      sketch.Batch
+}
+
+func compareBuckets(a, b *bucketAdd) int {
+	if c := strings.Compare(a.series, b.series); c != 0 {
+		return c
+	}
+	if c := int(a.key.Level) - int(b.key.Level); c != 0 {
+		return c
+	}
+	return a.key.Start.Compare(b.key.Start)
+}
+
+// upsertHLL merges a delta into a bucket, creating it: the conflict on
+// the key locks an existing row, the insert a new one.
+const upsertHLL = `INSERT INTO sketchd_series_buckets AS b (series, level, start, hll, updated_at)
+VALUES ($1, $2, $3, $4::bytea::hll, $5)
+ON CONFLICT (series, level, start) DO UPDATE SET hll = hll_union(b.hll, EXCLUDED.hll), updated_at = EXCLUDED.updated_at`
+
+// writeBuckets applies adds (sorted by compareBuckets) within tx, each
+// bucket's batch checked before anything is written. An HLL bucket gets
+// hll_union of a delta built here at the series' parameters; a bucket of
+// another kind is locked, read, changed in Go and written back. check
+// names a refusal (events name the event).
+func writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Time, check func(a *bucketAdd, st *state, err error) error) error {
+	var batch pgx.Batch
+	flush := func() error {
+		if batch.Len() == 0 {
+			return nil
+		}
+		err := tx.SendBatch(ctx, &batch).Close()
+		batch = pgx.Batch{}
+		return err
+	}
+	for _, a := range adds {
+		level := a.key.Level.String()
+		sk, err := a.params.New()
+		if err != nil {
+			return err
+		}
+		if a.params.Kind().Type == sketch.TypeHLL {
+			if err := sk.Check(a.b); err != nil {
+				return check(a, &state{sk: sk}, err)
+			}
+			if _, err := sk.Apply(a.b, nil); err != nil {
+				return err
+			}
+			batch.Queue(upsertHLL, a.series, level, a.key.Start, sk.AppendBinary(nil), now)
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		// Insert the empty bucket unless it exists (waiting for a writer
+		// that is inserting it), then lock and read it.
+		if _, err := tx.Exec(ctx, `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (series, level, start) DO NOTHING`,
+			a.series, level, a.key.Start, sk.AppendBinary(nil), now); err != nil {
+			return err
+		}
+		var data []byte
+		if err := tx.QueryRow(ctx, `SELECT data FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE`,
+			a.series, level, a.key.Start).Scan(&data); err != nil {
+			return err
+		}
+		cur, err := a.params.Kind().Decode(data)
+		if err != nil {
+			return sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q does not decode", a.series))
+		}
+		if cur.Params() != a.params {
+			return sketch.Errorf(sketch.Internal, "a bucket of series %q has parameters %s, not the series' %s", a.series, cur.Params(), a.params)
+		}
+		if err := cur.Check(a.b); err != nil {
+			return check(a, &state{sk: cur}, err)
+		}
+		if _, err := cur.Apply(a.b, nil); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sketchd_series_buckets SET data = $4, updated_at = $5 WHERE series = $1 AND level = $2 AND start = $3`,
+			a.series, level, a.key.Start, cur.AppendBinary(nil), now); err != nil {
+			return err
+		}
+	}
+	return flush()
+}
+
+// AddSeries adds in's ids stamped ts to one bucket per level, creating
+// the buckets it needs, in one transaction: the definition locked FOR
+// SHARE (a delete waits), then the buckets in (level, start) order.
+func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return sketch.Added{}, err
+		}
+		d, err := readDef(ctx, s.pool, name, "")
+		if err != nil {
+			return sketch.Added{}, s.classify(ctx, err, "read series")
+		}
+		now := s.opts.Now()
+		keys, err := d.spec.Buckets(ts, now)
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		kind := d.spec.Params.Kind()
+		b, err := kind.Prepare(in)
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		adds := make([]*bucketAdd, len(keys))
+		for i, k := range keys {
+			adds[i] = &bucketAdd{series: name, key: k, params: d.spec.Params, b: b}
+		}
+		slices.SortFunc(adds, compareBuckets)
+		err = s.inTx(ctx, "add to series", func(ctx context.Context, tx pgx.Tx) error {
+			have, err := readDef(ctx, tx, name, "FOR SHARE")
+			if err != nil {
+				return err
+			}
+			if !have.same(d) {
+				return errSeriesChanged
+			}
+			return writeBuckets(ctx, tx, adds, now.UTC(), func(_ *bucketAdd, _ *state, err error) error { return err })
+		})
+		if errors.Is(err, errSeriesChanged) {
+			continue
+		}
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, nil
+	}
+}
+
+// ViewSeries calls plan with name's spec, then fn with the planned buckets
+// (nil where a bucket holds nothing), read in one statement with the
+// definition, so they are one committed state.
+func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d, err := readDef(ctx, s.pool, name, "")
+		if err != nil {
+			return s.classify(ctx, err, "read series")
+		}
+		ks, err := plan(d.spec)
+		if err != nil {
+			return err
+		}
+		sks, err := s.readBuckets(ctx, name, d, ks)
+		if errors.Is(err, errSeriesChanged) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return fn(d.spec, sks)
+	}
+}
+
+type bucketID struct {
+	level series.Level
+	start int64
+}
+
+// readBuckets reads the buckets ks of the series d describes, in one
+// statement that also reads the definition's creation time: a series
+// gone is NotFound, one created anew errSeriesChanged.
+func (s *DB) readBuckets(ctx context.Context, name string, d def, ks []series.Key) ([]sketch.Sketch, error) {
+	levels := make([]string, len(ks))
+	starts := make([]time.Time, len(ks))
+	for i, k := range ks {
+		levels[i], starts[i] = k.Level.String(), k.Start
+	}
+	rows, err := s.pool.Query(ctx, `SELECT d.created_at, b.level, b.start, coalesce(hll_send(b.hll), b.data)
+		FROM sketchd_series d LEFT JOIN sketchd_series_buckets b
+		  ON b.series = $1 AND (b.level, b.start) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))
+		WHERE d.name = $1`, name, levels, starts)
+	if err != nil {
+		return nil, s.classify(ctx, err, "read series")
+	}
+	defer rows.Close()
+	found := map[bucketID][]byte{}
+	seen := false
+	for rows.Next() {
+		var created time.Time
+		var level *string
+		var start *time.Time
+		var b []byte
+		if err := rows.Scan(&created, &level, &start, &b); err != nil {
+			return nil, s.classify(ctx, err, "read series")
+		}
+		if !created.Equal(d.created) {
+			return nil, errSeriesChanged
+		}
+		seen = true
+		if level == nil {
+			continue
+		}
+		l, err := series.ParseLevel(*level)
+		if err != nil {
+			return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q", name))
+		}
+		found[bucketID{l, start.Unix()}] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.classify(ctx, err, "read series")
+	}
+	if !seen {
+		return nil, seriesNotFound(name)
+	}
+	kind := d.spec.Params.Kind()
+	sks := make([]sketch.Sketch, len(ks))
+	decoded := map[bucketID]sketch.Sketch{}
+	for i, k := range ks {
+		id := bucketID{k.Level, k.Start.Unix()}
+		b, ok := found[id]
+		if !ok {
+			continue
+		}
+		if sks[i] = decoded[id]; sks[i] != nil {
+			continue
+		}
+		sk, err := kind.Decode(b)
+		if err != nil {
+			return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("bucket %s %s of series %q does not decode", k.Level, k.Start.UTC().Format(time.RFC3339), name))
+		}
+		sks[i], decoded[id] = sk, sk
+	}
+	return sks, nil
+}
+
+// ExpireSeries removes, in every series, the buckets whose end is at or
+// before their level's cutoff at now (and those of levels the series does
+// not keep).
+func (s *DB) ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error) {
+	var out series.Expired
+	after := ""
+	for {
+		names, more, err := s.seriesNames(ctx, "", after, 100)
+		if err != nil {
+			return out, err
+		}
+		for _, n := range names {
+			x, err := s.expire(ctx, n, now)
+			out.Buckets += x.Buckets
+			out.Bytes += x.Bytes
+			if err != nil && sketch.KindOf(err) != sketch.NotFound {
+				return out, err
+			}
+		}
+		if !more || len(names) == 0 {
+			return out, nil
+		}
+		after = names[len(names)-1]
+	}
+}
+
+// expire removes name's expired buckets in one transaction, level by
+// level finest first (the order adds lock them in). A bucket expires when
+// it ends at or before the cutoff, that is when it starts before the
+// bucket that holds the cutoff.
+func (s *DB) expire(ctx context.Context, name string, now time.Time) (series.Expired, error) {
+	var x series.Expired
+	err := s.inTx(ctx, "expire series", func(ctx context.Context, tx pgx.Tx) error {
+		x = series.Expired{}
+		d, err := readDef(ctx, tx, name, "FOR SHARE")
+		if err != nil {
+			return err
+		}
+		loc := d.spec.Location()
+		var kept []string
+		var batch pgx.Batch
+		for _, ls := range d.spec.Levels {
+			kept = append(kept, ls.Level.String())
+			before := ls.Level.Start(d.spec.Cutoff(ls.Level, now), loc)
+			batch.Queue(`DELETE FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start < $3
+				RETURNING octet_length(coalesce(hll_send(hll), data))`, name, ls.Level.String(), before)
+		}
+		batch.Queue(`DELETE FROM sketchd_series_buckets WHERE series = $1 AND level <> ALL($2)
+			RETURNING octet_length(coalesce(hll_send(hll), data))`, name, kept)
+		res := tx.SendBatch(ctx, &batch)
+		for range batch.Len() {
+			rows, err := res.Query()
+			if err != nil {
+				res.Close()
+				return err
+			}
+			sizes, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				res.Close()
+				return err
+			}
+			for _, n := range sizes {
+				x.Buckets++
+				x.Bytes += n
+			}
+		}
+		return res.Close()
+	})
+	if err != nil {
+		return series.Expired{}, err
+	}
+	return x, nil
+}
+
+// addEventsWithSeries is AddEvents for events that name series: one
+// transaction that locks the sketches in name order (the committer's
+// order), then the series' definitions FOR SHARE in name order, then the
+// buckets in (series, level, start) order, checks every add and only then
+// writes. It returns errSeriesChanged or errRetry to be run again.
+func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.opts.Now()
+	defs := map[string]def{}
+	adds := map[bucketID2]*bucketAdd{}
+	var names, seriesNames []string
+	for i, ev := range events {
+		names = append(names, ev.Sketches...)
+		for _, sn := range ev.Series {
+			d, ok := defs[sn]
+			if !ok {
+				var err error
+				if d, err = readDef(ctx, s.pool, sn, ""); err != nil {
+					return nil, sketch.Prefixed(s.classify(ctx, err, "read series"), fmt.Sprintf("events[%d]: ", i))
+				}
+				defs[sn] = d
+				seriesNames = append(seriesNames, sn)
+			}
+			ts := ev.TS
+			if ts.IsZero() {
+				ts = now
+			}
+			keys, err := d.spec.Buckets(ts, now)
+			if err != nil {
+				return nil, sketch.Prefixed(err, fmt.Sprintf("events[%d]: series %q: ", i, sn))
+			}
+			for _, k := range keys {
+				id := bucketID2{sn, bucketID{k.Level, k.Start.Unix()}}
+				a := adds[id]
+				if a == nil {
+					a = &bucketAdd{series: sn, key: k, params: d.spec.Params}
+					adds[id] = a
+				}
+				a.ids = append(a.ids, ev.ID)
+				a.from = append(a.from, i)
+			}
+		}
+	}
+	names = sortedUnique(names)
+	slices.Sort(seriesNames)
+	sorted := make([]*bucketAdd, 0, len(adds))
+	for _, a := range adds {
+		b, err := a.params.Kind().Prepare(sketch.IDs(a.ids))
+		if err != nil {
+			sk, nerr := a.params.New()
+			if nerr != nil {
+				return nil, nerr
+			}
+			return nil, eventError(&state{sk: sk}, a.ids, a.from, err)
+		}
+		a.b = b
+		sorted = append(sorted, a)
+	}
+	slices.SortFunc(sorted, compareBuckets)
+
+	counts := map[sketch.Type]int{}
+	var written []*row
+	err := s.inTx(ctx, "add events", func(ctx context.Context, ptx pgx.Tx) error {
+		clear(counts)
+		t := &tx{rows: make([]*row, len(names)), now: now.UTC()}
+		if err := lockSketches(ctx, ptx, t, names); err != nil {
+			return err
+		}
+		if err := addEventIDs(t, names, events, create, counts); err != nil {
+			return err
+		}
+		for _, sn := range seriesNames {
+			have, err := readDef(ctx, ptx, sn, "FOR SHARE")
+			if sketch.KindOf(err) == sketch.NotFound {
+				return errSeriesChanged
+			}
+			if err != nil {
+				return err
+			}
+			if !have.same(defs[sn]) {
+				return errSeriesChanged
+			}
+		}
+		check := func(a *bucketAdd, st *state, err error) error { return eventError(st, a.ids, a.from, err) }
+		if err := writeBuckets(ctx, ptx, sorted, now.UTC(), check); err != nil {
+			return err
+		}
+		var wb pgx.Batch
+		for _, r := range t.rows {
+			if err := queueWrite(&wb, r); err != nil {
+				return err
+			}
+		}
+		if wb.Len() > 0 {
+			if err := ptx.SendBatch(ctx, &wb).Close(); err != nil {
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
+					return errRetry
+				}
+				return err
+			}
+		}
+		written = t.rows
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range written {
+		if r.st == nil {
+			s.kinds.Delete(r.name)
+		} else {
+			s.remember(r.name, r.st.sk)
+		}
+	}
+	// A series counts its events once, not once per level.
+	for _, ev := range events {
+		for _, sn := range ev.Series {
+			counts[defs[sn].spec.Params.Kind().Type]++
+		}
+	}
+	return counts, nil
+}
+
+type bucketID2 struct {
+	series string
+	id     bucketID
+}
+
+// lockSketches locks and reads, within tx, the rows of names (sorted) in
+// name order into t, as the committer does.
+func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	var lb pgx.Batch
+	for i, n := range names {
+		t.rows[i] = &row{name: n}
+		lb.Queue(lockSQL, n, true)
+	}
+	res := ptx.SendBatch(ctx, &lb)
+	defer res.Close()
+	for _, r := range t.rows {
+		var kind string
+		var b []byte
+		st := &state{}
+		err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r.had, r.st = true, st
+		if st.sk, r.delta, err = decodeLocked(kind, b, true); err != nil {
+			return err
+		}
+	}
+	return res.Close()
+}

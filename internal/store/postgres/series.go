@@ -488,7 +488,7 @@ func (s *DB) readBuckets(ctx context.Context, name string, d def, ks []series.Ke
 	}
 	rows, err := s.pool.Query(ctx, `SELECT d.created_at, b.level, b.start, coalesce(hll_send(b.hll), b.data)
 		FROM sketchd_series d LEFT JOIN sketchd_series_buckets b
-		  ON b.series = $1 AND (b.level, b.start) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))
+		  ON b.series = d.name AND b.series = $1 AND (b.level, b.start) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))
 		WHERE d.name = $1`, name, levels, starts)
 	if err != nil {
 		return nil, s.classify(ctx, err, "read series")

@@ -425,16 +425,11 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 			adds[i] = &bucketAdd{series: name, key: k, params: d.spec.Params, b: b}
 		}
 		slices.SortFunc(adds, compareBuckets)
-		err = s.inTx(ctx, "add to series", func(ctx context.Context, tx pgx.Tx) error {
-			have, err := readDef(ctx, tx, name, "FOR SHARE")
-			if err != nil {
-				return err
-			}
-			if !have.same(d) {
-				return errSeriesChanged
-			}
-			return writeBuckets(ctx, tx, adds, now.UTC(), func(_ *bucketAdd, _ *state, err error) error { return err })
-		})
+		if kind.Type == sketch.TypeHLL {
+			err = s.addHLLSeries(ctx, name, d, adds, now.UTC())
+		} else {
+			err = s.addSeriesLocked(ctx, name, d, adds, now.UTC())
+		}
 		if errors.Is(err, errSeriesChanged) {
 			continue
 		}
@@ -443,6 +438,86 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		}
 		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, nil
 	}
+}
+
+// checkDefSQL locks a series' definition FOR SHARE and fails (division by
+// zero, which aborts the transaction) unless it is the one created at $2.
+const checkDefSQL = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sketchd_series WHERE name = $1 AND created_at = $2 FOR SHARE) d`
+
+// addHLLSeries writes an HLL add in one round trip: BEGIN, checkDefSQL,
+// one upsert of the same delta (built once, at the series' parameters)
+// per bucket in (level, start) order, and COMMIT. A definition gone or
+// created anew aborts it: errSeriesChanged.
+func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time) error {
+	if len(adds) == 0 {
+		return nil
+	}
+	delta, err := d.spec.Params.New()
+	if err != nil {
+		return err
+	}
+	if err := delta.Check(adds[0].b); err != nil {
+		return err
+	}
+	if _, err := delta.Apply(adds[0].b, nil); err != nil {
+		return err
+	}
+	enc := delta.AppendBinary(nil)
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closing.Load() {
+		return ErrClosed
+	}
+	tctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(tctx)
+	if err != nil {
+		return s.classify(ctx, err, "add to series")
+	}
+	// Released inside a failed transaction, the connection is destroyed.
+	defer conn.Release()
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue(checkDefSQL, name, d.created)
+	for _, a := range adds {
+		b.Queue(upsertHLL, name, a.key.Level.String(), a.key.Start, enc, now)
+	}
+	b.Queue("COMMIT")
+	res := conn.SendBatch(tctx, &b)
+	var tag pgconn.CommandTag
+	for i := range b.Len() {
+		if tag, err = res.Exec(); err != nil {
+			res.Close()
+			var pe *pgconn.PgError
+			if i == 1 && errors.As(err, &pe) && pe.Code == "22012" {
+				return errSeriesChanged
+			}
+			return s.classify(ctx, err, "add to series")
+		}
+	}
+	if err := res.Close(); err != nil {
+		return s.classify(ctx, err, "add to series")
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
+	}
+	return nil
+}
+
+// addSeriesLocked writes an add to a series of another kind: the
+// definition locked FOR SHARE, then each bucket locked, changed in Go and
+// written back, in (level, start) order.
+func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time) error {
+	return s.inTx(ctx, "add to series", func(ctx context.Context, tx pgx.Tx) error {
+		have, err := readDef(ctx, tx, name, "FOR SHARE")
+		if err != nil {
+			return err
+		}
+		if !have.same(d) {
+			return errSeriesChanged
+		}
+		return writeBuckets(ctx, tx, adds, now, func(_ *bucketAdd, _ *state, err error) error { return err })
+	})
 }
 
 // ViewSeries calls plan with name's spec, then fn with the planned buckets

@@ -34,7 +34,7 @@ var rules = map[string]struct {
 	"internal/console":        {},
 	"internal/server":         {allow: []string{mod + "internal/console", mod + "internal/series", mod + "internal/sketch", mod + "internal/hll", mod + "internal/theta", mod + "internal/freq", mod + "internal/cms", mod + "internal/ingest", mod + "internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5"}},
 	"migrations/postgres":     {forbidStd: []string{"net/http"}},
-	"internal/store/postgres": {allow: []string{mod + "internal/sketch", mod + "internal/hll", mod + "internal/theta", mod + "internal/freq", mod + "internal/cms", mod + "internal/murmur", mod + "migrations/postgres", "github.com/spaolacci/murmur3", "github.com/jackc/", "golang.org/x/sync", "golang.org/x/text"}, forbidStd: []string{"net/http"}},
+	"internal/store/postgres": {allow: []string{mod + "internal/series", mod + "internal/sketch", mod + "internal/hll", mod + "internal/theta", mod + "internal/freq", mod + "internal/cms", mod + "internal/murmur", mod + "migrations/postgres", "github.com/spaolacci/murmur3", "github.com/jackc/", "golang.org/x/sync", "golang.org/x/text"}, forbidStd: []string{"net/http"}},
 }
 
 type pkg struct {

@@ -20,8 +20,10 @@ import (
 // Series live in two tables (migrations/postgres/0002_series.sql): the
 // definitions in sketchd_series and one row per bucket in
 // sketchd_series_buckets, keyed by (series, level, start), an HLL bucket
-// in a real hll column. Series writes run in their own transactions, not
-// through the committer. Every write locks in one order, so that writes
+// in a real hll column. HLL series adds go through seriesLoop, which
+// commits those waiting on this node in one transaction, as the committer
+// does for sketches; other series writes run in transactions of their
+// own. Every write locks in one order, so that writes
 // never deadlock: sketch rows (in name order), then series definitions (in
 // name order; FOR SHARE by adds, FOR UPDATE by create and delete), then
 // buckets in (series, level, start) order.
@@ -444,11 +446,20 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 // zero, which aborts the transaction) unless it is the one created at $2.
 const checkDefSQL = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sketchd_series WHERE name = $1 AND created_at = $2 FOR SHARE) d`
 
-// addHLLSeries writes an HLL add in one round trip: BEGIN, checkDefSQL,
-// one upsert of the same delta (built once, at the series' parameters)
-// per bucket in (level, start) order, and COMMIT. A definition gone or
-// created anew aborts it: errSeriesChanged.
-func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time) error {
+// seriesOp is one HLL series add waiting for seriesLoop: its buckets
+// (sorted) and the delta of its ids, built and checked by the caller.
+type seriesOp struct {
+	name  string
+	d     def
+	keys  []series.Key
+	delta sketch.Sketch
+	err   error
+	done  chan struct{}
+}
+
+// addHLLSeries queues an HLL add for seriesLoop, which commits the adds
+// waiting on this node together, and waits for its outcome.
+func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, _ time.Time) error {
 	if len(adds) == 0 {
 		return nil
 	}
@@ -462,41 +473,152 @@ func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucke
 	if _, err := delta.Apply(adds[0].b, nil); err != nil {
 		return err
 	}
-	enc := delta.AppendBinary(nil)
+	o := &seriesOp{name: name, d: d, delta: delta, done: make(chan struct{})}
+	for _, a := range adds {
+		o.keys = append(o.keys, a.key)
+	}
 	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
 	if s.closing.Load() {
+		s.closeMu.RUnlock()
 		return ErrClosed
 	}
-	tctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
+	select {
+	case s.squeue <- o:
+	case <-ctx.Done():
+		s.closeMu.RUnlock()
+		return ctx.Err()
+	}
+	s.closeMu.RUnlock()
+	// Once queued the add may commit: wait for it whatever ctx says.
+	<-o.done
+	return o.err
+}
+
+// seriesLoop takes every HLL series add waiting (up to MaxGroup) and
+// commits them in one transaction, until Close; then it finishes the
+// adds queued. A group that fails for a reason other than the database
+// being unreachable runs again one add per transaction, so that one
+// add's failure (its series deleted or created anew) is its own.
+func (s *DB) seriesLoop() {
+	defer s.wg.Done()
+	for {
+		var first *seriesOp
+		select {
+		case first = <-s.squeue:
+		case <-s.done:
+			for {
+				select {
+				case o := <-s.squeue:
+					s.runSeriesGroup([]*seriesOp{o})
+				default:
+					return
+				}
+			}
+		}
+		group := []*seriesOp{first}
+	gather:
+		for len(group) < s.opts.MaxGroup {
+			select {
+			case o := <-s.squeue:
+				group = append(group, o)
+			default:
+				break gather
+			}
+		}
+		s.runSeriesGroup(group)
+	}
+}
+
+func (s *DB) runSeriesGroup(group []*seriesOp) {
+	err := s.commitHLLSeries(group)
+	if err != nil && len(group) > 1 && !transient(err) {
+		for _, o := range group {
+			o.err = s.commitHLLSeries([]*seriesOp{o})
+			close(o.done)
+		}
+		return
+	}
+	for _, o := range group {
+		o.err = err
+		close(o.done)
+	}
+}
+
+// commitHLLSeries commits a group of HLL series adds in one round trip:
+// BEGIN, checkDefSQL for each series in name order (its definition locked
+// FOR SHARE), one upsert per bucket in (series, level, start) order of
+// the union of the group's deltas for it, and COMMIT. A definition gone
+// or created anew aborts it: errSeriesChanged.
+func (s *DB) commitHLLSeries(group []*seriesOp) error {
+	type bucket struct {
+		name  string
+		key   series.Key
+		delta sketch.Sketch
+	}
+	defs := map[string]def{}
+	merged := map[bucketID2]*bucket{}
+	for _, o := range group {
+		if d, ok := defs[o.name]; ok && !d.same(o.d) {
+			return errSeriesChanged // two definitions of one name: alone, one fails
+		}
+		defs[o.name] = o.d
+		for _, k := range o.keys {
+			id := bucketID2{o.name, bucketID{k.Level, k.Start.Unix()}}
+			b := merged[id]
+			if b == nil {
+				merged[id] = &bucket{name: o.name, key: k, delta: o.delta.Clone()}
+				continue
+			}
+			if err := b.delta.Merge(o.delta); err != nil {
+				return err
+			}
+		}
+	}
+	names := make([]string, 0, len(defs))
+	for n := range defs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	buckets := make([]*bucket, 0, len(merged))
+	for _, b := range merged {
+		buckets = append(buckets, b)
+	}
+	slices.SortFunc(buckets, func(a, b *bucket) int {
+		return compareBuckets(&bucketAdd{series: a.name, key: a.key}, &bucketAdd{series: b.name, key: b.key})
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 	defer cancel()
-	conn, err := s.pool.Acquire(tctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return s.classify(ctx, err, "add to series")
+		return s.classifyWrite(err)
 	}
 	// Released inside a failed transaction, the connection is destroyed.
 	defer conn.Release()
+	now := s.opts.Now().UTC()
 	var b pgx.Batch
 	b.Queue("BEGIN")
-	b.Queue(checkDefSQL, name, d.created)
-	for _, a := range adds {
-		b.Queue(upsertHLL, name, a.key.Level.String(), a.key.Start, enc, now)
+	for _, n := range names {
+		b.Queue(checkDefSQL, n, defs[n].created)
+	}
+	for _, bk := range buckets {
+		b.Queue(upsertHLL, bk.name, bk.key.Level.String(), bk.key.Start, bk.delta.AppendBinary(nil), now)
 	}
 	b.Queue("COMMIT")
-	res := conn.SendBatch(tctx, &b)
+	res := conn.SendBatch(ctx, &b)
 	var tag pgconn.CommandTag
 	for i := range b.Len() {
 		if tag, err = res.Exec(); err != nil {
 			res.Close()
 			var pe *pgconn.PgError
-			if i == 1 && errors.As(err, &pe) && pe.Code == "22012" {
+			if i >= 1 && i <= len(names) && errors.As(err, &pe) && pe.Code == "22012" {
 				return errSeriesChanged
 			}
-			return s.classify(ctx, err, "add to series")
+			return s.classifyWrite(err)
 		}
 	}
 	if err := res.Close(); err != nil {
-		return s.classify(ctx, err, "add to series")
+		return s.classifyWrite(err)
 	}
 	if tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)

@@ -211,3 +211,60 @@ func TestSeriesEventsAllOrNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesAddsWhileRecreated: adds grouped into one transaction while
+// their series is deleted and created anew each succeed or find it
+// missing, never fail otherwise or hang; the last add counts.
+func TestSeriesAddsWhileRecreated(t *testing.T) {
+	db := open(t, 1)[0]
+	spec := testSeriesSpec(t, sketch.HLLParams{Params: hll.DefaultParams()})
+	if _, _, err := db.CreateSeries(ctx, "r", spec); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		defer close(stop)
+		for range 15 {
+			if err := db.DeleteSeries(ctx, "r"); err != nil {
+				t.Error(err)
+			}
+			if _, _, err := db.CreateSeries(ctx, "r", spec); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := db.AddSeries(ctx, "r", time.Now(), sketch.IDs([]cms.ID{cms.IntID(int64(w*1000 + i))}))
+				if err != nil && sketch.KindOf(err) != sketch.NotFound {
+					t.Errorf("add: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := db.DeleteSeries(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.CreateSeries(ctx, "r", spec); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := db.AddSeries(ctx, "r", now, sketch.IDs([]cms.ID{cms.IntID(-1)})); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := spec.Buckets(now, now)
+	for i, sk := range buckets(t, db, "r", keys) {
+		if sk == nil || sk.Estimate() != 1 {
+			t.Errorf("bucket %s after the recreate and one add: %v", keys[i].Level, sk)
+		}
+	}
+}

@@ -88,6 +88,7 @@ type DB struct {
 	log  *slog.Logger
 
 	queue   chan *op
+	squeue  chan *seriesOp // HLL series adds, for seriesLoop
 	closing atomic.Bool
 	closeMu sync.RWMutex // held for reading while a write is submitted
 	done    chan struct{}
@@ -143,15 +144,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	s := &DB{
-		opts:  opts,
-		pool:  pool,
-		log:   opts.Logger,
-		queue: make(chan *op, 4096),
-		done:  make(chan struct{}),
-		kick:  make(chan struct{}, 1),
+		opts:   opts,
+		pool:   pool,
+		log:    opts.Logger,
+		queue:  make(chan *op, 4096),
+		squeue: make(chan *seriesOp, 4096),
+		done:   make(chan struct{}),
+		kick:   make(chan struct{}, 1),
 	}
 	s.ready.Store(true)
-	s.wg.Add(1 + opts.Committers)
+	s.wg.Add(2 + opts.Committers)
+	go s.seriesLoop()
 	for range opts.Committers {
 		go s.commitLoop()
 	}

@@ -428,7 +428,7 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		}
 		slices.SortFunc(adds, compareBuckets)
 		if kind.Type == sketch.TypeHLL {
-			err = s.addHLLSeries(ctx, name, d, adds, now.UTC())
+			err = s.addHLLSeries(ctx, name, d, adds)
 		} else {
 			err = s.addSeriesLocked(ctx, name, d, adds, now.UTC())
 		}
@@ -459,7 +459,7 @@ type seriesOp struct {
 
 // addHLLSeries queues an HLL add for seriesLoop, which commits the adds
 // waiting on this node together, and waits for its outcome.
-func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, _ time.Time) error {
+func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd) error {
 	if len(adds) == 0 {
 		return nil
 	}
@@ -556,14 +556,14 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 		delta sketch.Sketch
 	}
 	defs := map[string]def{}
-	merged := map[bucketID2]*bucket{}
+	merged := map[seriesBucket]*bucket{}
 	for _, o := range group {
 		if d, ok := defs[o.name]; ok && !d.same(o.d) {
 			return errSeriesChanged // two definitions of one name: alone, one fails
 		}
 		defs[o.name] = o.d
 		for _, k := range o.keys {
-			id := bucketID2{o.name, bucketID{k.Level, k.Start.Unix()}}
+			id := seriesBucket{o.name, bucketID{k.Level, k.Start.Unix()}}
 			b := merged[id]
 			if b == nil {
 				merged[id] = &bucket{name: o.name, key: k, delta: o.delta.Clone()}
@@ -826,7 +826,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 	}
 	now := s.opts.Now()
 	defs := map[string]def{}
-	adds := map[bucketID2]*bucketAdd{}
+	adds := map[seriesBucket]*bucketAdd{}
 	var names, seriesNames []string
 	for i, ev := range events {
 		names = append(names, ev.Sketches...)
@@ -849,7 +849,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 				return nil, sketch.Prefixed(err, fmt.Sprintf("events[%d]: series %q: ", i, sn))
 			}
 			for _, k := range keys {
-				id := bucketID2{sn, bucketID{k.Level, k.Start.Unix()}}
+				id := seriesBucket{sn, bucketID{k.Level, k.Start.Unix()}}
 				a := adds[id]
 				if a == nil {
 					a = &bucketAdd{series: sn, key: k, params: d.spec.Params}
@@ -941,7 +941,8 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 	return counts, nil
 }
 
-type bucketID2 struct {
+// seriesBucket names one bucket of one series.
+type seriesBucket struct {
 	series string
 	id     bucketID
 }

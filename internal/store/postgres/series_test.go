@@ -268,3 +268,62 @@ func TestSeriesAddsWhileRecreated(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesRecreatedOnAnotherNode: a node that has read a series sees
+// it deleted, or created anew with other levels, by another node on its
+// next read and add.
+func TestSeriesRecreatedOnAnotherNode(t *testing.T) {
+	dbs := open(t, 2)
+	first := testSeriesSpec(t, sketch.HLLParams{Params: hll.DefaultParams()})
+	if _, _, err := dbs[0].CreateSeries(ctx, "x", first); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := dbs[0].AddSeries(ctx, "x", now, sketch.IDs([]cms.ID{cms.IntID(1)})); err != nil {
+		t.Fatal(err)
+	}
+	if err := dbs[1].DeleteSeries(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := first.Buckets(now, now)
+	err := dbs[0].ViewSeries(ctx, "x", func(*series.Spec) ([]series.Key, error) { return keys, nil }, func(*series.Spec, []sketch.Sketch) error { return nil })
+	if sketch.KindOf(err) != sketch.NotFound {
+		t.Fatalf("a read after another node's delete: %v", err)
+	}
+	if _, err := dbs[0].AddSeries(ctx, "x", now, sketch.IDs([]cms.ID{cms.IntID(1)})); sketch.KindOf(err) != sketch.NotFound {
+		t.Fatalf("an add after another node's delete: %v", err)
+	}
+	// Created again (through node 0, which reads it) and then anew with
+	// days only through node 1.
+	if _, _, err := dbs[0].CreateSeries(ctx, "x", first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbs[0].AddSeries(ctx, "x", now, sketch.IDs([]cms.ID{cms.IntID(1)})); err != nil {
+		t.Fatal(err)
+	}
+	second := &series.Spec{Params: first.Params, TZ: "UTC", Levels: []series.LevelSpec{{Level: series.Day, Retention: series.Duration{Days: 30}}}}
+	if err := dbs[1].DeleteSeries(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := dbs[1].CreateSeries(ctx, "x", second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbs[0].AddSeries(ctx, "x", now, sketch.IDs([]cms.ID{cms.IntID(2), cms.IntID(3)})); err != nil {
+		t.Fatal(err)
+	}
+	var got *series.Spec
+	day := series.Key{Level: series.Day, Start: series.Day.Start(now, time.UTC)}
+	err = dbs[0].ViewSeries(ctx, "x", func(sp *series.Spec) ([]series.Key, error) { got = sp; return []series.Key{day}, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
+		if sks[0] == nil || sks[0].Estimate() != 2 {
+			t.Errorf("the new series' day bucket: %v", sks[0])
+		}
+		return nil
+	})
+	if err != nil || !got.Same(second) {
+		t.Fatalf("node 0 reads %v (%v), want %v", got, err, second)
+	}
+	info, err := dbs[1].DescribeSeries(ctx, "x")
+	if err != nil || len(info.Levels) != 1 || info.Levels[0].Buckets != 1 {
+		t.Errorf("describe: %+v %v", info, err)
+	}
+}

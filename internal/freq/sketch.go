@@ -170,7 +170,7 @@ func (s *Sketch) grow() {
 	// Rebuild: theta becomes the (k+1)-th smallest key; the k below stay.
 	k := 1 << s.lgK
 	sorted := slices.Clone(keys)
-	s.theta = nthSmallest(sorted, k)
+	s.theta = theta.NthSmallest(sorted, k)
 	kk, kc := keys[:0], counts[:0]
 	for i, h := range keys {
 		if h < s.theta {
@@ -300,7 +300,7 @@ func (s *Sketch) Union(o *Sketch) {
 		}
 	}
 	if k := 1 << s.lgK; len(keys) > k {
-		r.theta = nthSmallest(slices.Clone(keys), k)
+		r.theta = theta.NthSmallest(slices.Clone(keys), k)
 		kk, kc := keys[:0], counts[:0]
 		for i, h := range keys {
 			if h < r.theta {
@@ -313,48 +313,6 @@ func (s *Sketch) Union(o *Sketch) {
 		r.rehash(tableLgSize(len(keys), int(s.lgK)), keys, counts)
 	}
 	*s = *r
-}
-
-// nthSmallest returns the element that would be at index k if a (distinct
-// values) were sorted, reordering a.
-func nthSmallest(a []uint64, k int) uint64 {
-	lo, hi := 0, len(a)-1
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if a[mid] < a[lo] {
-			a[mid], a[lo] = a[lo], a[mid]
-		}
-		if a[hi] < a[lo] {
-			a[hi], a[lo] = a[lo], a[hi]
-		}
-		if a[hi] < a[mid] {
-			a[hi], a[mid] = a[mid], a[hi]
-		}
-		pivot := a[mid]
-		i, j := lo, hi
-		for i <= j {
-			for a[i] < pivot {
-				i++
-			}
-			for a[j] > pivot {
-				j--
-			}
-			if i <= j {
-				a[i], a[j] = a[j], a[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return a[k]
-		}
-	}
-	return a[k]
 }
 
 // String describes the sketch for tests and logs.

@@ -194,7 +194,7 @@ func (s *Sketch) grow() {
 func (s *Sketch) rebuild() {
 	e := s.entries(nil)
 	k := 1 << s.lgK
-	s.theta = nthSmallest(e, k)
+	s.theta = NthSmallest(e, k)
 	s.rehash(s.lgSize, e[:k])
 }
 
@@ -305,7 +305,7 @@ func (s *Sketch) Union(o *Sketch) {
 // nthSmallest returns the element that would be at index k (0-based) if a
 // were sorted, reordering a so that a[:k] holds the k smallest. The
 // elements are distinct.
-func nthSmallest(a []uint64, k int) uint64 {
+func NthSmallest(a []uint64, k int) uint64 {
 	lo, hi := 0, len(a)-1
 	for lo < hi {
 		// median of three as the pivot

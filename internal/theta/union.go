@@ -106,7 +106,7 @@ func (u *Union) grow() {
 	case len(u.buf) <= k:
 		u.refill(u.lgSize, u.buf)
 	default:
-		u.theta = nthSmallest(u.buf, k)
+		u.theta = NthSmallest(u.buf, k)
 		u.refill(u.lgSize, u.buf[:k])
 	}
 }
@@ -149,7 +149,7 @@ func (u *Union) Result() *Sketch {
 	}
 	e := u.entries(make([]uint64, 0, u.n))
 	if k := 1 << u.lgK; len(e) > k {
-		r.theta = nthSmallest(e, k)
+		r.theta = NthSmallest(e, k)
 		e = e[:k:k]
 	}
 	slices.Sort(e)

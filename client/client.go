@@ -277,6 +277,16 @@ func decode(r *response, v any) error {
 	return nil
 }
 
+// into makes the call and decodes its answer into a new T.
+func into[T any](ctx context.Context, c *Client, cl call) (*T, error) {
+	r, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := new(T)
+	return out, decode(r, out)
+}
+
 // jsonCall is a call with a JSON body.
 func jsonCall(method, path string, in any, idempotent bool, ok ...int) (call, error) {
 	b, err := json.Marshal(in)

@@ -53,12 +53,7 @@ func (c *Client) FrequencyQuery(ctx context.Context, name string, ids []ID) (*Fr
 }
 
 func (c *Client) frequency(ctx context.Context, cl call) (*Frequency, error) {
-	r, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	f := new(Frequency)
-	return f, decode(r, f)
+	return into[Frequency](ctx, c, cl)
 }
 
 // TopItem is a heavy hitter and its estimated count.
@@ -239,12 +234,7 @@ func (c *Client) Intersection(ctx context.Context, req IntersectionRequest) (*In
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	x := new(Intersection)
-	return x, decode(r, x)
+	return into[Intersection](ctx, c, cl)
 }
 
 // FoldRequest folds an HLL to Log2m (4..17, at most its own) and Regwidth
@@ -263,12 +253,7 @@ func (c *Client) Fold(ctx context.Context, name string, req FoldRequest) (*Sketc
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	s := new(Sketch)
-	return s, decode(r, s)
+	return into[Sketch](ctx, c, cl)
 }
 
 // Interval is an estimate with its lower and upper bounds.
@@ -309,10 +294,5 @@ func (c *Client) FrequencyReport(ctx context.Context, name string, max, sd int) 
 	if sd != 0 {
 		q.Set("sd", strconv.Itoa(sd))
 	}
-	r, err := c.do(ctx, call{method: http.MethodGet, path: sketchPath(name, "frequency_report"), query: q, idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	out := new(FrequencyReport)
-	return out, decode(r, out)
+	return into[FrequencyReport](ctx, c, call{method: http.MethodGet, path: sketchPath(name, "frequency_report"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }

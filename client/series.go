@@ -110,12 +110,7 @@ func (c *Client) CreateSeries(ctx context.Context, name string, req SeriesReques
 // DescribeSeries returns the series' spec and what each level holds
 // (GET /v1/series/{name}).
 func (c *Client) DescribeSeries(ctx context.Context, name string) (*Series, error) {
-	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name), idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	s := new(Series)
-	return s, decode(r, s)
+	return into[Series](ctx, c, call{method: http.MethodGet, path: seriesPath(name), idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // DeleteSeries removes the series and all its buckets
@@ -127,12 +122,7 @@ func (c *Client) DeleteSeries(ctx context.Context, name string) error {
 
 // ListSeries returns a page of series (GET /v1/series).
 func (c *Client) ListSeries(ctx context.Context, opts ListOptions) (*SeriesList, error) {
-	r, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/series", query: listQuery(opts), idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	l := new(SeriesList)
-	return l, decode(r, l)
+	return into[SeriesList](ctx, c, call{method: http.MethodGet, path: "/v1/series", query: listQuery(opts), idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // Adding to a series takes the same bodies as adding to a sketch, stamped
@@ -245,12 +235,7 @@ func (c *Client) SeriesCount(ctx context.Context, name string, from, to time.Tim
 	if err := addIDQuery(q, ids); err != nil {
 		return nil, err
 	}
-	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "count"), query: q, idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	out := new(SeriesCount)
-	return out, decode(r, out)
+	return into[SeriesCount](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "count"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // addIDQuery adds ids as repeated ?id= (with id_type=text for text ids);
@@ -318,12 +303,7 @@ func (c *Client) SeriesTimeseries(ctx context.Context, name string, req Timeseri
 	if req.Window != "" {
 		q.Set("window", req.Window)
 	}
-	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "timeseries"), query: q, idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	out := new(Timeseries)
-	return out, decode(r, out)
+	return into[Timeseries](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "timeseries"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // SeriesTop is a Count-Min series' heaviest ids over a range.
@@ -340,12 +320,7 @@ func (c *Client) SeriesTop(ctx context.Context, name string, from, to time.Time,
 	if k != 0 {
 		q.Set("k", strconv.Itoa(k))
 	}
-	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "top"), query: q, idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	out := new(SeriesTop)
-	return out, decode(r, out)
+	return into[SeriesTop](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "top"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // SeriesFrequencyReport is a freq series' frequency report over a range.
@@ -365,12 +340,7 @@ func (c *Client) SeriesFrequencyReport(ctx context.Context, name string, from, t
 	if sd != 0 {
 		q.Set("sd", strconv.Itoa(sd))
 	}
-	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "frequency_report"), query: q, idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	out := new(SeriesFrequencyReport)
-	return out, decode(r, out)
+	return into[SeriesFrequencyReport](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "frequency_report"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // SeriesRaw is the union of a series' range in the storage format.

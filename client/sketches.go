@@ -112,12 +112,7 @@ func (c *Client) Create(ctx context.Context, name string, req CreateRequest) (s 
 // Describe returns the sketch's parameters, representation, estimate
 // with its error, size and times (GET /v1/sketches/{name}).
 func (c *Client) Describe(ctx context.Context, name string) (*Sketch, error) {
-	r, err := c.do(ctx, call{method: http.MethodGet, path: sketchPath(name), idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	s := new(Sketch)
-	return s, decode(r, s)
+	return into[Sketch](ctx, c, call{method: http.MethodGet, path: sketchPath(name), idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // Delete removes the sketch (DELETE /v1/sketches/{name}). It is retried;
@@ -145,12 +140,7 @@ type SketchList struct {
 // List returns a page of sketches (GET /v1/sketches). All walks every
 // page.
 func (c *Client) List(ctx context.Context, opts ListOptions) (*SketchList, error) {
-	r, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/sketches", query: listQuery(opts), idempotent: true, ok: []int{http.StatusOK}})
-	if err != nil {
-		return nil, err
-	}
-	l := new(SketchList)
-	return l, decode(r, l)
+	return into[SketchList](ctx, c, call{method: http.MethodGet, path: "/v1/sketches", query: listQuery(opts), idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // All yields every sketch whose name starts with prefix, in name order,

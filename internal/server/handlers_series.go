@@ -53,14 +53,7 @@ func durationParam(q map[string][]string, k, def string) (series.Duration, error
 }
 
 func (s *Server) handleSeriesCreate(w http.ResponseWriter, r *http.Request) error {
-	name, err := nameParam(r)
-	if err != nil {
-		return err
-	}
-	if _, err := query(r); err != nil {
-		return err
-	}
-	ss, err := s.seriesStore()
+	name, _, ss, err := s.seriesRoute(r)
 	if err != nil {
 		return err
 	}
@@ -85,14 +78,7 @@ func (s *Server) handleSeriesCreate(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) handleSeriesDescribe(w http.ResponseWriter, r *http.Request) error {
-	name, err := nameParam(r)
-	if err != nil {
-		return err
-	}
-	if _, err := query(r); err != nil {
-		return err
-	}
-	ss, err := s.seriesStore()
+	name, _, ss, err := s.seriesRoute(r)
 	if err != nil {
 		return err
 	}
@@ -104,14 +90,7 @@ func (s *Server) handleSeriesDescribe(w http.ResponseWriter, r *http.Request) er
 }
 
 func (s *Server) handleSeriesDelete(w http.ResponseWriter, r *http.Request) error {
-	name, err := nameParam(r)
-	if err != nil {
-		return err
-	}
-	if _, err := query(r); err != nil {
-		return err
-	}
-	ss, err := s.seriesStore()
+	name, _, ss, err := s.seriesRoute(r)
 	if err != nil {
 		return err
 	}
@@ -622,13 +601,20 @@ type seriesReportResponse struct {
 // the query (from, to and the route's own keys), the range, and the
 // backend's series part.
 func (s *Server) seriesRange(r *http.Request, keys ...string) (name string, q map[string][]string, from, to time.Time, ss SeriesStore, err error) {
+	if name, q, ss, err = s.seriesRoute(r, append([]string{"from", "to"}, keys...)...); err != nil {
+		return
+	}
+	from, to, err = rangeParams(q)
+	return
+}
+
+// seriesRoute reads what every series route starts with: the name, the
+// query (only keys allowed), and the backend's series part.
+func (s *Server) seriesRoute(r *http.Request, keys ...string) (name string, q map[string][]string, ss SeriesStore, err error) {
 	if name, err = nameParam(r); err != nil {
 		return
 	}
-	if q, err = query(r, append([]string{"from", "to"}, keys...)...); err != nil {
-		return
-	}
-	if from, to, err = rangeParams(q); err != nil {
+	if q, err = query(r, keys...); err != nil {
 		return
 	}
 	ss, err = s.seriesStore()

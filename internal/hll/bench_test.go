@@ -80,6 +80,32 @@ func BenchmarkAddHash(b *testing.B) {
 	})
 }
 
+// BenchmarkAddBatchToNew adds one request's worth of hashes (10,000) to
+// a new sketch, what a write to a sketch created moments ago, or the
+// PostgreSQL backend's per-request delta, does. The peer starts from a new
+// sketch too (sparse, as it would be).
+func BenchmarkAddBatchToNew(b *testing.B) {
+	hs := hashes()[:10000]
+	b.Run("impl=sketchd", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, _ := hll.New(hll.DefaultParams())
+			s.AddHashes(hs, nil)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/id")
+	})
+	b.Run("impl=axiomhq", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, _ := hyperloglog.NewSketch(benchLog2m, true)
+			for _, h := range hs {
+				s.InsertHash(h)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/id")
+	})
+}
+
 // BenchmarkAddInt64 includes hashing the id (hll_hash_bigint).
 func BenchmarkAddInt64(b *testing.B) {
 	s := fullSketch(b, 2)

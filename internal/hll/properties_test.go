@@ -315,3 +315,47 @@ func TestParamsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestAddHashesEqualsAddHash checks the batch paths (AddHashes, AddAll) against adding one hash
+// at a time, from every representation: the same bytes, and the hashes it
+// reports as changing the sketch replay onto the old state to the same
+// sketch.
+func TestAddHashesEqualsAddHash(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := range 300 {
+		p := randomTestParams(r)
+		base, _ := randomSketch(t, r, p)
+		hs := make([]uint64, int(math.Exp(r.Float64()*math.Log(2*float64(p.NumRegisters())))))
+		for j := range hs {
+			hs[j] = r.Uint64()
+			if j > 0 && r.IntN(8) == 0 {
+				hs[j] = hs[r.IntN(j)] // repeats change nothing the second time
+			}
+		}
+		one := base.Clone()
+		for _, h := range hs {
+			one.AddHash(h)
+		}
+		batch := base.Clone()
+		changed := batch.AddHashes(hs, nil)
+		want := bytesOf(t, one)
+		if got := bytesOf(t, batch); !bytes.Equal(got, want) {
+			t.Fatalf("case %d (%v, %d hashes onto %v): AddHashes gives %x…, one by one %x…",
+				i, p, len(hs), base.Representation(), got[:min(16, len(got))], want[:min(16, len(want))])
+		}
+		quiet := base.Clone()
+		quiet.AddAll(hs)
+		if got := bytesOf(t, quiet); !bytes.Equal(got, want) {
+			t.Fatalf("case %d (%v, %d hashes onto %v): AddAll differs from adding one by one", i, p, len(hs), base.Representation())
+		}
+		replay := base.Clone()
+		for _, h := range changed {
+			replay.AddHash(h)
+		}
+		if got := bytesOf(t, replay); !bytes.Equal(got, want) {
+			t.Fatalf("case %d (%v onto %v): replaying the %d changed hashes does not give the same sketch",
+				i, p, base.Representation(), len(changed))
+		}
+	}
+}

@@ -188,11 +188,36 @@ func (s *Sketch) AddHash(h uint64) bool {
 
 // AddHashes adds every hash of hs and appends to changed the hashes that
 // changed the sketch, in an order whose replay onto the previous state
-// gives the same sketch. It returns the extended changed slice.
+// gives the same sketch. It returns the extended changed slice, which may
+// share hs's array (the hashes are read before their slots are written).
 func (s *Sketch) AddHashes(hs []uint64, changed []uint64) []uint64 {
+	return s.addHashes(hs, changed, true)
+}
+
+// AddAll adds every hash of hs, like AddHashes without the record of what
+// changed: for a sketch that only gathers a batch's registers to be merged
+// elsewhere.
+func (s *Sketch) AddAll(hs []uint64) {
+	s.addHashes(hs, nil, false)
+}
+
+// addHashes is AddHashes; with track false it appends to changed only the
+// new EXPLICIT elements it needs as scratch.
+func (s *Sketch) addHashes(hs []uint64, changed []uint64, track bool) []uint64 {
 	switch s.kind {
+	case kindEmpty:
+		// The first hash picks the next type (EXPLICIT, or registers when
+		// expthresh is 0); the rest then take that type's batch path, not
+		// one sorted insert at a time.
+		if len(hs) == 0 {
+			return changed
+		}
+		if s.addSlow(hs[0]) && track {
+			changed = append(changed, hs[0])
+		}
+		return s.addHashes(hs[1:], changed, track)
 	case kindExplicit:
-		return s.addExplicitBatch(hs, changed)
+		return s.addExplicitBatch(hs, changed, track)
 	case kindSparse:
 		// A batch that could fill a quarter of the registers is cheaper to
 		// apply densely than by inserting into sorted pairs one by one.
@@ -201,7 +226,7 @@ func (s *Sketch) AddHashes(hs []uint64, changed []uint64) []uint64 {
 		}
 	}
 	for _, h := range hs {
-		if s.AddHash(h) {
+		if s.AddHash(h) && track {
 			changed = append(changed, h)
 		}
 	}
@@ -240,24 +265,32 @@ func (s *Sketch) addSlow(h uint64) bool {
 	return false // UNDEFINED absorbs everything, as in PostgreSQL.
 }
 
-// addExplicitBatch adds hs to an EXPLICIT sketch: the state is a function
+// addExplicitBatch adds hs to an EXPLICIT sketch. The state is a function
 // of the set of hashes (EXPLICIT while at most T, else registers), so the
-// new distinct hashes are found first and applied in one step.
-func (s *Sketch) addExplicitBatch(hs []uint64, changed []uint64) []uint64 {
-	start := len(changed)
-	for _, h := range hs {
-		if _, found := slices.BinarySearch(s.explicit, int64(h)); !found {
-			changed = append(changed, h)
+// new distinct hashes are gathered, a chunk at a time, only until they
+// outnumber the room left: then the sketch turns into registers holding
+// them, and the rest of hs goes straight to the registers. A batch far
+// larger than T is thus never sorted whole.
+func (s *Sketch) addExplicitBatch(hs []uint64, changed []uint64, track bool) []uint64 {
+	room := s.p.ExplicitCapacity() - len(s.explicit)
+	start, next := len(changed), 0
+	for next < len(hs) && len(changed)-start <= room {
+		end := min(len(hs), next+room+1)
+		for _, h := range hs[next:end] {
+			if _, found := slices.BinarySearch(s.explicit, int64(h)); !found {
+				changed = append(changed, h)
+			}
 		}
+		next = end
+		fresh := changed[start:]
+		sortSigned(fresh)
+		changed = changed[:start+len(slices.Compact(fresh))]
 	}
 	fresh := changed[start:]
-	slices.SortFunc(fresh, func(a, b uint64) int { return compareSigned(a, b) })
-	fresh = slices.Compact(fresh)
-	changed = changed[:start+len(fresh)]
 	if len(fresh) == 0 {
 		return changed
 	}
-	if len(s.explicit)+len(fresh) <= s.p.ExplicitCapacity() {
+	if len(fresh) <= room {
 		merged := make([]int64, 0, len(s.explicit)+len(fresh))
 		i := 0
 		for _, h := range fresh {
@@ -270,24 +303,36 @@ func (s *Sketch) addExplicitBatch(hs []uint64, changed []uint64) []uint64 {
 		s.explicit = append(merged, s.explicit[i:]...)
 		return changed
 	}
+	// Replaying fresh onto the old state promotes it too (fresh is
+	// disjoint from the EXPLICIT set and larger than the room), and the
+	// rest of hs matters only where it raised a register.
+	rest := hs[next:]
 	s.promote()
-	if len(s.pairs)+len(fresh) >= s.p.NumRegisters()/4 {
+	if len(s.pairs)+len(fresh)+len(rest) >= s.p.NumRegisters()/4 {
 		s.densify()
 	}
 	for _, h := range fresh {
 		s.addRegister(h)
 	}
+	for _, h := range rest {
+		if s.addRegister(h) && track {
+			changed = append(changed, h)
+		}
+	}
 	return changed
 }
 
-func compareSigned(a, b uint64) int {
-	switch {
-	case int64(a) < int64(b):
-		return -1
-	case int64(a) > int64(b):
-		return 1
+// sortSigned sorts hs in the order of the EXPLICIT set: as int64s. With
+// the sign bit flipped that is the order of uint64s, which sorts without
+// a comparison function.
+func sortSigned(hs []uint64) {
+	for i := range hs {
+		hs[i] ^= 1 << 63
 	}
-	return 0
+	slices.Sort(hs)
+	for i := range hs {
+		hs[i] ^= 1 << 63
+	}
 }
 
 // promote turns an EXPLICIT sketch into registers holding its elements.

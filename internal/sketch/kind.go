@@ -95,6 +95,19 @@ type Sketch interface {
 	Estimate() float64
 }
 
+// Absorb adds b to s like Apply, without recording what changed: for a
+// sketch that only gathers a write's ids to be merged into another (the
+// PostgreSQL backend's per-request delta). A kind whose Apply spends time
+// on that record offers a cheaper path (an Absorb method); the others
+// fall back to Apply.
+func Absorb(s Sketch, b Batch) error {
+	if a, ok := s.(interface{ Absorb(Batch) error }); ok {
+		return a.Absorb(b)
+	}
+	_, err := s.Apply(b, nil)
+	return err
+}
+
 // Batch is a batch of ids prepared by Kind.Prepare for one kind.
 type Batch interface {
 	// Len is the number of ids (or items) the batch adds: what an add

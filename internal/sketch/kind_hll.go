@@ -128,6 +128,12 @@ func (s hllSketch) Apply(b Batch, delta []byte) ([]byte, error) {
 	return delta, nil
 }
 
+// Absorb adds b without the log Apply builds (see the package's Absorb).
+func (s hllSketch) Absorb(b Batch) error {
+	s.h.AddAll(b.(hashBatch))
+	return nil
+}
+
 func (s hllSketch) ApplyDelta(delta []byte) error {
 	n, k := binary.Uvarint(delta)
 	if k <= 0 || n != uint64(len(delta)-k)/8 || uint64(len(delta)-k)%8 != 0 {

@@ -58,7 +58,7 @@ func (s *DB) preDelta(name string, kind *sketch.Kind, b sketch.Batch) sketch.Ske
 	if err != nil {
 		return nil
 	}
-	if _, err := d.Apply(b, nil); err != nil {
+	if err := sketch.Absorb(d, b); err != nil {
 		return nil
 	}
 	return d

@@ -166,6 +166,55 @@ func BenchmarkUnion(b *testing.B) {
 	}
 }
 
+// BenchmarkMergeInto merges one FULL sketch into another in place, the
+// step of a sliding window or a running union.
+func BenchmarkMergeInto(b *testing.B) {
+	b.Run("impl=sketchd", func(b *testing.B) {
+		dst, src := fullSketch(b, 20), fullSketch(b, 21)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := dst.Union(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=axiomhq", func(b *testing.B) {
+		dst, src := axiomSketch(b, 20), axiomSketch(b, 21)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := dst.Merge(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkUnionEstimate counts the union of two FULL sketches without
+// keeping it: what each point of a rolling line costs. sketchd reads the
+// number off the two register arrays (RegisterEstimate); the peer has to
+// build the union to estimate it.
+func BenchmarkUnionEstimate(b *testing.B) {
+	b.Run("impl=sketchd", func(b *testing.B) {
+		x, y := fullSketch(b, 30), fullSketch(b, 31)
+		ra, rb := x.Registers(nil), y.Registers(nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			hll.RegisterEstimate(hll.DefaultParams(), ra, rb)
+		}
+	})
+	b.Run("impl=axiomhq", func(b *testing.B) {
+		x, y := axiomSketch(b, 30), axiomSketch(b, 31)
+		b.ReportAllocs()
+		for b.Loop() {
+			u := x.Clone()
+			if err := u.Merge(y); err != nil {
+				b.Fatal(err)
+			}
+			u.Estimate()
+		}
+	})
+}
+
 func benchName(impl string, n int) string {
 	return fmt.Sprintf("%s/sketches=%d", impl, n)
 }

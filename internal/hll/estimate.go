@@ -1,6 +1,9 @@
 package hll
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // Estimate returns the cardinality estimate: 0 for EMPTY, the exact count
 // for EXPLICIT, and for registers postgresql-hll's multiset_card (HLL
@@ -35,14 +38,69 @@ func (s *Sketch) Estimate() float64 {
 		}
 		return registerEstimate(s.p, sum, s.p.NumRegisters()-len(s.pairs))
 	}
+	return histEstimate(s.p, s.hist)
+}
+
+// histEstimate is the estimate of dense registers whose histogram is hist.
+func histEstimate(p Params, hist *[128]int) float64 {
 	sum := 0.0
-	for v, n := range s.hist {
+	for v, n := range hist {
 		if n != 0 {
 			sum += math.Ldexp(float64(n), -v)
 		}
 	}
-	return registerEstimate(s.p, sum, s.hist[0])
+	return registerEstimate(p, sum, hist[0])
 }
+
+// RegisterEstimate returns the estimate of a sketch at p in register form
+// (SPARSE or FULL) whose m registers are the maximum of a and b (b may be
+// nil): the same number as Estimate of such a sketch (see Registers). It
+// lets a caller that keeps bare registers, a sliding window, count a union
+// without building it.
+func RegisterEstimate(p Params, a, b []uint8) float64 {
+	if b == nil {
+		b = a
+	}
+	var hist [128]int
+	countMax(&hist, a, b)
+	return histEstimate(p, &hist)
+}
+
+// countMax sets hist[v] to the number of registers i with max(a[i], b[i])
+// = v. Eight registers a word, maximum as in maxBytes; eight counter
+// arrays, one per byte of the word, since registers mostly hold a few
+// small values and one array would make each increment wait for the last
+// one to the same counter.
+func countMax(hist *[128]int, a, b []uint8) {
+	b = b[:len(a)]
+	var c [8][128]int32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		w := maxWord(binary.LittleEndian.Uint64(a[i:]), binary.LittleEndian.Uint64(b[i:]))
+		c[0][w&127]++
+		c[1][w>>8&127]++
+		c[2][w>>16&127]++
+		c[3][w>>24&127]++
+		c[4][w>>32&127]++
+		c[5][w>>40&127]++
+		c[6][w>>48&127]++
+		c[7][w>>56&127]++
+	}
+	for ; i < len(a); i++ {
+		c[0][max(a[i], b[i])&127]++
+	}
+	for v := range hist {
+		n := 0
+		for l := range c {
+			n += int(c[l][v])
+		}
+		hist[v] = n
+	}
+}
+
+// MaxRegisters sets dst[i] to max(dst[i], src[i]): the registers of the
+// union of two register sketches at the same parameters.
+func MaxRegisters(dst, src []uint8) { maxBytes(dst, src) }
 
 // StdError returns the relative standard error of the estimate: 0 for
 // EMPTY and EXPLICIT (exact), 1.04/sqrt(m) for registers.

@@ -359,3 +359,45 @@ func TestAddHashesEqualsAddHash(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisterEstimate: RegisterEstimate of two sketches' registers gives
+// exactly Union(a, b).Estimate() when the union is in register form,
+// whether the sketches are held sparse or dense, and MaxRegisters gives
+// the union's registers.
+func TestRegisterEstimate(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(13, 14))
+	checked := 0
+	for i := range 300 {
+		p := randomTestParams(r)
+		a, _ := randomSketch(t, r, p)
+		b, _ := randomSketch(t, r, p)
+		for _, s := range []*Sketch{a, b} {
+			if r.IntN(3) == 0 { // fill the registers: held dense
+				for range s.p.NumRegisters() {
+					s.AddHash(r.Uint64())
+				}
+			}
+		}
+		u := union(t, a, b)
+		if rep := u.Representation(); rep != Sparse && rep != Full {
+			continue
+		}
+		checked++
+		ra, rb := a.Registers(nil), b.Registers(nil)
+		if got, want := RegisterEstimate(p, ra, rb), u.Estimate(); got != want {
+			t.Fatalf("case %d (%v, %v into %v): RegisterEstimate %v, Union(a, b).Estimate() %v",
+				i, p, b.Representation(), a.Representation(), got, want)
+		}
+		MaxRegisters(ra, rb)
+		if want := u.Registers(nil); !bytes.Equal(ra, want) {
+			t.Fatalf("case %d (%v): MaxRegisters differs from the union's registers", i, p)
+		}
+		if got, want := RegisterEstimate(p, ra, nil), u.Estimate(); got != want {
+			t.Fatalf("case %d (%v): RegisterEstimate of the union's registers %v, want %v", i, p, got, want)
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d of 300 cases had a union in register form", checked)
+	}
+}

@@ -154,12 +154,7 @@ func maxWord(a, b uint64) uint64 {
 }
 
 // rehist recounts the histogram of a dense sketch.
-func (s *Sketch) rehist() {
-	clear(s.hist[:])
-	for _, v := range s.regs {
-		s.hist[v]++
-	}
-}
+func (s *Sketch) rehist() { countMax(s.hist, s.regs, s.regs) }
 
 // Union returns a new sketch holding the union of sketches, which may
 // differ in parameters: the result has the smallest log2m (larger ones are

@@ -1,6 +1,7 @@
 package series
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -263,32 +264,61 @@ func unionSets(a, b []int) []int {
 }
 
 // TestWindowMatchesNaive: a random sequence of pushes and pops gives the
-// union of exactly the elements inside, every time.
+// union of exactly the elements inside, every time, with unions made anew
+// or (MergeInto) grown in place, and never changes an element pushed.
 func TestWindowMatchesNaive(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	unions := 0
-	w := NewWindow(func(a, b []int) []int { unions++; return unionSets(a, b) })
-	var inside [][]int
-	for i := range 5000 {
-		if len(inside) > 40 || (len(inside) > 0 && r.IntN(3) == 0) {
-			w.Pop()
-			inside = inside[1:]
-		} else {
-			v := []int{r.IntN(1000), i}
-			w.Push(v)
-			inside = append(inside, v)
-		}
-		var want []int
-		for _, v := range inside {
-			want = unionSets(want, v)
-		}
-		if got := w.Value(); !slices.Equal(got, want) || w.Len() != len(inside) {
-			t.Fatalf("step %d: window %v (len %d), want %v (len %d)", i, got, w.Len(), want, len(inside))
-		}
-	}
-	// Amortised O(1) unions per operation (plus one per Value).
-	if unions > 5*5000 {
-		t.Errorf("%d unions for 5000 operations", unions)
+	for _, inPlace := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in_place=%t", inPlace), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(5, 6))
+			unions := 0
+			w := NewWindow(func(a, b []int) []int { unions++; return unionSets(a, b) })
+			if inPlace {
+				w.MergeInto(func(dst []int, own bool, src []int) ([]int, bool) {
+					switch {
+					case len(src) == 0:
+						return dst, own
+					case len(dst) == 0:
+						return src, false // the element itself: not the window's
+					case !own:
+						unions++
+						return unionSets(dst, src), true
+					}
+					dst = append(dst, src...) // changes dst's array: only when owned
+					slices.Sort(dst)
+					return slices.Compact(dst), true
+				})
+			}
+			var inside, copies [][]int
+			for i := range 5000 {
+				if len(inside) > 40 || (len(inside) > 0 && r.IntN(3) == 0) {
+					w.Pop()
+					inside, copies = inside[1:], copies[1:]
+				} else {
+					var v []int // some elements are empty, as empty buckets are
+					if r.IntN(5) != 0 {
+						// Room to grow, so a merge into an element would
+						// write into its array.
+						v = append(make([]int, 0, 8), r.IntN(1000), i)
+					}
+					w.Push(v)
+					inside, copies = append(inside, v), append(copies, slices.Clone(v))
+				}
+				var want []int
+				for k, v := range inside {
+					if !slices.Equal(v, copies[k]) {
+						t.Fatalf("step %d: an element pushed was changed to %v from %v", i, v, copies[k])
+					}
+					want = unionSets(want, v)
+				}
+				if got := w.Value(); !slices.Equal(got, want) || w.Len() != len(inside) {
+					t.Fatalf("step %d: window %v (len %d), want %v (len %d)", i, got, w.Len(), want, len(inside))
+				}
+			}
+			// Amortised O(1) unions per operation (plus one per Value).
+			if unions > 5*5000 {
+				t.Errorf("%d unions for 5000 operations", unions)
+			}
+		})
 	}
 }
 

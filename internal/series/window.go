@@ -115,18 +115,33 @@ func (s *Spec) levelNames() string {
 // union(a, b) returns a new value and must treat a zero T as empty.
 type Window[T any] struct {
 	union   func(a, b T) T
+	into    func(dst T, own bool, src T) (T, bool)
 	front   []T // aggregates: front[i] is the union of front elements i.. (oldest at the end)
 	back    []T // elements in arrival order
 	backAgg T
+	ownAgg  bool // into said the window owns backAgg
 	zero    T
 }
 
 // NewWindow returns an empty window over union.
 func NewWindow[T any](union func(a, b T) T) *Window[T] { return &Window[T]{union: union} }
 
+// MergeInto lets the union of the pushed elements grow in place. into(dst,
+// own, src) returns the union of dst and src, and whether the window owns
+// it (no one else holds it); it may change dst only when own is set. It
+// returns w.
+func (w *Window[T]) MergeInto(into func(dst T, own bool, src T) (T, bool)) *Window[T] {
+	w.into = into
+	return w
+}
+
 // Push adds the newest element.
 func (w *Window[T]) Push(v T) {
 	w.back = append(w.back, v)
+	if w.into != nil {
+		w.backAgg, w.ownAgg = w.into(w.backAgg, w.ownAgg, v)
+		return
+	}
 	w.backAgg = w.union(w.backAgg, v)
 }
 
@@ -138,7 +153,7 @@ func (w *Window[T]) Pop() {
 			agg = w.union(w.back[i], agg)
 			w.front = append(w.front, agg)
 		}
-		w.back, w.backAgg = w.back[:0], w.zero
+		w.back, w.backAgg, w.ownAgg = w.back[:0], w.zero, false
 	}
 	w.front = w.front[:len(w.front)-1]
 }
@@ -148,8 +163,16 @@ func (w *Window[T]) Len() int { return len(w.front) + len(w.back) }
 
 // Value is the union of the elements inside.
 func (w *Window[T]) Value() T {
+	older, newer := w.Parts()
+	return w.union(older, newer)
+}
+
+// Parts returns the two values whose union is Value (a zero T for a side
+// that is empty), for a caller that needs only a number of the union and
+// can compute it without building the union. They belong to the window.
+func (w *Window[T]) Parts() (older, newer T) {
 	if len(w.front) == 0 {
-		return w.union(w.zero, w.backAgg)
+		return w.zero, w.backAgg
 	}
-	return w.union(w.front[len(w.front)-1], w.backAgg)
+	return w.front[len(w.front)-1], w.backAgg
 }

@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
+	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -283,6 +285,9 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 		return plan.Elements, err
 	}, func(spec *series.Spec, sks []sketch.Sketch) error {
 		resp.Points = make([]timeseriesPoint, len(plan.Points))
+		if registerLine(plan.Points, sks, spec, resp.Points) {
+			return nil
+		}
 		var mergeErr error
 		win := series.NewWindow(func(a, b sketch.Sketch) sketch.Sketch {
 			u, err := unionPair(a, b)
@@ -316,6 +321,96 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 	resp.Level = plan.Level.String()
 	resp.Warnings = append([]string{}, plan.Warnings...)
 	return writeJSON(w, http.StatusOK, resp)
+}
+
+// pointBase is a point's range, without its number.
+func pointBase(p series.Point, loc *time.Location) timeseriesPoint {
+	return timeseriesPoint{Start: p.Start.In(loc), End: p.End.In(loc), WindowFrom: p.WindowFrom.In(loc)}
+}
+
+// registerLine fills in the points of a line over HLL buckets that all
+// hold registers (SPARSE or FULL; nil for an empty bucket), sliding a
+// window over their bare register arrays: a merge is a bytewise maximum
+// and a point's number is read off the two halves of the window without
+// building their union. The numbers are those of the union of each
+// point's buckets. It reports false, filling in nothing, for any other
+// buckets (an EXPLICIT one could make a window's union exact); the
+// caller then unions sketches.
+func registerLine(points []series.Point, sks []sketch.Sketch, spec *series.Spec, out []timeseriesPoint) bool {
+	hp, ok := spec.Params.(sketch.HLLParams)
+	if !ok {
+		return false
+	}
+	m := hp.NumRegisters()
+	regs := make([][]uint8, len(sks))
+	var n int
+	for _, sk := range sks {
+		if sk != nil {
+			n++
+		}
+	}
+	backing := make([]uint8, n*m)
+	for i, sk := range sks {
+		if sk == nil {
+			continue
+		}
+		h, ok := sketch.HLLOf(sk)
+		if !ok || h.Params() != hp.Params {
+			return false
+		}
+		if rep := h.Representation(); rep != hll.Sparse && rep != hll.Full {
+			return false
+		}
+		regs[i], backing = h.Registers(backing[:0:m]), backing[m:]
+	}
+	union := func(a, b []uint8) []uint8 {
+		switch {
+		case a == nil:
+			return b
+		case b == nil:
+			return a
+		}
+		u := slices.Clone(a)
+		hll.MaxRegisters(u, b)
+		return u
+	}
+	win := series.NewWindow(union).MergeInto(func(dst []uint8, own bool, src []uint8) ([]uint8, bool) {
+		switch {
+		case src == nil:
+			return dst, own
+		case dst == nil:
+			return src, false // a bucket's registers: not the window's to change
+		case !own:
+			dst = slices.Clone(dst)
+		}
+		hll.MaxRegisters(dst, src)
+		return dst, true
+	})
+	loc := spec.Location()
+	in, gone := 0, 0 // elements pushed and popped so far
+	for i, p := range points {
+		for ; in < p.Last; in++ {
+			win.Push(regs[in])
+		}
+		for ; gone < p.First; gone++ {
+			win.Pop()
+		}
+		out[i] = pointBase(p, loc)
+		a, b := win.Parts()
+		if a == nil {
+			a, b = b, nil
+		}
+		if a == nil {
+			// No bucket of this window holds anything: an EMPTY sketch's
+			// number, exact.
+			c, e := 0.0, 0.0
+			out[i].Cardinality, out[i].StdError = &c, &e
+			continue
+		}
+		c, e := finite(hll.RegisterEstimate(hp.Params, a, b)), hp.StdError()
+		out[i].Cardinality, out[i].StdError = &c, &e
+	}
+	return true
 }
 
 // unionPair is the sliding window's union: a new sketch unless one side
@@ -546,7 +641,7 @@ type timeseriesResponse struct {
 }
 
 func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoint {
-	out := timeseriesPoint{Start: p.Start.In(loc), End: p.End.In(loc), WindowFrom: p.WindowFrom.In(loc)}
+	out := pointBase(p, loc)
 	if h, ok := sketch.HLLOf(v); ok {
 		c, e := finite(h.Estimate()), h.StdError()
 		out.Cardinality, out.StdError = &c, &e

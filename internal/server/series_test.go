@@ -14,6 +14,8 @@ import (
 
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/pgtest"
+	"github.com/sketchd/sketchd/internal/series"
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // seriesBody is a series of log2m-12 HLLs in Berlin (DST), days kept 400
@@ -456,4 +458,71 @@ func TestSeriesThetaAndFreq(t *testing.T) {
 		t.Errorf("theta series count = %+v, want bounds around 5000", c)
 	}
 	checkProblem(t, e.get(t, "/v1/series/t/frequency_report"+rng), http.StatusConflict)
+}
+
+// TestRegisterLine: the line slid over bare registers gives, point by
+// point, exactly the number and error of the union of the point's
+// buckets, over SPARSE, FULL and empty buckets alike, and declines
+// buckets among which one is EXPLICIT.
+func TestRegisterLine(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(21, 22))
+	p := hll.DefaultParams()
+	p.Log2m = 11
+	spec := &series.Spec{Params: sketch.HLLParams{Params: p}, TZ: "UTC", Levels: []series.LevelSpec{{Level: series.Day, Retention: series.Duration{Days: 400}}}}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for trial := range 20 {
+		sks := make([]sketch.Sketch, 60)
+		for i := range sks {
+			var n int
+			switch r.IntN(4) {
+			case 0:
+				continue // an empty bucket
+			case 1:
+				n = 400 + r.IntN(300) // SPARSE
+			default:
+				n = 2000 + r.IntN(20000) // FULL
+			}
+			h, _ := hll.New(p)
+			for range n {
+				h.AddHash(r.Uint64())
+			}
+			sks[i] = sketch.NewHLL(h)
+		}
+		window := 1 + r.IntN(20)
+		var points []series.Point
+		day0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for last := 1; last <= len(sks); last++ {
+			points = append(points, series.Point{Start: day0.AddDate(0, 0, last-1), End: day0.AddDate(0, 0, last),
+				WindowFrom: day0.AddDate(0, 0, max(0, last-window)), First: max(0, last-window), Last: last})
+		}
+		got := make([]timeseriesPoint, len(points))
+		if !registerLine(points, sks, spec, got) {
+			t.Fatalf("trial %d: declined SPARSE, FULL and empty buckets", trial)
+		}
+		for i, pt := range points {
+			var in []*hll.Sketch
+			for _, sk := range sks[pt.First:pt.Last] {
+				if h, ok := sketch.HLLOf(sk); ok {
+					in = append(in, h)
+				}
+			}
+			want, _ := hll.New(p)
+			if len(in) > 0 {
+				want, _ = hll.Union(in...)
+			}
+			if *got[i].Cardinality != want.Estimate() || *got[i].StdError != want.StdError() || !got[i].WindowFrom.Equal(pt.WindowFrom) {
+				t.Fatalf("trial %d, point %d (window %d): %v ± %v, want %v ± %v",
+					trial, i, window, *got[i].Cardinality, *got[i].StdError, want.Estimate(), want.StdError())
+			}
+		}
+		h, _ := hll.New(p)
+		h.AddHash(r.Uint64())
+		sks[r.IntN(len(sks))] = sketch.NewHLL(h) // EXPLICIT
+		if registerLine(points, sks, spec, got) {
+			t.Fatalf("trial %d: took an EXPLICIT bucket", trial)
+		}
+	}
 }

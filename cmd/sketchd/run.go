@@ -151,9 +151,10 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		return postgres.Open(octx, cfg.postgres, postgres.Options{
-			MaxConns: int32(cfg.postgresMaxConns),
-			Logger:   log,
-			Observer: obs,
+			MaxConns:   int32(cfg.postgresMaxConns),
+			CacheBytes: cfg.cacheBytes,
+			Logger:     log,
+			Observer:   obs,
 		})
 	}
 	return bolt.Open(cfg.data, bolt.Options{

@@ -32,6 +32,8 @@ import (
 type def struct {
 	spec    *series.Spec
 	created time.Time
+	// version is the definition row's xmin (see bucketCache).
+	version int64
 }
 
 // same reports whether d is the definition o read earlier: a series
@@ -44,7 +46,7 @@ type levelJSON struct {
 	Retention string `json:"retention"`
 }
 
-const selectDef = `SELECT kind, proto, tz, levels, late_limit, created_at FROM sketchd_series WHERE name = $1`
+const selectDef = `SELECT kind, proto, tz, levels, late_limit, created_at, xmin::text::bigint FROM sketchd_series WHERE name = $1`
 
 // readDef reads name's definition through q, with lock ("", "FOR SHARE"
 // or "FOR UPDATE") appended to the statement. A missing series is
@@ -55,7 +57,7 @@ func readDef(ctx context.Context, q interface {
 	var kind, tz, late string
 	var proto, levels []byte
 	var d def
-	err := q.QueryRow(ctx, selectDef+" "+lock, name).Scan(&kind, &proto, &tz, &levels, &late, &d.created)
+	err := q.QueryRow(ctx, selectDef+" "+lock, name).Scan(&kind, &proto, &tz, &levels, &late, &d.created, &d.version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return def{}, seriesNotFound(name)
 	}
@@ -643,19 +645,32 @@ func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bu
 }
 
 // ViewSeries calls plan with name's spec, then fn with the planned buckets
-// (nil where a bucket holds nothing), read in one statement with the
-// definition, so they are one committed state.
+// (nil where a bucket holds nothing), read in one statement that checks
+// the definition plan saw, so they are one committed state. The
+// definition and the buckets come from the node's caches where their rows
+// are unchanged (bucketCache); fn gets copies.
 func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error {
-	for {
+	for fresh := false; ; fresh = true {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := readDef(ctx, s.pool, name, "")
-		if err != nil {
-			return s.classify(ctx, err, "read series")
+		d, cached := s.defs.get(name)
+		if !cached || fresh {
+			var err error
+			if d, err = readDef(ctx, s.pool, name, ""); err != nil {
+				s.defs.drop(name)
+				return s.classify(ctx, err, "read series")
+			}
+			s.defs.put(name, d)
+			cached = false
 		}
 		ks, err := plan(d.spec)
 		if err != nil {
+			if cached {
+				// The plan may have failed only for a definition since
+				// replaced (a level it lacked): plan with the stored one.
+				continue
+			}
 			return err
 		}
 		sks, err := s.readBuckets(ctx, name, d, ks)
@@ -663,6 +678,9 @@ func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec
 			continue
 		}
 		if err != nil {
+			if sketch.KindOf(err) == sketch.NotFound {
+				s.defs.drop(name)
+			}
 			return err
 		}
 		return fn(d.spec, sks)
@@ -674,45 +692,94 @@ type bucketID struct {
 	start int64
 }
 
+// readBucketsSQL reads the definition's version and, for each key (level,
+// start) with the version of the row the node holds (-1 for none), the
+// row's version and its bytes unless that version is the one held. A
+// missing series gives no row; a series without those buckets one row of
+// NULLs after the version.
+const readBucketsSQL = `SELECT d.xmin::text::bigint, k.i, k.xmin, CASE WHEN k.xmin = k.held THEN NULL ELSE coalesce(hll_send(k.hll), k.data) END
+FROM sketchd_series d LEFT JOIN (
+	SELECT w.i, w.held, b.xmin::text::bigint AS xmin, b.hll, b.data
+	FROM unnest($2::text[], $3::timestamptz[], $4::bigint[]) WITH ORDINALITY AS w(level, start, held, i)
+	JOIN sketchd_series_buckets b ON b.series = $1 AND b.level = w.level AND b.start = w.start
+) k ON true
+WHERE d.name = $1`
+
 // readBuckets reads the buckets ks of the series d describes, in one
-// statement that also reads the definition's creation time: a series
-// gone is NotFound, one created anew errSeriesChanged.
+// statement that also checks the definition's version: a series gone is
+// NotFound, one changed or created anew errSeriesChanged.
 func (s *DB) readBuckets(ctx context.Context, name string, d def, ks []series.Key) ([]sketch.Sketch, error) {
-	levels := make([]string, len(ks))
-	starts := make([]time.Time, len(ks))
-	for i, k := range ks {
-		levels[i], starts[i] = k.Level.String(), k.Start
+	// The distinct keys, what the cache holds of each, and where each
+	// key of ks is among them.
+	type want struct {
+		key  bucketKey
+		held int64
+		sk   sketch.Sketch
 	}
-	rows, err := s.pool.Query(ctx, `SELECT d.created_at, b.level, b.start, coalesce(hll_send(b.hll), b.data)
-		FROM sketchd_series d LEFT JOIN sketchd_series_buckets b
-		  ON b.series = d.name AND b.series = $1 AND (b.level, b.start) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))
-		WHERE d.name = $1`, name, levels, starts)
+	var wants []want
+	at := make([]int, len(ks))
+	index := map[bucketKey]int{}
+	var levels []string
+	var starts []time.Time
+	var held []int64
+	for i, k := range ks {
+		key := bucketKey{series: name, def: d.version, level: k.Level, startNs: k.Start.UnixNano()}
+		j, ok := index[key]
+		if !ok {
+			j = len(wants)
+			index[key] = j
+			w := want{key: key, held: -1}
+			if v, sk, ok := s.buckets.get(key); ok {
+				w.held, w.sk = v, sk
+			}
+			wants = append(wants, w)
+			levels, starts, held = append(levels, k.Level.String()), append(starts, k.Start), append(held, w.held)
+		}
+		at[i] = j
+	}
+	rows, err := s.pool.Query(ctx, readBucketsSQL, name, levels, starts, held)
 	if err != nil {
 		return nil, s.classify(ctx, err, "read series")
 	}
 	defer rows.Close()
-	found := map[bucketID][]byte{}
+	kind := d.spec.Params.Kind()
+	found := make([]sketch.Sketch, len(wants))
 	seen := false
 	for rows.Next() {
-		var created time.Time
-		var level *string
-		var start *time.Time
+		var version int64
+		var i, xmin *int64
 		var b []byte
-		if err := rows.Scan(&created, &level, &start, &b); err != nil {
+		if err := rows.Scan(&version, &i, &xmin, &b); err != nil {
 			return nil, s.classify(ctx, err, "read series")
 		}
-		if !created.Equal(d.created) {
+		if version != d.version {
 			return nil, errSeriesChanged
 		}
 		seen = true
-		if level == nil {
+		if i == nil {
 			continue
 		}
-		l, err := series.ParseLevel(*level)
-		if err != nil {
-			return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q", name))
+		if *i < 1 || *i > int64(len(wants)) {
+			return nil, sketch.Errorf(sketch.Internal, "a bucket of series %q came back as key %d of %d", name, *i, len(wants))
 		}
-		found[bucketID{l, start.Unix()}] = b
+		w := &wants[*i-1]
+		if b == nil {
+			if w.sk == nil || *xmin != w.held {
+				return nil, sketch.Errorf(sketch.Internal, "bucket %s %s of series %q came back without its bytes",
+					w.key.level, time.Unix(0, w.key.startNs).UTC().Format(time.RFC3339), name)
+			}
+			s.buckets.hits.Add(1)
+			found[*i-1] = w.sk
+			continue
+		}
+		s.buckets.misses.Add(1)
+		sk, err := kind.Decode(b)
+		if err != nil {
+			return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("bucket %s %s of series %q does not decode",
+				w.key.level, time.Unix(0, w.key.startNs).UTC().Format(time.RFC3339), name))
+		}
+		s.buckets.put(w.key, *xmin, sk)
+		found[*i-1] = sk
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.classify(ctx, err, "read series")
@@ -720,23 +787,21 @@ func (s *DB) readBuckets(ctx context.Context, name string, d def, ks []series.Ke
 	if !seen {
 		return nil, seriesNotFound(name)
 	}
-	kind := d.spec.Params.Kind()
 	sks := make([]sketch.Sketch, len(ks))
-	decoded := map[bucketID]sketch.Sketch{}
-	for i, k := range ks {
-		id := bucketID{k.Level, k.Start.Unix()}
-		b, ok := found[id]
-		if !ok {
+	for j, w := range wants {
+		if found[j] == nil && w.sk != nil {
+			s.buckets.drop(w.key) // the row is gone (expired)
+		}
+	}
+	copies := make([]sketch.Sketch, len(wants))
+	for i, j := range at {
+		if found[j] == nil {
 			continue
 		}
-		if sks[i] = decoded[id]; sks[i] != nil {
-			continue
+		if copies[j] == nil {
+			copies[j] = found[j].Clone()
 		}
-		sk, err := kind.Decode(b)
-		if err != nil {
-			return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("bucket %s %s of series %q does not decode", k.Level, k.Start.UTC().Format(time.RFC3339), name))
-		}
-		sks[i], decoded[id] = sk, sk
+		sks[i] = copies[j]
 	}
 	return sks, nil
 }

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -325,5 +326,177 @@ func TestSeriesRecreatedOnAnotherNode(t *testing.T) {
 	info, err := dbs[1].DescribeSeries(ctx, "x")
 	if err != nil || len(info.Levels) != 1 || info.Levels[0].Buckets != 1 {
 		t.Errorf("describe: %+v %v", info, err)
+	}
+}
+
+// view returns the buckets keys of name through db, with the spec plan
+// saw last.
+func view(t *testing.T, db *postgres.DB, name string, keys []series.Key) ([]sketch.Sketch, *series.Spec) {
+	t.Helper()
+	var spec *series.Spec
+	var out []sketch.Sketch
+	err := db.ViewSeries(ctx, name, func(sp *series.Spec) ([]series.Key, error) {
+		spec = sp
+		for _, k := range keys {
+			if _, ok := sp.Kept(k.Level); !ok {
+				return nil, sketch.Errorf(sketch.Invalid, "series %q keeps no %s buckets", name, k.Level)
+			}
+		}
+		return keys, nil
+	}, func(_ *series.Spec, sks []sketch.Sketch) error {
+		for _, sk := range sks {
+			if sk != nil {
+				sk = sk.Clone()
+			}
+			out = append(out, sk)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, spec
+}
+
+// TestSeriesBucketCache: a node reads each bucket's bytes once while its
+// row is unchanged, and reads them again as soon as any node writes the
+// bucket, deletes it or creates the series anew, so that every read
+// still sees every committed write; the cache keeps to its bound.
+func TestSeriesBucketCache(t *testing.T) {
+	dbs := open(t, 2)
+	spec := &series.Spec{Params: sketch.HLLParams{Params: hll.DefaultParams()}, TZ: "Europe/Berlin", Levels: []series.LevelSpec{
+		{Level: series.Day, Retention: series.Duration{Days: 30}},
+		{Level: series.Month, Retention: series.Duration{Years: 1}},
+	}}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := dbs[1].CreateSeries(ctx, "x", spec); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	yesterday := now.AddDate(0, 0, -1)
+	add := func(db *postgres.DB, ts time.Time, ids ...int64) {
+		t.Helper()
+		in := make([]cms.ID, len(ids))
+		for i, v := range ids {
+			in[i] = cms.IntID(v)
+		}
+		if _, err := db.AddSeries(ctx, "x", ts, sketch.IDs(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(dbs[1], yesterday, 1, 2, 3)
+	add(dbs[1], now, 4)
+	loc := spec.Location()
+	days := []series.Key{
+		{Level: series.Day, Start: series.Day.Start(yesterday, loc)},
+		{Level: series.Day, Start: series.Day.Start(now, loc)},
+		{Level: series.Day, Start: series.Day.Start(yesterday, loc)}, // twice: one read
+	}
+	estimates := func(sks []sketch.Sketch) []float64 {
+		out := make([]float64, len(sks))
+		for i, sk := range sks {
+			out[i] = -1
+			if sk != nil {
+				out[i] = sk.Estimate()
+			}
+		}
+		return out
+	}
+	reads := func(want string, wantCached, wantFetched uint64) {
+		t.Helper()
+		c, f := dbs[0].BucketReads()
+		if c != wantCached || f != wantFetched {
+			t.Fatalf("%s: %d reads from the cache and %d of bytes, want %d and %d", want, c, f, wantCached, wantFetched)
+		}
+	}
+	check := func(what string, want ...float64) {
+		t.Helper()
+		sks, _ := view(t, dbs[0], "x", days)
+		if got := estimates(sks); !slices.Equal(got, want) {
+			t.Fatalf("%s: %v, want %v", what, got, want)
+		}
+	}
+
+	check("first read", 3, 1, 3)
+	reads("first read", 0, 2)
+	check("again", 3, 1, 3)
+	reads("again", 2, 2)
+
+	add(dbs[1], now, 5, 6) // another node writes today's bucket
+	check("after another node's add", 3, 3, 3)
+	reads("after another node's add", 3, 3)
+
+	// Another node expires yesterday's day bucket (days are kept 30).
+	if _, err := dbs[1].ExpireSeries(ctx, now.AddDate(0, 0, 30)); err != nil {
+		t.Fatal(err)
+	}
+	check("after expiry", -1, 3, -1)
+	if n, _ := dbs[0].CacheStats(); n != 1 {
+		t.Errorf("%d buckets cached after one of the two rows went", n)
+	}
+
+	// Created anew with hours kept, by the other node: a plan that needs
+	// hours, which the definition node 0 read lacks, works at once.
+	hours := &series.Spec{Params: spec.Params, TZ: spec.TZ, Levels: []series.LevelSpec{
+		{Level: series.Hour, Retention: series.Duration{Days: 3}},
+		{Level: series.Day, Retention: series.Duration{Days: 30}},
+	}}
+	if err := dbs[1].DeleteSeries(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := dbs[1].CreateSeries(ctx, "x", hours); err != nil {
+		t.Fatal(err)
+	}
+	add(dbs[1], now, 7)
+	hour := series.Key{Level: series.Hour, Start: series.Hour.Start(now, loc)}
+	sks, got := view(t, dbs[0], "x", []series.Key{hour, days[1]})
+	if !got.Same(hours) || estimates(sks)[0] != 1 || estimates(sks)[1] != 1 {
+		t.Fatalf("the series created anew: %v under %v", estimates(sks), got)
+	}
+}
+
+// TestSeriesBucketCacheBound: a node whose cache holds fewer buckets than
+// a read needs answers it right and keeps to its bound.
+func TestSeriesBucketCacheBound(t *testing.T) {
+	const bound = 64 << 10
+	db := openWith(t, 1, postgres.Options{MaxConns: 3, CacheBytes: bound})[0]
+	spec := &series.Spec{Params: sketch.HLLParams{Params: hll.DefaultParams()}, TZ: "UTC",
+		Levels: []series.LevelSpec{{Level: series.Day, Retention: series.Duration{Days: 40}}}, LateLimit: series.Duration{Days: 30}}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.CreateSeries(ctx, "x", spec); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var keys []series.Key
+	var want []float64
+	for d := range 20 {
+		ts := now.AddDate(0, 0, -d)
+		ids := make([]cms.ID, 3000)
+		h, _ := hll.New(hll.DefaultParams())
+		for i := range ids {
+			v := int64(d*100000 + i)
+			ids[i] = cms.IntID(v)
+			h.AddInt64(v)
+		}
+		if _, err := db.AddSeries(ctx, "x", ts, sketch.IDs(ids)); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, series.Key{Level: series.Day, Start: series.Day.Start(ts, time.UTC)})
+		want = append(want, h.Estimate())
+	}
+	for pass := range 2 {
+		sks, _ := view(t, db, "x", keys)
+		for i, sk := range sks {
+			if sk == nil || sk.Estimate() != want[i] {
+				t.Fatalf("pass %d, day %d: %v, want %v", pass, i, sk, want[i])
+			}
+		}
+		if n, bytes := db.CacheStats(); bytes > bound || n >= len(keys) || n == 0 {
+			t.Fatalf("pass %d: %d buckets in %d bytes cached; bound %d", pass, n, bytes, bound)
+		}
 	}
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// split the waiting writes into smaller groups: for a few hot sketches
 	// one committer, which coalesces most, commits most ids per second.
 	Committers int
+	// CacheBytes bounds the decoded series buckets a node keeps (default
+	// 256 MiB; see bucketCache).
+	CacheBytes int64
 	Logger     *slog.Logger
 	Observer   Observer
 	// Now returns the time stamped on writes (default time.Now).
@@ -72,6 +75,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Committers <= 0 {
 		o.Committers = 1
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 256 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -105,6 +111,9 @@ type DB struct {
 	// fail inside its transaction and run again the careful way. It never
 	// answers a read.
 	kinds sync.Map // name → known
+
+	buckets *bucketCache
+	defs    defCache
 }
 
 // known is what a node last saw of a sketch: its kind, and its
@@ -151,6 +160,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		squeue: make(chan *seriesOp, 4096),
 		done:   make(chan struct{}),
 		kick:   make(chan struct{}, 1),
+
+		buckets: newBucketCache(opts.CacheBytes),
 	}
 	s.ready.Store(true)
 	s.wg.Add(2 + opts.Committers)

@@ -22,13 +22,19 @@ var ctx = context.Background()
 // open opens n stores (nodes) over one fresh schema.
 func open(t *testing.T, n int) []*postgres.DB {
 	t.Helper()
+	return openWith(t, n, postgres.Options{MaxConns: 3})
+}
+
+// openWith opens n stores with opts over one fresh schema.
+func openWith(t *testing.T, n int, opts postgres.Options) []*postgres.DB {
+	t.Helper()
 	dsn := pgstoretest.Schema(t, t.TempDir())
 	dbs := make([]*postgres.DB, n)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range dbs {
 		// Nodes start together: the migration lock lets one apply the schema.
-		wg.Go(func() { dbs[i], errs[i] = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3}) })
+		wg.Go(func() { dbs[i], errs[i] = postgres.Open(ctx, dsn, opts) })
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -406,17 +406,29 @@ func writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Ti
 // the buckets it needs, in one transaction: the definition locked FOR
 // SHARE (a delete waits), then the buckets in (level, start) order.
 func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error) {
-	for {
+	for fresh := false; ; fresh = true {
 		if err := ctx.Err(); err != nil {
 			return sketch.Added{}, err
 		}
-		d, err := readDef(ctx, s.pool, name, "")
-		if err != nil {
-			return sketch.Added{}, s.classify(ctx, err, "read series")
+		// The definition as the node last read it; the write's own
+		// transaction checks it is still the stored one (errSeriesChanged
+		// reads it again).
+		d, cached := s.defs.get(name)
+		if !cached || fresh {
+			var err error
+			if d, err = readDef(ctx, s.pool, name, ""); err != nil {
+				s.defs.drop(name)
+				return sketch.Added{}, s.classify(ctx, err, "read series")
+			}
+			s.defs.put(name, d)
+			cached = false
 		}
 		now := s.opts.Now()
 		keys, err := d.spec.Buckets(ts, now)
 		if err != nil {
+			if cached {
+				continue // perhaps only under a definition since replaced
+			}
 			return sketch.Added{}, err
 		}
 		kind := d.spec.Params.Kind()
@@ -472,7 +484,7 @@ func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucke
 	if err := delta.Check(adds[0].b); err != nil {
 		return err
 	}
-	if _, err := delta.Apply(adds[0].b, nil); err != nil {
+	if err := sketch.Absorb(delta, adds[0].b); err != nil {
 		return err
 	}
 	o := &seriesOp{name: name, d: d, delta: delta, done: make(chan struct{})}

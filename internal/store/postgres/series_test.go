@@ -500,3 +500,37 @@ func TestSeriesBucketCacheBound(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesAddAfterRedefinition: a node that read a series' definition
+// takes an add only its replacement (created by another node) accepts.
+func TestSeriesAddAfterRedefinition(t *testing.T) {
+	dbs := open(t, 2)
+	spec := func(late int) *series.Spec {
+		s := &series.Spec{Params: sketch.HLLParams{Params: hll.DefaultParams()}, TZ: "UTC",
+			Levels: []series.LevelSpec{{Level: series.Day, Retention: series.Duration{Days: 60}}}, LateLimit: series.Duration{Days: late}}
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if _, _, err := dbs[0].CreateSeries(ctx, "x", spec(1)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := dbs[0].AddSeries(ctx, "x", now, sketch.IDs([]cms.ID{cms.IntID(1)})); err != nil {
+		t.Fatal(err)
+	}
+	old := now.AddDate(0, 0, -20)
+	if _, err := dbs[0].AddSeries(ctx, "x", old, sketch.IDs([]cms.ID{cms.IntID(2)})); sketch.KindOf(err) != sketch.Invalid {
+		t.Fatalf("an add 20 days late with a 1-day late limit: %v", err)
+	}
+	if err := dbs[1].DeleteSeries(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := dbs[1].CreateSeries(ctx, "x", spec(30)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbs[0].AddSeries(ctx, "x", old, sketch.IDs([]cms.ID{cms.IntID(2)})); err != nil {
+		t.Fatalf("the same add once another node allows 30 days: %v", err)
+	}
+}

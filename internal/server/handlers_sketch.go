@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -16,9 +17,18 @@ import (
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
-// nameParam returns the {name} path parameter, validated.
+// nameParam returns the {name} path parameter, unescaped and validated.
+// A client that escapes more than it must (encodeURIComponent turns a ':'
+// into %3A) names the same sketch: the router matches the escaped path
+// then, and the parameter holds the escapes. An escape that does not
+// decode is left for validation to refuse.
 func nameParam(r *http.Request) (string, error) {
 	name := chi.URLParam(r, "name")
+	if strings.Contains(name, "%") {
+		if u, err := url.PathUnescape(name); err == nil {
+			name = u
+		}
+	}
 	if err := sketch.ValidateName(name); err != nil {
 		return "", err
 	}

@@ -903,3 +903,75 @@ func tripleArea(cs ...struct{ X, Y, R float64 }) float64 {
 	}
 	return float64(hits) * step * step
 }
+
+// TestBrowserFrequencyReport: a frequency sketch's page shows its report,
+// reach, impressions and users per frequency class with their bounds, as
+// the API gives them.
+func TestBrowserFrequencyReport(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.call(t, "PUT", "/v1/sketches/impressions", "application/json", []byte(`{"type":"freq"}`), nil)
+	// 100 users seen once, 50 twice, 20 twelve times.
+	var items []string
+	for u := range 170 {
+		n := 1
+		switch {
+		case u >= 150:
+			n = 12
+		case u >= 100:
+			n = 2
+		}
+		items = append(items, fmt.Sprintf(`{"id":"user%d","count":%d}`, u, n))
+	}
+	s.call(t, "POST", "/v1/sketches/impressions/add", "application/json", []byte(`{"items":[`+strings.Join(items, ",")+`]}`), nil)
+	type interval struct{ Estimate, Lower, Upper float64 }
+	var report struct {
+		Reach, Impressions interval
+		Classes            []struct {
+			K                  int
+			OrMore             bool `json:"or_more"`
+			Users, Impressions interval
+		}
+	}
+	s.call(t, "GET", "/v1/sketches/impressions/frequency_report?max=10", "", nil, &report)
+	if report.Reach.Estimate != 170 || report.Impressions.Estimate != 100+100+240 {
+		t.Fatalf("fixture: report %+v, want reach 170 and 440 impressions", report)
+	}
+
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/sketch/impressions")
+	tb.wait(t, "#freq-classes li")
+	span := func(iv interval) string { return count(iv.Lower) + "–" + count(iv.Upper) }
+	if got, want := tb.text(t, "#freq-reach"), count(report.Reach.Estimate)+" users ("+span(report.Reach)+")"; got != want {
+		t.Errorf("reach shows %q, want %q", got, want)
+	}
+	if got, want := tb.text(t, "#freq-impressions"), count(report.Impressions.Estimate)+" ("+span(report.Impressions)+")"; got != want {
+		t.Errorf("impressions show %q, want %q", got, want)
+	}
+	type row struct{ Label, Value string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('#freq-classes li')].map(li => ({
+		Label: li.querySelector('.bar-id').textContent, Value: li.querySelector('.bar-val').textContent}))`)
+	var want []row
+	for _, c := range report.Classes {
+		if c.OrMore && c.Users.Estimate == 0 {
+			continue
+		}
+		label := fmt.Sprintf("%d times", c.K)
+		switch {
+		case c.OrMore:
+			label = fmt.Sprintf("%d+ times", c.K)
+		case c.K == 1:
+			label = "1 time"
+		}
+		want = append(want, row{label, count(c.Users.Estimate) + " users (" + span(c.Users) + "), " + count(c.Impressions.Estimate) + " impressions"})
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("classes shown\n%v\nwant\n%v", rows, want)
+	}
+	if len(rows) != 10 || rows[0].Value[:9] != "100 users" || rows[1].Value[:8] != "50 users" || rows[9].Label != "10+ times" || rows[9].Value[:8] != "20 users" {
+		t.Errorf("classes %v: want 100 seen once, 50 twice and 20 ten or more times", rows)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-frequency-report")
+	tb.noErrors(t, nil)
+}

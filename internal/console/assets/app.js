@@ -388,10 +388,12 @@ function hllView(s) {
   return section;
 }
 
-// sampledView shows a theta or frequency sketch (DataSketches' formats).
-function sampledView(s) {
+// sampledView shows a theta or frequency sketch (DataSketches' formats),
+// and for a frequency sketch its report of users per frequency class.
+async function sampledView(s) {
   const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
   download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
+  const report = s.type === 'freq' ? [el('h2', {}, 'How often users saw it'), await freqReport(s)] : [];
   return el('section', { class: 'detail' },
     el('h1', {}, s.name),
     el('p', { class: 'muted' }, s.type === 'theta' ? 'Theta sketch (DataSketches): distinct ids' : 'Frequency sketch (DataSketches tuple): distinct ids and their impressions'),
@@ -405,9 +407,42 @@ function sampledView(s) {
       ['Created', when(s.created_at)],
       ['Last update', when(s.updated_at)],
     ]),
+    ...report,
     el('h2', {}, 'Take it elsewhere'),
     el('p', {}, 'The bytes are DataSketches\' compact format, read by its Java, C++ and Python libraries: ', download),
     el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
+}
+
+// freqReport draws a frequency sketch's report: how many users saw it
+// exactly k times (and k or more, last), with their impressions, each
+// with the bounds the API gives.
+async function freqReport(s) {
+  const r = await api('GET', `${sketchPath(s.name)}/frequency_report?max=10`);
+  const span = (iv) => `${count(iv.lower)}–${count(iv.upper)}`;
+  const box = el('div', { id: 'freq-report' },
+    facts([
+      ['Reach', [count(r.reach.estimate), ' users ', el('span', { class: 'muted' }, `(${span(r.reach)})`)], 'freq-reach'],
+      ['Impressions', [count(r.impressions.estimate), ' ', el('span', { class: 'muted' }, `(${span(r.impressions)})`)], 'freq-impressions'],
+    ]));
+  const shown = r.classes.filter((c) => c.users.estimate > 0 || !c.or_more);
+  if (r.reach.estimate === 0) {
+    box.append(el('p', { class: 'muted' }, 'Nothing added yet.'));
+    return box;
+  }
+  const max = Math.max(...shown.map((c) => c.users.estimate));
+  const list = el('ol', { class: 'bars', id: 'freq-classes' });
+  for (const c of shown) {
+    const bar = el('span', { class: 'bar' });
+    bar.style.width = `${max > 0 ? (100 * c.users.estimate) / max : 0}%`;
+    if (c.users.estimate === 0) bar.style.minWidth = '0';
+    list.append(el('li', {},
+      el('span', { class: 'bar-id' }, c.or_more ? `${c.k}+ times` : `${c.k} ${c.k === 1 ? 'time' : 'times'}`),
+      el('span', { class: 'bar-track', 'aria-hidden': 'true' }, bar),
+      el('span', { class: 'bar-val' }, `${count(c.users.estimate)} users`, el('span', { class: 'muted' }, ` (${span(c.users)}), ${count(c.impressions.estimate)} impressions`))));
+  }
+  box.append(list, el('p', { class: 'muted' },
+    `In brackets: bounds at ${r.std_devs} standard deviations; the sketch keeps ${intFmt.format(r.retained)} users (theta ${r.theta.toPrecision(4)}) and scales them up.`));
+  return box;
 }
 
 // downloadRaw fetches a sketch's stored bytes with the tab's token and

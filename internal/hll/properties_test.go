@@ -316,10 +316,10 @@ func TestParamsValidate(t *testing.T) {
 	}
 }
 
-// TestAddHashesEqualsAddHash checks the batch paths (AddHashes, AddAll) against adding one hash
-// at a time, from every representation: the same bytes, and the hashes it
-// reports as changing the sketch replay onto the old state to the same
-// sketch.
+// TestAddHashesEqualsAddHash checks the batch paths (AddHashes, AddAll)
+// against adding one hash at a time, from every representation: the same
+// bytes, and the hashes AddHashes reports as changing the sketch replay
+// onto the old state to the same sketch.
 func TestAddHashesEqualsAddHash(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(11, 12))

@@ -31,20 +31,8 @@ func testSeriesSpec(t *testing.T, params sketch.Params) *series.Spec {
 // buckets returns the buckets keys of name as ViewSeries gives them.
 func buckets(t *testing.T, db *postgres.DB, name string, keys []series.Key) []sketch.Sketch {
 	t.Helper()
-	var out []sketch.Sketch
-	err := db.ViewSeries(ctx, name, func(*series.Spec) ([]series.Key, error) { return keys, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
-		for _, sk := range sks {
-			if sk != nil {
-				sk = sk.Clone()
-			}
-			out = append(out, sk)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	sks, _ := view(t, db, name, keys)
+	return sks
 }
 
 // TestSeriesConcurrentNodes: three nodes add to an HLL series, a CMS

@@ -328,6 +328,10 @@ func pointBase(p series.Point, loc *time.Location) timeseriesPoint {
 	return timeseriesPoint{Start: p.Start.In(loc), End: p.End.In(loc), WindowFrom: p.WindowFrom.In(loc)}
 }
 
+// maxLineRegisters bounds the register arrays one rolling line lays out
+// (a year of daily log2m=14 buckets takes 6 MiB).
+const maxLineRegisters = 64 << 20
+
 // registerLine fills in the points of a line over HLL buckets that all
 // hold registers (SPARSE or FULL; nil for an empty bucket), sliding a
 // window over their bare register arrays: a merge is a bytewise maximum
@@ -335,7 +339,8 @@ func pointBase(p series.Point, loc *time.Location) timeseriesPoint {
 // building their union. The numbers are those of the union of each
 // point's buckets. It reports false, filling in nothing, for any other
 // buckets (an EXPLICIT one could make a window's union exact); the
-// caller then unions sketches.
+// caller then unions sketches. So it does when the arrays would take more
+// than maxLineRegisters bytes.
 func registerLine(points []series.Point, sks []sketch.Sketch, spec *series.Spec, out []timeseriesPoint) bool {
 	hp, ok := spec.Params.(sketch.HLLParams)
 	if !ok {
@@ -348,6 +353,9 @@ func registerLine(points []series.Point, sks []sketch.Sketch, spec *series.Spec,
 		if sk != nil {
 			n++
 		}
+	}
+	if n*m > maxLineRegisters {
+		return false // sparse buckets would grow too much as arrays
 	}
 	backing := make([]uint8, n*m)
 	for i, sk := range sks {

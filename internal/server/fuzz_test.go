@@ -3,11 +3,13 @@ package server
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // The fuzz targets send fuzzed bodies through the real handlers and store:
@@ -260,6 +262,37 @@ func FuzzUnion(f *testing.F) {
 		checkRefusal(t, r)
 		if d := before.diff(e.snapshot(t)); len(d) > 0 {
 			t.Fatalf("refused union (%v) changed the store: %v", r, d)
+		}
+	})
+}
+
+// FuzzName sends fuzzed path segments as sketch names: the answer is a
+// problem (400 or 404) or the sketch, never a 5xx, and a name that is
+// served or not found is, unescaped, a valid name.
+func FuzzName(f *testing.F) {
+	e, _ := newFuzzEnv(f)
+	for _, s := range []string{"h", "dau:2026-11-17", "dau%3A2026-11-17", "%41bc", "a%2Fb", "%2E%2E", "a%25", "a%zz", "caf%C3%A9", "..", "%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, seg string) {
+		u, err := url.Parse("/v1/sketches/" + seg)
+		if seg == "" || strings.ContainsAny(seg, "#?") || err != nil || u.RawQuery != "" || u.Fragment != "" || strings.Count(u.EscapedPath(), "/") != 3 {
+			t.Skip("not one path segment")
+		}
+		r, err := e.try(t, request{Method: http.MethodGet, Path: "/v1/sketches/" + seg})
+		if err != nil {
+			t.Skip(err)
+		}
+		switch r.Status {
+		case http.StatusBadRequest:
+			checkProblemBody(t, r)
+		case http.StatusOK, http.StatusNotFound:
+			name, err := url.PathUnescape(seg)
+			if err != nil || sketch.ValidateName(name) != nil {
+				t.Fatalf("%q (%q) answered %d", seg, name, r.Status)
+			}
+		default:
+			t.Fatalf("%q: %v", seg, r)
 		}
 	})
 }

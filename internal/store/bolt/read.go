@@ -69,6 +69,9 @@ func (s *DB) View(ctx context.Context, names []string, fn func([]sketch.Sketch) 
 
 // kindOf returns the kind of the sketch name, NotFound if it is missing.
 func (s *DB) kindOf(name string) (*sketch.Kind, error) {
+	if err := s.readable(); err != nil {
+		return nil, err
+	}
 	e, err := s.acquire(name)
 	if err != nil {
 		return nil, err

@@ -60,11 +60,22 @@ func TestRedundantWriteWaitsForDurability(t *testing.T) {
 }
 
 // TestSyncFailureStopsWrites: after a failed fdatasync nothing more is
-// acknowledged, and the store reports itself not ready.
+// acknowledged, and the store reports itself not ready; until memory is
+// rebuilt every add answers Unavailable, even one naming a sketch that
+// does not exist (the look for its kind must not answer from memory that
+// may be rebuilding). The checkpoint lock is held so the recovery waits
+// for the checks.
 func TestSyncFailureStopsWrites(t *testing.T) {
 	s, _ := openStore(t, Options{})
 	mustCreate(t, s, "h", hllSpec(10))
 	release := blockSyncs(t, s)
+	s.cpRun.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.cpRun.Unlock()
+		}
+	}()
 	done := make(chan error, 1)
 	go func() { done <- addHashes(s, "h", []uint64{6 << 20}, false) }()
 	release <- errors.New("injected EIO")
@@ -77,4 +88,9 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	if err := addHashes(s, "h", []uint64{7 << 20}, false); sketch.KindOf(err) != sketch.Unavailable {
 		t.Errorf("write after a failed sync = %v, want Unavailable", err)
 	}
+	if err := addHashes(s, "nope", []uint64{7 << 20}, false); sketch.KindOf(err) != sketch.Unavailable {
+		t.Errorf("write to a missing sketch after a failed sync = %v, want Unavailable", err)
+	}
+	s.cpRun.Unlock()
+	locked = false
 }

@@ -267,6 +267,14 @@ func (s *DB) readable() error {
 	return nil
 }
 
+// lockedReadable is readable for a reader that holds the locks of the
+// entries it reads. Checked after they are taken, it is exact: a rebuild
+// changes an entry only under its lock, after memory is marked tainted,
+// and clears the mark once every entry is rebuilt; so an entry held while
+// the mark is clear is in a state the log made durable, never one a
+// rebuild is midway through.
+func (s *DB) lockedReadable() error { return s.readable() }
+
 // onLogFailure runs when the log fails, before any writer learns it: reads
 // are refused until memory is rebuilt from what is durable, and the
 // checkpoint loop is woken to do it.

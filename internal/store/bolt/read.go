@@ -30,18 +30,22 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 // copies returns unshared entries holding copies of es's states, each
 // taken under its own lock: a writer waits for one copy at most, never
 // for the whole set. Each copy holds every write acknowledged before the
-// read began.
-func copies(es []*entry) []*entry {
+// read began, and none is taken from memory a log failure is rebuilding.
+func (s *DB) copies(es []*entry) ([]*entry, error) {
 	out := make([]*entry, len(es))
 	for i, e := range es {
 		e.mu.Lock()
+		if err := s.lockedReadable(); err != nil {
+			e.mu.Unlock()
+			return nil, err
+		}
 		out[i] = &entry{name: e.name, unreadable: e.unreadable}
 		if e.st != nil {
 			out[i].st = e.st.clone()
 		}
 		e.mu.Unlock()
 	}
-	return out
+	return out, nil
 }
 
 // Describe returns name's spec, state and estimate.
@@ -69,9 +73,6 @@ func (s *DB) View(ctx context.Context, names []string, fn func([]sketch.Sketch) 
 
 // kindOf returns the kind of the sketch name, NotFound if it is missing.
 func (s *DB) kindOf(name string) (*sketch.Kind, error) {
-	if err := s.readable(); err != nil {
-		return nil, err
-	}
 	e, err := s.acquire(name)
 	if err != nil {
 		return nil, err
@@ -79,6 +80,9 @@ func (s *DB) kindOf(name string) (*sketch.Kind, error) {
 	defer s.release(e)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := s.lockedReadable(); err != nil {
+		return nil, err
+	}
 	if e.st == nil {
 		return nil, notFound(name)
 	}

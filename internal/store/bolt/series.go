@@ -260,6 +260,9 @@ func (s *DB) series(name string) (*series.Spec, time.Time, error) {
 	defer s.release(e)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := s.lockedReadable(); err != nil {
+		return nil, time.Time{}, err
+	}
 	if e.st == nil {
 		return nil, time.Time{}, seriesNotFound(name)
 	}
@@ -334,11 +337,19 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 		// A read of several sketches (a union, an intersection, a series
 		// range) can take many milliseconds: it works on copies, so
 		// writers to those sketches wait only for a copy.
-		es = copies(es)
+		if es, err = s.copies(es); err != nil {
+			return err
+		}
 	}
 	for _, e := range es {
 		e.mu.Lock()
 		defer e.mu.Unlock()
+	}
+	if len(es) == 1 {
+		// Read in place (copies checked each entry as they took it).
+		if err := s.lockedReadable(); err != nil {
+			return err
+		}
 	}
 	sts := make([]*state, len(keys))
 	for i, k := range keys {

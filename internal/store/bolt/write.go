@@ -266,19 +266,6 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 			if kind, err = sketch.Lookup(in.Type()); err != nil {
 				return sketch.Added{}, err
 			}
-		case sketch.KindOf(err) == sketch.NotFound:
-			// The look took no write's locks: confirm under them, where a
-			// failed log answers Unavailable (memory may be rebuilding).
-			err = s.update(ctx, []string{name}, func(t *tx) error {
-				if t.entry(name).st != nil {
-					return errKindChanged
-				}
-				return notFound(name)
-			})
-			if err == errKindChanged {
-				continue
-			}
-			return sketch.Added{}, err
 		case err != nil:
 			return sketch.Added{}, err
 		}

@@ -25,6 +25,7 @@ const (
 	KindUnauthorized         = "unauthorized"
 	KindForbidden            = "forbidden"
 	KindUnavailable          = "unavailable"
+	KindUnprocessable        = "unprocessable"
 	KindNotImplemented       = "not-implemented"
 	KindInternal             = "internal"
 )
@@ -115,6 +116,10 @@ func IsUnauthorized(err error) bool { return StatusOf(err) == http.StatusUnautho
 
 // IsForbidden reports a 403: a read token used for a write.
 func IsForbidden(err error) bool { return StatusOf(err) == http.StatusForbidden }
+
+// IsUnprocessable reports a 422: a series add stamped past its late_limit
+// or more than 5 minutes ahead of the server's clock; nothing changed.
+func IsUnprocessable(err error) bool { return StatusOf(err) == http.StatusUnprocessableEntity }
 
 // IsNotFound reports a 404: no such sketch (or route).
 func IsNotFound(err error) bool { return StatusOf(err) == http.StatusNotFound }

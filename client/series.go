@@ -128,7 +128,7 @@ func (c *Client) ListSeries(ctx context.Context, opts ListOptions) (*SeriesList,
 // Adding to a series takes the same bodies as adding to a sketch, stamped
 // ts (the zero time is the server's now): one bucket per level is
 // updated in one durable write. An add older than the series' late limit
-// or more than 5 minutes ahead is IsInvalid. As with sketches, the HLL
+// or more than 5 minutes ahead is IsUnprocessable. As with sketches, the HLL
 // adds are retried and AddSeriesItems (Count-Min) is not.
 
 // AddSeriesInts adds integer ids to an HLL series as big-endian int64s.

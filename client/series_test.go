@@ -43,8 +43,8 @@ func TestSeriesCalls(t *testing.T) {
 	add("AddSeriesIDs", n, err, 2)
 	n, err = c.AddSeriesHashes(ctx, "dau", today, []int64{0x7e57})
 	add("AddSeriesHashes", n, err, 1)
-	if _, err := c.AddSeriesInts(ctx, "dau", today.Add(-30*24*time.Hour), []int64{9}); !client.IsInvalid(err) {
-		t.Fatalf("AddSeriesInts 30 days late = %v, want invalid", err)
+	if _, err := c.AddSeriesInts(ctx, "dau", today.Add(-30*24*time.Hour), []int64{9}); !client.IsUnprocessable(err) {
+		t.Fatalf("AddSeriesInts 30 days late = %v, want unprocessable (422)", err)
 	}
 	if _, err := c.AddSeriesInts(ctx, "dau", today, []int64{9}, client.WithCreate()); err == nil || client.StatusOf(err) != 0 {
 		t.Fatalf("AddSeriesInts with WithCreate = %v, want an error before sending", err)

@@ -142,13 +142,13 @@ func TestBuckets(t *testing.T) {
 	if err != nil || len(keys) != 3 {
 		t.Fatalf("Buckets(now-1h) = %v, %v; want hour, day, month", keys, err)
 	}
-	if _, err := s.Buckets(now.Add(6*time.Minute), now); sketch.KindOf(err) != sketch.Invalid {
+	if _, err := s.Buckets(now.Add(6*time.Minute), now); sketch.KindOf(err) != sketch.Unprocessable {
 		t.Errorf("6 minutes ahead = %v, want Invalid", err)
 	}
 	if _, err := s.Buckets(now.Add(4*time.Minute), now); err != nil {
 		t.Errorf("4 minutes ahead = %v", err)
 	}
-	if _, err := s.Buckets(now.AddDate(0, 0, -8), now); sketch.KindOf(err) != sketch.Invalid {
+	if _, err := s.Buckets(now.AddDate(0, 0, -8), now); sketch.KindOf(err) != sketch.Unprocessable {
 		t.Errorf("8 days late (limit P7D) = %v, want Invalid", err)
 	}
 	// A late limit longer than the finest level keeps is refused; the

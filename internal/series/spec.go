@@ -112,13 +112,13 @@ type Key struct {
 
 // Buckets returns the buckets an add stamped ts updates: one per level
 // whose bucket for ts has not expired. A ts older than the late limit or
-// more than MaxFuture ahead of now is Invalid.
+// more than MaxFuture ahead of now is Unprocessable (422).
 func (s *Spec) Buckets(ts, now time.Time) ([]Key, error) {
 	if ts.After(now.Add(MaxFuture)) {
-		return nil, sketch.Errorf(sketch.Invalid, "ts %s is more than %s ahead of the server's clock (%s)", ts.UTC().Format(time.RFC3339), MaxFuture, now.UTC().Format(time.RFC3339))
+		return nil, sketch.Errorf(sketch.Unprocessable, "ts %s is more than %s ahead of the server's clock (%s)", ts.UTC().Format(time.RFC3339), MaxFuture, now.UTC().Format(time.RFC3339))
 	}
 	if ts.Before(s.LateLimit.AddTo(now.In(s.loc), -1)) {
-		return nil, sketch.Errorf(sketch.Invalid, "ts %s is older than the series' late_limit %s", ts.UTC().Format(time.RFC3339), s.LateLimit)
+		return nil, sketch.Errorf(sketch.Unprocessable, "ts %s is older than the series' late_limit %s", ts.UTC().Format(time.RFC3339), s.LateLimit)
 	}
 	keys := make([]Key, 0, len(s.Levels))
 	for _, ls := range s.Levels {

@@ -343,6 +343,7 @@ var problemKinds = map[int]string{
 	http.StatusUnsupportedMediaType:  "unsupported-media-type",
 	http.StatusServiceUnavailable:    "unavailable",
 	http.StatusRequestTimeout:        "request-timeout",
+	http.StatusUnprocessableEntity:   "unprocessable",
 }
 
 // checkProblem checks that r is a well-formed problem+json answer with

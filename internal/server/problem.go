@@ -68,6 +68,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, k.String()
 	case sketch.Unavailable:
 		return http.StatusServiceUnavailable, k.String()
+	case sketch.Unprocessable:
+		return http.StatusUnprocessableEntity, k.String()
 	}
 	return http.StatusInternalServerError, "internal"
 }

@@ -239,8 +239,9 @@ func TestSeriesBadInput(t *testing.T) {
 		{"metric flag", "PUT", "/v1/series/x", js, `{"levels":{"day":"P10D"},"metric":true}`, 400},
 		{"repeated level", "PUT", "/v1/series/x", js, `{"levels":{"day":"P10D","day":"P20D"}}`, 400},
 		{"bad name", "PUT", "/v1/series/no%20way", js, seriesBody, 400},
-		{"future ts", "POST", "/v1/series/s/add?ts=" + rfc(now.Add(10*time.Minute)), js, `{"ids":[9]}`, 400},
-		{"too late", "POST", "/v1/series/s/add?ts=" + rfc(now.AddDate(0, 0, -91)), js, `{"ids":[9]}`, 400},
+		{"future ts", "POST", "/v1/series/s/add?ts=" + rfc(now.Add(10*time.Minute)), js, `{"ids":[9]}`, 422},
+		{"too late", "POST", "/v1/series/s/add?ts=" + rfc(now.AddDate(0, 0, -91)), js, `{"ids":[9]}`, 422},
+		{"too far ahead", "POST", "/v1/series/s/add?ts=" + rfc(now.Add(time.Hour)), js, `{"ids":[9]}`, 422},
 		{"bad ts", "POST", "/v1/series/s/add?ts=yesterday", js, `{"ids":[9]}`, 400},
 		{"bad body", "POST", "/v1/series/s/add", js, `{"ids":[9.5]}`, 400},
 		{"items into hll", "POST", "/v1/series/s/add", js, `{"items":[{"id":9,"count":2}]}`, 400},
@@ -414,6 +415,9 @@ func TestSeriesEvents(t *testing.T) {
 		r := e.postJSON(t, "/v1/events", bad)
 		if r.Status < 400 || r.Status >= 500 {
 			t.Errorf("%s: %d, want a 4xx", name, r.Status)
+		}
+		if name == "too late" && r.Status != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d, want 422", name, r.Status)
 		}
 		if !bytes.Equal(e.raw(t, "h"), before) {
 			t.Errorf("%s: a refused events body changed a sketch", name)

@@ -20,6 +20,9 @@ const (
 	Unauthorized                  // no or unknown credentials: 401
 	Forbidden                     // credentials lack the needed role: 403
 	Unavailable                   // overloaded or shutting down; retry later: 503
+	// Unprocessable: well-formed, but what it asks cannot be applied (an
+	// add stamped past a series' late_limit or ahead of the clock): 422.
+	Unprocessable
 )
 
 // String names the kind as the problem type URIs do.
@@ -39,6 +42,8 @@ func (k ErrorKind) String() string {
 		return "forbidden"
 	case Unavailable:
 		return "unavailable"
+	case Unprocessable:
+		return "unprocessable"
 	}
 	return "internal"
 }

@@ -173,8 +173,8 @@ func TestSeriesEventsAllOrNothing(t *testing.T) {
 	}{
 		{"missing sketch", sketch.Event{ID: cms.IntID(2), Sketches: []string{"nope"}, TS: now}, sketch.NotFound},
 		{"missing series", sketch.Event{ID: cms.IntID(2), Series: []string{"nope"}, TS: now}, sketch.NotFound},
-		{"too late", sketch.Event{ID: cms.IntID(2), Series: []string{"s"}, TS: now.AddDate(0, 0, -9)}, sketch.Invalid},
-		{"future", sketch.Event{ID: cms.IntID(2), Series: []string{"s"}, TS: now.Add(time.Hour)}, sketch.Invalid},
+		{"too late", sketch.Event{ID: cms.IntID(2), Series: []string{"s"}, TS: now.AddDate(0, 0, -9)}, sketch.Unprocessable},
+		{"future", sketch.Event{ID: cms.IntID(2), Series: []string{"s"}, TS: now.Add(time.Hour)}, sketch.Unprocessable},
 	}
 	for _, c := range cases {
 		_, err := db.AddEvents(ctx, []sketch.Event{ok, c.ev}, false)
@@ -509,7 +509,7 @@ func TestSeriesAddAfterRedefinition(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := now.AddDate(0, 0, -20)
-	if _, err := dbs[0].AddSeries(ctx, "x", old, sketch.IDs([]cms.ID{cms.IntID(2)})); sketch.KindOf(err) != sketch.Invalid {
+	if _, err := dbs[0].AddSeries(ctx, "x", old, sketch.IDs([]cms.ID{cms.IntID(2)})); sketch.KindOf(err) != sketch.Unprocessable {
 		t.Fatalf("an add 20 days late with a 1-day late limit: %v", err)
 	}
 	if err := dbs[1].DeleteSeries(ctx, "x"); err != nil {

@@ -186,9 +186,9 @@ func testSeriesAdd(t *testing.T, in *Instance) {
 	// Refused adds change nothing.
 	before := bucketBytes(t, seriesOf(in), "s", series.Key{Level: series.Month, Start: series.Month.Start(now, loc)})[0]
 	_, err = seriesOf(in).AddSeries(ctx, "s", now.Add(10*time.Minute), Ints(5000, 5100))
-	mustKind(t, err, sketch.Invalid, "an add from the future")
+	mustKind(t, err, sketch.Unprocessable, "an add from the future")
 	_, err = seriesOf(in).AddSeries(ctx, "s", now.AddDate(0, 0, -8), Ints(5000, 5100))
-	mustKind(t, err, sketch.Invalid, "an add older than the late limit")
+	mustKind(t, err, sketch.Unprocessable, "an add older than the late limit")
 	_, err = seriesOf(in).AddSeries(ctx, "s", now, Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{2}})
 	mustKind(t, err, sketch.Invalid, "counted items into an hll series")
 	_, err = seriesOf(in).AddSeries(ctx, "none", now, Ints(0, 1))

@@ -3,8 +3,8 @@
 # machine, in one run, and compare the ratios with the performance bars of
 # DESIGN.md:
 #
-#   sketchd JSON ints (10k a request, 8 clients) >= 1.75 x Redis PFADD without durability
-#   sketchd JSON ints                            >= 7    x Redis PFADD with appendfsync always
+#   sketchd JSON ints (10k a request, 8 clients) >= 2    x Redis PFADD without durability
+#   sketchd JSON ints                            >= 3    x Redis PFADD with appendfsync always
 #   sketchd octet-stream                         >= 2.5  x Redis PFADD without durability
 #
 # Redis is measured with redis-benchmark (-P 16 -c 8, PFADD of 100 random ids a
@@ -54,8 +54,8 @@ OUT=${OUT:-}
 STRICT=${STRICT:-0}
 KEEP_TMP=${KEEP_TMP:-0}
 
-BAR_JSON_NOFSYNC=1.75
-BAR_JSON_FSYNC=7
+BAR_JSON_NOFSYNC=2
+BAR_JSON_FSYNC=3
 BAR_OCTET_NOFSYNC=2.5
 
 die() {

@@ -314,35 +314,12 @@ func (b *Batcher) AddHashes(ctx context.Context, name string, hashes ...int64) e
 	key := bufKey{name, kindHashes}
 	for len(hashes) > 0 {
 		n := max(1, min(len(hashes), b.opts.MaxBatch, b.share/21))
-		// A decimal int64 and its comma take at most 21 bytes; the rest
-		// is given back below.
+		// A decimal int64 and its comma take at most 21 bytes; addJSON
+		// gives back the rest.
 		reserved := 21 * n
-		st, err := b.lock(ctx, reserved)
-		if err != nil {
+		if err := b.addJSON(ctx, key, n, reserved, func(dst []byte, i int) []byte { return strconv.AppendInt(dst, hashes[i], 10) }); err != nil {
 			b.dropRest(err, len(hashes))
 			return err
-		}
-		buf := b.bufLocked(st, key)
-		used := 0
-		for _, h := range hashes[:n] {
-			before := len(buf.body)
-			if buf.n > 0 {
-				buf.body = append(buf.body, ',')
-			}
-			buf.body = strconv.AppendInt(buf.body, h, 10)
-			buf.n++
-			used += len(buf.body) - before
-			if buf.n >= b.opts.MaxBatch {
-				buf = b.cutFullLocked(st, key, buf)
-			}
-		}
-		st.added += uint64(n)
-		st.used -= reserved - used // what the estimate overcharged
-		st.mu.Unlock()
-		if reserved > used && b.waiters.Load() > 0 {
-			b.mu.Lock()
-			b.wakeLocked()
-			b.mu.Unlock()
 		}
 		hashes = hashes[n:]
 	}
@@ -360,7 +337,7 @@ func (b *Batcher) AddStrings(ctx context.Context, name string, ids ...string) er
 	key := bufKey{name, kindStrings}
 	for len(ids) > 0 {
 		// An id costs its JSON form and a comma; the first of a buffer
-		// has none, and its byte is given back below.
+		// has none, and addJSON gives its byte back.
 		n, reserved := 0, 0
 		for n < len(ids) && n < b.opts.MaxBatch {
 			c := jsonStringLen(ids[n]) + 1
@@ -370,34 +347,48 @@ func (b *Batcher) AddStrings(ctx context.Context, name string, ids ...string) er
 			reserved += c
 			n++
 		}
-		st, err := b.lock(ctx, reserved)
-		if err != nil {
+		if err := b.addJSON(ctx, key, n, reserved, func(dst []byte, i int) []byte {
+			dst, _ = appendJSONString(dst, ids[i]) // checked above
+			return dst
+		}); err != nil {
 			b.dropRest(err, len(ids))
 			return err
 		}
-		buf := b.bufLocked(st, key)
-		used := 0
-		for _, s := range ids[:n] {
-			before := len(buf.body)
-			if buf.n > 0 {
-				buf.body = append(buf.body, ',')
-			}
-			buf.body, _ = appendJSONString(buf.body, s) // checked above
-			buf.n++
-			used += len(buf.body) - before
-			if buf.n >= b.opts.MaxBatch {
-				buf = b.cutFullLocked(st, key, buf)
-			}
-		}
-		st.added += uint64(n)
-		st.used -= reserved - used // what the estimate overcharged
-		st.mu.Unlock()
-		if reserved > used && b.waiters.Load() > 0 {
-			b.mu.Lock()
-			b.wakeLocked()
-			b.mu.Unlock()
-		}
 		ids = ids[n:]
+	}
+	return nil
+}
+
+// addJSON buffers n elements of a JSON array body under key, element i
+// appended by elem, after taking reserved bytes of room (at least what
+// they take with their commas); it gives back what the reservation
+// overcharged.
+func (b *Batcher) addJSON(ctx context.Context, key bufKey, n, reserved int, elem func(dst []byte, i int) []byte) error {
+	st, err := b.lock(ctx, reserved)
+	if err != nil {
+		return err
+	}
+	buf := b.bufLocked(st, key)
+	used := 0
+	for i := range n {
+		before := len(buf.body)
+		if buf.n > 0 {
+			buf.body = append(buf.body, ',')
+		}
+		buf.body = elem(buf.body, i)
+		buf.n++
+		used += len(buf.body) - before
+		if buf.n >= b.opts.MaxBatch {
+			buf = b.cutFullLocked(st, key, buf)
+		}
+	}
+	st.added += uint64(n)
+	st.used -= reserved - used // what the estimate overcharged
+	st.mu.Unlock()
+	if reserved > used && b.waiters.Load() > 0 {
+		b.mu.Lock()
+		b.wakeLocked()
+		b.mu.Unlock()
 	}
 	return nil
 }

@@ -287,6 +287,22 @@ func into[T any](ctx context.Context, c *Client, cl call) (*T, error) {
 	return out, decode(r, out)
 }
 
+// create PUTs req to path, retried (the same request again is
+// harmless), and decodes the answer; created reports a 201 (a 200 means
+// it existed as asked).
+func create[T any](ctx context.Context, c *Client, path string, req any) (out *T, created bool, err error) {
+	cl, err := jsonCall(http.MethodPut, path, req, true, http.StatusOK, http.StatusCreated)
+	if err != nil {
+		return nil, false, err
+	}
+	r, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, false, err
+	}
+	out = new(T)
+	return out, r.status == http.StatusCreated, decode(r, out)
+}
+
 // jsonCall is a call with a JSON body.
 func jsonCall(method, path string, in any, idempotent bool, ok ...int) (call, error) {
 	b, err := json.Marshal(in)

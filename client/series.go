@@ -95,16 +95,7 @@ func seriesPath(name string, rest ...string) string {
 // (another spec is IsConflict). It is retried, as Create is. A server
 // whose storage keeps no series answers IsNotImplemented.
 func (c *Client) CreateSeries(ctx context.Context, name string, req SeriesRequest) (s *Series, created bool, err error) {
-	cl, err := jsonCall(http.MethodPut, seriesPath(name), req, true, http.StatusOK, http.StatusCreated)
-	if err != nil {
-		return nil, false, err
-	}
-	r, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, false, err
-	}
-	s = new(Series)
-	return s, r.status == http.StatusCreated, decode(r, s)
+	return create[Series](ctx, c, seriesPath(name), req)
 }
 
 // DescribeSeries returns the series' spec and what each level holds

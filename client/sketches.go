@@ -97,16 +97,7 @@ type CreateRequest struct {
 // but a retry after a lost answer reports created false for the sketch
 // the first attempt made.
 func (c *Client) Create(ctx context.Context, name string, req CreateRequest) (s *Sketch, created bool, err error) {
-	cl, err := jsonCall(http.MethodPut, sketchPath(name), req, true, http.StatusOK, http.StatusCreated)
-	if err != nil {
-		return nil, false, err
-	}
-	r, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, false, err
-	}
-	s = new(Sketch)
-	return s, r.status == http.StatusCreated, decode(r, s)
+	return create[Sketch](ctx, c, sketchPath(name), req)
 }
 
 // Describe returns the sketch's parameters, representation, estimate

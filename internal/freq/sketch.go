@@ -125,23 +125,15 @@ func (s *Sketch) add(h uint64, count uint32) {
 	if s.keys == nil {
 		s.rehash(minLgSize, nil, nil)
 	}
-	mask := uint64(len(s.keys) - 1)
-	i := h & mask
-	st := stride(h, s.lgSize)
-	for {
-		switch s.keys[i] {
-		case h:
-			s.counts[i] = addSat(s.counts[i], count)
-			return
-		case 0:
-			s.keys[i], s.counts[i] = h, min(count, MaxCount)
-			s.n++
-			if s.n > s.capacity() {
-				s.grow()
-			}
-			return
-		}
-		i = (i + st) & mask
+	i, found := theta.Slot(s.keys, s.lgSize, h)
+	if found {
+		s.counts[i] = addSat(s.counts[i], count)
+		return
+	}
+	s.keys[i], s.counts[i] = h, min(count, MaxCount)
+	s.n++
+	if s.n > s.capacity() {
+		s.grow()
 	}
 }
 
@@ -151,8 +143,6 @@ func addSat(a, b uint32) uint32 {
 	}
 	return a + b
 }
-
-func stride(h uint64, lgSize uint8) uint64 { return 2*((h>>lgSize)&127) + 1 }
 
 func (s *Sketch) capacity() int {
 	if s.lgSize <= s.lgK {
@@ -221,13 +211,8 @@ func (s *Sketch) rehash(lgSize uint8, keys []uint64, counts []uint32) {
 	s.keys = make([]uint64, 1<<lgSize)
 	s.counts = make([]uint32, 1<<lgSize)
 	s.lgSize = lgSize
-	mask := uint64(len(s.keys) - 1)
 	for j, h := range keys {
-		i := h & mask
-		st := stride(h, lgSize)
-		for s.keys[i] != 0 {
-			i = (i + st) & mask
-		}
+		i, _ := theta.Slot(s.keys, lgSize, h)
 		s.keys[i], s.counts[i] = h, counts[j]
 	}
 	s.n = len(keys)
@@ -287,7 +272,7 @@ func (s *Sketch) Union(o *Sketch) {
 				continue
 			}
 			i := h & mask
-			st := stride(h, lg)
+			st := theta.Stride(h, lg)
 			for index[i] != 0 && keys[index[i]-1] != h {
 				i = (i + st) & mask
 			}

@@ -134,44 +134,45 @@ func (s *Sketch) AddHash(h uint64) {
 // insert adds h (0 < h < theta) to the table unless it is there, growing
 // the table or rebuilding it at a lower theta when it fills.
 func (s *Sketch) insert(h uint64) {
-	mask := uint64(len(s.table) - 1)
-	i := h & mask
-	stride := stride(h, s.lgSize)
-	for {
-		switch s.table[i] {
-		case h:
-			return
-		case 0:
-			s.table[i] = h
-			s.n++
-			if s.n > s.capacity() {
-				s.grow()
-			}
-			return
-		}
-		i = (i + stride) & mask
+	i, found := Slot(s.table, s.lgSize, h)
+	if found {
+		return
+	}
+	s.table[i] = h
+	s.n++
+	if s.n > s.capacity() {
+		s.grow()
 	}
 }
 
 // contains reports whether the table holds h (h != 0).
 func (s *Sketch) contains(h uint64) bool {
-	mask := uint64(len(s.table) - 1)
-	i := h & mask
-	st := stride(h, s.lgSize)
+	_, found := Slot(s.table, s.lgSize, h)
+	return found
+}
+
+// Slot returns where h (non-zero) is in an open-addressing table of
+// 2^lgSize slots, 0 meaning free (found), or the free slot where it goes.
+// The probe is DataSketches': the first slot from h's low bits, then
+// steps of Stride. The table must have a free slot.
+func Slot(table []uint64, lgSize uint8, h uint64) (i uint64, found bool) {
+	mask := uint64(len(table) - 1)
+	i = h & mask
+	st := Stride(h, lgSize)
 	for {
-		switch s.table[i] {
+		switch table[i] {
 		case h:
-			return true
+			return i, true
 		case 0:
-			return false
+			return i, false
 		}
 		i = (i + st) & mask
 	}
 }
 
-// stride is odd, so probing visits every slot, and uses hash bits above the
+// Stride is odd, so probing visits every slot, and uses hash bits above the
 // ones that chose the first slot.
-func stride(h uint64, lgSize uint8) uint64 { return 2*((h>>lgSize)&127) + 1 }
+func Stride(h uint64, lgSize uint8) uint64 { return 2*((h>>lgSize)&127) + 1 }
 
 // capacity is how many entries the table holds before it grows (half full
 // while it is at most 2^lgK slots) or is rebuilt (15/16 full at 2^(lgK+1)).
@@ -209,13 +210,8 @@ func (s *Sketch) rehash(lgSize uint8, e []uint64) {
 		s.table = make([]uint64, 1<<lgSize)
 	}
 	s.lgSize = lgSize
-	mask := uint64(len(s.table) - 1)
 	for _, h := range e {
-		i := h & mask
-		st := stride(h, lgSize)
-		for s.table[i] != 0 {
-			i = (i + st) & mask
-		}
+		i, _ := Slot(s.table, lgSize, h)
 		s.table[i] = h
 	}
 	s.n = len(e)

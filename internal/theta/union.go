@@ -66,22 +66,14 @@ func (u *Union) insert(h uint64) {
 		u.lgSize = minLgSize
 		u.table = make([]uint64, 1<<minLgSize)
 	}
-	mask := uint64(len(u.table) - 1)
-	i := h & mask
-	st := stride(h, u.lgSize)
-	for {
-		switch u.table[i] {
-		case h:
-			return
-		case 0:
-			u.table[i] = h
-			u.n++
-			if u.n > u.limit() {
-				u.grow()
-			}
-			return
-		}
-		i = (i + st) & mask
+	i, found := Slot(u.table, u.lgSize, h)
+	if found {
+		return
+	}
+	u.table[i] = h
+	u.n++
+	if u.n > u.limit() {
+		u.grow()
 	}
 }
 
@@ -127,13 +119,8 @@ func (u *Union) refill(lgSize uint8, e []uint64) {
 		u.table = make([]uint64, 1<<lgSize)
 	}
 	u.lgSize = lgSize
-	mask := uint64(len(u.table) - 1)
 	for _, h := range e {
-		i := h & mask
-		st := stride(h, lgSize)
-		for u.table[i] != 0 {
-			i = (i + st) & mask
-		}
+		i, _ := Slot(u.table, lgSize, h)
 		u.table[i] = h
 	}
 	u.n = len(e)

@@ -100,18 +100,9 @@ func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) er
 		return err
 	}
 	o := &op{names: names, full: full, fn: fn, done: make(chan struct{})}
-	s.closeMu.RLock()
-	if s.closing.Load() {
-		s.closeMu.RUnlock()
-		return ErrClosed
+	if err := enqueue(s, ctx, s.queue, o); err != nil {
+		return err
 	}
-	select {
-	case s.queue <- o:
-	case <-ctx.Done():
-		s.closeMu.RUnlock()
-		return ctx.Err()
-	}
-	s.closeMu.RUnlock()
 	select {
 	case <-o.done:
 		return o.err
@@ -124,48 +115,11 @@ func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) er
 	}
 }
 
-// commitLoop takes every write waiting (up to MaxGroup) and commits them
-// in one transaction, until Close; then it finishes the writes queued.
+// commitLoop takes every write waiting (up to MaxGroup) whose caller
+// still waits for it and commits them in one transaction, until Close;
+// then it finishes the writes queued.
 func (s *DB) commitLoop() {
-	defer s.wg.Done()
-	for {
-		var first *op
-		select {
-		case first = <-s.queue:
-		case <-s.done:
-			for {
-				select {
-				case o := <-s.queue:
-					s.runGroup(s.gather(o))
-				default:
-					return
-				}
-			}
-		}
-		s.runGroup(s.gather(first))
-	}
-}
-
-// gather returns first and the writes queued behind it that its caller
-// still waits for.
-func (s *DB) gather(first *op) []*op {
-	group := make([]*op, 0, 8)
-	take := func(o *op) {
-		if o.state.CompareAndSwap(opQueued, opTaken) {
-			group = append(group, o)
-		}
-	}
-	take(first)
-	for len(group) < s.opts.MaxGroup {
-		select {
-		case o := <-s.queue:
-			take(o)
-			continue
-		default:
-		}
-		break
-	}
-	return group
+	serveGroups(s, s.queue, func(o *op) bool { return o.state.CompareAndSwap(opQueued, opTaken) }, s.runGroup)
 }
 
 // runGroup commits a group and answers its writes. A group that fails as

@@ -413,15 +413,9 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		// The definition as the node last read it; the write's own
 		// transaction checks it is still the stored one (errSeriesChanged
 		// reads it again).
-		d, cached := s.defs.get(name)
-		if !cached || fresh {
-			var err error
-			if d, err = readDef(ctx, s.pool, name, ""); err != nil {
-				s.defs.drop(name)
-				return sketch.Added{}, s.classify(ctx, err, "read series")
-			}
-			s.defs.put(name, d)
-			cached = false
+		d, cached, err := s.knownDef(ctx, name, fresh)
+		if err != nil {
+			return sketch.Added{}, err
 		}
 		now := s.opts.Now()
 		keys, err := d.spec.Buckets(ts, now)
@@ -491,18 +485,9 @@ func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucke
 	for _, a := range adds {
 		o.keys = append(o.keys, a.key)
 	}
-	s.closeMu.RLock()
-	if s.closing.Load() {
-		s.closeMu.RUnlock()
-		return ErrClosed
+	if err := enqueue(s, ctx, s.squeue, o); err != nil {
+		return err
 	}
-	select {
-	case s.squeue <- o:
-	case <-ctx.Done():
-		s.closeMu.RUnlock()
-		return ctx.Err()
-	}
-	s.closeMu.RUnlock()
 	// Once queued the add may commit: wait for it whatever ctx says.
 	<-o.done
 	return o.err
@@ -514,33 +499,7 @@ func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucke
 // being unreachable runs again one add per transaction, so that one
 // add's failure (its series deleted or created anew) is its own.
 func (s *DB) seriesLoop() {
-	defer s.wg.Done()
-	for {
-		var first *seriesOp
-		select {
-		case first = <-s.squeue:
-		case <-s.done:
-			for {
-				select {
-				case o := <-s.squeue:
-					s.runSeriesGroup([]*seriesOp{o})
-				default:
-					return
-				}
-			}
-		}
-		group := []*seriesOp{first}
-	gather:
-		for len(group) < s.opts.MaxGroup {
-			select {
-			case o := <-s.squeue:
-				group = append(group, o)
-			default:
-				break gather
-			}
-		}
-		s.runSeriesGroup(group)
-	}
+	serveGroups(s, s.squeue, func(*seriesOp) bool { return true }, s.runSeriesGroup)
 }
 
 func (s *DB) runSeriesGroup(group []*seriesOp) {
@@ -656,6 +615,20 @@ func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bu
 	})
 }
 
+// knownDef returns name's definition as the node last read it (cached),
+// or as stored when there is none or fresh is set.
+func (s *DB) knownDef(ctx context.Context, name string, fresh bool) (d def, cached bool, err error) {
+	if d, ok := s.defs.get(name); ok && !fresh {
+		return d, true, nil
+	}
+	if d, err = readDef(ctx, s.pool, name, ""); err != nil {
+		s.defs.drop(name)
+		return def{}, false, s.classify(ctx, err, "read series")
+	}
+	s.defs.put(name, d)
+	return d, false, nil
+}
+
 // ViewSeries calls plan with name's spec, then fn with the planned buckets
 // (nil where a bucket holds nothing), read in one statement that checks
 // the definition plan saw, so they are one committed state. The
@@ -666,15 +639,9 @@ func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, cached := s.defs.get(name)
-		if !cached || fresh {
-			var err error
-			if d, err = readDef(ctx, s.pool, name, ""); err != nil {
-				s.defs.drop(name)
-				return s.classify(ctx, err, "read series")
-			}
-			s.defs.put(name, d)
-			cached = false
+		d, cached, err := s.knownDef(ctx, name, fresh)
+		if err != nil {
+			return err
 		}
 		ks, err := plan(d.spec)
 		if err != nil {

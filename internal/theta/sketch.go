@@ -151,6 +151,21 @@ func (s *Sketch) contains(h uint64) bool {
 	return found
 }
 
+// fill returns a table of 2^lgSize slots holding e (distinct, non-zero),
+// reusing table when it has that size.
+func fill(table []uint64, lgSize uint8, e []uint64) []uint64 {
+	if len(table) == 1<<lgSize {
+		clear(table)
+	} else {
+		table = make([]uint64, 1<<lgSize)
+	}
+	for _, h := range e {
+		i, _ := Slot(table, lgSize, h)
+		table[i] = h
+	}
+	return table
+}
+
 // Slot returns where h (non-zero) is in an open-addressing table of
 // 2^lgSize slots, 0 meaning free (found), or the free slot where it goes.
 // The probe is DataSketches': the first slot from h's low bits, then
@@ -204,17 +219,7 @@ func (s *Sketch) rehash(lgSize uint8, e []uint64) {
 	if lgSize < minLgSize {
 		lgSize = minLgSize
 	}
-	if len(s.table) == 1<<lgSize {
-		clear(s.table)
-	} else {
-		s.table = make([]uint64, 1<<lgSize)
-	}
-	s.lgSize = lgSize
-	for _, h := range e {
-		i, _ := Slot(s.table, lgSize, h)
-		s.table[i] = h
-	}
-	s.n = len(e)
+	s.table, s.lgSize, s.n = fill(s.table, lgSize, e), lgSize, len(e)
 }
 
 // toTable moves the sorted entries into a table sized as DataSketches would

@@ -113,17 +113,7 @@ func (u *Union) entries(dst []uint64) []uint64 {
 }
 
 func (u *Union) refill(lgSize uint8, e []uint64) {
-	if len(u.table) == 1<<lgSize {
-		clear(u.table)
-	} else {
-		u.table = make([]uint64, 1<<lgSize)
-	}
-	u.lgSize = lgSize
-	for _, h := range e {
-		i, _ := Slot(u.table, lgSize, h)
-		u.table[i] = h
-	}
-	u.n = len(e)
+	u.table, u.lgSize, u.n = fill(u.table, lgSize, e), lgSize, len(e)
 }
 
 // Result returns the union as a new sketch with the union's lg_k. The

@@ -58,7 +58,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 	case cfg.help:
 		return nil
 	case cfg.version:
-		_, err := fmt.Fprintf(stdout, "sketchd %s revision %s %s\n", buildVersion(), orUnknown(buildRevision()), runtime.Version())
+		_, err := fmt.Fprintf(stdout, "sketchd %s revision %s %s\n", buildVersion(), revisionOrHint(buildRevision()), runtime.Version())
 		return err
 	}
 	log := newLogger(cfg, stderr)
@@ -281,9 +281,12 @@ func loopback(addr net.Addr) bool {
 	return ok && a.IP.IsLoopback()
 }
 
-func orUnknown(s string) string {
+// revisionOrHint is the revision -version prints: the build's, or, when
+// it has none (go run and go test, -buildvcs=false, a tree without .git
+// such as the Docker build's), how to give it one.
+func revisionOrHint(s string) string {
 	if s == "" {
-		return "unknown"
+		return `unknown (this build has no VCS stamp: build with go build in a git checkout, or set it with -ldflags "-X main.revision=$(git rev-parse HEAD)")`
 	}
 	return s
 }

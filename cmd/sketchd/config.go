@@ -52,9 +52,10 @@ type config struct {
 
 const usageHeader = `Usage: sketchd [flags]
 
-sketchd serves named HyperLogLog and Count-Min sketches over HTTP, durable
-in a bbolt file (or, with -postgres, in PostgreSQL, shared by several
-nodes). With no flags it listens on :8080 (every interface, no
+sketchd serves named sketches over HTTP: HyperLogLog (postgresql-hll's
+format), Count-Min, and DataSketches' theta and frequency sketches, alone
+or as series over time, durable in a bbolt file (or, with -postgres, in
+PostgreSQL, shared by several nodes). With no flags it listens on :8080 (every interface, no
 auth) and keeps its data in ./sketchd.db. Every flag also reads
 SKETCHD_<FLAG> (upper case, - as _); a flag wins over the environment.
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ type config struct {
 	postgresMaxConns   int
 	recoverPastDamage  bool
 
+	// drainDelaySet says -drain-delay (or SKETCHD_DRAIN_DELAY) was given:
+	// only then does a terminal's Ctrl-C wait for it.
+	drainDelaySet bool
 	// help and version ask for usage or build information instead of a
 	// server.
 	help, version bool
@@ -48,9 +52,10 @@ type config struct {
 
 const usageHeader = `Usage: sketchd [flags]
 
-sketchd serves named HyperLogLog and Count-Min sketches over HTTP, durable
-in a bbolt file (or, with -postgres, in PostgreSQL, shared by several
-nodes). With no flags it listens on :8080 (every interface, no
+sketchd serves named sketches over HTTP: HyperLogLog (postgresql-hll's
+format), Count-Min, and DataSketches' theta and frequency sketches, alone
+or as series over time, durable in a bbolt file (or, with -postgres, in
+PostgreSQL, shared by several nodes). With no flags it listens on :8080 (every interface, no
 auth) and keeps its data in ./sketchd.db. Every flag also reads
 SKETCHD_<FLAG> (upper case, - as _); a flag wins over the environment.
 
@@ -62,8 +67,69 @@ Flags:
 // opens its data. On -h it writes the usage to usage and returns a config
 // with help set; with -version, one with version set.
 func parseConfig(args []string, getenv func(string) string, usage io.Writer) (config, error) {
-	def := server.DefaultConfig()
 	c := config{}
+	fs := newFlagSet(&c)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.help = true
+			fmt.Fprint(usage, usageHeader)
+			fs.SetOutput(usage)
+			// The usage names each flag's type from its own Value.
+			fs.VisitAll(func(f *flag.Flag) {
+				if e, ok := f.Value.(explained); ok {
+					f.Value = e.Value
+				}
+			})
+			fs.PrintDefaults()
+			return c, nil
+		}
+		return c, fmt.Errorf("%w (sketchd -h lists the flags)", err)
+	}
+	if c.version {
+		return c, nil
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := envName(f.Name)
+		if v := getenv(env); v != "" && !set[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q (for -%s): %v", env, v, f.Name, err))
+			}
+			set[f.Name] = true
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	c.drainDelaySet = set["drain-delay"]
+	// A query body is never allowed more than the largest body.
+	c.maxQueryBody = min(c.maxQueryBody, c.maxBody)
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	if c.authTokens != "" {
+		auth, err := server.LoadAuth(c.authTokens)
+		if err != nil {
+			return c, err
+		}
+		c.auth = auth
+	}
+	return c, nil
+}
+
+// envName is the environment variable a flag falls back to.
+func envName(flagName string) string {
+	return "SKETCHD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet defines sketchd's flags over c, each with its default.
+func newFlagSet(c *config) *flag.FlagSet {
+	def := server.DefaultConfig()
 	fs := flag.NewFlagSet("sketchd", flag.ContinueOnError)
 	// Usage is printed by run on -h (to stdout, exit 0); a bad flag is
 	// an error that names it.
@@ -92,49 +158,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
 	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			c.help = true
-			fmt.Fprint(usage, usageHeader)
-			fs.SetOutput(usage)
-			fs.PrintDefaults()
-			return c, nil
-		}
-		return c, fmt.Errorf("%w (sketchd -h lists the flags)", err)
-	}
-	if c.version {
-		return c, nil
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "SKETCHD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(env); v != "" && !set[f.Name] {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %v", env, v, err))
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return c, err
-	}
-	// A query body is never allowed more than the largest body.
-	c.maxQueryBody = min(c.maxQueryBody, c.maxBody)
-	if err := c.validate(); err != nil {
-		return c, err
-	}
-	if c.authTokens != "" {
-		auth, err := server.LoadAuth(c.authTokens)
-		if err != nil {
-			return c, err
-		}
-		c.auth = auth
-	}
-	return c, nil
+	explainValues(fs)
+	return fs
 }
 
 func (c config) validate() error {
@@ -173,4 +198,122 @@ func (c config) validate() error {
 		return errors.New("-auth-metrics needs -auth-tokens")
 	}
 	return nil
+}
+
+// explained wraps a flag's Value so that a value it cannot parse gets an
+// error saying what is expected (the flag package says only "parse
+// error"), for flags and SKETCHD_ variables alike.
+type explained struct {
+	flag.Value
+	want string
+}
+
+func (e explained) Set(s string) error {
+	if err := e.Value.Set(s); err != nil {
+		if err.Error() == "parse error" {
+			return fmt.Errorf("want %s", e.want)
+		}
+		return fmt.Errorf("%v; want %s", err, e.want)
+	}
+	return nil
+}
+
+// IsBoolFlag keeps -flag (without =true) working for booleans.
+func (e explained) IsBoolFlag() bool {
+	b, ok := e.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// explainValues wraps every flag of fs whose values can be malformed.
+func explainValues(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		var want string
+		switch g.Get().(type) {
+		case time.Duration:
+			want = "a duration with a unit, such as 500µs, 5ms, 2s or 1m30s"
+		case bool:
+			want = "true or false (or 1 or 0)"
+		case int, int64:
+			want = "a whole number, without a unit (33554432, not 32MiB)"
+		case *slog.Level:
+			want = "debug, info, warn or error"
+		default:
+			return
+		}
+		f.Value = explained{Value: f.Value, want: want}
+	})
+}
+
+// notSettings are SKETCHD_ variables that are not sketchd's settings but
+// the test suite's and its tools' (docs: README, "Running the tests"), so
+// a sketchd started by a test does not warn about them.
+var notSettings = struct {
+	prefixes []string
+	names    []string
+}{
+	prefixes: []string{"SKETCHD_REQUIRE_", "SKETCHD_TEST_", "SKETCHD_PG_", "SKETCHD_CITUS_", "SKETCHD_BATCHER_"},
+	names:    []string{"SKETCHD_CHROMIUM", "SKETCHD_SCREENSHOT_DIR", "SKETCHD_DAMAGE_SEEDS", "SKETCHD_HOSTILE_SCALE", "SKETCHD_BIG_SKETCHES"},
+}
+
+// unknownSettings returns a warning for each SKETCHD_ variable in environ
+// (the process's KEY=value pairs) that no flag reads (a misspelt
+// SKETCHD_ADRR would otherwise be ignored without a word), suggesting the
+// closest setting's name.
+func unknownSettings(environ []string) []string {
+	known := map[string]bool{}
+	var names []string
+	newFlagSet(&config{}).VisitAll(func(f *flag.Flag) {
+		n := envName(f.Name)
+		known[n] = true
+		names = append(names, n)
+	})
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, "SKETCHD_") || known[k] || slices.Contains(notSettings.names, k) ||
+			slices.ContainsFunc(notSettings.prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			continue
+		}
+		msg := k + " is not a sketchd setting and is ignored"
+		best, bestD := "", 3
+		for _, n := range names {
+			if d := editDistance(k, n); d < bestD {
+				best, bestD = n, d
+			}
+		}
+		if best != "" {
+			msg += "; did you mean " + best + "?"
+		} else {
+			msg += " (sketchd -h lists the flags; each reads SKETCHD_<FLAG>)"
+		}
+		out = append(out, msg)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, bytes
+// inserted, deleted or replaced (both are ASCII names).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

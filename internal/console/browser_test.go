@@ -269,7 +269,7 @@ func TestBrowser(t *testing.T) {
 			est := count(float64(w.Total)) + " total"
 			rep := "—"
 			if w.Type == "hll" {
-				est = count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError)
+				est = count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"
 				rep = w.Representation
 			}
 			if r.Name != w.Name || r.Estimate != est || r.Representation != rep {

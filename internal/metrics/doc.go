@@ -19,7 +19,7 @@
 //	sketchd_http_request_duration_seconds{route,method}    histogram  100 µs .. 10 s
 //	sketchd_http_request_size_bytes{route,method}          histogram  body bytes read, 64 B .. 16 MiB
 //	sketchd_http_response_size_bytes{route,method}         histogram  body bytes written
-//	sketchd_ingested_total{kind}                           counter    ids (hll) or items (cms) accepted
+//	sketchd_ingested_total{kind}                           counter    ids or items accepted, by kind (hll, cms, theta, freq)
 //	sketchd_request_bodies_refused_total{reason}           counter    too_large, media_type, bad_input
 //	sketchd_auth_failures_total{reason}                    counter    missing, unknown, forbidden
 //	sketchd_overload_rejections_total                      counter    503s under overload

@@ -107,7 +107,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}, []string{"route", "method"}),
 		ingested: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sketchd_ingested_total",
-			Help: "Ids (hll) or items (cms) accepted into sketches, counted once durable.",
+			Help: "Ids and counted items accepted into sketches and series, by sketch kind (hll, cms, theta, freq), counted once durable.",
 		}, []string{"kind"}),
 		bodiesRefused: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sketchd_request_bodies_refused_total",
@@ -228,8 +228,8 @@ func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration,
 	m.httpResponseSize.WithLabelValues(route, method).Observe(nonNegative(float64(bytesOut)))
 }
 
-// Ingested counts n ids (kind KindHLL) or items (KindCMS) accepted by a
-// durable write. n <= 0 is ignored.
+// Ingested counts n ids or items accepted by a durable write into
+// sketches of kind (KindHLL, KindCMS, "theta", "freq"). n <= 0 is ignored.
 func (m *Metrics) Ingested(kind string, n int) {
 	if m == nil || n <= 0 {
 		return

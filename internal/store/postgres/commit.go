@@ -462,6 +462,10 @@ func paramsJSON(p sketch.Params) ([]byte, error) {
 		return json.Marshal(map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse})
 	case sketch.CMSParams:
 		return json.Marshal(map[string]any{"width": p.Width, "depth": p.Depth, "conservative": p.Conservative, "topk": p.TopK})
+	case sketch.ThetaParams:
+		return json.Marshal(map[string]any{"lg_k": p.LgK})
+	case sketch.FreqParams:
+		return json.Marshal(map[string]any{"lg_k": p.LgK})
 	}
 	return json.Marshal(p)
 }

@@ -38,6 +38,10 @@ type Kind struct {
 	// all; nil means the kind has none. Used to count stored sketches
 	// cheaply at startup.
 	Representation func(b []byte) (string, error)
+	// Fresh, for a kind that records it, returns which of a batch's ids
+	// were new once Apply added them: absent from the sketch before (a
+	// Bloom filter's check-and-add). nil means the kind does not say.
+	Fresh func(b Batch) []bool
 }
 
 // Params are a kind's creation parameters. Implementations are comparable
@@ -108,6 +112,32 @@ func Absorb(s Sketch, b Batch) error {
 	return err
 }
 
+// PrepareFor is k.Prepare(in), refusing an input that asks which of its
+// ids were new (WantsFresh) for a kind that does not record it: a
+// Conflict, before anything changed. Backends prepare adds with it.
+func PrepareFor(k *Kind, in Input) (Batch, error) {
+	if w, ok := in.(FreshInput); ok && w.WantsFresh() && k.Fresh == nil {
+		return nil, Errorf(Conflict, "only bloom sketches say which ids were new; this is a %s sketch", k.Type)
+	}
+	return k.Prepare(in)
+}
+
+// FreshOf returns which of b's ids were new, once applied to a sketch of
+// kind k (Kind.Fresh), or nil for a kind that does not say.
+func FreshOf(k *Kind, b Batch) []bool {
+	if k.Fresh == nil {
+		return nil
+	}
+	return k.Fresh(b)
+}
+
+// FreshInput is an Input whose sender asks which of its ids were new
+// (POST …/add?report=new): only a kind with Fresh takes it.
+type FreshInput interface {
+	Input
+	WantsFresh() bool
+}
+
 // Batch is a batch of ids prepared by Kind.Prepare for one kind.
 type Batch interface {
 	// Len is the number of ids (or items) the batch adds: what an add
@@ -133,7 +163,7 @@ type Input interface {
 
 // registry lists every kind. Adding a kind means one more entry here,
 // pointing at the kind's own file (kind_hll.go is the model).
-var registry = [...]*Kind{&hllKind, &cmsKind, &thetaKind, &freqKind}
+var registry = [...]*Kind{&hllKind, &cmsKind, &thetaKind, &freqKind, &bloomKind}
 
 // Kinds returns every registered kind, in tag order.
 func Kinds() []*Kind { return registry[:] }

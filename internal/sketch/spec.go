@@ -71,6 +71,10 @@ type Info struct {
 	Lower, Upper float64
 	Theta        float64
 	Retained     int
+	// BitsSet and FalsePositiveRate describe a Bloom filter: the bits set
+	// and the current rate; its Cardinality is the estimated items.
+	BitsSet           int
+	FalsePositiveRate float64
 	// SizeBytes is the length of the sketch's encoding.
 	SizeBytes int
 	CreatedAt time.Time
@@ -97,6 +101,9 @@ type Event struct {
 type Added struct {
 	Type     Type
 	Accepted int
+	// Fresh, for a kind that records it (Kind.Fresh), says of each id in
+	// order whether it was new: absent before this write added it.
+	Fresh []bool
 }
 
 // IDs returns the Input of ids given one by one (an event's id), each

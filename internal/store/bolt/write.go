@@ -269,7 +269,7 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 		case err != nil:
 			return sketch.Added{}, err
 		}
-		b, err := kind.Prepare(in)
+		b, err := sketch.PrepareFor(kind, in)
 		if err != nil {
 			return sketch.Added{}, err
 		}
@@ -298,7 +298,10 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 		if err == errKindChanged {
 			continue
 		}
-		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, err
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		return sketch.Added{Type: kind.Type, Accepted: b.Len(), Fresh: sketch.FreshOf(kind, b)}, nil
 	}
 }
 

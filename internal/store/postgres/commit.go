@@ -466,6 +466,12 @@ func paramsJSON(p sketch.Params) ([]byte, error) {
 		return json.Marshal(map[string]any{"lg_k": p.LgK})
 	case sketch.FreqParams:
 		return json.Marshal(map[string]any{"lg_k": p.LgK})
+	case sketch.BloomParams:
+		m := map[string]any{"bits": p.Bits, "hashes": p.Hashes}
+		if p.Stated() {
+			m["expected_items"], m["fpp"] = p.ExpectedItems, p.FPP
+		}
+		return json.Marshal(m)
 	}
 	return json.Marshal(p)
 }

@@ -138,6 +138,8 @@ func Run(t *testing.T, b Backend) {
 		{"Reopen", testReopen},
 		{"Canceled", testCanceled},
 		{"EveryKind", testEveryKind},
+		{"BloomFresh", testBloomFresh},
+		{"BloomFreshConcurrent", testBloomFreshConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,7 +167,12 @@ type Input struct {
 	IDs    []cms.ID
 	Counts []uint64 // nil: each id counted once
 	Hashed []uint64 // pre-hashed values (an HLL-only body)
+	// Fresh asks which ids were new (add?report=new: sketch.FreshInput).
+	Fresh bool
 }
+
+// WantsFresh implements sketch.FreshInput.
+func (in Input) WantsFresh() bool { return in.Fresh }
 
 // Hashes implements sketch.Input.
 func (in Input) Hashes() ([]uint64, error) {
@@ -194,6 +201,9 @@ func (in Input) Items() ([]cms.Item, error) {
 
 // Type implements sketch.Input.
 func (in Input) Type() sketch.Type {
+	if in.Fresh {
+		return sketch.TypeBloom
+	}
 	if in.Counts != nil {
 		return sketch.TypeCMS
 	}

@@ -53,12 +53,20 @@ var compat = map[string]operation{
 	"GET /v1/sketches/{name}":    {methods: []string{"Describe"}, response: tSketch},
 	"DELETE /v1/sketches/{name}": {methods: []string{"Delete"}},
 	"POST /v1/sketches/{name}/add": {
-		methods:  []string{"AddInts", "AddStrings", "AddIDs", "AddHashes", "AddItems"},
-		params:   []string{"create"},
+		methods:  []string{"AddInts", "AddStrings", "AddIDs", "AddHashes", "AddItems", "AddNew"},
+		params:   []string{"create", "report"},
 		notSent:  map[string]string{"id_type": "only for text/plain and NDJSON bodies; the client sends octet-stream and JSON"},
 		request:  tAddBody,
-		response: tAccepted,
+		response: reflect.TypeFor[client.Fresh](),
 	},
+	"POST /v1/sketches/{name}/check": {methods: []string{"Check"},
+		notSent:  map[string]string{"id_type": "only for text/plain and NDJSON bodies; the client sends JSON"},
+		request:  tAddBody,
+		response: reflect.TypeFor[client.Check]()},
+	"POST /v1/series/{name}/check": {methods: []string{"SeriesCheck"}, params: []string{"from", "to"},
+		notSent:  map[string]string{"id_type": "only for text/plain and NDJSON bodies; the client sends JSON"},
+		request:  tAddBody,
+		response: reflect.TypeFor[client.SeriesCheck]()},
 	"POST /v1/events": {methods: []string{"AddEvents"}, params: []string{"create"},
 		request: reflect.TypeFor[struct {
 			Events []client.Event `json:"events"`

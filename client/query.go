@@ -142,6 +142,16 @@ type Union struct {
 	Retained   int     `json:"retained,omitempty"`
 	Theta      float64 `json:"theta,omitempty"`
 
+	// Bloom unions: the filter's shape and state.
+	Bits              int     `json:"bits,omitempty"`
+	Hashes            int     `json:"hashes,omitempty"`
+	ExpectedItems     int64   `json:"expected_items,omitempty"`
+	FPP               float64 `json:"fpp,omitempty"`
+	BitsSet           int     `json:"bits_set,omitempty"`
+	EstimatedItems    float64 `json:"estimated_items,omitempty"`
+	FalsePositiveRate float64 `json:"false_positive_rate,omitempty"`
+	SizeBytes         int     `json:"size_bytes,omitempty"`
+
 	Into string `json:"into,omitempty"`
 	// Warnings says where a series operand's covered range differs from
 	// the one asked.

@@ -37,6 +37,11 @@ type SeriesRequest struct {
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
 	LgK          int     `json:"lg_k,omitempty"` // theta and freq series
+	// Bloom series: ExpectedItems and FPP, or Bits and Hashes.
+	ExpectedItems int64   `json:"expected_items,omitempty"`
+	FPP           float64 `json:"fpp,omitempty"`
+	Bits          int     `json:"bits,omitempty"`
+	Hashes        int     `json:"hashes,omitempty"`
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`
@@ -212,6 +217,8 @@ type SeriesCount struct {
 	UpperBound  float64             `json:"upper_bound,omitempty"`
 	Total       int64               `json:"total,omitempty"`
 	Results     []FrequencyEstimate `json:"results,omitempty"`
+	// Bloom describes the union of a Bloom series' buckets.
+	Bloom *BloomState `json:"bloom,omitempty"`
 }
 
 // rangeQuery is ?from=&to=.
@@ -282,6 +289,9 @@ type TimeseriesPoint struct {
 	LowerBound  float64   `json:"lower_bound,omitempty"` // theta and freq series
 	UpperBound  float64   `json:"upper_bound,omitempty"`
 	Total       int64     `json:"total,omitempty"`
+	// FalsePositiveRate is a Bloom series point's: its window's union's
+	// rate (Cardinality is its estimated items).
+	FalsePositiveRate float64 `json:"false_positive_rate,omitempty"`
 }
 
 // SeriesTimeseries returns a rolling line (DAU, WAU, MAU)

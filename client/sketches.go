@@ -53,6 +53,16 @@ type Sketch struct {
 	Retained    int     `json:"retained,omitempty"`
 	Impressions int64   `json:"impressions,omitempty"`
 
+	// Bloom: shape, the items and rate it was made for, bits set,
+	// estimated items and the current false-positive rate.
+	Bits              int     `json:"bits,omitempty"`
+	Hashes            int     `json:"hashes,omitempty"`
+	ExpectedItems     int64   `json:"expected_items,omitempty"`
+	FPP               float64 `json:"fpp,omitempty"`
+	BitsSet           int     `json:"bits_set,omitempty"`
+	EstimatedItems    float64 `json:"estimated_items,omitempty"`
+	FalsePositiveRate float64 `json:"false_positive_rate,omitempty"`
+
 	SizeBytes int       `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -85,6 +95,13 @@ type CreateRequest struct {
 
 	// Theta and freq sketches take LgK (4..26, default 12).
 	LgK int `json:"lg_k,omitempty"`
+
+	// A Bloom filter takes ExpectedItems and FPP (the false-positive
+	// rate it may reach with that many), or Bits and Hashes.
+	ExpectedItems int64   `json:"expected_items,omitempty"`
+	FPP           float64 `json:"fpp,omitempty"`
+	Bits          int     `json:"bits,omitempty"`
+	Hashes        int     `json:"hashes,omitempty"`
 
 	// Metric exports the estimate on /metrics.
 	Metric bool `json:"metric,omitempty"`

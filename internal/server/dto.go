@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
@@ -29,7 +30,12 @@ type createRequest struct {
 	Conservative *bool    `json:"conservative"`
 	TopK         *int     `json:"topk"`
 	LgK          *int     `json:"lg_k"`
-	Metric       *bool    `json:"metric"`
+	// A Bloom filter's: expected_items and fpp, or bits and hashes.
+	ExpectedItems *int64   `json:"expected_items"`
+	FPP           *float64 `json:"fpp"`
+	Bits          *int     `json:"bits"`
+	Hashes        *int     `json:"hashes"`
+	Metric        *bool    `json:"metric"`
 }
 
 // kindFields names the create fields each kind takes.
@@ -38,6 +44,7 @@ var kindFields = map[sketch.Type]string{
 	sketch.TypeCMS:   "width depth epsilon delta conservative topk",
 	sketch.TypeTheta: "lg_k",
 	sketch.TypeFreq:  "lg_k",
+	sketch.TypeBloom: "expected_items fpp bits hashes",
 }
 
 // foreignField returns a field set in c that a sketch of type typ does
@@ -47,9 +54,10 @@ func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
 		"log2m": c.Log2m != nil, "regwidth": c.Regwidth != nil, "expthresh": c.Expthresh != nil, "sparse": c.Sparse != nil,
 		"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil, "delta": c.Delta != nil,
 		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "lg_k": c.LgK != nil,
+		"expected_items": c.ExpectedItems != nil, "fpp": c.FPP != nil, "bits": c.Bits != nil, "hashes": c.Hashes != nil,
 	}
 	own := " " + kindFields[typ] + " "
-	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta} {
+	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeBloom} {
 		for _, f := range strings.Fields(kindFields[other]) {
 			if set[f] && !strings.Contains(own, " "+f+" ") {
 				return f, other
@@ -119,6 +127,12 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		p := freq.DefaultParams()
 		setInt(&p.LgK, c.LgK)
 		sp.Params = sketch.FreqParams{Params: p}
+	case sketch.TypeBloom:
+		p, err := c.bloomParams()
+		if err != nil {
+			return sp, err
+		}
+		sp.Params = sketch.BloomParams{Params: p}
 	default:
 		if _, err := sketch.Lookup(typ); err != nil {
 			return sp, err
@@ -126,6 +140,30 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		return sp, sketch.Errorf(sketch.Invalid, "sketches of type %s cannot be created over HTTP", typ)
 	}
 	return sp, sp.Validate()
+}
+
+// bloomParams reads a Bloom filter's parameters: the items it is made for
+// and its rate, or its shape; neither gives the default filter.
+func (c createRequest) bloomParams() (bloom.Params, error) {
+	shape := c.Bits != nil || c.Hashes != nil
+	stated := c.ExpectedItems != nil || c.FPP != nil
+	switch {
+	case shape && stated:
+		return bloom.Params{}, sketch.Errorf(sketch.Invalid, "give either expected_items and fpp or bits and hashes, not both")
+	case shape && (c.Bits == nil || c.Hashes == nil):
+		return bloom.Params{}, sketch.Errorf(sketch.Invalid, "bits and hashes go together")
+	case stated && (c.ExpectedItems == nil || c.FPP == nil):
+		return bloom.Params{}, sketch.Errorf(sketch.Invalid, "expected_items and fpp go together")
+	case shape:
+		return bloom.Params{Bits: *c.Bits, Hashes: *c.Hashes}, nil
+	case stated:
+		p, err := bloom.ParamsFor(*c.ExpectedItems, *c.FPP)
+		if err != nil {
+			return p, sketch.Wrap(sketch.Invalid, err, "invalid bloom parameters: "+strings.TrimPrefix(err.Error(), "bloom: "))
+		}
+		return p, nil
+	}
+	return bloom.DefaultParams(), nil
 }
 
 func setInt(dst *int, v *int) {
@@ -198,6 +236,9 @@ func describe(in sketch.Info) any {
 		return sampledResponse{Name: in.Name, Type: string(sketch.TypeTheta), LgK: p.LgK, Cardinality: in.Cardinality,
 			Lower: in.Lower, Upper: in.Upper, Theta: in.Theta, Retained: in.Retained,
 			SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+	case sketch.BloomParams:
+		return bloomResponse{Name: in.Name, Type: string(sketch.TypeBloom), bloomState: bloomStateOf(p, in),
+			CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
 	case sketch.FreqParams:
 		imp := in.Total
 		return sampledResponse{Name: in.Name, Type: string(sketch.TypeFreq), LgK: p.LgK, Cardinality: in.Cardinality,
@@ -226,6 +267,72 @@ type sampledResponse struct {
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	Metric      bool      `json:"metric"`
+}
+
+// bloomState is a Bloom filter's shape, stated items and rate (absent
+// for a filter created from its shape) and state: bits set, estimated
+// distinct items and the current false-positive rate.
+type bloomState struct {
+	Bits              int      `json:"bits"`
+	Hashes            int      `json:"hashes"`
+	ExpectedItems     *int64   `json:"expected_items,omitempty"`
+	FPP               *float64 `json:"fpp,omitempty"`
+	BitsSet           int      `json:"bits_set"`
+	EstimatedItems    float64  `json:"estimated_items"`
+	FalsePositiveRate float64  `json:"false_positive_rate"`
+	SizeBytes         int      `json:"size_bytes"`
+}
+
+func bloomStateOf(p sketch.BloomParams, in sketch.Info) bloomState {
+	st := bloomState{Bits: p.Bits, Hashes: p.Hashes, BitsSet: in.BitsSet, EstimatedItems: finite(in.Cardinality),
+		FalsePositiveRate: finite(in.FalsePositiveRate), SizeBytes: in.SizeBytes}
+	if p.Stated() {
+		n, fpp := p.ExpectedItems, p.FPP
+		st.ExpectedItems, st.FPP = &n, &fpp
+	}
+	return st
+}
+
+// bloomResponse describes a Bloom filter.
+type bloomResponse struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	bloomState
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Metric    bool      `json:"metric"`
+}
+
+// unionBloomResponse is the union of Bloom filters.
+type unionBloomResponse struct {
+	Type string `json:"type"`
+	bloomState
+	Into     string   `json:"into,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// checkResult is one id of a membership check: present means it may have
+// been added (false positives at the filter's rate), absent that it never
+// was.
+type checkResult struct {
+	ID      any  `json:"id"`
+	Present bool `json:"present"`
+}
+
+// checkResponse answers a membership check.
+type checkResponse struct {
+	Present           int           `json:"present"`
+	FalsePositiveRate float64       `json:"false_positive_rate"`
+	Results           []checkResult `json:"results"`
+}
+
+// freshResponse answers an add with ?report=new: the ids that were new
+// (absent before this add set them), in the order sent, as sent; an id
+// sent twice is new at most once.
+type freshResponse struct {
+	Accepted int   `json:"accepted"`
+	NewCount int   `json:"new_count"`
+	New      []any `json:"new"`
 }
 
 // baseResponse describes a sketch of a kind without a shape of its own.

@@ -216,6 +216,14 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 		}
 		c, e := finite(h.Estimate()), h.StdError()
 		resp.Cardinality, resp.StdError = &c, &e
+	} else if p, ok := u.Params().(sketch.BloomParams); ok {
+		if len(ids) > 0 {
+			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which a bloom series does not keep; POST ids to /v1/series/%s/check", name)
+		}
+		var in sketch.Info
+		u.Describe(&in)
+		st := bloomStateOf(p, in)
+		resp.Cardinality, resp.Bloom = &st.EstimatedItems, &st
 	} else if c, ok := sketch.CMSOf(u); ok {
 		total := c.Total()
 		resp.Total = &total
@@ -588,6 +596,12 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"lg_k": p.LgK}
 	case sketch.FreqParams:
 		return map[string]any{"lg_k": p.LgK}
+	case sketch.BloomParams:
+		m := map[string]any{"bits": p.Bits, "hashes": p.Hashes}
+		if p.Stated() {
+			m["expected_items"], m["fpp"] = p.ExpectedItems, p.FPP
+		}
+		return m
 	}
 	return map[string]any{}
 }
@@ -616,6 +630,8 @@ func rangeDTO(p series.Plan) rangeResponse {
 
 type countResponse struct {
 	rangeResponse
+	// Bloom describes the union of a Bloom series' buckets.
+	Bloom       *bloomState       `json:"bloom,omitempty"`
 	Cardinality *float64          `json:"cardinality,omitempty"`
 	StdError    *float64          `json:"std_error,omitempty"`
 	Lower       *float64          `json:"lower_bound,omitempty"`
@@ -638,6 +654,9 @@ type timeseriesPoint struct {
 	Lower       *float64  `json:"lower_bound,omitempty"`
 	Upper       *float64  `json:"upper_bound,omitempty"`
 	Total       *uint64   `json:"total,omitempty"`
+	// FalsePositiveRate is a Bloom series point's: the rate of its
+	// window's union, whose cardinality is its estimated items.
+	FalsePositiveRate *float64 `json:"false_positive_rate,omitempty"`
 }
 
 type timeseriesResponse struct {
@@ -656,6 +675,9 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 	} else if c, ok := sketch.CMSOf(v); ok {
 		t := c.Total()
 		out.Total = &t
+	} else if f, ok := sketch.BloomOf(v); ok {
+		n, r := finite(f.EstimatedItems()), finite(f.Rate())
+		out.Cardinality, out.FalsePositiveRate = &n, &r
 	} else {
 		var in sketch.Info
 		v.Describe(&in)
@@ -693,6 +715,39 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 		return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "freq: "))
 	}
 	return writeJSON(w, http.StatusOK, seriesReportResponse{rangeResponse: rangeDTO(plan), frequencyReportResponse: frequencyReportDTO(rep)})
+}
+
+// handleSeriesCheck answers, for each id of a body, whether a Bloom
+// series may have seen it in [from, to): a daily filter answers "seen
+// today?", a range of them "seen this week?".
+func (s *Server) handleSeriesCheck(w http.ResponseWriter, r *http.Request) error {
+	name, q, from, to, ss, err := s.seriesRange(r, "id_type")
+	if err != nil {
+		return err
+	}
+	in, done, err := s.checkBody(w, r, q)
+	if err != nil {
+		return err
+	}
+	defer done()
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	f, ok := sketch.BloomOf(u)
+	if !ok {
+		return sketch.Errorf(sketch.Conflict, "series %q is a %s series; a membership check needs a bloom series", name, u.Kind().Type)
+	}
+	resp, err := check(f, in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, seriesCheckResponse{rangeResponse: rangeDTO(plan), checkResponse: resp})
+}
+
+type seriesCheckResponse struct {
+	rangeResponse
+	checkResponse
 }
 
 type seriesReportResponse struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/ingest"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -224,7 +225,7 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "create", "id_type")
+	q, err := query(r, "create", "id_type", "report")
 	if err != nil {
 		return err
 	}
@@ -232,9 +233,114 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if report, ok := first(q, "report"); ok {
+		if report != "new" {
+			return sketch.Errorf(sketch.Invalid, "query parameter report=%q: the only report is new", clip(report))
+		}
+		return s.addFresh(w, r, q, name, create)
+	}
 	return s.addBody(w, r, q, func(in sketch.Input) (sketch.Added, error) {
 		return s.store.Add(r.Context(), name, in, create)
 	})
+}
+
+// addFresh is an add with ?report=new: a check-and-add of a Bloom filter
+// in one write, answering which ids were new.
+func (s *Server) addFresh(w http.ResponseWriter, r *http.Request, q map[string][]string, name string, create bool) error {
+	format, lines, err := s.idFormat(r, q)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, s.cfg.MaxBody)
+	if err != nil {
+		return err
+	}
+	defer s.putBody(body)
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, fresh: true}
+	defer in.release()
+	added, err := s.store.Add(r.Context(), name, in, create)
+	if err != nil {
+		return sketch.Prefixed(err, fmt.Sprintf("sketch %q: ", name))
+	}
+	s.metrics.Ingested(string(added.Type), added.Accepted)
+	ids, err := in.echo()
+	if err != nil {
+		return err
+	}
+	resp := freshResponse{Accepted: added.Accepted, New: []any{}}
+	for i, f := range added.Fresh {
+		if f && i < len(ids) {
+			resp.New = append(resp.New, ids[i])
+		}
+	}
+	resp.NewCount = len(resp.New)
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// handleCheck answers, for each id of a body in any id format, whether a
+// Bloom filter may hold it.
+func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "id_type")
+	if err != nil {
+		return err
+	}
+	in, done, err := s.checkBody(w, r, q)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var resp checkResponse
+	err = s.store.View(r.Context(), []string{name}, func(sks []sketch.Sketch) error {
+		f, ok := sketch.BloomOf(sks[0])
+		if !ok {
+			return sketch.WrongKind(name, sks[0].Kind().Type, sketch.TypeBloom)
+		}
+		resp, err = check(f, in)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// checkBody reads the id body of a membership check; done releases it.
+func (s *Server) checkBody(w http.ResponseWriter, r *http.Request, q map[string][]string) (*bodyInput, func(), error) {
+	format, lines, err := s.idFormat(r, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := s.readBody(w, r, s.cfg.MaxBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
+	return in, func() { in.release(); s.putBody(body) }, nil
+}
+
+// check looks up every id of in in f.
+func check(f *bloom.Filter, in *bodyInput) (checkResponse, error) {
+	hs, err := in.Hashes()
+	if err != nil {
+		return checkResponse{}, err
+	}
+	ids, err := in.echo()
+	if err != nil {
+		return checkResponse{}, err
+	}
+	resp := checkResponse{FalsePositiveRate: finite(f.Rate()), Results: make([]checkResult, len(hs))}
+	for i, h := range hs {
+		p := f.Contains(h)
+		resp.Results[i] = checkResult{ID: ids[i], Present: p}
+		if p {
+			resp.Present++
+		}
+	}
+	return resp, nil
 }
 
 // addBody reads an id body in any format (?id_type in q) and answers what
@@ -268,6 +374,36 @@ type bodyInput struct {
 	format bodyFormat
 	lines  ingest.LineFormat
 	hp     *[]uint64
+	// fresh asks which ids were new (add?report=new).
+	fresh bool
+}
+
+// WantsFresh implements sketch.FreshInput.
+func (in *bodyInput) WantsFresh() bool { return in.fresh }
+
+// echo returns the body's ids as the client gave them, in order: ints and
+// texts, or the values of a body of hashes.
+func (in *bodyInput) echo() ([]any, error) {
+	if in.format == formatJSON && ingest.FirstKey(in.body) == "hashes" {
+		hs, err := in.Hashes()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(hs))
+		for i, h := range hs {
+			out[i] = int64(h)
+		}
+		return out, nil
+	}
+	items, err := in.s.parseItems(in.body, in.format, in.lines)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(items))
+	for i, it := range items {
+		out[i] = idValue(cmsID(it.ID))
+	}
+	return out, nil
 }
 
 func (in *bodyInput) Hashes() ([]uint64, error) {
@@ -304,8 +440,11 @@ func (in *bodyInput) Items() ([]cms.Item, error) {
 }
 
 // Type makes a body of counted items create a Count-Min: its first JSON
-// key is "items".
+// key is "items"; an add asking which ids were new creates a Bloom filter.
 func (in *bodyInput) Type() sketch.Type {
+	if in.fresh {
+		return sketch.TypeBloom
+	}
 	if in.format == formatJSON && ingest.FirstKey(in.body) == "items" {
 		return sketch.TypeCMS
 	}

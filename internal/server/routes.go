@@ -54,6 +54,7 @@ func (s *Server) routes() http.Handler {
 		read.Get("/sketches/{name}/frequency", s.handle(s.handleFrequencyGet))
 		read.Get("/sketches/{name}/top", s.handle(s.handleTop))
 		read.Get("/sketches/{name}/frequency_report", s.handle(s.handleFrequencyReport))
+		read.Post("/sketches/{name}/check", s.handle(s.handleCheck))
 		// A union stored "into" a sketch is a write; the handler checks.
 		read.Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))
@@ -71,6 +72,7 @@ func (s *Server) routes() http.Handler {
 		read.Get("/series/{name}/timeseries", s.handle(s.handleSeriesTimeseries))
 		read.Get("/series/{name}/top", s.handle(s.handleSeriesTop))
 		read.Get("/series/{name}/frequency_report", s.handle(s.handleSeriesFrequencyReport))
+		read.Post("/series/{name}/check", s.handle(s.handleSeriesCheck))
 		read.Get("/series/{name}/raw", s.handle(s.handleSeriesRaw))
 	})
 	s.patterns = map[string]bool{}

@@ -36,7 +36,8 @@ type SeriesRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
-	LgK          int     `json:"lg_k,omitempty"` // theta and freq series
+	DomainBits   int     `json:"domain_bits,omitempty"` // a Count-Min series over values
+	LgK          int     `json:"lg_k,omitempty"`        // theta and freq series
 	// Bloom series: ExpectedItems and FPP, or Bits and Hashes.
 	ExpectedItems int64   `json:"expected_items,omitempty"`
 	FPP           float64 `json:"fpp,omitempty"`

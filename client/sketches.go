@@ -41,6 +41,7 @@ type Sketch struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
+	DomainBits   int     `json:"domain_bits,omitempty"` // a Count-Min over values in [0, 2^DomainBits)
 	Total        int64   `json:"total,omitempty"`
 
 	// Theta and freq: lg_k, the cardinality's bounds at two standard
@@ -92,6 +93,9 @@ type CreateRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
+	// DomainBits makes a CMS count integer values in [0, 2^DomainBits),
+	// for RangeCount and Quantiles.
+	DomainBits int `json:"domain_bits,omitempty"`
 
 	// Theta and freq sketches take LgK (4..26, default 12).
 	LgK int `json:"lg_k,omitempty"`

@@ -29,6 +29,7 @@ type createRequest struct {
 	Delta        *float64 `json:"delta"`
 	Conservative *bool    `json:"conservative"`
 	TopK         *int     `json:"topk"`
+	DomainBits   *int     `json:"domain_bits"`
 	LgK          *int     `json:"lg_k"`
 	// A Bloom filter's: expected_items and fpp, or bits and hashes.
 	ExpectedItems *int64   `json:"expected_items"`
@@ -41,7 +42,7 @@ type createRequest struct {
 // kindFields names the create fields each kind takes.
 var kindFields = map[sketch.Type]string{
 	sketch.TypeHLL:   "log2m regwidth expthresh sparse",
-	sketch.TypeCMS:   "width depth epsilon delta conservative topk",
+	sketch.TypeCMS:   "width depth epsilon delta conservative topk domain_bits",
 	sketch.TypeTheta: "lg_k",
 	sketch.TypeFreq:  "lg_k",
 	sketch.TypeBloom: "expected_items fpp bits hashes",
@@ -53,7 +54,7 @@ func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
 	set := map[string]bool{
 		"log2m": c.Log2m != nil, "regwidth": c.Regwidth != nil, "expthresh": c.Expthresh != nil, "sparse": c.Sparse != nil,
 		"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil, "delta": c.Delta != nil,
-		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "lg_k": c.LgK != nil,
+		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "domain_bits": c.DomainBits != nil, "lg_k": c.LgK != nil,
 		"expected_items": c.ExpectedItems != nil, "fpp": c.FPP != nil, "bits": c.Bits != nil, "hashes": c.Hashes != nil,
 	}
 	own := " " + kindFields[typ] + " "
@@ -118,6 +119,7 @@ func (c createRequest) spec() (sketch.Spec, error) {
 			p.Conservative = *c.Conservative
 		}
 		setInt(&p.TopK, c.TopK)
+		setInt(&p.DomainBits, c.DomainBits)
 		sp.Params = sketch.CMSParams{Params: p}
 	case sketch.TypeTheta:
 		p := theta.DefaultParams()
@@ -210,6 +212,7 @@ type cmsResponse struct {
 	Delta        float64   `json:"delta"`
 	Conservative bool      `json:"conservative"`
 	TopK         int       `json:"topk"`
+	DomainBits   int       `json:"domain_bits,omitempty"`
 	Total        int64     `json:"total"`
 	SizeBytes    int       `json:"size_bytes"`
 	CreatedAt    time.Time `json:"created_at"`
@@ -223,7 +226,7 @@ func describe(in sketch.Info) any {
 	case sketch.CMSParams:
 		return cmsResponse{
 			Name: in.Name, Type: string(sketch.TypeCMS), Width: p.Width, Depth: p.Depth,
-			Epsilon: p.Epsilon(), Delta: p.Delta(), Conservative: p.Conservative, TopK: p.TopK,
+			Epsilon: p.Epsilon(), Delta: p.Delta(), Conservative: p.Conservative, TopK: p.TopK, DomainBits: p.DomainBits,
 			Total: in.Total, SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric,
 		}
 	case sketch.HLLParams:
@@ -333,6 +336,18 @@ type freshResponse struct {
 	Accepted int   `json:"accepted"`
 	NewCount int   `json:"new_count"`
 	New      []any `json:"new"`
+}
+
+// rangeCountResponse is a range count of a Count-Min over a value
+// domain.
+type rangeCountResponse struct {
+	Lo         uint64  `json:"lo"`
+	Hi         uint64  `json:"hi"`
+	Estimate   uint64  `json:"estimate"`
+	ErrorBound float64 `json:"error_bound"`
+	Confidence float64 `json:"confidence"`
+	Intervals  int     `json:"intervals"`
+	Total      uint64  `json:"total"`
 }
 
 // baseResponse describes a sketch of a kind without a shape of its own.

@@ -591,7 +591,11 @@ func paramsDTO(p sketch.Params) map[string]any {
 	case sketch.HLLParams:
 		return map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse}
 	case sketch.CMSParams:
-		return map[string]any{"width": p.Width, "depth": p.Depth, "epsilon": p.Epsilon(), "delta": p.Delta(), "conservative": p.Conservative, "topk": p.TopK}
+		m := map[string]any{"width": p.Width, "depth": p.Depth, "epsilon": p.Epsilon(), "delta": p.Delta(), "conservative": p.Conservative, "topk": p.TopK}
+		if p.DomainBits > 0 {
+			m["domain_bits"] = p.DomainBits
+		}
+		return m
 	case sketch.ThetaParams:
 		return map[string]any{"lg_k": p.LgK}
 	case sketch.FreqParams:

@@ -55,6 +55,8 @@ func (s *Server) routes() http.Handler {
 		read.Get("/sketches/{name}/top", s.handle(s.handleTop))
 		read.Get("/sketches/{name}/frequency_report", s.handle(s.handleFrequencyReport))
 		read.Post("/sketches/{name}/check", s.handle(s.handleCheck))
+		read.Get("/sketches/{name}/range", s.handle(s.handleRange))
+		read.Get("/sketches/{name}/quantile", s.handle(s.handleQuantile))
 		// A union stored "into" a sketch is a write; the handler checks.
 		read.Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))
@@ -73,6 +75,8 @@ func (s *Server) routes() http.Handler {
 		read.Get("/series/{name}/top", s.handle(s.handleSeriesTop))
 		read.Get("/series/{name}/frequency_report", s.handle(s.handleSeriesFrequencyReport))
 		read.Post("/series/{name}/check", s.handle(s.handleSeriesCheck))
+		read.Get("/series/{name}/range", s.handle(s.handleSeriesRangeCount))
+		read.Get("/series/{name}/quantile", s.handle(s.handleSeriesQuantile))
 		read.Get("/series/{name}/raw", s.handle(s.handleSeriesRaw))
 	})
 	s.patterns = map[string]bool{}

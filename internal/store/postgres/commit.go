@@ -461,7 +461,11 @@ func paramsJSON(p sketch.Params) ([]byte, error) {
 	case sketch.HLLParams:
 		return json.Marshal(map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse})
 	case sketch.CMSParams:
-		return json.Marshal(map[string]any{"width": p.Width, "depth": p.Depth, "conservative": p.Conservative, "topk": p.TopK})
+		m := map[string]any{"width": p.Width, "depth": p.Depth, "conservative": p.Conservative, "topk": p.TopK}
+		if p.DomainBits > 0 {
+			m["domain_bits"] = p.DomainBits
+		}
+		return json.Marshal(m)
 	case sketch.ThetaParams:
 		return json.Marshal(map[string]any{"lg_k": p.LgK})
 	case sketch.FreqParams:

@@ -291,6 +291,7 @@ func TestMigrationsOnce(t *testing.T) {
 		"t": {Params: sketch.ThetaParams{Params: theta.Params{LgK: 10}}},
 		"f": {Params: sketch.FreqParams{Params: freq.Params{LgK: 11}}},
 		"c": {Params: sketch.CMSParams{Params: cms.Params{Width: 100, Depth: 3}}},
+		"r": {Params: sketch.CMSParams{Params: cms.Params{Width: 100, Depth: 3, DomainBits: 16}}},
 		"b": {Params: sketch.BloomParams{Params: bloom.Params{Bits: 1024, Hashes: 3}}},
 		"s": {Params: sketch.BloomParams{Params: bloom.Params{Bits: 1024, Hashes: 3, ExpectedItems: 50, FPP: 0.05}}},
 	} {
@@ -302,6 +303,7 @@ func TestMigrationsOnce(t *testing.T) {
 		"t": `theta {"lg_k": 10}`,
 		"f": `freq {"lg_k": 11}`,
 		"c": `cms {"topk": 0, "depth": 3, "width": 100, "conservative": false}`,
+		"r": `cms {"topk": 0, "depth": 3, "width": 100, "domain_bits": 16, "conservative": false}`,
 		"b": `bloom {"bits": 1024, "hashes": 3}`,
 		"s": `bloom {"fpp": 0.05, "bits": 1024, "hashes": 3, "expected_items": 50}`,
 	} {

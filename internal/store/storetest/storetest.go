@@ -138,6 +138,7 @@ func Run(t *testing.T, b Backend) {
 		{"Reopen", testReopen},
 		{"Canceled", testCanceled},
 		{"EveryKind", testEveryKind},
+		{"RangedCMS", testRangedCMS},
 		{"BloomFresh", testBloomFresh},
 		{"BloomFreshConcurrent", testBloomFreshConcurrent},
 	}

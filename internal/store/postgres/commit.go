@@ -423,7 +423,7 @@ func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 // header, which it turns into an empty HLL at the stored parameters (the
 // delta an add-only write builds).
 func decodeLocked(kindName string, b []byte, full bool) (sketch.Sketch, bool, error) {
-	kind, err := sketch.Lookup(sketch.Type(kindName))
+	kind, err := sketch.LookupFor(sketch.Type(kindName), b)
 	if err != nil {
 		return nil, false, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
 	}
@@ -470,6 +470,8 @@ func paramsJSON(p sketch.Params) ([]byte, error) {
 		return json.Marshal(map[string]any{"lg_k": p.LgK})
 	case sketch.FreqParams:
 		return json.Marshal(map[string]any{"lg_k": p.LgK})
+	case sketch.KLLParams:
+		return json.Marshal(map[string]any{"k": p.K, "items": p.Items.String()})
 	case sketch.BloomParams:
 		m := map[string]any{"bits": p.Bits, "hashes": p.Hashes}
 		if p.Stated() {

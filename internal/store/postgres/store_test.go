@@ -12,6 +12,7 @@ import (
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/store/postgres"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
@@ -293,6 +294,7 @@ func TestMigrationsOnce(t *testing.T) {
 		"c": {Params: sketch.CMSParams{Params: cms.Params{Width: 100, Depth: 3}}},
 		"r": {Params: sketch.CMSParams{Params: cms.Params{Width: 100, Depth: 3, DomainBits: 16}}},
 		"b": {Params: sketch.BloomParams{Params: bloom.Params{Bits: 1024, Hashes: 3}}},
+		"q": {Params: sketch.KLLParams{K: 100, Items: kll.Longs}},
 		"s": {Params: sketch.BloomParams{Params: bloom.Params{Bits: 1024, Hashes: 3, ExpectedItems: 50, FPP: 0.05}}},
 	} {
 		if _, _, err := dbs[0].Create(ctx, name, spec); err != nil {
@@ -305,6 +307,7 @@ func TestMigrationsOnce(t *testing.T) {
 		"c": `cms {"topk": 0, "depth": 3, "width": 100, "conservative": false}`,
 		"r": `cms {"topk": 0, "depth": 3, "width": 100, "domain_bits": 16, "conservative": false}`,
 		"b": `bloom {"bits": 1024, "hashes": 3}`,
+		"q": `kll {"k": 100, "items": "long"}`,
 		"s": `bloom {"fpp": 0.05, "bits": 1024, "hashes": 3, "expected_items": 50}`,
 	} {
 		var kind string

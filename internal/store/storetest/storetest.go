@@ -139,6 +139,7 @@ func Run(t *testing.T, b Backend) {
 		{"Canceled", testCanceled},
 		{"EveryKind", testEveryKind},
 		{"RangedCMS", testRangedCMS},
+		{"KLL", testKLL},
 		{"BloomFresh", testBloomFresh},
 		{"BloomFreshConcurrent", testBloomFreshConcurrent},
 	}
@@ -174,6 +175,22 @@ type Input struct {
 
 // WantsFresh implements sketch.FreshInput.
 func (in Input) WantsFresh() bool { return in.Fresh }
+
+// Floats implements sketch.ValueInput: integer ids are values.
+func (in Input) Floats() ([]float64, error) {
+	if in.Counts != nil || in.Hashed != nil {
+		return nil, sketch.Errorf(sketch.Invalid, "counted items and hashes are not values")
+	}
+	return sketch.IDs(in.IDs).(sketch.ValueInput).Floats()
+}
+
+// Longs implements sketch.ValueInput.
+func (in Input) Longs() ([]int64, error) {
+	if in.Counts != nil || in.Hashed != nil {
+		return nil, sketch.Errorf(sketch.Invalid, "counted items and hashes are not values")
+	}
+	return sketch.IDs(in.IDs).(sketch.ValueInput).Longs()
+}
 
 // Hashes implements sketch.Input.
 func (in Input) Hashes() ([]uint64, error) {
@@ -832,7 +849,7 @@ func clip(b []byte) []byte { return b[:min(len(b), 48)] }
 // the kind in memory. A new kind passes this with no change to the store.
 func testEveryKind(t *testing.T, in *Instance) {
 	for _, k := range sketch.Kinds() {
-		name := "k-" + string(k.Type)
+		name := fmt.Sprintf("k-%s-%d", k.Type, k.Tag) // kinds may share a type
 		spec := sketch.Spec{Params: k.Default()}
 		create(t, in, name, spec)
 		create(t, in, name+"-2", spec)

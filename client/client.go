@@ -98,6 +98,7 @@ type CallOption func(*callConfig)
 type callConfig struct {
 	create      bool
 	fold        bool
+	longs       bool
 	retryUnsafe bool
 }
 

@@ -152,6 +152,16 @@ type Union struct {
 	FalsePositiveRate float64 `json:"false_positive_rate,omitempty"`
 	SizeBytes         int     `json:"size_bytes,omitempty"`
 
+	// KLL unions: the smallest k of the operands, the values counted and
+	// the rank error.
+	K            int      `json:"k,omitempty"`
+	Items        string   `json:"items,omitempty"`
+	N            int64    `json:"n,omitempty"`
+	Min          *float64 `json:"min,omitempty"`
+	Max          *float64 `json:"max,omitempty"`
+	RankError    float64  `json:"rank_error,omitempty"`
+	RankErrorPMF float64  `json:"rank_error_pmf,omitempty"`
+
 	Into string `json:"into,omitempty"`
 	// Warnings says where a series operand's covered range differs from
 	// the one asked.

@@ -55,9 +55,10 @@ func (c *Client) Raw(ctx context.Context, name string, opts RawOptions) (*Raw, e
 // PutRaw creates or replaces the sketch from storage-format bytes
 // (PUT /v1/sketches/{name}/raw); created is true when it did not exist.
 // It is retried: replacing with the same bytes again gives the same
-// sketch.
-func (c *Client) PutRaw(ctx context.Context, name string, data []byte) (s *Sketch, created bool, err error) {
-	r, err := c.do(ctx, call{method: http.MethodPut, path: sketchPath(name, "raw"), body: data, contentType: "application/octet-stream",
+// sketch. WithLongs takes a KLL upload as a sketch of longs.
+func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (s *Sketch, created bool, err error) {
+	q := rawQuery(nil, callOptions(opts))
+	r, err := c.do(ctx, call{method: http.MethodPut, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
 		idempotent: true, ok: []int{http.StatusOK, http.StatusCreated}})
 	if err != nil {
 		return nil, false, err
@@ -70,7 +71,8 @@ func (c *Client) PutRaw(ctx context.Context, name string, data []byte) (s *Sketc
 // (POST /v1/sketches/{name}/raw), which keeps its parameters: an HLL
 // upload with fewer registers is a conflict unless opts has WithFold,
 // and then the answer's FoldedFromLog2m says what the sketch had.
-// Merging a Count-Min sketch adds its counters, so MergeRaw is not
+// WithLongs takes a KLL upload as a sketch of longs. Merging a Count-Min
+// or KLL sketch adds its counts, so MergeRaw is not
 // retried unless opts has WithUnsafeRetry (an HLL merge is safe to
 // repeat).
 func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (*Sketch, error) {
@@ -79,6 +81,7 @@ func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ..
 	if cc.fold {
 		q = url.Values{"fold": {"true"}}
 	}
+	q = rawQuery(q, cc)
 	r, err := c.do(ctx, call{method: http.MethodPost, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
 		idempotent: cc.retryUnsafe, ok: []int{http.StatusOK}})
 	if err != nil {

@@ -64,6 +64,17 @@ type Sketch struct {
 	EstimatedItems    float64 `json:"estimated_items,omitempty"`
 	FalsePositiveRate float64 `json:"false_positive_rate,omitempty"`
 
+	// KLL: k, the item type, the values counted, their min and max (nil
+	// while empty), and the rank error of its answers. Retained (above)
+	// is the items it keeps.
+	K            int      `json:"k,omitempty"`
+	Items        string   `json:"items,omitempty"`
+	N            int64    `json:"n,omitempty"`
+	Min          *float64 `json:"min,omitempty"`
+	Max          *float64 `json:"max,omitempty"`
+	RankError    float64  `json:"rank_error,omitempty"`
+	RankErrorPMF float64  `json:"rank_error_pmf,omitempty"`
+
 	SizeBytes int       `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -106,6 +117,11 @@ type CreateRequest struct {
 	FPP           float64 `json:"fpp,omitempty"`
 	Bits          int     `json:"bits,omitempty"`
 	Hashes        int     `json:"hashes,omitempty"`
+
+	// A KLL sketch takes K (8..65535, default 200) and Items (ItemsDouble,
+	// the default, or ItemsLong).
+	K     int    `json:"k,omitempty"`
+	Items string `json:"items,omitempty"`
 
 	// Metric exports the estimate on /metrics.
 	Metric bool `json:"metric,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/ingest"
+	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/theta"
 )
@@ -36,7 +37,10 @@ type createRequest struct {
 	FPP           *float64 `json:"fpp"`
 	Bits          *int     `json:"bits"`
 	Hashes        *int     `json:"hashes"`
-	Metric        *bool    `json:"metric"`
+	// A KLL sketch's: k and what it keeps (double or long).
+	K      *int    `json:"k"`
+	Items  *string `json:"items"`
+	Metric *bool   `json:"metric"`
 }
 
 // kindFields names the create fields each kind takes.
@@ -46,6 +50,7 @@ var kindFields = map[sketch.Type]string{
 	sketch.TypeTheta: "lg_k",
 	sketch.TypeFreq:  "lg_k",
 	sketch.TypeBloom: "expected_items fpp bits hashes",
+	sketch.TypeKLL:   "k items",
 }
 
 // foreignField returns a field set in c that a sketch of type typ does
@@ -56,9 +61,10 @@ func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
 		"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil, "delta": c.Delta != nil,
 		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "domain_bits": c.DomainBits != nil, "lg_k": c.LgK != nil,
 		"expected_items": c.ExpectedItems != nil, "fpp": c.FPP != nil, "bits": c.Bits != nil, "hashes": c.Hashes != nil,
+		"k": c.K != nil, "items": c.Items != nil,
 	}
 	own := " " + kindFields[typ] + " "
-	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeBloom} {
+	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeBloom, sketch.TypeKLL} {
 		for _, f := range strings.Fields(kindFields[other]) {
 			if set[f] && !strings.Contains(own, " "+f+" ") {
 				return f, other
@@ -135,6 +141,19 @@ func (c createRequest) spec() (sketch.Spec, error) {
 			return sp, err
 		}
 		sp.Params = sketch.BloomParams{Params: p}
+	case sketch.TypeKLL:
+		p := sketch.KLLParams{K: kll.DefaultK, Items: kll.Doubles}
+		setInt(&p.K, c.K)
+		if c.Items != nil {
+			switch *c.Items {
+			case "double":
+			case "long":
+				p.Items = kll.Longs
+			default:
+				return sp, sketch.Errorf(sketch.Invalid, "items=%q: a kll sketch keeps double or long values", clip(*c.Items))
+			}
+		}
+		sp.Params = p
 	default:
 		if _, err := sketch.Lookup(typ); err != nil {
 			return sp, err
@@ -239,6 +258,9 @@ func describe(in sketch.Info) any {
 		return sampledResponse{Name: in.Name, Type: string(sketch.TypeTheta), LgK: p.LgK, Cardinality: in.Cardinality,
 			Lower: in.Lower, Upper: in.Upper, Theta: in.Theta, Retained: in.Retained,
 			SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+	case sketch.KLLParams:
+		return kllResponse{Name: in.Name, Type: string(sketch.TypeKLL), kllState: kllStateOf(p, in),
+			CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
 	case sketch.BloomParams:
 		return bloomResponse{Name: in.Name, Type: string(sketch.TypeBloom), bloomState: bloomStateOf(p, in),
 			CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
@@ -294,6 +316,44 @@ func bloomStateOf(p sketch.BloomParams, in sketch.Info) bloomState {
 		st.ExpectedItems, st.FPP = &n, &fpp
 	}
 	return st
+}
+
+// kllState is a KLL sketch's parameters and state: the values counted,
+// their min and max (absent while empty), the items kept and the rank
+// error of its answers.
+type kllState struct {
+	K            int      `json:"k"`
+	Items        string   `json:"items"`
+	N            int64    `json:"n"`
+	Min          *float64 `json:"min,omitempty"`
+	Max          *float64 `json:"max,omitempty"`
+	Retained     int      `json:"retained"`
+	RankError    float64  `json:"rank_error"`
+	RankErrorPMF float64  `json:"rank_error_pmf"`
+	SizeBytes    int      `json:"size_bytes"`
+}
+
+func kllStateOf(p sketch.KLLParams, in sketch.Info) kllState {
+	return kllState{K: p.K, Items: p.Items.String(), N: in.Total, Min: in.Min, Max: in.Max, Retained: in.Retained,
+		RankError: in.RankError, RankErrorPMF: in.RankErrorPMF, SizeBytes: in.SizeBytes}
+}
+
+// kllResponse describes a KLL sketch.
+type kllResponse struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	kllState
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Metric    bool      `json:"metric"`
+}
+
+// unionKLLResponse is the union of KLL sketches.
+type unionKLLResponse struct {
+	Type string `json:"type"`
+	kllState
+	Into     string   `json:"into,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // bloomResponse describes a Bloom filter.

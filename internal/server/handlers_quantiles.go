@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -71,11 +72,41 @@ type quantileResponse struct {
 	Quantiles  []quantileValue `json:"quantiles"`
 }
 
-// quantiles answers qs from sk.
+// kllConfidence is the confidence of a KLL sketch's rank error:
+// DataSketches fits it to the 99th percentile of the error.
+const kllConfidence = 0.99
+
+// quantiles answers qs from sk, inclusive (the libraries' default).
 func quantiles(label string, sk sketch.Sketch, qs []float64) (quantileResponse, error) {
+	return quantilesOf(label, sk, qs, true)
+}
+
+// quantilesOf answers qs from a KLL sketch or a Count-Min over a value
+// domain; inclusive applies to KLL (the smallest value whose rank reaches
+// q, or exceeds it).
+func quantilesOf(label string, sk sketch.Sketch, qs []float64, inclusive bool) (quantileResponse, error) {
+	if k, ok := sketch.KLLOf(sk); ok {
+		resp := quantileResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: k.RankError(false), Confidence: kllConfidence,
+			Quantiles: make([]quantileValue, len(qs))}
+		v := k.View()
+		at := func(q float64) *float64 {
+			if k.IsEmpty() {
+				return nil
+			}
+			x, err := v.Quantile(q, inclusive)
+			if err != nil {
+				return nil
+			}
+			return &x
+		}
+		for i, q := range qs {
+			resp.Quantiles[i] = quantileValue{Q: q, Value: at(q), Lower: at(math.Max(0, q-resp.RankError)), Upper: at(math.Min(1, q+resp.RankError))}
+		}
+		return resp, nil
+	}
 	c, ok := sketch.CMSOf(sk)
 	if !ok {
-		return quantileResponse{}, sketch.Errorf(sketch.Conflict, "%s is a %s sketch; quantiles need a cms sketch with domain_bits", label, sk.Kind().Type)
+		return quantileResponse{}, sketch.Errorf(sketch.Conflict, "%s is a %s sketch; quantiles need a kll sketch, or a cms sketch with domain_bits", label, sk.Kind().Type)
 	}
 	if c.DomainBits() == 0 {
 		return quantileResponse{}, sketch.Errorf(sketch.Conflict, "%s counts ids, not values: quantiles need a cms sketch created with domain_bits", label)
@@ -135,7 +166,7 @@ func (s *Server) handleQuantile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "q")
+	q, err := query(r, "q", "inclusive")
 	if err != nil {
 		return err
 	}
@@ -143,9 +174,13 @@ func (s *Server) handleQuantile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
 	var resp quantileResponse
 	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
-		resp, err = quantiles(strconv.Quote(name), sk, qs)
+		resp, err = quantilesOf(strconv.Quote(name), sk, qs, inclusive)
 		return err
 	})
 	if err != nil {
@@ -206,7 +241,7 @@ type seriesRangeCountResponse struct {
 }
 
 func (s *Server) handleSeriesQuantile(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "q")
+	name, q, from, to, ss, err := s.seriesRange(r, "q", "inclusive")
 	if err != nil {
 		return err
 	}
@@ -214,11 +249,15 @@ func (s *Server) handleSeriesQuantile(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
 	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
 	if err != nil {
 		return err
 	}
-	resp, err := quantiles("series "+strconv.Quote(name), u, qs)
+	resp, err := quantilesOf("series "+strconv.Quote(name), u, qs, inclusive)
 	if err != nil {
 		return err
 	}
@@ -243,4 +282,251 @@ func (s *Server) handleSeriesRangeCount(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	return writeJSON(w, http.StatusOK, seriesRangeCountResponse{rangeResponse: rangeDTO(plan), rangeCountResponse: resp})
+}
+
+// rankValue is one value's normalized rank with the ranks rank_error
+// below and above it (clipped to [0, 1]).
+type rankValue struct {
+	Value float64 `json:"value"`
+	Rank  float64 `json:"rank"`
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+}
+
+// rankResponse answers ranks of values of a KLL sketch.
+type rankResponse struct {
+	Type       string      `json:"type"`
+	N          uint64      `json:"n"`
+	RankError  float64     `json:"rank_error"`
+	Confidence float64     `json:"confidence"`
+	Ranks      []rankValue `json:"ranks"`
+}
+
+// distributionResponse is a KLL sketch's CDF or PMF over split points:
+// m+1 values for m points, each within rank_error (with lower and upper
+// the band it gives) with probability confidence.
+type distributionResponse struct {
+	Type        string    `json:"type"`
+	N           uint64    `json:"n"`
+	RankError   float64   `json:"rank_error"`
+	Confidence  float64   `json:"confidence"`
+	SplitPoints []float64 `json:"split_points"`
+	Values      []float64 `json:"values"`
+	Lower       []float64 `json:"lower"`
+	Upper       []float64 `json:"upper"`
+}
+
+// kllOf returns sk as a KLL sketch, or a Conflict naming label.
+func kllOf(label string, sk sketch.Sketch, what string) (sketch.KLL, error) {
+	k, ok := sketch.KLLOf(sk)
+	if !ok {
+		return nil, sketch.Errorf(sketch.Conflict, "%s is a %s sketch; %s needs a kll sketch", label, sk.Kind().Type, what)
+	}
+	return k, nil
+}
+
+// kllValues checks values or split points for a sketch of longs: they
+// must be integers.
+func kllValues(sk sketch.Sketch, key string, vs []float64) error {
+	if p, ok := sk.Params().(sketch.KLLParams); ok && p.Items == kll.Longs {
+		for _, v := range vs {
+			if v != math.Trunc(v) || math.Abs(v) > 1<<63 {
+				return sketch.Errorf(sketch.Invalid, "%s: %v is not an integer; this kll sketch keeps longs", key, v)
+			}
+		}
+	}
+	return nil
+}
+
+// ranksOf answers the ranks of values in a KLL sketch.
+func ranksOf(label string, sk sketch.Sketch, values []float64, inclusive bool) (rankResponse, error) {
+	k, err := kllOf(label, sk, "a rank")
+	if err != nil {
+		return rankResponse{}, err
+	}
+	if err := kllValues(sk, "value", values); err != nil {
+		return rankResponse{}, err
+	}
+	eps := k.RankError(false)
+	resp := rankResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: eps, Confidence: kllConfidence, Ranks: make([]rankValue, len(values))}
+	v := k.View()
+	for i, x := range values {
+		r := 0.0
+		if !k.IsEmpty() {
+			if r, err = v.Rank(x, inclusive); err != nil {
+				return resp, err
+			}
+		}
+		resp.Ranks[i] = rankValue{Value: x, Rank: r, Lower: math.Max(0, r-eps), Upper: math.Min(1, r+eps)}
+	}
+	return resp, nil
+}
+
+// distribution answers a KLL sketch's CDF (pmf false) or PMF over splits.
+func distribution(label string, sk sketch.Sketch, splits []float64, inclusive, pmf bool) (distributionResponse, error) {
+	what := "a cdf"
+	if pmf {
+		what = "a pmf"
+	}
+	k, err := kllOf(label, sk, what)
+	if err != nil {
+		return distributionResponse{}, err
+	}
+	if err := kllValues(sk, "split", splits); err != nil {
+		return distributionResponse{}, err
+	}
+	for i := 1; i < len(splits); i++ {
+		if !(splits[i-1] < splits[i]) {
+			return distributionResponse{}, sketch.Errorf(sketch.Invalid, "split points must increase strictly; %v follows %v", splits[i], splits[i-1])
+		}
+	}
+	eps := k.RankError(pmf)
+	resp := distributionResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: eps, Confidence: kllConfidence, SplitPoints: splits}
+	if k.IsEmpty() {
+		resp.Values, resp.Lower, resp.Upper = []float64{}, []float64{}, []float64{}
+		return resp, nil
+	}
+	v := k.View()
+	if pmf {
+		resp.Values, err = v.PMF(splits, inclusive)
+	} else {
+		resp.Values, err = v.CDF(splits, inclusive)
+	}
+	if err != nil {
+		return resp, sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "kll: "))
+	}
+	for _, x := range resp.Values {
+		resp.Lower = append(resp.Lower, math.Max(0, x-eps))
+		resp.Upper = append(resp.Upper, math.Min(1, x+eps))
+	}
+	return resp, nil
+}
+
+func (s *Server) handleRank(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "value", "inclusive")
+	if err != nil {
+		return err
+	}
+	values, err := floatList(q, "value", -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	var resp rankResponse
+	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
+		resp, err = ranksOf(strconv.Quote(name), sk, values, inclusive)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) handleCDF(w http.ResponseWriter, r *http.Request) error {
+	return s.distribution(w, r, false)
+}
+func (s *Server) handlePMF(w http.ResponseWriter, r *http.Request) error {
+	return s.distribution(w, r, true)
+}
+
+func (s *Server) distribution(w http.ResponseWriter, r *http.Request, pmf bool) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "split", "inclusive")
+	if err != nil {
+		return err
+	}
+	splits, err := floatList(q, "split", -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	var resp distributionResponse
+	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
+		resp, err = distribution(strconv.Quote(name), sk, splits, inclusive, pmf)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+type seriesRankResponse struct {
+	rangeResponse
+	rankResponse
+}
+
+type seriesDistributionResponse struct {
+	rangeResponse
+	distributionResponse
+}
+
+func (s *Server) handleSeriesRank(w http.ResponseWriter, r *http.Request) error {
+	name, q, from, to, ss, err := s.seriesRange(r, "value", "inclusive")
+	if err != nil {
+		return err
+	}
+	values, err := floatList(q, "value", -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	resp, err := ranksOf("series "+strconv.Quote(name), u, values, inclusive)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, seriesRankResponse{rangeResponse: rangeDTO(plan), rankResponse: resp})
+}
+
+func (s *Server) handleSeriesCDF(w http.ResponseWriter, r *http.Request) error {
+	return s.seriesDistribution(w, r, false)
+}
+
+func (s *Server) handleSeriesPMF(w http.ResponseWriter, r *http.Request) error {
+	return s.seriesDistribution(w, r, true)
+}
+
+func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf bool) error {
+	name, q, from, to, ss, err := s.seriesRange(r, "split", "inclusive")
+	if err != nil {
+		return err
+	}
+	splits, err := floatList(q, "split", -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	resp, err := distribution("series "+strconv.Quote(name), u, splits, inclusive, pmf)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, seriesDistributionResponse{rangeResponse: rangeDTO(plan), distributionResponse: resp})
 }

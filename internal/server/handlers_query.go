@@ -173,6 +173,11 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		p := c.Params()
 		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into, Warnings: warnings})
 	}
+	if p, ok := u.Params().(sketch.KLLParams); ok {
+		var in sketch.Info
+		u.Describe(&in)
+		return writeJSON(w, http.StatusOK, unionKLLResponse{Type: string(sketch.TypeKLL), kllState: kllStateOf(p, in), Into: req.Into, Warnings: warnings})
+	}
 	if p, ok := u.Params().(sketch.BloomParams); ok {
 		var in sketch.Info
 		u.Describe(&in)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -92,7 +93,16 @@ func writeRaw(w http.ResponseWriter, b []byte, asHex bool) {
 // upload reads a sketch sent as binary (application/octet-stream) or as
 // PostgreSQL's text form (text/plain, \x then hex digits), of whichever
 // registered kind its bytes are, decoded as strictly as the format allows.
-func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, error) {
+//
+// items=long takes a KLL upload as a sketch of longs: DataSketches'
+// libraries do not say in their bytes whether a KLL sketch keeps doubles
+// or longs, and sketchd reads them as doubles unless told (items=double
+// checks that they are marked as doubles, as libraries' bytes are).
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, q map[string][]string) (sketch.Sketch, error) {
+	items, hasItems := first(q, "items")
+	if hasItems && items != "long" && items != "double" {
+		return nil, sketch.Errorf(sketch.Invalid, "query parameter items=%q must be double or long", clip(items))
+	}
 	mt, err := mediaType(r)
 	if err != nil {
 		s.refused(refusedMediaType)
@@ -121,6 +131,15 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, 
 			return nil, sketch.Errorf(sketch.Invalid, "the text upload is not hex: %s", clip(err.Error()))
 		}
 	}
+	if hasItems {
+		if !kll.Sniff(raw) {
+			s.refused(refusedBadInput)
+			return nil, sketch.Errorf(sketch.Invalid, "items applies to kll uploads; these bytes are not a kll sketch")
+		}
+		if items == "long" {
+			raw = kll.MarkLongs(raw)
+		}
+	}
 	sk, err := sketch.DetectUpload(raw)
 	if err != nil {
 		s.refused(refusedBadInput)
@@ -135,10 +154,11 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := query(r); err != nil {
+	q, err := query(r, "items")
+	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r)
+	sk, err := s.upload(w, r, q)
 	if err != nil {
 		return err
 	}
@@ -162,7 +182,7 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "fold")
+	q, err := query(r, "fold", "items")
 	if err != nil {
 		return err
 	}
@@ -170,7 +190,7 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r)
+	sk, err := s.upload(w, r, q)
 	if err != nil {
 		return err
 	}

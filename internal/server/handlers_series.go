@@ -136,7 +136,7 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "ts", "id_type")
+	q, err := query(r, "ts", "id_type", "byte_order")
 	if err != nil {
 		return err
 	}
@@ -216,6 +216,14 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 		}
 		c, e := finite(h.Estimate()), h.StdError()
 		resp.Cardinality, resp.StdError = &c, &e
+	} else if p, ok := u.Params().(sketch.KLLParams); ok {
+		if len(ids) > 0 {
+			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which a kll series does not keep")
+		}
+		var in sketch.Info
+		u.Describe(&in)
+		st := kllStateOf(p, in)
+		resp.KLL = &st
 	} else if p, ok := u.Params().(sketch.BloomParams); ok {
 		if len(ids) > 0 {
 			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which a bloom series does not keep; POST ids to /v1/series/%s/check", name)
@@ -273,9 +281,15 @@ func queryIDs(q map[string][]string, required bool) ([]cms.ID, error) {
 // handleSeriesTimeseries answers one point per step over [from, to), each
 // the union over the trailing window that ends with its step.
 func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "step", "window")
+	name, q, from, to, ss, err := s.seriesRange(r, "step", "window", "q")
 	if err != nil {
 		return err
+	}
+	var qs []float64
+	if _, ok := first(q, "q"); ok {
+		if qs, err = floatList(q, "q", 0, 1); err != nil {
+			return err
+		}
 	}
 	step, err := durationParam(q, "step", "P1D")
 	if err != nil {
@@ -293,7 +307,16 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 		return plan.Elements, err
 	}, func(spec *series.Spec, sks []sketch.Sketch) error {
 		resp.Points = make([]timeseriesPoint, len(plan.Points))
-		if registerLine(plan.Points, sks, spec, resp.Points) {
+		if qs != nil {
+			// Quantile lines need a kind that answers quantiles.
+			empty, err := spec.Params.New()
+			if err != nil {
+				return err
+			}
+			if _, err := quantiles("series "+strconv.Quote(name), empty, qs); err != nil {
+				return err
+			}
+		} else if registerLine(plan.Points, sks, spec, resp.Points) {
 			return nil
 		}
 		var mergeErr error
@@ -320,6 +343,13 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 				}
 			}
 			resp.Points[i] = pointDTO(p, v, spec.Location())
+			if qs != nil {
+				qr, err := quantiles("series "+strconv.Quote(name), v, qs)
+				if err != nil {
+					return err
+				}
+				resp.Points[i].Quantiles, resp.Points[i].RankError = qr.Quantiles, &qr.RankError
+			}
 		}
 		return mergeErr
 	})
@@ -606,6 +636,8 @@ func paramsDTO(p sketch.Params) map[string]any {
 			m["expected_items"], m["fpp"] = p.ExpectedItems, p.FPP
 		}
 		return m
+	case sketch.KLLParams:
+		return map[string]any{"k": p.K, "items": p.Items.String()}
 	}
 	return map[string]any{}
 }
@@ -634,8 +666,10 @@ func rangeDTO(p series.Plan) rangeResponse {
 
 type countResponse struct {
 	rangeResponse
-	// Bloom describes the union of a Bloom series' buckets.
+	// Bloom describes the union of a Bloom series' buckets, KLL of a KLL
+	// series'.
 	Bloom       *bloomState       `json:"bloom,omitempty"`
+	KLL         *kllState         `json:"kll,omitempty"`
 	Cardinality *float64          `json:"cardinality,omitempty"`
 	StdError    *float64          `json:"std_error,omitempty"`
 	Lower       *float64          `json:"lower_bound,omitempty"`
@@ -661,6 +695,10 @@ type timeseriesPoint struct {
 	// FalsePositiveRate is a Bloom series point's: the rate of its
 	// window's union, whose cardinality is its estimated items.
 	FalsePositiveRate *float64 `json:"false_positive_rate,omitempty"`
+	// Quantiles (with ?q=) are the window's values at those fractions,
+	// each within RankError of its rank (kll, or cms over a domain).
+	Quantiles []quantileValue `json:"quantiles,omitempty"`
+	RankError *float64        `json:"rank_error,omitempty"`
 }
 
 type timeseriesResponse struct {
@@ -682,6 +720,9 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 	} else if f, ok := sketch.BloomOf(v); ok {
 		n, r := finite(f.EstimatedItems()), finite(f.Rate())
 		out.Cardinality, out.FalsePositiveRate = &n, &r
+	} else if q, ok := sketch.KLLOf(v); ok {
+		n := q.N()
+		out.Total = &n
 	} else {
 		var in sketch.Info
 		v.Describe(&in)

@@ -225,7 +225,7 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "create", "id_type", "report")
+	q, err := query(r, "create", "id_type", "report", "byte_order")
 	if err != nil {
 		return err
 	}
@@ -350,12 +350,16 @@ func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]
 	if err != nil {
 		return err
 	}
+	little, err := byteOrder(q, format)
+	if err != nil {
+		return err
+	}
 	body, err := s.readBody(w, r, s.cfg.MaxBody)
 	if err != nil {
 		return err
 	}
 	defer s.putBody(body)
-	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, little: little}
 	defer in.release()
 	added, err := add(in)
 	if err != nil {
@@ -376,6 +380,60 @@ type bodyInput struct {
 	hp     *[]uint64
 	// fresh asks which ids were new (add?report=new).
 	fresh bool
+	// little reads an octet-stream body of values (kll) little-endian.
+	little bool
+}
+
+// byteOrder reads ?byte_order= (big, the default, or little), which only
+// an octet-stream body of values takes.
+func byteOrder(q map[string][]string, format bodyFormat) (little bool, err error) {
+	v, ok := first(q, "byte_order")
+	if !ok {
+		return false, nil
+	}
+	if v != "big" && v != "little" {
+		return false, sketch.Errorf(sketch.Invalid, "query parameter byte_order=%q must be big or little", clip(v))
+	}
+	if format != formatOctet {
+		return false, sketch.Errorf(sketch.Invalid, "byte_order applies to application/octet-stream bodies")
+	}
+	return v == "little", nil
+}
+
+// Floats implements sketch.ValueInput: the body as doubles.
+func (in *bodyInput) Floats() ([]float64, error) {
+	var vs []float64
+	var err error
+	switch in.format {
+	case formatJSON:
+		vs, err = ingest.AppendJSONFloats(nil, in.body, in.s.cfg.MaxIDs)
+	case formatLines:
+		vs, err = ingest.AppendLineFloats(nil, in.body, in.lines <= ingest.NDJSONTexts, in.s.cfg.MaxIDs)
+	default:
+		vs, err = ingest.AppendOctetFloats(nil, in.body, in.little, in.s.cfg.MaxIDs)
+	}
+	if err != nil {
+		return nil, in.s.ingestError(err)
+	}
+	return vs, nil
+}
+
+// Longs implements sketch.ValueInput: the body as int64s.
+func (in *bodyInput) Longs() ([]int64, error) {
+	var vs []int64
+	var err error
+	switch in.format {
+	case formatJSON:
+		vs, err = ingest.AppendJSONLongs(nil, in.body, in.s.cfg.MaxIDs)
+	case formatLines:
+		vs, err = ingest.AppendLineLongs(nil, in.body, in.lines <= ingest.NDJSONTexts, in.s.cfg.MaxIDs)
+	default:
+		vs, err = ingest.AppendOctetLongs(nil, in.body, in.little, in.s.cfg.MaxIDs)
+	}
+	if err != nil {
+		return nil, in.s.ingestError(err)
+	}
+	return vs, nil
 }
 
 // WantsFresh implements sketch.FreshInput.
@@ -440,10 +498,14 @@ func (in *bodyInput) Items() ([]cms.Item, error) {
 }
 
 // Type makes a body of counted items create a Count-Min: its first JSON
-// key is "items"; an add asking which ids were new creates a Bloom filter.
+// key is "items"; one of "values" a KLL sketch of doubles; an add asking
+// which ids were new creates a Bloom filter.
 func (in *bodyInput) Type() sketch.Type {
 	if in.fresh {
 		return sketch.TypeBloom
+	}
+	if in.format == formatJSON && ingest.FirstKey(in.body) == "values" {
+		return sketch.TypeKLL
 	}
 	if in.format == formatJSON && ingest.FirstKey(in.body) == "items" {
 		return sketch.TypeCMS

@@ -57,6 +57,9 @@ func (s *Server) routes() http.Handler {
 		read.Post("/sketches/{name}/check", s.handle(s.handleCheck))
 		read.Get("/sketches/{name}/range", s.handle(s.handleRange))
 		read.Get("/sketches/{name}/quantile", s.handle(s.handleQuantile))
+		read.Get("/sketches/{name}/rank", s.handle(s.handleRank))
+		read.Get("/sketches/{name}/cdf", s.handle(s.handleCDF))
+		read.Get("/sketches/{name}/pmf", s.handle(s.handlePMF))
 		// A union stored "into" a sketch is a write; the handler checks.
 		read.Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))
@@ -77,6 +80,9 @@ func (s *Server) routes() http.Handler {
 		read.Post("/series/{name}/check", s.handle(s.handleSeriesCheck))
 		read.Get("/series/{name}/range", s.handle(s.handleSeriesRangeCount))
 		read.Get("/series/{name}/quantile", s.handle(s.handleSeriesQuantile))
+		read.Get("/series/{name}/rank", s.handle(s.handleSeriesRank))
+		read.Get("/series/{name}/cdf", s.handle(s.handleSeriesCDF))
+		read.Get("/series/{name}/pmf", s.handle(s.handleSeriesPMF))
 		read.Get("/series/{name}/raw", s.handle(s.handleSeriesRaw))
 	})
 	s.patterns = map[string]bool{}

@@ -259,6 +259,7 @@ func (s kllSketch[T]) Describe(in *Info) {
 	in.Total = int64(min(s.s.N(), math.MaxInt64))
 	in.Retained = s.s.Retained()
 	in.RankError = s.s.NormalizedRankError(false)
+	in.RankErrorPMF = s.s.NormalizedRankError(true)
 	if !s.s.IsEmpty() {
 		mn, mx := float64(s.s.Min()), float64(s.s.Max())
 		in.Min, in.Max = &mn, &mx

@@ -72,10 +72,10 @@ type Info struct {
 	Theta        float64
 	Retained     int
 	// Min, Max (nil while empty) and RankError (normalized,
-	// single-sided) describe a KLL sketch, whose Total is the number of
+	// single-sided; RankErrorPMF double-sided) describe a KLL sketch, whose Total is the number of
 	// values and Retained the items it keeps.
-	Min, Max  *float64
-	RankError float64
+	Min, Max                *float64
+	RankError, RankErrorPMF float64
 	// BitsSet and FalsePositiveRate describe a Bloom filter: the bits set
 	// and the current rate; its Cardinality is the estimated items.
 	BitsSet           int

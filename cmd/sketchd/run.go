@@ -80,6 +80,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Help: "Stored sketch records skipped because they could not be decoded (at start and when listing); the log names each.",
 		}, func() float64 { return float64(u.UnreadableRecords()) }))
 	}
+	if c, ok := db.(interface{ ChecksumFailures() int64 }); ok {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sketchd_store_checksum_failures_total",
+			Help: "Stored records whose checksum did not match their bytes, counted each time one was read (at start, when listing, on a read of it); the log names each, and reads of it answer 500.",
+		}, func() float64 { return float64(c.ChecksumFailures()) }))
+	}
 
 	auth := cfg.auth
 	if auth != nil {

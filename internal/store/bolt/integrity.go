@@ -93,6 +93,47 @@ func (s *DB) writeMarker(lsn uint64) error {
 	return nil
 }
 
+// The data file's checkpoint position (meta checkpoint_lsn) says which
+// log records it reflects: a wrong one would replay records twice or skip
+// them. It is kept as the big-endian uint64 and the CRC-32C of those 8
+// bytes (schema version 5; 8 bytes without a checksum before).
+
+// appendCheckpoint appends the stored form of checkpoint position lsn.
+func appendCheckpoint(b []byte, lsn uint64) []byte {
+	b = binary.BigEndian.AppendUint64(b, lsn)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[len(b)-8:], crcTable))
+}
+
+// decodeCheckpoint reads a stored checkpoint position; none (nil) is 0, a
+// new file's.
+func decodeCheckpoint(v []byte) (uint64, error) {
+	switch {
+	case v == nil:
+		return 0, nil
+	case len(v) != 12:
+		return 0, fmt.Errorf("checkpoint position of %d bytes, want 12", len(v))
+	case crc32.Checksum(v[:8], crcTable) != binary.BigEndian.Uint32(v[8:]):
+		return 0, fmt.Errorf("checkpoint position fails its checksum")
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// damagedCheckpoint handles a data file whose checkpoint position cannot
+// be read: a refusal, or with RecoverPastDamage the position the log's
+// marker holds (the last checkpoint the log saw committed).
+func (s *DB) damagedCheckpoint(cpErr error) (uint64, error) {
+	if !s.opts.RecoverPastDamage {
+		return 0, fmt.Errorf("store: refusing to open %s: its checkpoint position (which log records it reflects) is damaged: %v. Restore the data file and its log from the same backup, or start with -recover-past-damage to take the position from the log's checkpoint marker (Count-Min counts changed after it may then count twice)", s.path, cpErr)
+	}
+	m, ok, err := readMarker(s.walDir)
+	if err != nil || !ok {
+		s.opts.Logger.Warn("recovering past damage: the data file's checkpoint position is damaged and the log has no readable marker; replaying the whole log (Count-Min counts in it may count twice)", "data", s.path, "err", cpErr)
+		return 0, nil
+	}
+	s.opts.Logger.Warn("recovering past damage: the data file's checkpoint position is damaged; taking the log marker's (Count-Min counts changed after it may count twice)", "data", s.path, "err", cpErr, "lsn", m.lsn)
+	return m.lsn, nil
+}
+
 // checkDataFile refuses to let bbolt create a new file where the log says
 // one existed: a missing or zero-length data file beside a log marker.
 func checkDataFile(path, walDir string) error {

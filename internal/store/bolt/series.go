@@ -355,7 +355,7 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 	for i, k := range keys {
 		j, _ := slices.BinarySearch(uniq, k)
 		if sts[i] = es[j].st; sts[i] == nil && es[j].unreadable {
-			return &unreadableError{name: k, path: s.path, err: errors.New("being deleted")}
+			return damaged(k, s.path, errors.New("being deleted"))
 		}
 	}
 	return fn(sts)

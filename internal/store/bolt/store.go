@@ -93,7 +93,6 @@ import (
 	"bytes"
 	"container/list"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -195,8 +194,10 @@ type DB struct {
 	// tainted is set from a log failure until memory is rebuilt from what
 	// is durable; meanwhile reads are refused too.
 	tainted atomic.Bool
-	// unreadable counts records skipped because they could not be decoded.
-	unreadable atomic.Int64
+	// unreadable counts records skipped because they could not be decoded;
+	// checksumFailures, records read whose checksum did not match.
+	unreadable       atomic.Int64
+	checksumFailures atomic.Int64
 
 	// cp orders writers against checkpoints: writers hold it shared while
 	// they change sketches and append to the log, a checkpoint holds it
@@ -316,11 +317,10 @@ func (s *DB) open() error {
 		s.opts.Logger.Info("migrated store", "path", s.path, "from_version", from, "to_version", to)
 	}
 	var checkpoint uint64
+	var cpErr error
 	if err := s.bdb.View(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyCheckpoint); len(v) == 8 {
-			checkpoint = binary.BigEndian.Uint64(v)
-		}
+		checkpoint, cpErr = decodeCheckpoint(meta.Get(keyCheckpoint))
 		s.storeID = bytes.Clone(meta.Get(keyStoreID))
 		return s.loadStats(tx)
 	}); err != nil {
@@ -328,6 +328,12 @@ func (s *DB) open() error {
 	}
 	if len(s.storeID) != 16 {
 		return damagedFile(s.path, fmt.Sprintf("store identity of %d bytes", len(s.storeID)))
+	}
+	if cpErr != nil {
+		var err error
+		if checkpoint, err = s.damagedCheckpoint(cpErr); err != nil {
+			return err
+		}
 	}
 	// A store that had its identity before this open must have its log.
 	fresh := from < migrations.VersionStoreID
@@ -458,8 +464,9 @@ func (t opType) String() string {
 // after a log failure (writers excluded).
 func (s *DB) replay(o op) error {
 	acquire := s.acquire
-	if o.typ == opDelete {
-		acquire = s.acquireTolerant // a delete of an unreadable record
+	if o.typ == opDelete || o.typ == opPut {
+		// A delete of an unreadable record, or a put that replaces it.
+		acquire = s.acquireTolerant
 	}
 	e, err := acquire(o.name)
 	if err != nil {
@@ -471,11 +478,11 @@ func (s *DB) replay(o op) error {
 	before := e.summary()
 	switch o.typ {
 	case opPut:
-		st, err := decodeEntry(o.name, o.rec)
+		st, err := decodeLogged(o.name, o.rec)
 		if err != nil {
 			return err
 		}
-		e.st = st
+		e.st, e.unreadable = st, false
 	case opDelete:
 		e.st, e.unreadable = nil, false
 	case opAdd:

@@ -325,8 +325,8 @@ func TestColdLoads(t *testing.T) {
 		return tx.Bucket(bucketSketches).Put([]byte("broken"), []byte{1, 1, 0})
 	})
 	for range 3 {
-		if _, err := s.Describe(ctx, "broken"); err == nil || sketch.KindOf(err) != sketch.Internal {
-			t.Fatalf("Describe(unreadable) = %v, want an internal error", err)
+		if _, err := s.Describe(ctx, "broken"); err == nil || sketch.KindOf(err) != sketch.Damaged {
+			t.Fatalf("Describe(unreadable) = %v, want a Damaged error", err)
 		}
 	}
 	s.cacheMu.Lock()
@@ -335,7 +335,7 @@ func TestColdLoads(t *testing.T) {
 	if cached {
 		t.Error("a failed load left an entry in the cache")
 	}
-	good := appendRecord(nil, &state{sk: sketch.NewHLL(mustHLL(t, hllParams(10))), created: time.Now(), updated: time.Now()})
+	good := appendRecord(nil, "broken", &state{sk: sketch.NewHLL(mustHLL(t, hllParams(10))), created: time.Now(), updated: time.Now()})
 	s.bdb.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketSketches).Put([]byte("broken"), good) })
 	if _, err := s.Describe(ctx, "broken"); err != nil {
 		t.Errorf("Describe after repair = %v", err)

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"log/slog"
 	"strings"
 	"sync"
@@ -54,6 +55,11 @@ func damageRecords(tb testing.TB, path string, recs map[string][]byte) {
 	}
 }
 
+// sealed appends the checksum of rec (a record without one) kept under key.
+func sealed(key string, rec []byte) []byte {
+	return binary.BigEndian.AppendUint32(rec, recordCRC(key, rec))
+}
+
 // TestUnreadableRecordIsIsolated: a record that cannot be decoded (a bad
 // header, a bad payload, a key of raw bytes) does not stop the store from
 // opening, is skipped by List and reported in the log by a quoted name
@@ -65,12 +71,12 @@ func TestUnreadableRecordIsIsolated(t *testing.T) {
 		mustCreate(t, s, n, hllSpec(10))
 	}
 	s.Close()
-	good := []byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2}
+	good := []byte{recordFormat, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2}
 	damageRecords(t, path, map[string][]byte{
 		"bad-header":   {7, 7},
-		"bad-payload":  append(good, 0x99, 0x99),
+		"bad-payload":  sealed("bad-payload", append(good, 0x99, 0x99)),
 		"\xff\x00raw":  {1, 9, 0},
-		"zz-untouched": append(good, 0x11, 0x8e, 0x7f),
+		"zz-untouched": sealed("zz-untouched", append(good, 0x11, 0x8e, 0x7f)),
 	})
 	var logs logBuffer
 	s = reopen(t, path, Options{Logger: logs.logger()})
@@ -100,8 +106,8 @@ func TestUnreadableRecordIsIsolated(t *testing.T) {
 		t.Errorf("UnreadableRecords() = %d, want at least 4 (2 at open, 3 listed, bad-payload passes the header check)", n)
 	}
 	_, err = s.Describe(ctx, "bad-payload")
-	if sketch.KindOf(err) != sketch.Internal || !strings.Contains(err.Error(), `"bad-payload"`) || !strings.Contains(err.Error(), path) {
-		t.Errorf("Describe(unreadable) = %v, want an internal error naming it and the file", err)
+	if sketch.KindOf(err) != sketch.Damaged || !strings.Contains(err.Error(), `"bad-payload"`) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Describe(unreadable) = %v, want a Damaged error naming it and the file", err)
 	}
 	for _, n := range []string{"bad-header", "bad-payload"} {
 		if err := s.Delete(ctx, n); err != nil {

@@ -340,9 +340,14 @@ func TestDataFileDamage(t *testing.T) {
 		t.Run(fmt.Sprintf("truncated to %d", size), func(t *testing.T) {
 			data := copyTree(t, base)
 			os.WriteFile(data, clean[:size], 0o600)
-			refuses(t, data, data, "damaged")
+			refuses(t, data, data, "is truncated", fmt.Sprintf("it has %d bytes, its pages need %d", size, used))
 		})
 	}
+	t.Run("truncated below its meta pages", func(t *testing.T) {
+		data := copyTree(t, base)
+		os.WriteFile(data, clean[:page+100], 0o600)
+		refuses(t, data, data, "is truncated", fmt.Sprintf("it has %d bytes", page+100))
+	})
 	t.Run("zero length", func(t *testing.T) {
 		data := copyTree(t, base)
 		os.WriteFile(data, nil, 0o600)
@@ -590,4 +595,58 @@ func TestUnreadableRecord(t *testing.T) {
 	if !strings.Contains(p.log(), `"sketch":"\"b\""`) || !strings.Contains(p.log(), data) {
 		t.Errorf("the log does not name the sketch and the file:\n%s", p.log())
 	}
+}
+
+// TestDataPathErrors: a data path sketchd cannot use, because its folder
+// is missing or not writable, is refused as what it is, never as a
+// damaged file to restore from a backup.
+func TestDataPathErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the real binary")
+	}
+	notDamage := func(t *testing.T, out, data string, want ...string) {
+		t.Helper()
+		noPanic(t, out)
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("refusal lacks %q:\n%s", w, out)
+			}
+		}
+		if strings.Contains(out, data+" is damaged") || strings.Contains(out, "Restore it from a backup") {
+			t.Errorf("a path problem is reported as damage:\n%s", out)
+		}
+	}
+	t.Run("missing folder", func(t *testing.T) {
+		data := filepath.Join(t.TempDir(), "no-such-folder", "sketchd.db")
+		notDamage(t, startExpectingRefusal(t, data), data, "does not exist", filepath.Dir(data))
+	})
+	t.Run("read-only folder", func(t *testing.T) {
+		// A folder the user sketchd runs as may not write to. Root may
+		// write anywhere: then sketchd runs as nobody.
+		dir := t.TempDir()
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			os.Chmod(d, 0o755)
+		}
+		ro := filepath.Join(dir, "ro")
+		if err := os.Mkdir(ro, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		data := filepath.Join(ro, "sketchd.db")
+		args := []string{sketchdBinary(t), "-addr", freeAddr(t), "-data", data}
+		if os.Geteuid() == 0 {
+			setpriv, err := exec.LookPath("setpriv")
+			if err != nil {
+				t.Skip("running as root without setpriv (util-linux) to run sketchd as another user")
+			}
+			bin := filepath.Join(dir, "sketchd")
+			copyFile(t, args[0], bin)
+			os.Chmod(bin, 0o755)
+			args = append([]string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin}, args[1:]...)
+		}
+		out, err := execOutput(args[0], args[1:]...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("sketchd in a read-only folder: %v, want exit status 1; output:\n%s", err, out)
+		}
+		notDamage(t, out, data, "permission denied", "Nothing is damaged")
+	})
 }

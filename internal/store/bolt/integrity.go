@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -169,6 +171,9 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 			db, err = nil, damagedFile(path, fmt.Sprint(r))
 		}
 	}()
+	if err := checkPages(path); err != nil {
+		return nil, err
+	}
 	// A large first mapping: bbolt remaps as the file grows and, during a
 	// write transaction, copies every node of it out of the old mapping; a
 	// checkpoint of a million new sketches then remapped several times.
@@ -182,8 +187,8 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is locked by another process (is another sketchd running on it?)", path)
 	}
-	if err != nil {
-		return nil, damagedFile(path, err.Error())
+	if err := openError(path, err); err != nil {
+		return nil, err
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -217,6 +222,105 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 		return nil, damagedFile(path, errors.Join(problems...).Error())
 	}
 	return db, nil
+}
+
+// openError says why the data file at path could not be opened: what the
+// system refused (permissions, a missing folder, a read-only file
+// system) as what it is, anything else as damage. nil for nil.
+func openError(path string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("store: cannot open data file %s: permission denied (%v). Nothing is damaged: give the user sketchd runs as (uid %d) read and write access to the file and its folder %s, or choose another -data", path, err, os.Geteuid(), filepath.Dir(path))
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store: cannot create data file %s: its folder %s does not exist (%v). Create it, or choose another -data", path, filepath.Dir(path), err)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("store: cannot open data file %s for writing: the file system is read-only (%v). Nothing is damaged: mount it read-write, or choose another -data", path, err)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("store: cannot open data file %s: a part of its path is not a folder (%v). Choose another -data", path, err)
+	}
+	return damagedFile(path, err.Error())
+}
+
+// bbolt's meta page, as bbolt lays it out (page header, then meta):
+// magic, version and page size at 16, 20 and 24 (uint32), the page
+// high-water mark at 56 and the transaction id at 64 (uint64), and an
+// FNV-64a checksum of bytes 16-71 at 72; all little-endian.
+const (
+	boltMagic   = 0xED0CDAED
+	boltVersion = 2
+)
+
+// boltMeta is what checkPages reads of one meta page.
+type boltMeta struct {
+	pageSize  int64
+	highWater int64 // pages in use
+	txid      uint64
+}
+
+// readBoltMeta parses the meta page in b, if it is valid.
+func readBoltMeta(b []byte) (boltMeta, bool) {
+	if len(b) < 80 || binary.LittleEndian.Uint32(b[16:]) != boltMagic || binary.LittleEndian.Uint32(b[20:]) != boltVersion {
+		return boltMeta{}, false
+	}
+	h := fnv.New64a()
+	h.Write(b[16:72])
+	if h.Sum64() != binary.LittleEndian.Uint64(b[72:]) {
+		return boltMeta{}, false
+	}
+	return boltMeta{
+		pageSize:  int64(binary.LittleEndian.Uint32(b[24:])),
+		highWater: int64(binary.LittleEndian.Uint64(b[56:])),
+		txid:      binary.LittleEndian.Uint64(b[64:]),
+	}, true
+}
+
+// checkPages refuses a data file shorter than the pages its newest valid
+// meta page (the one bbolt would use) says are in use: bbolt maps the
+// file and would fault reading past its end. A missing or empty file, or
+// one without a valid meta page, is left to bbolt (and checkDataFile).
+func checkPages(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return openError(path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil
+	}
+	first := make([]byte, 80)
+	n, _ := f.ReadAt(first, 0)
+	pageSize := int64(os.Getpagesize())
+	m0, ok0 := readBoltMeta(first[:n])
+	if ok0 {
+		pageSize = m0.pageSize
+	}
+	if size < 2*pageSize {
+		return fmt.Errorf("store: data file %s is truncated: it has %d bytes, and a bbolt file holds at least its two %d-byte meta pages (%d bytes). Restore it from a backup (sketchd never repairs it in place)", path, size, pageSize, 2*pageSize)
+	}
+	second := make([]byte, 80)
+	n, _ = f.ReadAt(second, pageSize)
+	m1, ok1 := readBoltMeta(second[:n])
+	m := m0
+	switch {
+	case ok0 && ok1 && m1.txid > m0.txid, !ok0 && ok1:
+		m = m1
+	case !ok0 && !ok1:
+		return nil // bbolt says it is invalid
+	}
+	if need := m.highWater * m.pageSize; size < need {
+		return fmt.Errorf("store: data file %s is truncated: it has %d bytes, its pages need %d (%d pages of %d bytes, says its newest valid meta page, transaction %d). Restore it from a backup (sketchd never repairs it in place)", path, size, need, m.highWater, m.pageSize, m.txid)
+	}
+	return nil
 }
 
 // touchAll reads the first and last byte of every key and value in the

@@ -206,6 +206,9 @@ func TestLogDamage(t *testing.T) {
 				if !strings.Contains(p.log(), "torn record") || !strings.Contains(p.log(), `"offset":`+strconv.Itoa(recs[first].start)) {
 					t.Errorf("no torn tail at offset %d logged:\n%s", recs[first].start, p.log())
 				}
+				if !strings.Contains(p.log(), "may include acknowledged writes") {
+					t.Errorf("the torn tail is not said to possibly hold acknowledged writes:\n%s", p.log())
+				}
 				checkPrefix(t, newClient(p.addr), ids, first)
 				return
 			}
@@ -216,9 +219,25 @@ func TestLogDamage(t *testing.T) {
 			if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
 				t.Fatal("the damaged segment was changed by a refused start")
 			}
+			// What recovery drops: the bytes from the damaged record on,
+			// and the intact records after the damage, each an
+			// acknowledged write.
+			intact := 0
+			for _, rec := range recs {
+				if rec.start >= d.to {
+					intact++
+				}
+			}
+			if want := fmt.Sprintf("%d intact records (acknowledged writes, in %d bytes from the damage on) would be lost", intact, len(clean)-recs[first].start); !strings.Contains(out, want) {
+				t.Errorf("refusal does not say %q:\n%s", want, out)
+			}
 			p := startProcess(t, data, "-recover-past-damage", "-log-level", "info")
-			if !strings.Contains(p.log(), "dropped the write-ahead log from the damage on") {
-				t.Errorf("recovery does not log what it dropped:\n%s", p.log())
+			want := fmt.Sprintf(`"dropped_bytes":%d,"dropped_intact_records":%d`, len(clean)-recs[first].start, intact)
+			if !strings.Contains(p.log(), "dropped the write-ahead log from the damage on") || !strings.Contains(p.log(), want) {
+				t.Errorf("recovery does not log what it dropped (%s):\n%s", want, p.log())
+			}
+			if intact > 0 && !strings.Contains(p.log(), `"touched":["sketch \"h\""]`) {
+				t.Errorf("recovery does not name the sketch the dropped records touched:\n%s", p.log())
 			}
 			if got, _ := os.ReadFile(seg + ".damaged"); !bytes.Equal(got, damaged) {
 				t.Error("the damaged segment was not kept aside as it was")
@@ -236,6 +255,11 @@ func TestLogDamage(t *testing.T) {
 		want := fmt.Sprintf(`"offset":%d,"bytes":5`, recs[70].start)
 		if !strings.Contains(p.log(), "torn record") || !strings.Contains(p.log(), want) {
 			t.Errorf("truncation not logged as a torn tail with %s:\n%s", want, p.log())
+		}
+		// Records 71-100 were acknowledged: the log must not claim
+		// nothing acknowledged was lost.
+		if strings.Contains(p.log(), "never acknowledged: dropped") || !strings.Contains(p.log(), "may include acknowledged writes") {
+			t.Errorf("a truncation that lost acknowledged records is reported as never acknowledged:\n%s", p.log())
 		}
 		checkHasIDs(t, newClient(p.addr), "h", ids[:69])
 	})

@@ -383,30 +383,36 @@ func (s *DB) open() error {
 // replayLog replays segs after checkpoint. Damage stops it with an error
 // naming the file and offset, unless RecoverPastDamage is set: then it
 // replays up to the damage, renames the damaged segment and every later
-// one to <name>.damaged (kept, never deleted) and logs what was dropped.
+// one to <name>.damaged (kept, never deleted) and logs what was dropped:
+// bytes, the intact (acknowledged) records among them and the sketches
+// they touch.
 func (s *DB) replayLog(segs []*segment, checkpoint uint64) (walScan, error) {
 	apply := s.replayRecord
 	if s.opts.RecoverPastDamage {
-		apply = func(lsn uint64, payload []byte) error {
-			if err := s.replayRecord(lsn, payload); err != nil {
-				s.opts.Logger.Warn("recovering past damage: dropped a log record that does not apply", "lsn", lsn, "err", err)
-			}
-			return nil
-		}
+		apply = s.replayRecordRecovering
 	}
 	sc, err := scanWAL(segs, checkpoint, math.MaxUint64, apply)
 	var damage *walDamage
 	switch {
 	case errors.As(err, &damage) && s.opts.RecoverPastDamage:
-		dropped := []any{"file", damage.seg.path, "offset", damage.offset, "reason", damage.reason, "replayed_to_lsn", sc.last}
+		loss, lerr := damage.lost(sc.last)
+		if lerr != nil {
+			return sc, fmt.Errorf("store: reading the damaged log: %w", lerr)
+		}
+		dropped := []any{"file", damage.seg.path, "offset", damage.offset, "reason", damage.reason, "replayed_to_lsn", sc.last,
+			"dropped_bytes", loss.bytes, "dropped_intact_records", loss.records}
+		if loss.records > 0 {
+			dropped = append(dropped, "dropped_lsns", fmt.Sprintf("%d-%d", loss.firstLSN, loss.lastLSN), "touched", loss.touched)
+		}
+		var keptAs []string
 		for _, seg := range append([]*segment{damage.seg}, damage.later...) {
-			fi, _ := os.Stat(seg.path)
 			if err := os.Rename(seg.path, seg.path+".damaged"); err != nil {
 				return sc, fmt.Errorf("store: keeping the damaged log segment: %w", err)
 			}
-			dropped = append(dropped, "kept_as", seg.path+".damaged", "bytes", fi.Size())
+			keptAs = append(keptAs, seg.path+".damaged")
 		}
-		s.opts.Logger.Warn("recovering past damage: dropped the write-ahead log from the damage on", dropped...)
+		dropped = append(dropped, "kept_as", keptAs)
+		s.opts.Logger.Warn("recovering past damage: dropped the write-ahead log from the damage on; the dropped intact records were acknowledged writes, now lost", dropped...)
 		kept := segs[:0:0]
 		for _, seg := range segs {
 			if seg != damage.seg && !slices.Contains(damage.later, seg) {
@@ -416,14 +422,18 @@ func (s *DB) replayLog(segs []*segment, checkpoint uint64) (walScan, error) {
 		copy(segs, kept)
 		segs = segs[:len(kept)]
 	case errors.As(err, &damage):
-		return sc, fmt.Errorf("store: %w: acknowledged writes after it would be lost, so the store does not start. Every log file is kept as it is; restore the log from a backup, or start with -recover-past-damage to replay up to the damage and keep the damaged segments aside", err)
+		lost := "acknowledged writes after it would be lost"
+		if loss, lerr := damage.lost(sc.last); lerr == nil {
+			lost = fmt.Sprintf("%d intact records (acknowledged writes, in %d bytes from the damage on) would be lost", loss.records, loss.bytes)
+		}
+		return sc, fmt.Errorf("store: %w: %s, so the store does not start. Every log file is kept as it is; restore the log from a backup, or start with -recover-past-damage to replay up to the damage and keep the damaged segments aside", err, lost)
 	case err != nil && s.opts.RecoverPastDamage:
 		s.opts.Logger.Warn("recovering past damage: stopped replaying the write-ahead log", "err", err, "replayed_to_lsn", sc.last)
 	case err != nil:
-		return sc, fmt.Errorf("store: replay %s: %w", s.walDir, err)
+		return sc, fmt.Errorf("store: replay %s: %w. The store does not start: acknowledged writes in the log cannot be applied. Restore the data file and its log from the same backup, or start with -recover-past-damage to apply what applies and log what is dropped", s.walDir, err)
 	}
 	if sc.tornBytes > 0 {
-		s.opts.Logger.Warn("write-ahead log ends in a torn record, never acknowledged: dropped", "file", sc.tornPath, "offset", sc.tornAt, "bytes", sc.tornBytes)
+		s.opts.Logger.Warn("write-ahead log ends in a torn record: dropped. A crash during a write leaves one, never acknowledged; a truncated or zeroed tail looks the same, so the dropped bytes may include acknowledged writes", "file", sc.tornPath, "offset", sc.tornAt, "bytes", sc.tornBytes)
 	}
 	if sc.records > 0 {
 		s.opts.Logger.Info("replayed write-ahead log", "records", sc.records, "from_lsn", checkpoint+1, "to_lsn", sc.last)
@@ -444,6 +454,37 @@ func (s *DB) replayRecord(_ uint64, payload []byte) error {
 		}
 		return nil
 	})
+}
+
+// replayRecordRecovering is replayRecord for RecoverPastDamage: the
+// operations of a record that apply are applied, those that do not
+// (their sketch is damaged, or missing) are dropped, and the record's
+// every sketch and each dropped operation are logged. A record that does
+// not parse is dropped whole, naming the sketches it could read.
+func (s *DB) replayRecordRecovering(lsn uint64, payload []byte) error {
+	if err := decodeOps(payload, nil); err != nil {
+		names := map[string]bool{}
+		opNames(payload, names)
+		s.opts.Logger.Warn("recovering past damage: dropped a log record that does not parse", "lsn", lsn, "touched", sortedLabels(names), "err", err)
+		return nil
+	}
+	names := map[string]bool{}
+	var dropped []string
+	decodeOps(payload, func(o *op) error {
+		names[o.name] = true
+		if err := s.replay(*o); err != nil {
+			what := o.typ.String()
+			if o.typ == opAdd {
+				what = fmt.Sprintf("add of %d bytes of changes", len(o.delta))
+			}
+			dropped = append(dropped, fmt.Sprintf("%s to %s: %v", what, entryLabel(o.name), err))
+		}
+		return nil
+	})
+	if len(dropped) > 0 {
+		s.opts.Logger.Warn("recovering past damage: dropped operations of a log record that do not apply; its other operations applied", "lsn", lsn, "touched", sortedLabels(names), "dropped", dropped)
+	}
+	return nil
 }
 
 func (t opType) String() string {

@@ -47,6 +47,7 @@ type config struct {
 }
 
 const usageHeader = `Usage: sketchd [flags]
+       sketchd check [-data FILE]    check a stopped store offline (sketchd check -h)
 
 sketchd serves named HyperLogLog and Count-Min sketches over HTTP, durable
 in a bbolt file (or, with -postgres, in PostgreSQL, shared by several

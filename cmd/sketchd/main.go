@@ -2,11 +2,13 @@
 // HTTP, durable in a bbolt file. With no arguments it listens on :8080 and
 // keeps its data in ./sketchd.db; every flag also reads SKETCHD_<FLAG>
 // (upper case, - as _). SIGINT and SIGTERM drain requests, commit and exit
-// 0; SIGHUP reloads the token file.
+// 0; SIGHUP reloads the token file. "sketchd check -data FILE" checks a
+// stopped store's files offline (check.go).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -25,6 +27,10 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "sketchd:", err)
-		os.Exit(1)
+		code := 1
+		if ee := (*exitError)(nil); errors.As(err, &ee) {
+			code = ee.code
+		}
+		os.Exit(code)
 	}
 }

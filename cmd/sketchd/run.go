@@ -28,10 +28,14 @@ import (
 
 // run starts sketchd and blocks until ctx ends (then shuts down cleanly
 // and returns nil) or it fails. With -h or -version it writes the usage or
-// the build information to stdout and returns nil. Every piece of
+// the build information to stdout and returns nil; "check" as the first
+// argument runs the offline check instead (runCheck). Every piece of
 // configuration, the token file and the listen addresses are checked
 // before the data file is opened (and perhaps migrated).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(args[1:], getenv, stdout)
+	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if err != nil {
 		return err

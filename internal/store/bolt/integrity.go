@@ -232,13 +232,13 @@ func openError(path string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("store: cannot open data file %s: permission denied (%v). Nothing is damaged: give the user sketchd runs as (uid %d) read and write access to the file and its folder %s, or choose another -data", path, err, os.Geteuid(), filepath.Dir(path))
+		return fmt.Errorf("store: cannot open data file %s: permission denied (%w). Nothing is damaged: give the user sketchd runs as (uid %d) read and write access to the file and its folder %s, or choose another -data", path, err, os.Geteuid(), filepath.Dir(path))
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("store: cannot create data file %s: its folder %s does not exist (%v). Create it, or choose another -data", path, filepath.Dir(path), err)
+		return fmt.Errorf("store: cannot create data file %s: its folder %s does not exist (%w). Create it, or choose another -data", path, filepath.Dir(path), err)
 	case errors.Is(err, syscall.EROFS):
-		return fmt.Errorf("store: cannot open data file %s for writing: the file system is read-only (%v). Nothing is damaged: mount it read-write, or choose another -data", path, err)
+		return fmt.Errorf("store: cannot open data file %s for writing: the file system is read-only (%w). Nothing is damaged: mount it read-write, or choose another -data", path, err)
 	case errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("store: cannot open data file %s: a part of its path is not a folder (%v). Choose another -data", path, err)
+		return fmt.Errorf("store: cannot open data file %s: a part of its path is not a folder (%w). Choose another -data", path, err)
 	}
 	return damagedFile(path, err.Error())
 }

@@ -152,7 +152,7 @@ func TestEverySingleBitFlipIsCaught(t *testing.T) {
 }
 
 // TestRecordChecksumIsCRC32C: the checksum is CRC-32C (Castagnoli) of the
-// entry key and the record, as docs/storage-format.md says, checked here
+// entry key and the record, as record.go says, checked here
 // with the standard check value of CRC-32C rather than this package's
 // own table.
 func TestRecordChecksumIsCRC32C(t *testing.T) {

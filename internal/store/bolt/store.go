@@ -594,20 +594,15 @@ func (s *DB) Ready() bool {
 // Path returns the bbolt file's path.
 func (s *DB) Path() string { return s.path }
 
-// Check runs bbolt's consistency check on the closed file at path,
-// read-only, and returns every problem it finds.
+// Check runs CheckFiles on the closed store at path and returns its
+// problems as an error (nil when it found none).
 func Check(path string) error {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	r, err := CheckFiles(path)
 	if err != nil {
-		return fmt.Errorf("store: check %s: %w", path, err)
+		return err
 	}
-	defer db.Close()
-	var errs []error
-	db.View(func(tx *bbolt.Tx) error {
-		for err := range tx.Check() {
-			errs = append(errs, err)
-		}
+	if r.Clean() {
 		return nil
-	})
-	return errors.Join(errs...)
+	}
+	return errors.New(r.String())
 }

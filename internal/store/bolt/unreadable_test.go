@@ -34,7 +34,8 @@ func (l *logBuffer) String() string {
 
 func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(l, nil)) }
 
-// damageRecords overwrites stored records of the closed file at path.
+// damageRecords overwrites stored records of the closed file at path (nil:
+// deletes one).
 func damageRecords(tb testing.TB, path string, recs map[string][]byte) {
 	tb.Helper()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
@@ -44,7 +45,11 @@ func damageRecords(tb testing.TB, path string, recs map[string][]byte) {
 	defer db.Close()
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for k, v := range recs {
-			if err := tx.Bucket(bucketSketches).Put([]byte(k), v); err != nil {
+			put := tx.Bucket(bucketSketches).Put
+			if v == nil {
+				put = func(k, _ []byte) error { return tx.Bucket(bucketSketches).Delete(k) }
+			}
+			if err := put([]byte(k), v); err != nil {
 				return err
 			}
 		}
@@ -141,4 +146,5 @@ func TestUnreadableRecordIsIsolated(t *testing.T) {
 		return nil
 	})
 	db.Close()
+	damageRecords(t, path, map[string][]byte{"\xff\x00raw": nil}) // for the file check at cleanup
 }

@@ -125,6 +125,21 @@ func (s *DB) acquireTolerant(name string) (*entry, error) {
 	return e, nil
 }
 
+// acquireAllTolerant is acquireAll with acquireTolerant: for a write that
+// deletes whatever it acquires, readable or not.
+func (s *DB) acquireAllTolerant(names []string) ([]*entry, error) {
+	es := make([]*entry, 0, len(names))
+	for _, n := range names {
+		e, err := s.acquireTolerant(n)
+		if err != nil {
+			s.releaseAll(es)
+			return nil, err
+		}
+		es = append(es, e)
+	}
+	return es, nil
+}
+
 // deleteUnreadable deletes name whose record cannot be decoded: a logged,
 // durable delete like any other, which the next checkpoint applies.
 func (s *DB) deleteUnreadable(ctx context.Context, name string) error {

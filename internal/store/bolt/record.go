@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"time"
+	"unsafe"
 
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -78,7 +79,9 @@ func appendRecord(b []byte, key string, st *state) []byte {
 // recordCRC is the checksum of a record's bytes rec (without the
 // checksum) kept under key.
 func recordCRC(key string, rec []byte) uint32 {
-	return crc32.Update(crc32.Update(0, crcTable, []byte(key)), crcTable, rec)
+	// The key's bytes are only read: no copy of them.
+	k := unsafe.Slice(unsafe.StringData(key), len(key))
+	return crc32.Update(crc32.Update(0, crcTable, k), crcTable, rec)
 }
 
 // kind is the kind of the sketch, or of a series' buckets.

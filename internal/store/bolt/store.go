@@ -54,12 +54,17 @@
 // Damage is loud and nothing damaged is deleted. A log record that fails
 // its check anywhere but the torn tail of the last segment stops Open with
 // the file and offset (see walread.go); Options.RecoverPastDamage starts
-// past it, keeping the damaged segments aside. The data file and the log
-// share an identity and the last checkpoint position (see integrity.go),
-// so a data file that went back in time, or lost its log, is refused. A
-// damaged bbolt file is an error naming it, never a panic. A sketch whose
-// record cannot be decoded fails reads of it, is skipped (and reported)
-// by List, and can be deleted.
+// past it, keeping the damaged segments aside and logging what it dropped
+// (bytes, intact records, the sketches they touch). The data file and the
+// log share an identity and the last checkpoint position (see
+// integrity.go), so a data file that went back in time, or lost its log,
+// is refused. A damaged or truncated bbolt file is an error naming it,
+// never a panic. Every stored record carries a checksum of its key and
+// bytes (record.go), checked wherever one is decoded: a record that fails
+// it, or cannot be decoded, fails reads of its entry with a Damaged error
+// naming it, is skipped (and reported) by listings, and can be deleted
+// (unreadable.go). CheckFiles checks a closed store offline
+// (checkfiles.go).
 //
 // # Memory
 //

@@ -27,7 +27,10 @@ const (
 	KindUnavailable          = "unavailable"
 	KindUnprocessable        = "unprocessable"
 	KindNotImplemented       = "not-implemented"
-	KindInternal             = "internal"
+	// KindDamaged is a 500 whose detail names a stored sketch or series
+	// whose bytes failed their checksum; retrying does not help.
+	KindDamaged  = "damaged"
+	KindInternal = "internal"
 )
 
 // Problem is an error answer: sketchd's application/problem+json

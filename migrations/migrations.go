@@ -33,6 +33,10 @@ const (
 // (KeyStoreID): a file older than it has no identity yet.
 const VersionStoreID = 4
 
+// VersionChecksums is the schema version from which every stored record
+// and the checkpoint position carry a checksum (see v5.go).
+const VersionChecksums = 5
+
 // Step upgrades a file from Version-1 to Version.
 type Step struct {
 	Version int
@@ -47,6 +51,7 @@ func Steps() []Step {
 		{Version: 2, Name: "index sketches exported on /metrics", Up: v2MetricIndex},
 		{Version: 3, Name: "create series and series_buckets buckets", Up: v3Series},
 		{Version: 4, Name: "give the store an identity its log shares", Up: v4StoreIdentity},
+		{Version: 5, Name: "checksum every stored record and the checkpoint position", Up: v5Checksums},
 	}
 }
 
@@ -75,6 +80,12 @@ func Version(tx *bolt.Tx) (int, error) {
 // Run applies every step above the file's version in tx and records the
 // new version. It refuses a file whose version is above Latest.
 func Run(tx *bolt.Tx) (from, to int, err error) {
+	return runTo(tx, Latest())
+}
+
+// runTo is Run stopping at version last (tests run the steps up to the
+// one they test).
+func runTo(tx *bolt.Tx, last int) (from, to int, err error) {
 	from, err = Version(tx)
 	if err != nil {
 		return 0, 0, err
@@ -84,7 +95,7 @@ func Run(tx *bolt.Tx) (from, to int, err error) {
 	}
 	to = from
 	for _, s := range Steps() {
-		if s.Version <= from {
+		if s.Version <= from || s.Version > last {
 			continue
 		}
 		if err := s.Up(tx); err != nil {

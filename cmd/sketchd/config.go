@@ -51,6 +51,7 @@ type config struct {
 }
 
 const usageHeader = `Usage: sketchd [flags]
+       sketchd check [-data FILE]    check a stopped store offline (sketchd check -h)
 
 sketchd serves named sketches over HTTP: HyperLogLog (postgresql-hll's
 format), Count-Min, and DataSketches' theta and frequency sketches, alone

@@ -106,6 +106,13 @@ func (s *Server) handleSeriesDelete(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// skippingSeriesLister is a SeriesStore whose listing reports, by quoted
+// name, the series it skipped because a stored record of theirs is
+// damaged.
+type skippingSeriesLister interface {
+	ListSeriesSkipping(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, []string, error)
+}
+
 func (s *Server) handleSeriesList(w http.ResponseWriter, r *http.Request) error {
 	prefix, after, limit, err := listParams(r)
 	if err != nil {
@@ -115,7 +122,17 @@ func (s *Server) handleSeriesList(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	infos, more, err := ss.ListSeries(r.Context(), prefix, after, limit)
+	var infos []series.Info
+	var more bool
+	if sl, ok := ss.(skippingSeriesLister); ok {
+		var skipped []string
+		infos, more, skipped, err = sl.ListSeriesSkipping(r.Context(), prefix, after, limit)
+		if len(skipped) > 0 {
+			w.Header().Set("Sketchd-Unreadable", strings.Join(skipped, ", "))
+		}
+	} else {
+		infos, more, err = ss.ListSeries(r.Context(), prefix, after, limit)
+	}
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusServiceUnavailable, k.String()
 	case sketch.Unprocessable:
 		return http.StatusUnprocessableEntity, k.String()
+	case sketch.Damaged:
+		return http.StatusInternalServerError, k.String()
 	}
 	return http.StatusInternalServerError, "internal"
 }
@@ -88,7 +90,7 @@ func statusText(status int) string {
 // problemTypePrefix prefixes every problem type; the rest names the kind
 // (invalid, not-found, conflict, too-large, unsupported-media-type,
 // method-not-allowed, request-timeout, unauthorized, forbidden,
-// unavailable, internal).
+// unavailable, damaged, internal).
 const problemTypePrefix = "urn:sketchd:problem:"
 
 // writeProblem renders err as application/problem+json. Only internal
@@ -114,6 +116,10 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	switch {
 	case errors.As(err, &he):
 		p.Detail = he.detail
+	case errors.As(err, &se) && se.Kind == sketch.Damaged:
+		// Names the damaged sketch, never its bytes; logged like any 500.
+		p.Detail = se.Detail
+		s.log.ErrorContext(r.Context(), "request failed: stored data is damaged", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)
 	case status == http.StatusInternalServerError:
 		p.Detail = "an internal error occurred; the request id identifies it in the server's logs"
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,7 +29,7 @@ func (sn *snapshot) take() {
 	e := sn.e
 	sn.taken, sn.gen, sn.keep = true, e.gen, e.unreadable
 	if e.st != nil {
-		sn.rec = appendRecord(nil, e.st)
+		sn.rec = appendRecord(nil, e.name, e.st)
 		sn.metric = e.st.metric
 	}
 	e.snap = nil
@@ -148,7 +147,7 @@ func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
 				return err
 			}
 		}
-		return tx.Bucket(bucketMeta).Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, lsn))
+		return tx.Bucket(bucketMeta).Put(keyCheckpoint, appendCheckpoint(nil, lsn))
 	})
 	if err != nil {
 		s.abandon(snaps)

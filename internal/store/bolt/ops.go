@@ -64,7 +64,7 @@ func appendName(b []byte, t opType, name string) []byte {
 
 func appendPut(b []byte, name string, st *state) []byte {
 	b = appendName(b, opPut, name)
-	rec := appendRecord(nil, st)
+	rec := appendRecord(nil, name, st)
 	b = binary.AppendUvarint(b, uint64(len(rec)))
 	return append(b, rec...)
 }

@@ -355,7 +355,7 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 	for i, k := range keys {
 		j, _ := slices.BinarySearch(uniq, k)
 		if sts[i] = es[j].st; sts[i] == nil && es[j].unreadable {
-			return &unreadableError{name: k, path: s.path, err: errors.New("being deleted")}
+			return damaged(k, s.path, errors.New("being deleted"))
 		}
 	}
 	return fn(sts)
@@ -364,22 +364,35 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 // ListSeries returns up to limit series whose names start with prefix and
 // sort after after, in name order, and whether more follow.
 func (s *DB) ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error) {
+	infos, more, _, err := s.ListSeriesSkipping(ctx, prefix, after, limit)
+	return infos, more, err
+}
+
+// ListSeriesSkipping is ListSeries that also returns the names (quoted,
+// safe to print) of the series it skipped because a stored record of
+// theirs (the definition or a bucket) is damaged.
+func (s *DB) ListSeriesSkipping(ctx context.Context, prefix, after string, limit int) (infos []series.Info, more bool, skipped []string, err error) {
 	names, more, err := s.listKeys(ctx, string(prefixSeries), bucketSeries, prefix, after, limit)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	out := make([]series.Info, 0, len(names))
+	infos = make([]series.Info, 0, len(names))
 	for _, n := range names {
 		info, err := s.DescribeSeries(ctx, n)
-		if sketch.KindOf(err) == sketch.NotFound {
+		switch sketch.KindOf(err) {
+		case sketch.NotFound:
 			continue // deleted since
+		case sketch.Damaged:
+			s.unreadable.Add(1)
+			skipped = append(skipped, quoteName([]byte(n)))
+			continue
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
-		out = append(out, info)
+		infos = append(infos, info)
 	}
-	return out, more, nil
+	return infos, more, skipped, nil
 }
 
 // listKeys lists up to limit names (without keyPrefix) of one keyspace
@@ -429,9 +442,10 @@ func (s *DB) listKeys(ctx context.Context, keyPrefix string, bucket []byte, pref
 	return names[:min(limit, len(names))], more, nil
 }
 
-// DeleteSeries removes name and its buckets. Adds stop once the definition
-// is gone; a bucket an add created while the keys were listed is removed
-// by a second pass.
+// DeleteSeries removes name and its buckets, also those whose stored
+// records are damaged (and a damaged definition). Adds stop once the
+// definition is gone; a bucket an add created while the keys were listed
+// is removed by a second pass.
 func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 	key := seriesKey(name)
 	for pass := 0; ; pass++ {
@@ -442,17 +456,19 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 		if pass > 0 && len(keys) == 0 {
 			return nil
 		}
-		err = s.update(ctx, append([]string{key}, keys...), func(t *tx) error {
+		err = s.write(ctx, append([]string{key}, keys...), s.acquireAllTolerant, func(t *tx) error {
 			e := t.entry(key)
 			if pass == 0 {
-				if e.st == nil {
+				if e.st == nil && !e.unreadable {
 					return seriesNotFound(name)
 				}
 				t.delete(e)
+				e.unreadable = false
 			}
 			for _, k := range keys {
-				if be := t.entry(k); be.st != nil {
+				if be := t.entry(k); be.st != nil || be.unreadable {
 					t.delete(be)
+					be.unreadable = false
 				}
 			}
 			return nil

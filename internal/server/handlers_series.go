@@ -466,22 +466,30 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 // handleSeriesRaw downloads a range's union in its kind's format, the
 // covered range in headers.
 func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "format")
+	name, q, from, to, ss, err := s.seriesRange(r, "format", "layout", "compressed")
 	if err != nil {
 		return err
 	}
-	format, hasFormat := first(q, "format")
-	if hasFormat && format != "hex" && format != "binary" {
-		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
+	format, err := rawFormat(q)
+	if err != nil {
+		return err
+	}
+	dl, err := downloadParams(q)
+	if err != nil {
+		return err
 	}
 	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	b, err := sketch.AppendDownload(nil, u, dl)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
 	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
-	writeRaw(w, u.AppendBinary(nil), format == "hex")
+	writeRaw(w, b, format == "hex")
 	return nil
 }
 

@@ -276,8 +276,9 @@ func validEncodings(tb testing.TB) [][]byte {
 		for i := range n {
 			s.AddInt(int64(i))
 		}
-		out = append(out, encode(tb, s))
+		out = append(out, encode(tb, s), s.AppendCompressed(nil))
 	}
+	out = append(out, updateTable(5, 6, 0, 3, 1, MaxTheta, HashInt(1), HashInt(2), HashInt(3)))
 	return out
 }
 

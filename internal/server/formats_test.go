@@ -3,12 +3,15 @@ package server
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sketchd/sketchd/internal/freq"
+	"github.com/sketchd/sketchd/internal/javatest"
 	"github.com/sketchd/sketchd/internal/theta"
 )
 
@@ -150,5 +153,68 @@ func TestUploadNamesItsFormat(t *testing.T) {
 	decode(t, must(t, e.get(t, "/v1/sketches/upd"), http.StatusOK, "describe").Body, &d)
 	if d.Type != "theta" || d.LgK != 12 || d.Cardinality != 100 {
 		t.Errorf("update sketch uploaded as %+v", d)
+	}
+}
+
+// java is the JVM the server's Java interoperability test shares.
+var java javatest.Shared
+
+// TestJavaReadsDownloads: what a plain download gives, Java's
+// DataSketches reads as the sketch described (a freq sketch in its
+// default layout, a theta sketch plain and compressed), and Java's own
+// bytes upload with the estimate Java gives them and come back as
+// uploaded.
+func TestJavaReadsDownloads(t *testing.T) {
+	t.Parallel()
+	jvm := java.Get(t)
+	e := newEnv(t)
+	e.create(t, "f", `{"type":"freq","lg_k":10}`)
+	e.create(t, "t", `{"type":"theta","lg_k":10}`)
+	for _, n := range []string{"f", "t"} {
+		e.addIDs(t, n, idsJSON(idRange(0, 20000)...), 20000)
+	}
+	must(t, e.postJSON(t, "/v1/sketches/f/add", `{"items":[`+itemsJSON(idRange(0, 5000), 4)+`]}`), http.StatusOK, "items")
+	var f, th sampledAnswer
+	decode(t, must(t, e.get(t, "/v1/sketches/f"), http.StatusOK, "describe f").Body, &f)
+	decode(t, must(t, e.get(t, "/v1/sketches/t"), http.StatusOK, "describe t").Body, &th)
+	num := func(s string) float64 {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return math.Float64frombits(uint64(v))
+	}
+	r := jvm.Call(t, "freq_read", hex.EncodeToString(e.raw(t, "f")))
+	if est, lb, ub := num(r[1]), num(r[2]), num(r[3]); est != f.Cardinality || math.Abs(lb-f.Lower) > 1e-6*lb || math.Abs(ub-f.Upper) > 1e-6*ub {
+		t.Errorf("Java reads the freq download as estimate %v [%v, %v], described %+v", est, lb, ub, f)
+	}
+	for _, q := range []string{"", "?compressed=true"} {
+		r := jvm.Call(t, "theta_read", hex.EncodeToString(must(t, e.get(t, "/v1/sketches/t/raw"+q), http.StatusOK, "download").Body))
+		if est, lb, ub := num(r[1]), num(r[3]), num(r[6]); est != th.Cardinality || math.Abs(lb-th.Lower) > 1e-6*lb || math.Abs(ub-th.Upper) > 1e-6*ub {
+			t.Errorf("Java reads the theta download%s as estimate %v [%v, %v], described %+v", q, est, lb, ub, th)
+		}
+	}
+	// Java's bytes: compact, compressed and update theta sketches, a
+	// compact tuple sketch.
+	tb := jvm.Call(t, "theta_build", "11", "0", "30000", "-")
+	fb := jvm.Call(t, "freq_build", "11", "0", "30000", "0", "100", "5")
+	for i, c := range []struct {
+		hex      string
+		estimate string
+	}{{tb[0], tb[3]}, {tb[1], tb[3]}, {tb[2], tb[3]}, {fb[0], fb[1]}} {
+		b, err := hex.DecodeString(c.hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "java" + strconv.Itoa(i)
+		must(t, e.send(t, http.MethodPut, "/v1/sketches/"+name+"/raw", "application/octet-stream", string(b)), http.StatusCreated, "upload Java's bytes")
+		var d sampledAnswer
+		decode(t, must(t, e.get(t, "/v1/sketches/"+name), http.StatusOK, "describe").Body, &d)
+		if d.Cardinality != num(c.estimate) {
+			t.Errorf("Java's bytes %.16s… uploaded with estimate %v, Java's %v", c.hex, d.Cardinality, num(c.estimate))
+		}
+		if back := e.raw(t, name); !bytes.Equal(back, b) {
+			t.Errorf("Java's bytes %.16s… come back as %x…", c.hex, back[:min(16, len(back))])
+		}
 	}
 }

@@ -60,3 +60,35 @@ func TestRawFormats(t *testing.T) {
 		t.Errorf("plain download equals the compressed one")
 	}
 }
+
+// TestDSHLL: a DataSketches HLL is created, added to, described and
+// unioned through the client with its own parameters.
+func TestDSHLL(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	sk, created, err := c.Create(ctx, "d", client.CreateRequest{Type: client.TypeDSHLL, LgK: 10, TgtType: "HLL_6"})
+	if err != nil || !created || sk.Type != client.TypeDSHLL || sk.LgK != 10 || sk.TgtType != "HLL_6" || sk.Representation != "LIST" {
+		t.Fatalf("Create(ds_hll) = %+v, %v, %v", sk, created, err)
+	}
+	if _, _, err := c.Create(ctx, "e", client.CreateRequest{Type: client.TypeDSHLL, LgK: 12}); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, 5000)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	for _, n := range []string{"d", "e"} {
+		if _, err := c.AddInts(ctx, n, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sk, err = c.Describe(ctx, "d"); err != nil || sk.Representation != "HLL" || sk.LowerBound > 5000 || sk.UpperBound < 5000 || sk.StdError <= 0 {
+		t.Fatalf("Describe(d) = %+v, %v", sk, err)
+	}
+	u, err := c.Union(ctx, client.UnionRequest{Sketches: client.Names("d", "e")})
+	if err != nil || u.Type != client.TypeDSHLL || u.LgK != 10 || u.TgtType != "HLL_6" || u.LowerBound > 5000 || u.UpperBound < 5000 {
+		t.Fatalf("Union(d, e) = %+v, %v", u, err)
+	}
+}

@@ -36,7 +36,8 @@ type SeriesRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
-	LgK          int     `json:"lg_k,omitempty"` // theta and freq series
+	LgK          int     `json:"lg_k,omitempty"`     // theta, freq and ds_hll series
+	TgtType      string  `json:"tgt_type,omitempty"` // ds_hll series
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`

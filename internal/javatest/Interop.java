@@ -15,6 +15,13 @@
 //                                   (ids lo..hi-1 once, xlo..xhi-1 xcount more times)
 //   freq_read hex                -> compact bytes, then a description
 //   freq_union lgK hex...        -> compact bytes, then a description
+//   hll_build lgK type lo hi strs -> compact, updatable bytes, then a description
+//                                   (type HLL_4, HLL_6 or HLL_8)
+//   hll_read hex                 -> compact bytes, then a description
+//   hll_union lgK type hex...    -> the union's compact bytes, then a description
+// An HLL description is: estimate, lower bounds at 1..3, upper bounds at
+// 1..3 standard deviations, lg_k, the mode (LIST, SET, HLL, from the
+// image's mode byte: HllSketch does not make it public).
 // A theta description is: estimate, lower bounds at 1..3, upper bounds at
 // 1..3 standard deviations, retained, theta (long). A freq description is:
 // estimate, lower and upper bound at 2, retained, theta (long), the sum of
@@ -29,6 +36,8 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 
+import org.apache.datasketches.hll.HllSketch;
+import org.apache.datasketches.hll.TgtHllType;
 import org.apache.datasketches.memory.Memory;
 import org.apache.datasketches.theta.CompactSketch;
 import org.apache.datasketches.theta.SetOperation;
@@ -119,6 +128,38 @@ public final class Interop {
         }
         return freq(u.getResult());
       }
+      case "hll_build": {
+        HllSketch sk = new HllSketch(Integer.parseInt(t[1]), TgtHllType.valueOf(t[2]));
+        for (long v = Long.parseLong(t[3]); v < Long.parseLong(t[4]); v++) {
+          sk.update(v);
+        }
+        for (String s : strings(t[5])) {
+          sk.update(s);
+        }
+        List<String> r = new ArrayList<>();
+        r.add(hex(sk.toCompactByteArray()));
+        r.add(hex(sk.toUpdatableByteArray()));
+        describe(r, sk);
+        return r;
+      }
+      case "hll_read": {
+        HllSketch sk = HllSketch.heapify(HEX.parseHex(t[1]));
+        List<String> r = new ArrayList<>();
+        r.add(hex(sk.toCompactByteArray()));
+        describe(r, sk);
+        return r;
+      }
+      case "hll_union": {
+        org.apache.datasketches.hll.Union u = new org.apache.datasketches.hll.Union(Integer.parseInt(t[1]));
+        for (int i = 3; i < t.length; i++) {
+          u.update(HllSketch.heapify(HEX.parseHex(t[i])));
+        }
+        HllSketch sk = u.getResult(TgtHllType.valueOf(t[2]));
+        List<String> r = new ArrayList<>();
+        r.add(hex(sk.toCompactByteArray()));
+        describe(r, sk);
+        return r;
+      }
       default:
         throw new IllegalArgumentException("unknown request " + t[0]);
     }
@@ -153,6 +194,18 @@ public final class Interop {
     }
     r.add(Integer.toString(s.getRetainedEntries(true)));
     r.add(Long.toString(s.getThetaLong()));
+  }
+
+  private static void describe(List<String> r, HllSketch s) {
+    r.add(bits(s.getEstimate()));
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getLowerBound(sd)));
+    }
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getUpperBound(sd)));
+    }
+    r.add(Integer.toString(s.getLgConfigK()));
+    r.add(new String[] {"LIST", "SET", "HLL", "?"}[s.toCompactByteArray()[7] & 3]);
   }
 
   private static List<String> freq(org.apache.datasketches.tuple.Sketch<IntegerSummary> s) {

@@ -104,6 +104,7 @@ func TestUploadNamesItsFormat(t *testing.T) {
 	binary.LittleEndian.PutUint16(badSeed[6:], 0x1234)
 	javaUnion := []byte{4, 3, 4, 12, 0, 0, 0xcc, 0x93}
 	dsHLL := []byte{2, 1, 7, 12, 5, 0, 8, 0, 0x11, 0x22, 0x33, 0x44}
+	kll := []byte{2, 2, 15, 0, 200, 0, 8, 0}
 	zeta := []byte{0x08, 0x70, 0x10, 0x03}
 	airlift := []byte{3, 12, 0, 0}
 	hllBad := []byte{0x14, 0x8e, 0x7f, 0}
@@ -114,7 +115,8 @@ func TestUploadNamesItsFormat(t *testing.T) {
 	}{
 		{"theta with another seed", "", badSeed, []string{"DataSketches theta", "seed hash"}},
 		{"theta union", "", javaUnion, []string{"DataSketches theta union", "family 4", "does not read"}},
-		{"DataSketches HLL", "", dsHLL, []string{"DataSketches HLL", "family 7", "does not read"}},
+		{"damaged DataSketches HLL", "", dsHLL, []string{"DataSketches HLL", "not a valid ds_hll", "8 coupons at byte 6"}},
+		{"DataSketches KLL", "", kll, []string{"DataSketches KLL", "family 15", "does not read"}},
 		{"ZetaSketch", "", zeta, []string{"ZetaSketch", "does not read"}},
 		{"airlift", "", airlift, []string{"airlift", "does not read"}},
 		{"damaged hll", "", hllBad, []string{"postgresql-hll", "not a valid hll"}},

@@ -173,6 +173,9 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		p := c.Params()
 		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into, Warnings: warnings})
 	}
+	if resp, ok := unionRegisters(u, req.Into, warnings); ok {
+		return writeJSON(w, http.StatusOK, resp)
+	}
 	h, ok := sketch.HLLOf(u)
 	if !ok {
 		var in sketch.Info

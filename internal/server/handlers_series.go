@@ -229,6 +229,9 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 		var in sketch.Info
 		u.Describe(&in)
 		resp.Cardinality, resp.Lower, resp.Upper = &in.Cardinality, &in.Lower, &in.Upper
+		if in.StdError > 0 {
+			resp.StdError = &in.StdError
+		}
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }
@@ -596,6 +599,8 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"lg_k": p.LgK}
 	case sketch.FreqParams:
 		return map[string]any{"lg_k": p.LgK}
+	case sketch.DSHLLParams:
+		return map[string]any{"lg_k": p.LgK, "tgt_type": p.Type.String()}
 	}
 	return map[string]any{}
 }
@@ -668,6 +673,9 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 		var in sketch.Info
 		v.Describe(&in)
 		out.Cardinality, out.Lower, out.Upper = &in.Cardinality, &in.Lower, &in.Upper
+		if in.StdError > 0 {
+			out.StdError = &in.StdError
+		}
 	}
 	return out
 }

@@ -208,16 +208,19 @@ window.addEventListener('hashchange', () => {
 // Theta and frequency sketches report bounds at two standard deviations;
 // half their half-width is one.
 const SAMPLED = new Set(['theta', 'freq']);
+// HLL sketches in other ecosystems' formats: an estimate with its relative
+// standard error and bounds at two standard deviations.
+const REGISTERS = new Set(['ds_hll']);
 
 function estimateOf(s) {
-  if (s.type === 'hll') return { value: s.cardinality, error: s.cardinality * s.std_error };
+  if (s.type === 'hll' || REGISTERS.has(s.type)) return { value: s.cardinality, error: s.cardinality * s.std_error };
   if (SAMPLED.has(s.type)) return { value: s.cardinality, error: (s.upper_bound - s.lower_bound) / 4 };
   return { value: s.total, error: 0 };
 }
 
 function estimateCell(s) {
   const { value, error } = estimateOf(s);
-  if (s.type === 'hll') {
+  if (s.type === 'hll' || REGISTERS.has(s.type)) {
     return [el('span', { class: 'est' }, count(value)), error > 0 ? el('span', { class: 'err' }, ` ± ${count(error)}`) : el('span', { class: 'err muted' }, ' exact')];
   }
   if (s.type === 'cms') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' total')];
@@ -229,7 +232,7 @@ function estimateCell(s) {
 
 // kindName names a sketch kind for people; kinds the console does not
 // know yet show their API name.
-const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency' })[type] || type;
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
@@ -342,6 +345,7 @@ async function sketchView(name) {
   if (s.type === 'hll') return hllView(s);
   if (s.type === 'cms') return cmsView(s);
   if (SAMPLED.has(s.type)) return sampledView(s);
+  if (REGISTERS.has(s.type)) return registersView(s);
   // A kind this page does not know yet: what every sketch has.
   return el('section', { class: 'detail' },
     el('h1', {}, s.name),
@@ -386,6 +390,35 @@ function hllView(s) {
     el('p', {}, copy, token() ? el('span', { class: 'muted' }, ' Set SKETCHD_TOKEN to your read token first.') : ''),
     el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
   return section;
+}
+
+// registersView shows an HLL sketch in another ecosystem's format, with
+// what reads its bytes.
+function registersView(s) {
+  const { value, error } = estimateOf(s);
+  const about = {
+    ds_hll: ['DataSketches HLL sketch: distinct ids',
+      `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} registers), ${s.tgt_type}`,
+      'The bytes are DataSketches\' HLL format, read by Spark (hll_sketch_estimate), Druid, Hive, Impala and the DataSketches libraries: '],
+  }[s.type];
+  const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
+  download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
+  return el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, about[0]),
+    facts([
+      ['Estimate', [count(value), ' distinct ids'], 'estimate'],
+      ['Error', error > 0 ? `± ${count(error)} (one standard error, ${pct(s.std_error)})` : 'exact', 'error'],
+      ['95% bounds', `${count(s.lower_bound)} – ${count(s.upper_bound)}`, 'bounds'],
+      ['Representation', s.representation],
+      ['Parameters', about[1]],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+      ['Last update', when(s.updated_at)],
+      ['On /metrics', s.metric ? 'yes' : 'no'],
+    ]),
+    el('h2', {}, 'Take it elsewhere'),
+    el('p', {}, about[2], download));
 }
 
 // sampledView shows a theta or frequency sketch (DataSketches' formats),

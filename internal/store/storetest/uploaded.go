@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/sketchd/sketchd/internal/dshll"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -47,8 +48,24 @@ func foreignUploads(tb testing.TB) []uploadCase {
 	for v := range int64(300) {
 		f.AddInt(v)
 	}
+	// DataSketches HLL: the updatable image Spark's hll_sketch_agg returns,
+	// and a SET image whose coupons sit in another order than a decoded
+	// set writes them (as Java's do after a rebuild).
+	d, _ := dshll.New(dshll.Params{LgK: 10, Type: dshll.HLL4})
+	for v := range int64(40) {
+		d.AddInt(v)
+	}
+	upd, _ := d.AppendUpdatable(nil)
+	set, _ := d.MarshalBinary()
+	for i, j := 12, len(set)-4; i < j; i, j = i+4, j-4 {
+		for k := range 4 {
+			set[i+k], set[j+k] = set[j+k], set[i+k]
+		}
+	}
 	return []uploadCase{
 		{"java-hll FULL", full},
+		{"DataSketches HLL updatable image", upd},
+		{"DataSketches HLL set in another order", set},
 		{"Java compact theta", java},
 		{"compressed theta", t.AppendCompressed(nil)},
 		{"Java IntegerSummary tuple", f.AppendJava(nil)},

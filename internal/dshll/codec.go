@@ -268,13 +268,16 @@ func checkRegisters(b []byte, p Params, rebuild bool) error {
 	atMin := 0
 	switch p.Type {
 	case HLL4:
-		for i := range p.K() {
-			v := int(regs[i/2] >> (4 * (i % 2)) & 15)
-			switch {
-			case v == 0:
-				atMin++
-			case v != auxToken && curMin+v > 63:
-				return fmt.Errorf("dshll: register %d holds cur_min %d + %d, more than 63: %w", i, curMin, v, ErrCorrupt)
+		// Above 48 the aux token is the only 4-bit value that fits.
+		limit := byte(max(0, min(14, 63-curMin)))
+		for i, x := range regs {
+			for j, v := range [2]byte{x & 15, x >> 4} {
+				switch {
+				case v == 0:
+					atMin++
+				case v != auxToken && v > limit:
+					return fmt.Errorf("dshll: register %d holds cur_min %d + %d, more than 63: %w", 2*i+j, curMin, v, ErrCorrupt)
+				}
 			}
 		}
 	case HLL6:

@@ -16,6 +16,7 @@ const (
 	TypeTheta = "theta"  // DataSketches' theta sketch: intersections with their own bounds
 	TypeFreq  = "freq"   // DataSketches' tuple sketch with a count per user: the frequency report
 	TypeDSHLL = "ds_hll" // DataSketches' HLL sketch: what Spark, Druid and Hive read
+	TypeCPC   = "cpc"    // DataSketches' CPC sketch: what Pinot, Hive and Impala read
 )
 
 // Sketch describes a stored sketch. Type says which of the groups of
@@ -56,6 +57,8 @@ type Sketch struct {
 
 	// ds_hll: LgK, TgtType (HLL_4, HLL_6, HLL_8), Representation (the
 	// mode: LIST, SET, HLL), Cardinality with StdError and the bounds.
+	// cpc: LgK, Representation (the flavor: EMPTY, SPARSE, HYBRID,
+	// PINNED, SLIDING), Cardinality with StdError and the bounds.
 	TgtType string `json:"tgt_type,omitempty"`
 
 	SizeBytes int       `json:"size_bytes"`
@@ -90,7 +93,7 @@ type CreateRequest struct {
 
 	// Theta and freq sketches take LgK (4..26, default 12); ds_hll
 	// sketches LgK (4..21, default 12) and TgtType ("HLL_4", the default,
-	// "HLL_6" or "HLL_8").
+	// "HLL_6" or "HLL_8"); cpc sketches LgK (4..26, default 11).
 	LgK     int    `json:"lg_k,omitempty"`
 	TgtType string `json:"tgt_type,omitempty"`
 

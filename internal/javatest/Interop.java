@@ -22,6 +22,11 @@
 // An HLL description is: estimate, lower bounds at 1..3, upper bounds at
 // 1..3 standard deviations, lg_k, the mode (LIST, SET, HLL, from the
 // image's mode byte: HllSketch does not make it public).
+//   cpc_build lgK lo hi strs     -> bytes, then a description
+//   cpc_read hex                 -> bytes, then a description
+//   cpc_union lgK hex...         -> the union's bytes, then a description
+// A CPC description is: estimate, lower bounds at 1..3, upper bounds at
+// 1..3 standard deviations (kappa), lg_k.
 // A theta description is: estimate, lower bounds at 1..3, upper bounds at
 // 1..3 standard deviations, retained, theta (long). A freq description is:
 // estimate, lower and upper bound at 2, retained, theta (long), the sum of
@@ -36,6 +41,8 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 
+import org.apache.datasketches.cpc.CpcSketch;
+import org.apache.datasketches.cpc.CpcUnion;
 import org.apache.datasketches.hll.HllSketch;
 import org.apache.datasketches.hll.TgtHllType;
 import org.apache.datasketches.memory.Memory;
@@ -160,6 +167,25 @@ public final class Interop {
         describe(r, sk);
         return r;
       }
+      case "cpc_build": {
+        CpcSketch sk = new CpcSketch(Integer.parseInt(t[1]));
+        for (long v = Long.parseLong(t[2]); v < Long.parseLong(t[3]); v++) {
+          sk.update(v);
+        }
+        for (String s : strings(t[4])) {
+          sk.update(s);
+        }
+        return cpc(sk);
+      }
+      case "cpc_read":
+        return cpc(CpcSketch.heapify(HEX.parseHex(t[1])));
+      case "cpc_union": {
+        CpcUnion u = new CpcUnion(Integer.parseInt(t[1]));
+        for (int i = 2; i < t.length; i++) {
+          u.update(CpcSketch.heapify(HEX.parseHex(t[i])));
+        }
+        return cpc(u.getResult());
+      }
       default:
         throw new IllegalArgumentException("unknown request " + t[0]);
     }
@@ -194,6 +220,20 @@ public final class Interop {
     }
     r.add(Integer.toString(s.getRetainedEntries(true)));
     r.add(Long.toString(s.getThetaLong()));
+  }
+
+  private static List<String> cpc(CpcSketch s) {
+    List<String> r = new ArrayList<>();
+    r.add(hex(s.toByteArray()));
+    r.add(bits(s.getEstimate()));
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getLowerBound(sd)));
+    }
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getUpperBound(sd)));
+    }
+    r.add(Integer.toString(s.getLgK()));
+    return r;
   }
 
   private static void describe(List<String> r, HllSketch s) {

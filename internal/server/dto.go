@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/cpc"
 	"github.com/sketchd/sketchd/internal/dshll"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
@@ -41,6 +42,7 @@ var kindFields = map[sketch.Type]string{
 	sketch.TypeTheta: "lg_k",
 	sketch.TypeFreq:  "lg_k",
 	sketch.TypeDSHLL: "lg_k tgt_type",
+	sketch.TypeCPC:   "lg_k",
 }
 
 // foreignField returns a field set in c that a sketch of type typ does
@@ -134,6 +136,10 @@ func (c createRequest) spec() (sketch.Spec, error) {
 			p.Type = t
 		}
 		sp.Params = sketch.DSHLLParams{Params: p}
+	case sketch.TypeCPC:
+		p := cpc.DefaultParams()
+		setInt(&p.LgK, c.LgK)
+		sp.Params = sketch.CPCParams{Params: p}
 	default:
 		if _, err := sketch.Lookup(typ); err != nil {
 			return sp, err
@@ -217,6 +223,10 @@ func describe(in sketch.Info) any {
 		r := registersOf(in)
 		r.LgK, r.TgtType = &p.LgK, p.Type.String()
 		return r
+	case sketch.CPCParams:
+		r := registersOf(in)
+		r.LgK = &p.LgK
+		return r
 	case sketch.FreqParams:
 		imp := in.Total
 		return sampledResponse{Name: in.Name, Type: string(sketch.TypeFreq), LgK: p.LgK, Cardinality: in.Cardinality,
@@ -248,7 +258,7 @@ type sampledResponse struct {
 }
 
 // registersResponse describes a sketch of the HLL family in another
-// ecosystem's format (ds_hll; zeta_hll and airlift_hll to come): the
+// ecosystem's format (ds_hll, cpc; zeta_hll and airlift_hll to come): the
 // estimate with its relative standard error and its bounds at two
 // standard deviations, the representation, and the kind's parameters.
 type registersResponse struct {

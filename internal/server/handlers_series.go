@@ -601,6 +601,8 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"lg_k": p.LgK}
 	case sketch.DSHLLParams:
 		return map[string]any{"lg_k": p.LgK, "tgt_type": p.Type.String()}
+	case sketch.CPCParams:
+		return map[string]any{"lg_k": p.LgK}
 	}
 	return map[string]any{}
 }

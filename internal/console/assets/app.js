@@ -210,7 +210,7 @@ window.addEventListener('hashchange', () => {
 const SAMPLED = new Set(['theta', 'freq']);
 // HLL sketches in other ecosystems' formats: an estimate with its relative
 // standard error and bounds at two standard deviations.
-const REGISTERS = new Set(['ds_hll']);
+const REGISTERS = new Set(['ds_hll', 'cpc']);
 
 function estimateOf(s) {
   if (s.type === 'hll' || REGISTERS.has(s.type)) return { value: s.cardinality, error: s.cardinality * s.std_error };
@@ -232,7 +232,7 @@ function estimateCell(s) {
 
 // kindName names a sketch kind for people; kinds the console does not
 // know yet show their API name.
-const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL' })[type] || type;
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
@@ -400,6 +400,9 @@ function registersView(s) {
     ds_hll: ['DataSketches HLL sketch: distinct ids',
       `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} registers), ${s.tgt_type}`,
       'The bytes are DataSketches\' HLL format, read by Spark (hll_sketch_estimate), Druid, Hive, Impala and the DataSketches libraries: '],
+    cpc: ['CPC sketch (DataSketches): distinct ids',
+      `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} rows)`,
+      'The bytes are DataSketches\' CPC format, read by Pinot, Hive, Impala and the DataSketches libraries: '],
   }[s.type];
   const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
   download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));

@@ -107,8 +107,23 @@ func TestDSHLLOverHTTP(t *testing.T) {
 	for _, body := range []string{`{"type":"ds_hll","lg_k":22}`, `{"type":"ds_hll","lg_k":3}`, `{"type":"ds_hll","tgt_type":"HLL_5"}`, `{"type":"ds_hll","log2m":12}`, `{"tgt_type":"HLL_4"}`, `{"type":"theta","tgt_type":"HLL_4"}`} {
 		checkProblem(t, e.send(t, http.MethodPut, "/v1/sketches/x", "application/json", body), http.StatusBadRequest)
 	}
+	// Intersections by inclusion-exclusion of the kind's own unions.
+	var x struct {
+		Method       string
+		Estimate     float64
+		Lower, Upper float64
+		Terms        []struct{ Cardinality float64 }
+	}
+	decode(t, must(t, e.postJSON(t, "/v1/intersection", `{"sketches":["d","o"]}`), http.StatusOK, "intersection").Body, &x)
+	// o took d in by the merge above: d ∩ o is d's 4005 ids (0..3999,
+	// 5000 and four strings).
+	if x.Method != "inclusion_exclusion" || x.Lower > 4005 || x.Upper < 4005 || len(x.Terms) != 3 {
+		t.Errorf("d ∩ o = %+v, want bounds around 4,005", x)
+	}
+	checkProblem(t, e.postJSON(t, "/v1/intersection", `{"sketches":["d","o"],"method":"mle"}`), http.StatusBadRequest)
 	e.create(t, "h", `{}`)
 	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":["d","h"]}`), http.StatusConflict)
+	checkProblem(t, e.postJSON(t, "/v1/intersection", `{"sketches":["d","h"]}`), http.StatusConflict)
 	checkProblem(t, e.get(t, "/v1/sketches/d/raw?log2m=10"), http.StatusConflict)
 }
 

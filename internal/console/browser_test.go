@@ -1009,3 +1009,35 @@ func TestBrowserRegisters(t *testing.T) {
 	tb.screenshot(t, "console-ds-hll")
 	tb.noErrors(t, nil)
 }
+
+// TestBrowserRegistersOverlap: two DataSketches HLL sketches can be
+// selected and are drawn in the overlap view with the API's numbers.
+func TestBrowserRegistersOverlap(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	for _, n := range []string{"spark:a", "spark:b"} {
+		s.call(t, "PUT", "/v1/sketches/"+n, "application/json", []byte(`{"type":"ds_hll","lg_k":12}`), nil)
+	}
+	s.addRange(t, "spark:a", 1, 20001)
+	s.addRange(t, "spark:b", 10001, 40001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	if n := eval[int](t, tb, `document.querySelectorAll('table.sketches tbody input[type=checkbox]').length`); n != 2 {
+		t.Errorf("%d compare boxes, want 2", n)
+	}
+	x := s.intersect(t, "spark:a", "spark:b")
+	if x.Spurious || math.Abs(x.Estimate-10000) > 1500 {
+		t.Fatalf("fixture: ds_hll intersection %+v, want about 10,000", x)
+	}
+	tb.open(t, s.url, "/overlap?s=spark:a&s=spark:b")
+	tb.wait(t, "#ov-estimate")
+	for id, v := range map[string]float64{"#ov-estimate": x.Estimate, "#ov-lower": x.Lower, "#ov-upper": x.Upper} {
+		if got := tb.text(t, id); got != count(v) {
+			t.Errorf("%s shows %q, want %q (API %v)", id, got, count(v), v)
+		}
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-ds-hll-overlap")
+	tb.noErrors(t, nil)
+}

@@ -18,7 +18,9 @@
 //   - estimates built on top of the engines: the intersection of 2 to 8 HLL
 //     sketches with its error envelope and a verdict (Intersect), by
 //     inclusion-exclusion or by Ertl's joint maximum-likelihood estimator
-//     (docs/intersection.md explains the choice and the calibration).
+//     (docs/intersection.md explains the choice and the calibration), and
+//     of ds_hll or cpc sketches by inclusion-exclusion of their own
+//     unions with the same envelope (IntersectFamily).
 //
 // # Adding a kind
 //

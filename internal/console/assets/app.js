@@ -211,6 +211,8 @@ const SAMPLED = new Set(['theta', 'freq']);
 // HLL sketches in other ecosystems' formats: an estimate with its relative
 // standard error and bounds at two standard deviations.
 const REGISTERS = new Set(['ds_hll', 'cpc']);
+// distinct says whether a kind counts distinct ids, so that it overlaps.
+const distinct = (type) => type === 'hll' || type === 'theta' || REGISTERS.has(type);
 
 function estimateOf(s) {
   if (s.type === 'hll' || REGISTERS.has(s.type)) return { value: s.cardinality, error: s.cardinality * s.std_error };
@@ -276,7 +278,7 @@ async function listView(prefix) {
     if (after) q.set('after', after);
     const page = await api('GET', `/v1/sketches?${q}`);
     for (const s of page.sketches) {
-      const box = s.type === 'hll' || s.type === 'theta'
+      const box = distinct(s.type)
         ? el('input', { type: 'checkbox', value: s.name, 'aria-label': `Select ${s.name} to compare`, onchange: update })
         : '';
       tbody.append(el('tr', { 'data-name': s.name },
@@ -746,8 +748,8 @@ async function resolveOperand(v) {
   const o = parseOperand(v);
   if (o.kind === 'sketch') {
     const s = await api('GET', sketchPath(o.name));
-    if (s.type !== 'hll' && s.type !== 'theta') {
-      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog or theta sketches.`, '');
+    if (!distinct(s.type)) {
+      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog, theta, DataSketches HLL or CPC sketches.`, '');
     }
     return { ...s, op: s.name };
   }
@@ -755,8 +757,8 @@ async function resolveOperand(v) {
     throw new Problem(400, 'Bad range', `“${v}” is not a series range: give a series and its first and last day.`, '');
   }
   const sr = await api('GET', seriesPath(o.name));
-  if (sr.type !== 'hll' && sr.type !== 'theta') {
-    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog or theta.`, '');
+  if (!distinct(sr.type)) {
+    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog, theta, DataSketches HLL or CPC.`, '');
   }
   const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
   const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
@@ -774,8 +776,8 @@ async function overlapView(values) {
       throw err;
     }),
   ]);
-  const hlls = list.sketches.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
-  const seriesNames = seriesPage.series.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
+  const hlls = list.sketches.filter((s) => distinct(s.type)).map((s) => s.name);
+  const seriesNames = seriesPage.series.filter((s) => distinct(s.type)).map((s) => s.name);
   const fields = ['a', 'b', 'c'].map((id, i) => {
     const o = values[i] ? parseOperand(values[i]) : { kind: 'sketch', name: '' };
     const kind = el('select', { id: `kind-${id}`, 'aria-label': `Set ${id.toUpperCase()} is a` },
@@ -809,7 +811,7 @@ async function overlapView(values) {
     const picked = fields.map((f) => f.value()).filter(Boolean);
     location.hash = `#/overlap?${picked.map((v) => `s=${encodeURIComponent(v)}`).join('&')}`;
   });
-  section.append(el('p', { class: 'muted' }, 'Pick two or three HyperLogLog or theta sketches, or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form);
+  section.append(el('p', { class: 'muted' }, 'Pick two or three distinct-count sketches (HyperLogLog, theta, DataSketches HLL or CPC), or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form);
   if (values.length < 2) return section;
 
   const sets = await Promise.all(values.map(resolveOperand));

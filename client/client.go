@@ -99,6 +99,7 @@ type callConfig struct {
 	create      bool
 	fold        bool
 	retryUnsafe bool
+	format      string
 }
 
 // WithCreate makes an add (or events) call create missing sketches with
@@ -111,6 +112,11 @@ func WithCreate() CallOption { return func(c *callConfig) { c.create = true } }
 // registers (?fold=true; lossy: the sketch keeps fewer registers from
 // then on) rather than refuse it as a conflict.
 func WithFold() CallOption { return func(c *callConfig) { c.fold = true } }
+
+// WithFormat names the sketch type uploaded bytes are in (?format=, for
+// PutRaw and MergeRaw: "hll", "cms", "theta", "freq"), instead of letting
+// the server recognize it from the preamble.
+func WithFormat(sketchType string) CallOption { return func(c *callConfig) { c.format = sketchType } }
 
 // WithUnsafeRetry lets a call that is not safe to repeat (a Count-Min add,
 // events, a raw merge) be retried like the others. A retry after a lost

@@ -142,6 +142,12 @@ type Union struct {
 	Retained   int     `json:"retained,omitempty"`
 	Theta      float64 `json:"theta,omitempty"`
 
+	// ds_hll unions: the union's lg_k (the smallest of its inputs') and
+	// target type, with the bounds above and Cardinality, StdError and
+	// Representation (the mode).
+	LgK     int    `json:"lg_k,omitempty"`
+	TgtType string `json:"tgt_type,omitempty"`
+
 	Into string `json:"into,omitempty"`
 	// Warnings says where a series operand's covered range differs from
 	// the one asked.

@@ -36,7 +36,8 @@ type SeriesRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
-	LgK          int     `json:"lg_k,omitempty"` // theta and freq series
+	LgK          int     `json:"lg_k,omitempty"`     // theta, freq and ds_hll series
+	TgtType      string  `json:"tgt_type,omitempty"` // ds_hll series
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`
@@ -344,9 +345,27 @@ type SeriesRaw struct {
 // SeriesRaw downloads the union of [from, to) in the kind's format (GET
 // /v1/series/{name}/raw); hex asks for PostgreSQL's `\x…` text.
 func (c *Client) SeriesRaw(ctx context.Context, name string, from, to time.Time, hex bool) (*SeriesRaw, error) {
+	return c.SeriesRawWith(ctx, name, from, to, SeriesRawOptions{Hex: hex})
+}
+
+// SeriesRawOptions shapes a series download, as RawOptions a sketch's.
+type SeriesRawOptions struct {
+	Hex        bool   // PostgreSQL's `\x…` text
+	Layout     string // a freq series' summary layout: "java" or "cpp"
+	Compressed bool   // a theta series' compressed form
+}
+
+// SeriesRawWith is SeriesRaw with the download's options.
+func (c *Client) SeriesRawWith(ctx context.Context, name string, from, to time.Time, opts SeriesRawOptions) (*SeriesRaw, error) {
 	q := rangeQuery(from, to)
-	if hex {
+	if opts.Hex {
 		q.Set("format", "hex")
+	}
+	if opts.Layout != "" {
+		q.Set("layout", opts.Layout)
+	}
+	if opts.Compressed {
+		q.Set("compressed", "true")
 	}
 	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "raw"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 	if err != nil {

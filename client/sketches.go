@@ -13,8 +13,10 @@ import (
 const (
 	TypeHLL   = "hll"
 	TypeCMS   = "cms"
-	TypeTheta = "theta" // DataSketches' theta sketch: intersections with their own bounds
-	TypeFreq  = "freq"  // DataSketches' tuple sketch with a count per user: the frequency report
+	TypeTheta = "theta"  // DataSketches' theta sketch: intersections with their own bounds
+	TypeFreq  = "freq"   // DataSketches' tuple sketch with a count per user: the frequency report
+	TypeDSHLL = "ds_hll" // DataSketches' HLL sketch: what Spark, Druid and Hive read
+	TypeCPC   = "cpc"    // DataSketches' CPC sketch: what Pinot, Hive and Impala read
 )
 
 // Sketch describes a stored sketch. Type says which of the groups of
@@ -53,6 +55,12 @@ type Sketch struct {
 	Retained    int     `json:"retained,omitempty"`
 	Impressions int64   `json:"impressions,omitempty"`
 
+	// ds_hll: LgK, TgtType (HLL_4, HLL_6, HLL_8), Representation (the
+	// mode: LIST, SET, HLL), Cardinality with StdError and the bounds.
+	// cpc: LgK, Representation (the flavor: EMPTY, SPARSE, HYBRID,
+	// PINNED, SLIDING), Cardinality with StdError and the bounds.
+	TgtType string `json:"tgt_type,omitempty"`
+
 	SizeBytes int       `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -83,8 +91,11 @@ type CreateRequest struct {
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
 
-	// Theta and freq sketches take LgK (4..26, default 12).
-	LgK int `json:"lg_k,omitempty"`
+	// Theta and freq sketches take LgK (4..26, default 12); ds_hll
+	// sketches LgK (4..21, default 12) and TgtType ("HLL_4", the default,
+	// "HLL_6" or "HLL_8"); cpc sketches LgK (4..26, default 11).
+	LgK     int    `json:"lg_k,omitempty"`
+	TgtType string `json:"tgt_type,omitempty"`
 
 	// Metric exports the estimate on /metrics.
 	Metric bool `json:"metric,omitempty"`

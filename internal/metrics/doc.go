@@ -37,7 +37,9 @@
 // Read from the Source at each scrape (only when Options.Source is set):
 //
 //	sketchd_sketches{kind,representation}                  gauge      representation EMPTY, EXPLICIT,
-//	                                                                  SPARSE, FULL for hll, "" for cms
+//	                                                                  SPARSE, FULL for hll, "" for cms,
+//	                                                                  the mode (LIST, SET, HLL) for ds_hll,
+//	                                                                  the flavor (EMPTY .. SLIDING) for cpc
 //	sketchd_db_size_bytes                                  gauge      bbolt file size
 //	sketchd_wal_size_bytes                                 gauge      write-ahead log size
 //	sketchd_cache_entries                                  gauge      decoded sketches cached

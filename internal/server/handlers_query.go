@@ -173,6 +173,9 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		p := c.Params()
 		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into, Warnings: warnings})
 	}
+	if resp, ok := unionRegisters(u, req.Into, warnings); ok {
+		return writeJSON(w, http.StatusOK, resp)
+	}
 	h, ok := sketch.HLLOf(u)
 	if !ok {
 		var in sketch.Info
@@ -263,8 +266,10 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 }
 
 // intersect estimates the intersection of sketches of one kind: HLL by
-// inclusion-exclusion or the MLE with the error envelope, theta by
-// DataSketches' theta intersection with its own bounds. extra warnings
+// inclusion-exclusion or the MLE with the error envelope, ds_hll and cpc
+// by inclusion-exclusion of their own unions with the same envelope
+// (sketch.IntersectFamily), theta by DataSketches' theta intersection
+// with its own bounds. extra warnings
 // (from series ranges) join the answer's.
 func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra []string) (any, error) {
 	if err := sketch.SameKind(labels, sks); err != nil {
@@ -282,11 +287,21 @@ func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra
 		resp.Warnings = append(resp.Warnings, extra...)
 		return resp, nil
 	}
+	switch sks[0].Kind().Type {
+	case sketch.TypeDSHLL, sketch.TypeCPC:
+		x, err := sketch.IntersectFamily(labels, sks, method)
+		if err != nil {
+			return nil, err
+		}
+		resp := intersectionDTO(x)
+		resp.Warnings = append(resp.Warnings, extra...)
+		return resp, nil
+	}
 	hs := make([]*hll.Sketch, len(sks))
 	for i, sk := range sks {
 		h, ok := sketch.HLLOf(sk)
 		if !ok {
-			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll or theta sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
+			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll, theta, ds_hll or cpc sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
 		}
 		hs[i] = h
 	}

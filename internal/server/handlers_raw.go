@@ -16,22 +16,31 @@ import (
 
 // handleRawGet downloads a sketch's encoding: binary with an ETag, or
 // ?format=hex as PostgreSQL prints a bytea/hll (\x and lower-case hex);
-// ?log2m= folds an HLL on the way out.
+// ?log2m= folds an HLL on the way out; ?layout= picks a freq sketch's
+// summary layout and ?compressed=true asks a theta sketch for serial
+// version 4 (downloadParams).
 func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 	name, err := nameParam(r)
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "format", "log2m")
+	q, err := query(r, "format", "log2m", "layout", "compressed")
 	if err != nil {
 		return err
 	}
-	format, hasFormat := first(q, "format")
-	if hasFormat && format != "hex" && format != "binary" {
-		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
+	format, err := rawFormat(q)
+	if err != nil {
+		return err
+	}
+	dl, err := downloadParams(q)
+	if err != nil {
+		return err
 	}
 	var b []byte
 	if _, ok := first(q, "log2m"); ok {
+		if dl != (sketch.Download{}) {
+			return sketch.Errorf(sketch.Invalid, "log2m folds an hll; layout and compressed apply to freq and theta sketches")
+		}
 		log2m, err := intParam(q, "log2m", 0, hll.MinLog2m, hll.MaxLog2m)
 		if err != nil {
 			return err
@@ -49,8 +58,8 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 		}
 	} else {
 		err = s.store.View(r.Context(), []string{name}, func(sks []sketch.Sketch) error {
-			b = sks[0].AppendBinary(nil)
-			return nil
+			b, err = sketch.AppendDownload(nil, sks[0], dl)
+			return err
 		})
 		if err != nil {
 			return err
@@ -70,6 +79,34 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeRaw(w, b, format == "hex")
 	return nil
+}
+
+// rawFormat reads ?format= of a download: "binary" (the default) or
+// "hex".
+func rawFormat(q map[string][]string) (string, error) {
+	format, ok := first(q, "format")
+	if ok && format != "hex" && format != "binary" {
+		return "", sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
+	}
+	return format, nil
+}
+
+// downloadParams reads how a download is written: ?layout=java|cpp (freq
+// summaries; java by default) and ?compressed=true|false (theta serial
+// version 4). AppendDownload refuses either on a kind it does not fit.
+func downloadParams(q map[string][]string) (sketch.Download, error) {
+	var d sketch.Download
+	if v, ok := first(q, "layout"); ok {
+		switch l := sketch.Layout(v); l {
+		case sketch.LayoutJava, sketch.LayoutCPP:
+			d.Layout = l
+		default:
+			return d, sketch.Errorf(sketch.Invalid, "query parameter layout=%q must be java (Java's IntegerSummary, the default) or cpp (C++ and Python's int32)", clip(v))
+		}
+	}
+	c, err := boolParam(q, "compressed", false)
+	d.Compressed = c
+	return d, err
 }
 
 // writeRaw answers a sketch's encoding: binary, or as PostgreSQL prints a
@@ -92,7 +129,10 @@ func writeRaw(w http.ResponseWriter, b []byte, asHex bool) {
 // upload reads a sketch sent as binary (application/octet-stream) or as
 // PostgreSQL's text form (text/plain, \x then hex digits), of whichever
 // registered kind its bytes are, decoded as strictly as the format allows.
-func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, error) {
+//
+// format is the upload's ?format= (a sketch type), "" to recognize the
+// format from the bytes' preamble.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, format sketch.Type) (sketch.Sketch, error) {
 	mt, err := mediaType(r)
 	if err != nil {
 		s.refused(refusedMediaType)
@@ -121,12 +161,20 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, 
 			return nil, sketch.Errorf(sketch.Invalid, "the text upload is not hex: %s", clip(err.Error()))
 		}
 	}
-	sk, err := sketch.DetectUpload(raw)
+	sk, err := sketch.DecodeUpload(raw, format)
 	if err != nil {
 		s.refused(refusedBadInput)
 		return nil, err
 	}
 	return sk, nil
+}
+
+// uploadFormat is an upload's ?format=: the sketch type its bytes are
+// in, "" (absent) to recognize it from the preamble. DecodeUpload refuses
+// a name that is no type.
+func uploadFormat(q map[string][]string) sketch.Type {
+	f, _ := first(q, "format")
+	return sketch.Type(f)
 }
 
 // handleRawPut creates or replaces a sketch from uploaded bytes.
@@ -135,10 +183,11 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := query(r); err != nil {
+	q, err := query(r, "format")
+	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r)
+	sk, err := s.upload(w, r, uploadFormat(q))
 	if err != nil {
 		return err
 	}
@@ -162,7 +211,7 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "fold")
+	q, err := query(r, "fold", "format")
 	if err != nil {
 		return err
 	}
@@ -170,7 +219,7 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r)
+	sk, err := s.upload(w, r, uploadFormat(q))
 	if err != nil {
 		return err
 	}

@@ -246,6 +246,9 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 		var in sketch.Info
 		u.Describe(&in)
 		resp.Cardinality, resp.Lower, resp.Upper = &in.Cardinality, &in.Lower, &in.Upper
+		if in.StdError > 0 {
+			resp.StdError = &in.StdError
+		}
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }
@@ -483,22 +486,30 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 // handleSeriesRaw downloads a range's union in its kind's format, the
 // covered range in headers.
 func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "format")
+	name, q, from, to, ss, err := s.seriesRange(r, "format", "layout", "compressed")
 	if err != nil {
 		return err
 	}
-	format, hasFormat := first(q, "format")
-	if hasFormat && format != "hex" && format != "binary" {
-		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
+	format, err := rawFormat(q)
+	if err != nil {
+		return err
+	}
+	dl, err := downloadParams(q)
+	if err != nil {
+		return err
 	}
 	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	if err != nil {
+		return err
+	}
+	b, err := sketch.AppendDownload(nil, u, dl)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
 	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
-	writeRaw(w, u.AppendBinary(nil), format == "hex")
+	writeRaw(w, b, format == "hex")
 	return nil
 }
 
@@ -605,6 +616,10 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"lg_k": p.LgK}
 	case sketch.FreqParams:
 		return map[string]any{"lg_k": p.LgK}
+	case sketch.DSHLLParams:
+		return map[string]any{"lg_k": p.LgK, "tgt_type": p.Type.String()}
+	case sketch.CPCParams:
+		return map[string]any{"lg_k": p.LgK}
 	}
 	return map[string]any{}
 }
@@ -677,6 +692,9 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 		var in sketch.Info
 		v.Describe(&in)
 		out.Cardinality, out.Lower, out.Upper = &in.Cardinality, &in.Lower, &in.Upper
+		if in.StdError > 0 {
+			out.StdError = &in.StdError
+		}
 	}
 	return out
 }

@@ -138,6 +138,7 @@ func Run(t *testing.T, b Backend) {
 		{"Reopen", testReopen},
 		{"Canceled", testCanceled},
 		{"EveryKind", testEveryKind},
+		{"KeepsUploaded", testKeepsUploaded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -215,6 +215,10 @@ type DB struct {
 	dirtyMu    sync.Mutex
 	dirty      map[*entry]struct{}
 	dirtyBytes atomic.Int64
+	// flushing is the dirty set a running checkpoint took, until its copy
+	// is in bbolt (or back in dirty): a scan of bbolt laid over dirty and
+	// flushing, read in that order, misses no entry.
+	flushing map[*entry]struct{}
 
 	statsMu   sync.Mutex
 	counts    map[countKey]int

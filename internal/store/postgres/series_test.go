@@ -275,7 +275,7 @@ func TestSeriesRecreatedOnAnotherNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := first.Buckets(now, now)
-	err := dbs[0].ViewSeries(ctx, "x", func(*series.Spec) ([]series.Key, error) { return keys, nil }, func(*series.Spec, []sketch.Sketch) error { return nil })
+	err := dbs[0].ViewSeries(ctx, "x", func(*series.Spec) ([]series.Run, error) { return runsOf(keys), nil }, func(*series.Spec, []series.Bucket) error { return nil })
 	if sketch.KindOf(err) != sketch.NotFound {
 		t.Fatalf("a read after another node's delete: %v", err)
 	}
@@ -302,9 +302,9 @@ func TestSeriesRecreatedOnAnotherNode(t *testing.T) {
 	}
 	var got *series.Spec
 	day := series.Key{Level: series.Day, Start: series.Day.Start(now, time.UTC)}
-	err = dbs[0].ViewSeries(ctx, "x", func(sp *series.Spec) ([]series.Key, error) { got = sp; return []series.Key{day}, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
-		if sks[0] == nil || sks[0].Estimate() != 2 {
-			t.Errorf("the new series' day bucket: %v", sks[0])
+	err = dbs[0].ViewSeries(ctx, "x", func(sp *series.Spec) ([]series.Run, error) { got = sp; return runsOf([]series.Key{day}), nil }, func(_ *series.Spec, bs []series.Bucket) error {
+		if len(bs) != 1 || bs[0].Sketch.Estimate() != 2 {
+			t.Errorf("the new series' day bucket: %v", bs)
 		}
 		return nil
 	})
@@ -323,20 +323,22 @@ func view(t *testing.T, db *postgres.DB, name string, keys []series.Key) ([]sket
 	t.Helper()
 	var spec *series.Spec
 	var out []sketch.Sketch
-	err := db.ViewSeries(ctx, name, func(sp *series.Spec) ([]series.Key, error) {
+	err := db.ViewSeries(ctx, name, func(sp *series.Spec) ([]series.Run, error) {
 		spec = sp
 		for _, k := range keys {
 			if _, ok := sp.Kept(k.Level); !ok {
 				return nil, sketch.Errorf(sketch.Invalid, "series %q keeps no %s buckets", name, k.Level)
 			}
 		}
-		return keys, nil
-	}, func(_ *series.Spec, sks []sketch.Sketch) error {
-		for _, sk := range sks {
-			if sk != nil {
-				sk = sk.Clone()
+		return runsOf(keys), nil
+	}, func(_ *series.Spec, bs []series.Bucket) error {
+		out = make([]sketch.Sketch, len(keys))
+		for _, b := range bs {
+			for i, k := range keys {
+				if k.Level == b.Level && k.Start.Equal(b.Start) {
+					out[i] = b.Sketch.Clone()
+				}
 			}
-			out = append(out, sk)
 		}
 		return nil
 	})
@@ -344,6 +346,15 @@ func view(t *testing.T, db *postgres.DB, name string, keys []series.Key) ([]sket
 		t.Fatal(err)
 	}
 	return out, spec
+}
+
+// runsOf reads each key as a run of one bucket.
+func runsOf(keys []series.Key) []series.Run {
+	runs := make([]series.Run, len(keys))
+	for i, k := range keys {
+		runs[i] = series.Run{Level: k.Level, First: k.Start, Last: k.Start, Count: 1}
+	}
+	return runs
 }
 
 // TestSeriesBucketCache: a node reads each bucket's bytes once while its

@@ -45,7 +45,8 @@ func (s *DB) takeDirty() []*snapshot {
 	s.dirtyMu.Lock()
 	dirty := s.dirty
 	s.dirty = map[*entry]struct{}{}
-	s.flushing = dirty
+	s.flushing, s.flushingBuckets = dirty, s.dirtyBuckets
+	s.dirtyBuckets = map[string]map[*entry]struct{}{}
 	s.dirtyBytes.Store(0)
 	s.dirtyMu.Unlock()
 	snaps := make([]*snapshot, 0, len(dirty))
@@ -104,7 +105,7 @@ func (s *DB) abandon(snaps []*snapshot) {
 // in bbolt now, or back in the dirty set.
 func (s *DB) settled() {
 	s.dirtyMu.Lock()
-	s.flushing = nil
+	s.flushing, s.flushingBuckets = nil, nil
 	s.dirtyMu.Unlock()
 }
 

@@ -53,6 +53,19 @@ func bucketKey(name string, k series.Key) string {
 // bucketPrefix is the key prefix of all of name's buckets.
 func bucketPrefix(name string) string { return string(prefixBucket) + name + "\x00" }
 
+// bucketSeriesName returns the series of a bucket's entry key, and false
+// for the key of anything else.
+func bucketSeriesName(key string) (string, bool) {
+	if key == "" || key[0] != prefixBucket {
+		return "", false
+	}
+	i := strings.IndexByte(key, 0)
+	if i < 0 {
+		return "", false
+	}
+	return key[1:i], true
+}
+
 // parseBucketKey reads a bucket key's level and start (in UTC).
 func parseBucketKey(key string) (series.Level, time.Time, error) {
 	i := strings.IndexByte(key, 0)
@@ -216,7 +229,7 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 func (s *DB) bucketKeys(name string) ([]string, error) {
 	prefix := bucketPrefix(name)
 	keys := map[string]bool{}
-	for _, e := range s.dirtyEntries(prefix) {
+	for _, e := range s.dirtyBucketsOf(name) {
 		e.mu.Lock()
 		keys[e.name] = e.st != nil
 		e.mu.Unlock()
@@ -261,7 +274,7 @@ func (s *DB) bucketsIn(name string, runs []series.Run) ([]string, error) {
 		key   string
 	}
 	var keys []found
-	for _, e := range s.dirtyEntries(bucketPrefix(name)) {
+	for _, e := range s.dirtyBucketsOf(name) {
 		e.mu.Lock()
 		exists := e.st != nil
 		e.mu.Unlock()
@@ -323,6 +336,22 @@ func unixSpans(a, b int64) [][2]uint64 {
 		return [][2]uint64{{uint64(a), math.MaxUint64}, {0, uint64(b)}}
 	}
 	return [][2]uint64{{uint64(a), uint64(b)}}
+}
+
+// dirtyBucketsOf returns the buckets of series name changed since the
+// last committed checkpoint (dirty, or taken by a checkpoint still
+// running).
+func (s *DB) dirtyBucketsOf(name string) []*entry {
+	s.dirtyMu.Lock()
+	defer s.dirtyMu.Unlock()
+	var out []*entry
+	for e := range s.dirtyBuckets[name] {
+		out = append(out, e)
+	}
+	for e := range s.flushingBuckets[name] {
+		out = append(out, e)
+	}
+	return out
 }
 
 // dirtyEntries returns the entries changed since the last committed

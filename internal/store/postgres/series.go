@@ -677,12 +677,16 @@ type bucketID struct {
 // level, start, the row's version and its bytes unless that version is
 // the one the node holds (the held arrays: level, start, version). A
 // missing series gives no row; a series without such buckets one row of
-// NULLs after the version.
+// NULLs after the version. Each run is a range scan of the primary key:
+// the lateral subquery (kept apart by OFFSET 0) gives the planner no
+// other way, even in a generic plan that cannot see how few runs there
+// are (a hash join over every bucket of the series, otherwise).
 const readRunsSQL = `SELECT d.xmin::text::bigint, k.i, k.level, k.start, k.xmin, CASE WHEN k.xmin = k.held THEN NULL ELSE coalesce(hll_send(k.hll), k.data) END
 FROM sketchd_series d LEFT JOIN (
-	SELECT r.i, b.level, b.start, b.xmin::text::bigint AS xmin, h.held, b.hll, b.data
+	SELECT r.i, b.level, b.start, b.xmin, h.held, b.hll, b.data
 	FROM unnest($2::text[], $3::timestamptz[], $4::timestamptz[]) WITH ORDINALITY AS r(level, first, last, i)
-	JOIN sketchd_series_buckets b ON b.series = $1 AND b.level = r.level AND b.start >= r.first AND b.start <= r.last
+	CROSS JOIN LATERAL (SELECT level, start, xmin::text::bigint AS xmin, hll, data FROM sketchd_series_buckets
+		WHERE series = $1 AND level = r.level AND start >= r.first AND start <= r.last OFFSET 0) b
 	LEFT JOIN unnest($5::text[], $6::timestamptz[], $7::bigint[]) AS h(level, start, held) ON h.level = b.level AND h.start = b.start
 ) k ON true
 WHERE d.name = $1

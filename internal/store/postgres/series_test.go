@@ -555,6 +555,16 @@ func TestSeriesReadPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(ctx) })
+	var citus bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil {
+		t.Fatal(err)
+	}
+	if citus {
+		// Citus refuses a forced generic plan of a distributed statement
+		// (this one or any other); it routes each execution to the shard
+		// with its values, where the plan is a custom one.
+		t.Skip("on Citus each execution is routed with its values: there is no generic plan to check")
+	}
 	for _, stmt := range []string{
 		`INSERT INTO sketchd_series (name, kind, params, proto, tz, levels, late_limit, created_at)
 			SELECT n, 'hll', '{}', '\x118b7f'::bytea, 'UTC', '[]', 'P7D', now() FROM unnest(ARRAY['a', 'b', 'c']) n`,

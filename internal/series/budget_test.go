@@ -112,3 +112,39 @@ func TestTimeseriesBudget(t *testing.T) {
 		t.Errorf("30 points with at most 20 = %v", err)
 	}
 }
+
+// BenchmarkPlan measures planning: a 400-day count over hours, days and
+// months (the count of the HTTP benchmark), ten years of hours (87,600
+// buckets, within the default budget) and a century of hours (refused at
+// the budget). buckets/op is what the plan considered.
+//
+//	go test -run '^$' -bench Plan -count 6 ./internal/series
+func BenchmarkPlan(b *testing.B) {
+	now := time.Date(2026, 11, 20, 15, 17, 0, 0, time.UTC)
+	three := testSpec(b, "America/New_York", LevelSpec{Hour, Duration{Days: 14}}, LevelSpec{Day, Duration{Days: 400}}, LevelSpec{Month, Duration{Years: 5}})
+	century := testSpec(b, "America/New_York", LevelSpec{Hour, Duration{Years: 100}})
+	for _, c := range []struct {
+		name     string
+		s        *Spec
+		from, to time.Time
+		refused  bool
+	}{
+		{"count_400_days", three, Day.Start(now, three.loc).AddDate(0, 0, -399).Add(5 * time.Hour), now.Truncate(time.Hour), false},
+		{"hours_10_years", century, now.AddDate(-10, 0, 0).Truncate(time.Hour), now.Truncate(time.Hour), false},
+		{"hours_100_years_refused", century, now.AddDate(-100, 0, 0).Truncate(time.Hour), now.Truncate(time.Hour), true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var used int
+			for b.Loop() {
+				bud := NewBudget(0, 0)
+				_, err := c.s.PlanWithin(c.from, c.to, now, bud)
+				if (err != nil) != c.refused {
+					b.Fatalf("refused: %v", err)
+				}
+				used = bud.Used()
+			}
+			b.ReportMetric(float64(used), "buckets/op")
+		})
+	}
+}

@@ -430,6 +430,12 @@ func parsePlan(v string) ([]PlanRun, error) {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("Sketchd-Plan run %q: %w", run, err)
 		}
+		if n < 1 {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: a count below 1", run)
+		}
+		if l := f[0]; l != LevelHour && l != LevelDay && l != LevelWeek && l != LevelMonth {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: unknown level", run)
+		}
 		out = append(out, PlanRun{Level: f[0], First: first, Last: last, Count: n})
 	}
 	return out, nil

@@ -537,13 +537,15 @@ func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
 	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
-	w.Header().Set("Sketchd-Plan", planHeader(plan))
+	if len(plan.Runs) > 0 {
+		w.Header().Set("Sketchd-Plan", planHeader(plan))
+	}
 	writeRaw(w, u.AppendBinary(nil), format == "hex")
 	return nil
 }
 
 // planHeader describes a plan's runs in one header value: "level first
-// last count" per run, in time order, joined by ", " ("" for none).
+// last count" per run, in time order, joined by ", ".
 func planHeader(p series.Plan) string {
 	var b strings.Builder
 	loc := p.From.Location()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -187,13 +188,34 @@ func (c *Client) addSeries(ctx context.Context, name string, ts time.Time, conte
 
 // Range is the part of a series a query covered: From and To may differ
 // from the range asked for (an edge inside the finest bucket kept there,
-// expired data), and Warnings then says so. Buckets are the buckets it
-// read, the fewest that tile the range.
+// expired data), and Warnings then says so. Plan is how it was answered:
+// the fewest buckets that tile the range, as runs of one level each
+// (months inside, days and hours towards the edges). Buckets lists them
+// one by one, only when asked (SeriesCountBuckets).
 type Range struct {
 	From     time.Time   `json:"from"`
 	To       time.Time   `json:"to"`
-	Buckets  []BucketRef `json:"buckets"`
+	Plan     []PlanRun   `json:"plan"`
+	Buckets  []BucketRef `json:"buckets,omitempty"`
 	Warnings []string    `json:"warnings"`
+}
+
+// PlanRun is Count consecutive buckets of one level: the first starts at
+// First, the last at Last.
+type PlanRun struct {
+	Level string    `json:"level"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Count int       `json:"count"`
+}
+
+// BucketCount is how many buckets the plan has.
+func (r Range) BucketCount() int {
+	n := 0
+	for _, p := range r.Plan {
+		n += p.Count
+	}
+	return n
 }
 
 // BucketRef names a bucket by its level and start.
@@ -221,11 +243,27 @@ func rangeQuery(from, to time.Time) url.Values {
 }
 
 // SeriesCount counts [from, to) (GET /v1/series/{name}/count); for a
-// Count-Min series, ids (all integers or all texts) are estimated too.
+// Count-Min series, ids (all integers or all texts) are estimated too. A
+// range whose plan passes the server's -max-series-buckets is
+// unprocessable (IsUnprocessable), its detail saying how to narrow.
 func (c *Client) SeriesCount(ctx context.Context, name string, from, to time.Time, ids ...ID) (*SeriesCount, error) {
+	return c.seriesCount(ctx, name, from, to, false, ids)
+}
+
+// SeriesCountBuckets is SeriesCount with every bucket of the plan listed
+// in Buckets (?buckets=true): unprocessable when there are more than the
+// server's -max-series-points.
+func (c *Client) SeriesCountBuckets(ctx context.Context, name string, from, to time.Time, ids ...ID) (*SeriesCount, error) {
+	return c.seriesCount(ctx, name, from, to, true, ids)
+}
+
+func (c *Client) seriesCount(ctx context.Context, name string, from, to time.Time, list bool, ids []ID) (*SeriesCount, error) {
 	q := rangeQuery(from, to)
 	if err := addIDQuery(q, ids); err != nil {
 		return nil, err
+	}
+	if list {
+		q.Set("buckets", "true")
 	}
 	return into[SeriesCount](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "count"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }
@@ -340,6 +378,7 @@ type SeriesRaw struct {
 	Data     []byte    // bytes, or `\x…` text with hex
 	From, To time.Time // the range covered
 	Buckets  int       // how many buckets it united
+	Plan     []PlanRun // the buckets as runs, as Range.Plan
 }
 
 // SeriesRaw downloads the union of [from, to) in the kind's format (GET
@@ -385,8 +424,38 @@ func (c *Client) SeriesRawWith(ctx context.Context, name string, from, to time.T
 		out.Buckets, err = strconv.Atoi(v)
 		errs = append(errs, err)
 	}
+	if v := r.header.Get("Sketchd-Plan"); v != "" {
+		out.Plan, err = parsePlan(v)
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("client: the answer's range headers: %w", err)
+	}
+	return out, nil
+}
+
+// parsePlan reads a Sketchd-Plan header: "level first last count" per
+// run, joined by ", ".
+func parsePlan(v string) ([]PlanRun, error) {
+	var out []PlanRun
+	for _, run := range strings.Split(v, ", ") {
+		f := strings.Fields(run)
+		if len(f) != 4 {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: want level, first, last and count", run)
+		}
+		first, err1 := time.Parse(time.RFC3339Nano, f[1])
+		last, err2 := time.Parse(time.RFC3339Nano, f[2])
+		n, err3 := strconv.Atoi(f[3])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: %w", run, err)
+		}
+		if n < 1 {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: a count below 1", run)
+		}
+		if l := f[0]; l != LevelHour && l != LevelDay && l != LevelWeek && l != LevelMonth {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: unknown level", run)
+		}
+		out = append(out, PlanRun{Level: f[0], First: first, Last: last, Count: n})
 	}
 	return out, nil
 }

@@ -26,6 +26,8 @@ type config struct {
 	drainDelay         time.Duration
 	maxIDs             int
 	maxInflightWrites  int
+	maxSeriesBuckets   int
+	maxSeriesPoints    int
 	commitInterval     time.Duration
 	checkpointInterval time.Duration
 	retentionInterval  time.Duration
@@ -146,6 +148,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", def.BodyTimeout, "how long a request body may take to arrive before the request gets 408")
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
 	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
+	fs.IntVar(&c.maxSeriesBuckets, "max-series-buckets", def.MaxSeriesBuckets, "most series buckets one request may plan, over all its ranges (every unexpired bucket of every kept level inside a range; a line's windows at its level); beyond it the answer is 422. Only stored buckets are read")
+	fs.IntVar(&c.maxSeriesPoints, "max-series-points", def.MaxSeriesPoints, "most points of a series timeseries, and most buckets a ?buckets=true answer lists; beyond it the answer is 422")
 	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
 	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
 	fs.DurationVar(&c.retentionInterval, "retention-interval", time.Minute, "how often expired series buckets are removed")
@@ -181,6 +185,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-max-ids %d must be positive", c.maxIDs)
 	case c.maxInflightWrites < 1:
 		return fmt.Errorf("-max-inflight-writes %d must be positive", c.maxInflightWrites)
+	case c.maxSeriesBuckets < 1:
+		return fmt.Errorf("-max-series-buckets %d must be positive", c.maxSeriesBuckets)
+	case c.maxSeriesPoints < 1:
+		return fmt.Errorf("-max-series-points %d must be positive", c.maxSeriesPoints)
 	case c.commitInterval < 0 || c.commitInterval > time.Second:
 		return fmt.Errorf("-commit-interval %v must be between 0 and 1s", c.commitInterval)
 	case c.checkpointInterval < 100*time.Millisecond:

@@ -61,6 +61,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-max-body-memory", "1024"}, nil, "-max-body-memory"},
 		{[]string{"-body-timeout", "0s"}, nil, "-body-timeout"},
 		{[]string{"-drain-delay", "-1s"}, nil, "-drain-delay"},
+		{[]string{"-max-series-buckets", "0"}, nil, "-max-series-buckets"},
+		{nil, map[string]string{"SKETCHD_MAX_SERIES_POINTS": "-3"}, "-max-series-points"},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(tt.args, env(tt.env), io.Discard)

@@ -123,6 +123,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 	srv := server.New(server.Config{
 		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
 		MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
+		MaxSeriesBuckets: cfg.maxSeriesBuckets, MaxSeriesPoints: cfg.maxSeriesPoints,
 	}, server.Deps{
 		Store: db, Metrics: m, Logger: log, Auth: auth,
 		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -170,34 +171,45 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// rangeUnion reads [from, to) of a series: the plan and the union of its
-// buckets (an empty sketch of the series' parameters when none holds
-// anything).
-func (s *Server) rangeUnion(ctx context.Context, ss SeriesStore, name string, from, to time.Time) (series.Plan, sketch.Sketch, error) {
+// budget is what one request may plan of series buckets and points.
+func (s *Server) budget() *series.Budget {
+	return series.NewBudget(s.cfg.MaxSeriesBuckets, s.cfg.MaxSeriesPoints)
+}
+
+// rangeUnion reads [from, to) of a series within b: the plan and the
+// union of its stored buckets (an empty sketch of the series' parameters
+// when none holds anything). With list, a plan of more buckets than an
+// answer may list is refused before anything is read.
+func (s *Server) rangeUnion(ctx context.Context, ss SeriesStore, name string, from, to time.Time, b *series.Budget, list bool) (series.Plan, sketch.Sketch, error) {
 	var plan series.Plan
 	var u sketch.Sketch
-	err := ss.ViewSeries(ctx, name, func(spec *series.Spec) ([]series.Key, error) {
+	start := *b // a plan made again (the series changed) spends the same
+	err := ss.ViewSeries(ctx, name, func(spec *series.Spec) ([]series.Run, error) {
+		*b = start
 		var err error
-		plan, err = spec.Plan(from, to, time.Now())
-		return plan.Buckets, err
-	}, func(spec *series.Spec, sks []sketch.Sketch) error {
+		if plan, err = spec.PlanWithin(from, to, time.Now(), b); err != nil {
+			return nil, err
+		}
+		if list && len(plan.Buckets) > s.cfg.MaxSeriesPoints {
+			return nil, sketch.Errorf(sketch.Unprocessable, "buckets=true lists at most %d buckets (the server's -max-series-points) and this range is answered from %d: leave buckets out to get the plan as runs (level, first, last, count), or ask for a shorter range", s.cfg.MaxSeriesPoints, len(plan.Buckets))
+		}
+		return plan.Runs, nil
+	}, func(spec *series.Spec, bs []series.Bucket) error {
 		var err error
-		u, err = unionOf(spec, sks)
+		u, err = unionOf(spec, bs)
 		return err
 	})
 	return plan, u, err
 }
 
-// unionOf unions the non-empty sketches, or returns an empty one.
-func unionOf(spec *series.Spec, sks []sketch.Sketch) (sketch.Sketch, error) {
-	var some []sketch.Sketch
-	for _, sk := range sks {
-		if sk != nil {
-			some = append(some, sk)
-		}
-	}
-	if len(some) == 0 {
+// unionOf unions the buckets' sketches, or returns an empty one.
+func unionOf(spec *series.Spec, bs []series.Bucket) (sketch.Sketch, error) {
+	if len(bs) == 0 {
 		return spec.Params.New()
+	}
+	some := make([]sketch.Sketch, len(bs))
+	for i, b := range bs {
+		some[i] = b.Sketch
 	}
 	return spec.Params.Kind().Union(some)
 }
@@ -214,7 +226,7 @@ func rangeParams(q map[string][]string) (from, to time.Time, err error) {
 // handleSeriesCount answers the distinct count (HLL) or the total and
 // ?id= frequencies (CMS) over [from, to).
 func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "id*", "id_type")
+	name, q, from, to, ss, err := s.seriesRange(r, "id*", "id_type", "buckets")
 	if err != nil {
 		return err
 	}
@@ -222,11 +234,15 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
 	if err != nil {
 		return err
 	}
-	resp := countResponse{rangeResponse: rangeDTO(plan)}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	if err != nil {
+		return err
+	}
+	resp := countResponse{rangeResponse: rangeDTO(plan, list)}
 	if h, ok := sketch.HLLOf(u); ok {
 		if len(ids) > 0 {
 			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which an hll series does not keep")
@@ -299,11 +315,20 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 	}
 	var plan series.Timeseries
 	resp := timeseriesResponse{Step: step.String(), Window: window.String()}
-	err = ss.ViewSeries(r.Context(), name, func(spec *series.Spec) ([]series.Key, error) {
+	b := s.budget()
+	start := *b
+	err = ss.ViewSeries(r.Context(), name, func(spec *series.Spec) ([]series.Run, error) {
+		*b = start
 		var err error
-		plan, err = spec.Timeseries(from, to, step, window, time.Now())
-		return plan.Elements, err
-	}, func(spec *series.Spec, sks []sketch.Sketch) error {
+		if plan, err = spec.TimeseriesWithin(from, to, step, window, time.Now(), b); err != nil {
+			return nil, err
+		}
+		return []series.Run{plan.Run()}, nil
+	}, func(spec *series.Spec, bs []series.Bucket) error {
+		sks, err := elementsOf(plan.Elements, bs)
+		if err != nil {
+			return err
+		}
 		resp.Points = make([]timeseriesPoint, len(plan.Points))
 		if registerLine(plan.Points, sks, spec, resp.Points) {
 			return nil
@@ -341,6 +366,33 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 	resp.Level = plan.Level.String()
 	resp.Warnings = append([]string{}, plan.Warnings...)
 	return writeJSON(w, http.StatusOK, resp)
+}
+
+// elementsOf lays the stored buckets (in time order) out on a line's
+// elements: nil where none is stored. A bucket whose start is no
+// element's (one stored under other edges) joins the element holding its
+// start, so no stored data inside the line is left out.
+func elementsOf(els []series.Key, bs []series.Bucket) ([]sketch.Sketch, error) {
+	sks := make([]sketch.Sketch, len(els))
+	j := 0
+	for _, b := range bs {
+		for j+1 < len(els) && !els[j+1].Start.After(b.Start) {
+			j++
+		}
+		if len(els) == 0 || b.Start.Before(els[j].Start) {
+			continue // before the line (the store read only inside it)
+		}
+		if sks[j] == nil {
+			sks[j] = b.Sketch
+			continue
+		}
+		u, err := unionPair(sks[j], b.Sketch)
+		if err != nil {
+			return nil, err
+		}
+		sks[j] = u
+	}
+	return sks, nil
 }
 
 // pointBase is a point's range, without its number.
@@ -457,7 +509,7 @@ func unionPair(a, b sketch.Sketch) (sketch.Sketch, error) {
 
 // handleSeriesTop lists a Count-Min series' heavy hitters over a range.
 func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "k")
+	name, q, from, to, ss, err := s.seriesRange(r, "k", "buckets")
 	if err != nil {
 		return err
 	}
@@ -465,7 +517,11 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
 	if err != nil {
 		return err
 	}
@@ -476,7 +532,7 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 	if c.Params().TopK == 0 {
 		return sketch.Errorf(sketch.Conflict, "series %q keeps no heavy hitters; create it with topk > 0", name)
 	}
-	resp := seriesTopResponse{rangeResponse: rangeDTO(plan), Items: []topItem{}}
+	resp := seriesTopResponse{rangeResponse: rangeDTO(plan, list), Items: []topItem{}}
 	for _, it := range c.Top(k) {
 		resp.Items = append(resp.Items, topItem{ID: idValue(it.ID), Estimate: it.Count})
 	}
@@ -498,7 +554,7 @@ func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), false)
 	if err != nil {
 		return err
 	}
@@ -509,8 +565,25 @@ func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
 	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
+	if len(plan.Runs) > 0 {
+		w.Header().Set("Sketchd-Plan", planHeader(plan))
+	}
 	writeRaw(w, b, format == "hex")
 	return nil
+}
+
+// planHeader describes a plan's runs in one header value: "level first
+// last count" per run, in time order, joined by ", ".
+func planHeader(p series.Plan) string {
+	var b strings.Builder
+	loc := p.From.Location()
+	for i, r := range p.Runs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s %s %d", r.Level, r.First.In(loc).Format(time.RFC3339), r.Last.In(loc).Format(time.RFC3339), r.Count)
+	}
+	return b.String()
 }
 
 // seriesRequest is the body of PUT /v1/series/{name}: the sketch
@@ -629,19 +702,38 @@ type bucketRef struct {
 	Start time.Time `json:"start"`
 }
 
-// rangeResponse echoes the range an answer covers and the buckets it was
-// taken from.
-type rangeResponse struct {
-	From     time.Time   `json:"from"`
-	To       time.Time   `json:"to"`
-	Buckets  []bucketRef `json:"buckets"`
-	Warnings []string    `json:"warnings"`
+// planRun is Count consecutive buckets of one level, from the one
+// starting at First to the one starting at Last.
+type planRun struct {
+	Level string    `json:"level"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Count int       `json:"count"`
 }
 
-func rangeDTO(p series.Plan) rangeResponse {
-	r := rangeResponse{From: p.From, To: p.To, Buckets: make([]bucketRef, len(p.Buckets)), Warnings: append([]string{}, p.Warnings...)}
-	for i, k := range p.Buckets {
-		r.Buckets[i] = bucketRef{Level: k.Level.String(), Start: k.Start.In(p.From.Location())}
+// rangeResponse echoes the range an answer covers and the plan it was
+// taken from: runs of buckets, and every bucket when asked
+// (?buckets=true).
+type rangeResponse struct {
+	From     time.Time    `json:"from"`
+	To       time.Time    `json:"to"`
+	Plan     []planRun    `json:"plan"`
+	Buckets  *[]bucketRef `json:"buckets,omitempty"`
+	Warnings []string     `json:"warnings"`
+}
+
+func rangeDTO(p series.Plan, list bool) rangeResponse {
+	loc := p.From.Location()
+	r := rangeResponse{From: p.From, To: p.To, Plan: make([]planRun, len(p.Runs)), Warnings: append([]string{}, p.Warnings...)}
+	for i, run := range p.Runs {
+		r.Plan[i] = planRun{Level: run.Level.String(), First: run.First.In(loc), Last: run.Last.In(loc), Count: run.Count}
+	}
+	if list {
+		bs := make([]bucketRef, len(p.Buckets))
+		for i, k := range p.Buckets {
+			bs[i] = bucketRef{Level: k.Level.String(), Start: k.Start.In(loc)}
+		}
+		r.Buckets = &bs
 	}
 	return r
 }
@@ -703,7 +795,7 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 // series over [from, to): the union of its buckets sums each retained
 // user's counts.
 func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "max", "sd")
+	name, q, from, to, ss, err := s.seriesRange(r, "max", "sd", "buckets")
 	if err != nil {
 		return err
 	}
@@ -715,7 +807,11 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
 	if err != nil {
 		return err
 	}
@@ -727,7 +823,7 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "freq: "))
 	}
-	return writeJSON(w, http.StatusOK, seriesReportResponse{rangeResponse: rangeDTO(plan), frequencyReportResponse: frequencyReportDTO(rep)})
+	return writeJSON(w, http.StatusOK, seriesReportResponse{rangeResponse: rangeDTO(plan, list), frequencyReportResponse: frequencyReportDTO(rep)})
 }
 
 type seriesReportResponse struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/console"
+	"github.com/sketchd/sketchd/internal/series"
 )
 
 // Metrics records what the handlers observe; *metrics.Metrics implements
@@ -47,6 +48,12 @@ type Config struct {
 	MaxInflightWrites int
 	// AuthMetrics requires a read token for /metrics when auth is on.
 	AuthMetrics bool
+	// MaxSeriesBuckets bounds the series buckets one request may plan,
+	// over all its ranges (series.Budget); past it the answer is 422.
+	MaxSeriesBuckets int
+	// MaxSeriesPoints bounds the points of a rolling line, and the
+	// buckets a ?buckets=true answer lists; past it the answer is 422.
+	MaxSeriesPoints int
 }
 
 // DefaultConfig returns the limits used when flags do not say otherwise.
@@ -54,6 +61,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxBody: 32 << 20, MaxQueryBody: 1 << 20, MaxBodyMemory: 1 << 30, BodyTimeout: 30 * time.Second,
 		MaxIDs: 1_000_000, MaxInflightWrites: 64,
+		MaxSeriesBuckets: series.DefaultMaxBuckets, MaxSeriesPoints: series.MaxPoints,
 	}
 }
 
@@ -113,6 +121,12 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.MaxInflightWrites <= 0 {
 		cfg.MaxInflightWrites = def.MaxInflightWrites
+	}
+	if cfg.MaxSeriesBuckets <= 0 {
+		cfg.MaxSeriesBuckets = def.MaxSeriesBuckets
+	}
+	if cfg.MaxSeriesPoints <= 0 {
+		cfg.MaxSeriesPoints = def.MaxSeriesPoints
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, metrics: deps.Metrics, log: deps.Logger, auth: deps.Auth,

@@ -154,6 +154,14 @@ func (s *DB) markDirty(e *entry, memDelta int64) {
 	} else {
 		s.dirty[e] = struct{}{}
 		s.dirtyBytes.Add(e.mem.Load())
+		if series, ok := bucketSeriesName(e.name); ok {
+			m := s.dirtyBuckets[series]
+			if m == nil {
+				m = map[*entry]struct{}{}
+				s.dirtyBuckets[series] = m
+			}
+			m[e] = struct{}{}
+		}
 	}
 	s.dirtyMu.Unlock()
 }

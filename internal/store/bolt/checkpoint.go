@@ -44,6 +44,8 @@ func (s *DB) takeDirty() []*snapshot {
 	s.dirtyMu.Lock()
 	dirty := s.dirty
 	s.dirty = map[*entry]struct{}{}
+	s.flushing, s.flushingBuckets = dirty, s.dirtyBuckets
+	s.dirtyBuckets = map[string]map[*entry]struct{}{}
 	s.dirtyBytes.Store(0)
 	s.dirtyMu.Unlock()
 	snaps := make([]*snapshot, 0, len(dirty))
@@ -95,6 +97,15 @@ func (s *DB) abandon(snaps []*snapshot) {
 		s.markDirty(sn.e, 0)
 		sn.e.mu.Unlock()
 	}
+	s.settled()
+}
+
+// settled forgets the entries a checkpoint took (DB.flushing): they are
+// in bbolt now, or back in the dirty set.
+func (s *DB) settled() {
+	s.dirtyMu.Lock()
+	s.flushing, s.flushingBuckets = nil, nil
+	s.dirtyMu.Unlock()
 }
 
 // commitCheckpoint writes the filled snapshots and the log position they
@@ -153,6 +164,7 @@ func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
 		s.abandon(snaps)
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
+	s.settled()
 	for _, sn := range snaps {
 		sn.e.mu.Lock()
 		if sn.e.gen == sn.gen {

@@ -1,10 +1,13 @@
 package bolt
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -49,6 +52,19 @@ func bucketKey(name string, k series.Key) string {
 
 // bucketPrefix is the key prefix of all of name's buckets.
 func bucketPrefix(name string) string { return string(prefixBucket) + name + "\x00" }
+
+// bucketSeriesName returns the series of a bucket's entry key, and false
+// for the key of anything else.
+func bucketSeriesName(key string) (string, bool) {
+	if key == "" || key[0] != prefixBucket {
+		return "", false
+	}
+	i := strings.IndexByte(key, 0)
+	if i < 0 {
+		return "", false
+	}
+	return key[1:i], true
+}
 
 // parseBucketKey reads a bucket key's level and start (in UTC).
 func parseBucketKey(key string) (series.Level, time.Time, error) {
@@ -207,25 +223,29 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 }
 
 // bucketKeys lists the keys of name's buckets that exist: those in bbolt,
-// with the changes since the last checkpoint laid over them.
+// with the changes since the last committed checkpoint laid over them
+// (read first, so that a checkpoint moving an entry into bbolt meanwhile
+// cannot hide it).
 func (s *DB) bucketKeys(name string) ([]string, error) {
 	prefix := bucketPrefix(name)
 	keys := map[string]bool{}
+	for _, e := range s.dirtyBucketsOf(name) {
+		e.mu.Lock()
+		keys[e.name] = e.st != nil
+		e.mu.Unlock()
+	}
 	err := s.bdb.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketBuckets).Cursor()
 		p := []byte(prefix[1:])
-		for k, _ := c.Seek(p); k != nil && strings.HasPrefix(string(k), string(p)); k, _ = c.Next() {
-			keys[string(prefixBucket)+string(k)] = true
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+			if key := string(prefixBucket) + string(k); !hasKey(keys, key) {
+				keys[key] = true
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	for _, e := range s.dirtyEntries(prefix) {
-		e.mu.Lock()
-		keys[e.name] = e.st != nil
-		e.mu.Unlock()
 	}
 	out := make([]string, 0, len(keys))
 	for k, ok := range keys {
@@ -237,15 +257,115 @@ func (s *DB) bucketKeys(name string) ([]string, error) {
 	return out, nil
 }
 
-// dirtyEntries returns the entries changed since the last checkpoint whose
-// keys start with prefix.
+func hasKey(m map[string]bool, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// bucketsIn lists the keys of name's buckets inside runs that may exist,
+// in the order of the runs and by start within each: bbolt's keys in each
+// run's range (a seek and a step per key found, whatever the span) and
+// the entries changed since the last committed checkpoint, read first as
+// bucketKeys does. A key may name a bucket deleted since; its state says.
+func (s *DB) bucketsIn(name string, runs []series.Run) ([]string, error) {
+	type found struct {
+		run   int
+		start int64
+		key   string
+	}
+	var keys []found
+	for _, e := range s.dirtyBucketsOf(name) {
+		e.mu.Lock()
+		exists := e.st != nil
+		e.mu.Unlock()
+		if !exists {
+			continue
+		}
+		l, start, err := parseBucketKey(e.name)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range runs {
+			if r.Count > 0 && r.Contains(l, start) {
+				keys = append(keys, found{i, start.Unix(), e.name})
+			}
+		}
+	}
+	err := s.bdb.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketBuckets).Cursor()
+		for i, r := range runs {
+			if r.Count == 0 {
+				continue
+			}
+			p := []byte(bucketPrefix(name)[1:] + string([]byte{byte(r.Level)}))
+			for _, span := range unixSpans(r.First.Unix(), r.Last.Unix()) {
+				for k, _ := c.Seek(binary.BigEndian.AppendUint64(slices.Clip(p), span[0])); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+					if len(k) != len(p)+8 {
+						continue // not a bucket key of this level
+					}
+					start := binary.BigEndian.Uint64(k[len(p):])
+					if start > span[1] {
+						break
+					}
+					keys = append(keys, found{i, int64(start), string(prefixBucket) + string(k)})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(keys, func(a, b found) int {
+		return cmp.Or(cmp.Compare(a.run, b.run), cmp.Compare(a.start, b.start), strings.Compare(a.key, b.key))
+	})
+	out := make([]string, 0, len(keys))
+	for i, k := range keys {
+		if i == 0 || k.key != keys[i-1].key {
+			out = append(out, k.key)
+		}
+	}
+	return out, nil
+}
+
+// unixSpans turns the Unix seconds [a, b] into the spans of stored key
+// values (uint64, big-endian) that hold them in order: times before 1970
+// are negative, stored above every later one.
+func unixSpans(a, b int64) [][2]uint64 {
+	if a < 0 && b >= 0 {
+		return [][2]uint64{{uint64(a), math.MaxUint64}, {0, uint64(b)}}
+	}
+	return [][2]uint64{{uint64(a), uint64(b)}}
+}
+
+// dirtyBucketsOf returns the buckets of series name changed since the
+// last committed checkpoint (dirty, or taken by a checkpoint still
+// running).
+func (s *DB) dirtyBucketsOf(name string) []*entry {
+	s.dirtyMu.Lock()
+	defer s.dirtyMu.Unlock()
+	var out []*entry
+	for e := range s.dirtyBuckets[name] {
+		out = append(out, e)
+	}
+	for e := range s.flushingBuckets[name] {
+		out = append(out, e)
+	}
+	return out
+}
+
+// dirtyEntries returns the entries changed since the last committed
+// checkpoint (dirty, or taken by a checkpoint still running) whose keys
+// start with prefix.
 func (s *DB) dirtyEntries(prefix string) []*entry {
 	s.dirtyMu.Lock()
 	defer s.dirtyMu.Unlock()
 	var out []*entry
-	for e := range s.dirty {
-		if strings.HasPrefix(e.name, prefix) {
-			out = append(out, e)
+	for _, set := range []map[*entry]struct{}{s.dirty, s.flushing} {
+		for e := range set {
+			if strings.HasPrefix(e.name, prefix) {
+				out = append(out, e)
+			}
 		}
 	}
 	return out
@@ -541,23 +661,26 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 	}
 }
 
-// ViewSeries calls plan with name's spec, then fn with the planned buckets
-// (nil where a bucket holds nothing), all locked against writes.
-func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error {
+// ViewSeries calls plan with name's spec, then fn with the stored
+// buckets inside the runs it returned (in run order, by start within
+// each), all locked against writes. Only buckets that exist are looked
+// up, loaded and cached: a run spanning a century of empty hours costs a
+// seek.
+func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error {
 	for {
 		spec, _, err := s.series(name)
 		if err != nil {
 			return err
 		}
-		ks, err := plan(spec)
+		runs, err := plan(spec)
 		if err != nil {
 			return err
 		}
-		keys := make([]string, len(ks)+1)
-		keys[0] = seriesKey(name)
-		for i, k := range ks {
-			keys[i+1] = bucketKey(name, k)
+		found, err := s.bucketsIn(name, runs)
+		if err != nil {
+			return err
 		}
+		keys := append([]string{seriesKey(name)}, found...)
 		err = s.viewKeys(ctx, keys, func(sts []*state) error {
 			if sts[0] == nil {
 				return seriesNotFound(name)
@@ -565,13 +688,18 @@ func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec
 			if sts[0].def != spec {
 				return errSeriesChanged
 			}
-			sks := make([]sketch.Sketch, len(ks))
+			bs := make([]series.Bucket, 0, len(found))
 			for i, st := range sts[1:] {
-				if st != nil {
-					sks[i] = st.sk
+				if st == nil {
+					continue // deleted since the scan
 				}
+				l, start, err := parseBucketKey(found[i])
+				if err != nil {
+					return err
+				}
+				bs = append(bs, series.Bucket{Key: series.Key{Level: l, Start: start.In(spec.Location())}, Sketch: st.sk})
 			}
-			return fn(spec, sks)
+			return fn(spec, bs)
 		})
 		if err != errSeriesChanged {
 			return err

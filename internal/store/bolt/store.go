@@ -221,6 +221,14 @@ type DB struct {
 	dirtyMu    sync.Mutex
 	dirty      map[*entry]struct{}
 	dirtyBytes atomic.Int64
+	// flushing is the dirty set a running checkpoint took, until its copy
+	// is in bbolt (or back in dirty): a scan of bbolt laid over dirty and
+	// flushing, read in that order, misses no entry.
+	flushing map[*entry]struct{}
+	// dirtyBuckets and flushingBuckets index the series buckets among
+	// dirty and flushing by series name, so a read of one series looks at
+	// its own changed buckets, not at every changed entry.
+	dirtyBuckets, flushingBuckets map[string]map[*entry]struct{}
 
 	statsMu   sync.Mutex
 	counts    map[countKey]int
@@ -284,7 +292,7 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	s := &DB{
 		opts: opts, path: path, walDir: walDir, bdb: bdb,
-		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
+		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{}, dirtyBuckets: map[string]map[*entry]struct{}{},
 		counts: map[countKey]int{}, estimates: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
 	}

@@ -53,7 +53,7 @@ type SeriesStore interface {
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error)
 	DeleteSeries(ctx context.Context, name string) error
 	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error)
-	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error
+	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error
 	ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error)
 }
 

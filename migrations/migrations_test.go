@@ -68,6 +68,10 @@ func copyFixture(t *testing.T, name string) string {
 		os.Remove(src)
 		writeV3Fixture(t, src)
 	}
+	if *update && name == "v4.db" {
+		os.Remove(src)
+		writeV4Fixture(t, src)
+	}
 	in, err := os.Open(src)
 	if err != nil {
 		t.Fatalf("%v (regenerate with go test ./migrations -update)", err)
@@ -113,7 +117,7 @@ func TestNewFile(t *testing.T) {
 		t.Fatalf("Run on a new file = %d, %d, %v; want 0, %d, nil", from, to, err, Latest())
 	}
 	db.View(func(tx *bolt.Tx) error {
-		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric, BucketSeries, BucketBuckets} {
+		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric, BucketSeries, BucketBuckets, BucketIdempotency} {
 			if tx.Bucket([]byte(b)) == nil {
 				t.Errorf("bucket %s missing", b)
 			}
@@ -243,8 +247,8 @@ func TestV4GivesTheStoreAnIdentity(t *testing.T) {
 		t.Fatalf("v3.db already has a store id %x", id)
 	}
 	from, to, err := run(t, db)
-	if err != nil || from != 3 || to != VersionStoreID {
-		t.Fatalf("Run on v3.db = %d, %d, %v; want 3, %d, nil", from, to, err, VersionStoreID)
+	if err != nil || from != 3 || to != Latest() {
+		t.Fatalf("Run on v3.db = %d, %d, %v; want 3, %d, nil", from, to, err, Latest())
 	}
 	id := storeID(t, db)
 	if len(id) != 16 || bytes.Equal(id, make([]byte, 16)) {
@@ -272,5 +276,61 @@ func TestV4GivesTheStoreAnIdentity(t *testing.T) {
 	db.Update(func(tx *bolt.Tx) error { return v4StoreIdentity(tx) })
 	if got := storeID(t, db); !bytes.Equal(got, id) {
 		t.Errorf("running the step again changed the id to %x", got)
+	}
+}
+
+// writeV4Fixture builds a version-4 file the way a version-4 binary left
+// it: the version-3 file with a store identity.
+func writeV4Fixture(t *testing.T, path string) {
+	writeV3Fixture(t, path)
+	db := openDB(t, path)
+	err := db.Update(func(tx *bolt.Tx) error {
+		if err := v4StoreIdentity(tx); err != nil {
+			return err
+		}
+		return setVersion(tx, 4)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
+// TestV5AddsIdempotencyBucket upgrades a version-4 file: the empty
+// idempotency bucket appears, and the records and identity stay.
+func TestV5AddsIdempotencyBucket(t *testing.T) {
+	db := openDB(t, copyFixture(t, "v4.db"))
+	id := storeID(t, db)
+	if len(id) != 16 {
+		t.Fatalf("v4.db has a store id of %d bytes", len(id))
+	}
+	db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(BucketIdempotency)) != nil {
+			t.Fatal("v4.db already has the idempotency bucket")
+		}
+		return nil
+	})
+	from, to, err := run(t, db)
+	if err != nil || from != 4 || to != Latest() {
+		t.Fatalf("Run on v4.db = %d, %d, %v; want 4, %d, nil", from, to, err, Latest())
+	}
+	db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(BucketIdempotency))
+		if b == nil {
+			t.Fatal("bucket idempotency missing")
+		}
+		if k, _ := b.Cursor().First(); k != nil {
+			t.Errorf("bucket idempotency holds %q, want nothing", k)
+		}
+		sk := tx.Bucket([]byte(BucketSketches))
+		for name, rec := range v1Records {
+			if got := sk.Get([]byte(name)); !bytes.Equal(got, rec) {
+				t.Errorf("record %s changed to %x", name, got)
+			}
+		}
+		return nil
+	})
+	if got := storeID(t, db); !bytes.Equal(got, id) {
+		t.Errorf("store id changed from %x to %x", id, got)
 	}
 }

@@ -139,6 +139,13 @@ type Options struct {
 	Observer    Observer
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
+	// KeyWindow is how long an idempotency key is remembered after its
+	// write commits (default 24h).
+	KeyWindow time.Duration
+	// KeyBytes bounds the memory (and bbolt space) of the idempotency
+	// keys kept, their answers included (default 256 MiB); past it the
+	// oldest keys are dropped before their window runs out.
+	KeyBytes int64
 	// RecoverPastDamage lets Open start past a damaged write-ahead log (it
 	// replays up to the damage, keeps the damaged segments aside and logs
 	// what it dropped) or a log that does not match the data file (lost,
@@ -169,6 +176,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.KeyWindow <= 0 {
+		o.KeyWindow = 24 * time.Hour
+	}
+	if o.KeyBytes <= 0 {
+		o.KeyBytes = 256 << 20
 	}
 }
 
@@ -215,6 +228,9 @@ type DB struct {
 	dirtyMu    sync.Mutex
 	dirty      map[*entry]struct{}
 	dirtyBytes atomic.Int64
+
+	// keys are the idempotency keys (keys.go).
+	keys *keyTable
 
 	statsMu   sync.Mutex
 	counts    map[countKey]int
@@ -281,6 +297,7 @@ func Open(path string, opts Options) (*DB, error) {
 		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
 		counts: map[countKey]int{}, estimates: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
+		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
 	}
 	if err := s.openSafely(); err != nil {
 		closeQuietly(bdb)
@@ -322,6 +339,9 @@ func (s *DB) open() error {
 			checkpoint = binary.BigEndian.Uint64(v)
 		}
 		s.storeID = bytes.Clone(meta.Get(keyStoreID))
+		if err := s.loadKeys(tx, s.opts.Now()); err != nil {
+			return err
+		}
 		return s.loadStats(tx)
 	}); err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -351,7 +371,7 @@ func (s *DB) open() error {
 	// Make bbolt reflect everything replayed, then start a clean log.
 	snaps := s.takeDirty()
 	fill(snaps)
-	if err := s.commitCheckpoint(snaps, sc.last); err != nil {
+	if err := s.commitCheckpoint(snaps, s.keys.takeChanges(), sc.last); err != nil {
 		return err
 	}
 	s.checkpointed = sc.last
@@ -450,6 +470,8 @@ func (t opType) String() string {
 		return "add"
 	case opMetric:
 		return "metric"
+	case opKey:
+		return "idempotency key"
 	}
 	return fmt.Sprintf("op %d", byte(t))
 }
@@ -457,6 +479,16 @@ func (t opType) String() string {
 // replay applies one logged operation, at open or while memory is rebuilt
 // after a log failure (writers excluded).
 func (s *DB) replay(o op) error {
+	if o.typ == opKey {
+		id, err := decodeKeyID([]byte(o.name))
+		if err != nil {
+			return err
+		}
+		rec := o.key
+		rec.Answer = bytes.Clone(rec.Answer)
+		s.keys.restore(id, rec, s.opts.Now(), true)
+		return nil
+	}
 	acquire := s.acquire
 	if o.typ == opDelete {
 		acquire = s.acquireTolerant // a delete of an unreadable record

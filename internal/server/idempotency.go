@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sketchd/sketchd/internal/idem"
+	"github.com/sketchd/sketchd/internal/murmur"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -133,15 +133,20 @@ func trimOWS(s string) string {
 	return s
 }
 
-// fingerprint identifies a request for its key: method, path, query (in
-// canonical order), media type and body.
+// fingerprint identifies a request for its key: the 128-bit MurmurHash3
+// of its method, path, query (in canonical order) and media type, then
+// that of its body. It tells a retry from another request sent with the
+// same key by mistake, not an attacker (who could only confuse their own
+// keys): a fast hash, since it reads every byte of every keyed write.
 func fingerprint(r *http.Request, body []byte) [32]byte {
 	mt, _ := mediaType(r)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n", r.Method, r.URL.Path, r.URL.Query().Encode(), mt)
-	h.Write(body)
 	var out [32]byte
-	h.Sum(out[:0])
+	h1, h2 := murmur.String(r.Method+"\n"+r.URL.Path+"\n"+r.URL.Query().Encode()+"\n"+mt, 0)
+	binary.BigEndian.PutUint64(out[0:], h1)
+	binary.BigEndian.PutUint64(out[8:], h2)
+	h1, h2 = murmur.Bytes(body, 0)
+	binary.BigEndian.PutUint64(out[16:], h1)
+	binary.BigEndian.PutUint64(out[24:], h2)
 	return out
 }
 

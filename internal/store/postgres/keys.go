@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -213,7 +214,7 @@ func (s *DB) SweepKeys(ctx context.Context, now time.Time) (evicted int64, err e
 		// Delete the oldest share that brings the keys under the bound
 		// (rows are about equal in size): the rows created before the
 		// creation time of the first row to keep.
-		drop := n - n*s.opts.KeyBytes/size
+		drop := int64(math.Ceil(float64(n) * (1 - float64(s.opts.KeyBytes)/float64(size))))
 		var cutoff time.Time
 		err := s.pool.QueryRow(ctx, `SELECT created_at FROM sketchd_idempotency ORDER BY created_at LIMIT 1 OFFSET $1`, drop).Scan(&cutoff)
 		if err == nil {
@@ -223,8 +224,8 @@ func (s *DB) SweepKeys(ctx context.Context, now time.Time) (evicted int64, err e
 			}
 			evicted = tag.RowsAffected()
 			s.keysEvicted.Add(evicted)
+			size = max(size-int64(float64(size)*float64(evicted)/float64(n)), 0)
 			n -= evicted
-			size = max(size-size*evicted/max(n+evicted, 1), 0)
 		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return 0, s.classify(ctx, err, "sweep idempotency keys")
 		}

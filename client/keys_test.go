@@ -253,3 +253,45 @@ func TestRetryWhileInFlight(t *testing.T) {
 		t.Fatalf("Create against a conflict = %v after %d requests", err, len(keys))
 	}
 }
+
+// TestServerWithoutKeys: a server that predates Idempotency-Key ignores
+// the header, and every call works against it as before.
+func TestServerWithoutKeys(t *testing.T) {
+	t.Parallel()
+	var sawKey atomic.Bool
+	url := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Idempotency-Key") != "" {
+			sawKey.Store(true)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPut:
+			w.WriteHeader(http.StatusCreated)
+			w.Write([]byte(`{"name":"c","type":"cms"}`))
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.Write([]byte(`{"accepted":1}`))
+		}
+	}))
+	c, err := client.New(url, quick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, created, err := c.Create(ctx, "c", client.CreateRequest{Type: client.TypeCMS}); err != nil || !created {
+		t.Fatalf("Create = %v, %v", created, err)
+	}
+	if n, err := c.AddItems(ctx, "c", []client.Item{{ID: client.Int(1), Count: 1}}); err != nil || n != 1 {
+		t.Fatalf("AddItems = %d, %v", n, err)
+	}
+	if n, err := c.AddEvents(ctx, []client.Event{{ID: client.Int(1), Sketches: []string{"c"}}}); err != nil || n != 1 {
+		t.Fatalf("AddEvents = %d, %v", n, err)
+	}
+	if err := c.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if !sawKey.Load() {
+		t.Fatal("the client sent no Idempotency-Key")
+	}
+}

@@ -61,6 +61,12 @@
 // record cannot be decoded fails reads of it, is skipped (and reported)
 // by List, and can be deleted.
 //
+// # Idempotency keys
+//
+// A write under an idempotency key logs the key, the request's fingerprint
+// and its answer in its own record, so the key is exactly as durable as the
+// write (keys.go).
+//
 // # Memory
 //
 // Decoded sketches are cached up to Options.CacheBytes. Sketches changed
@@ -81,8 +87,8 @@
 //
 // gate (shared by writes, exclusive by Close) -> entry locks, in name
 // order -> cp (shared by writers, exclusive while a checkpoint notes its
-// position) -> the log's mutex. cacheMu, dirtyMu and statsMu are leaves,
-// taken briefly under any of these. cpRun serialises checkpoints and is
+// position) -> the log's mutex. cacheMu, dirtyMu, statsMu and the
+// idempotency keys' mutex are leaves, taken briefly under any of these. cpRun serialises checkpoints and is
 // taken before cp and before any entry lock; a checkpoint holds no entry
 // lock while it holds cp, so a reader holding entries never stalls it,
 // and reads of several sketches work on copies, so writers wait for a

@@ -20,7 +20,7 @@ CREATE TABLE sketchd_idempotency (
 CREATE INDEX sketchd_idempotency_created_at ON sketchd_idempotency (created_at);
 
 COMMENT ON TABLE sketchd_idempotency IS 'sketchd: idempotency keys, each written with the write it guards';
-COMMENT ON COLUMN sketchd_idempotency.fingerprint IS 'the request''s fingerprint: 128-bit MurmurHash3 of its method, path, query and media type, then of its body';
+COMMENT ON COLUMN sketchd_idempotency.fingerprint IS 'the request''s fingerprint: 128-bit MurmurHash3 of its method, path, query and media type, then its body''s length and CRC-32C';
 COMMENT ON COLUMN sketchd_idempotency.answer IS 'the answer sent (status, headers, body in sketchd''s encoding), replayed to a retry';
 
 -- On Citus, distribute by target, co-located with the sketches (and the

@@ -111,11 +111,6 @@ func (g *Guard) Seal(res Result) ([]byte, error) {
 // Answer returns the answer the last Seal rendered, or nil.
 func (g *Guard) Answer() []byte { return g.answer }
 
-// Record returns the record a store keeps for the sealed write.
-func (g *Guard) Record(created time.Time) Record {
-	return Record{Fingerprint: g.Fingerprint, Answer: g.answer, Created: created}
-}
-
 // ErrTaken is what a guarded write returns when its key was already
 // recorded by another write: it changed nothing. The caller reads the
 // record (the store's Remembered) to replay or refuse.

@@ -162,6 +162,7 @@ func (c *Client) Union(ctx context.Context, req UnionRequest) (*Union, error) {
 	if err != nil {
 		return nil, err
 	}
+	cl.write = req.Into != ""
 	r, err := c.do(ctx, cl)
 	if err != nil {
 		return nil, err
@@ -259,6 +260,7 @@ func (c *Client) Fold(ctx context.Context, name string, req FoldRequest) (*Sketc
 	if err != nil {
 		return nil, err
 	}
+	cl.write = true
 	return into[Sketch](ctx, c, cl)
 }
 

@@ -109,7 +109,7 @@ func (c *Client) DescribeSeries(ctx context.Context, name string) (*Series, erro
 // DeleteSeries removes the series and all its buckets
 // (DELETE /v1/series/{name}). It is retried, as Delete is.
 func (c *Client) DeleteSeries(ctx context.Context, name string) error {
-	_, err := c.do(ctx, call{method: http.MethodDelete, path: seriesPath(name), idempotent: true, ok: []int{http.StatusNoContent}})
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: seriesPath(name), idempotent: true, write: true, ok: []int{http.StatusNoContent}})
 	return err
 }
 
@@ -152,8 +152,8 @@ func (c *Client) AddSeriesHashes(ctx context.Context, name string, ts time.Time,
 	return c.addSeries(ctx, name, ts, "application/json", hashesBody(hashes), true, opts)
 }
 
-// AddSeriesItems adds counted ids to a Count-Min series; not retried
-// unless opts has WithUnsafeRetry.
+// AddSeriesItems adds counted ids to a Count-Min series; retried with its
+// Idempotency-Key (without keys, only with WithUnsafeRetry).
 func (c *Client) AddSeriesItems(ctx context.Context, name string, ts time.Time, items []Item, opts ...CallOption) (int, error) {
 	body, err := itemsBody(items)
 	if err != nil {
@@ -175,7 +175,7 @@ func (c *Client) addSeries(ctx context.Context, name string, ts time.Time, conte
 	}
 	r, err := c.do(ctx, call{
 		method: http.MethodPost, path: seriesPath(name, "add"), query: q, body: body, contentType: contentType,
-		idempotent: idempotent || cc.retryUnsafe, ok: []int{http.StatusOK},
+		idempotent: idempotent || cc.retryUnsafe, write: true, ok: []int{http.StatusOK},
 	})
 	if err != nil {
 		return 0, err

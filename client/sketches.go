@@ -104,9 +104,9 @@ type CreateRequest struct {
 // Create creates the sketch name (PUT /v1/sketches/{name}). created is
 // false when it already existed with the same type and parameters (then
 // only the metric flag is updated); other parameters are a conflict
-// (IsConflict). Create is retried: the same request again is harmless,
-// but a retry after a lost answer reports created false for the sketch
-// the first attempt made.
+// (IsConflict). Create is retried with its Idempotency-Key: a retry after
+// a lost answer gets the first attempt's answer (created true for the
+// sketch it made).
 func (c *Client) Create(ctx context.Context, name string, req CreateRequest) (s *Sketch, created bool, err error) {
 	return create[Sketch](ctx, c, sketchPath(name), req)
 }
@@ -117,11 +117,12 @@ func (c *Client) Describe(ctx context.Context, name string) (*Sketch, error) {
 	return into[Sketch](ctx, c, call{method: http.MethodGet, path: sketchPath(name), idempotent: true, ok: []int{http.StatusOK}})
 }
 
-// Delete removes the sketch (DELETE /v1/sketches/{name}). It is retried;
-// a retry after an answer was lost finds the sketch gone and reports
-// IsNotFound.
+// Delete removes the sketch (DELETE /v1/sketches/{name}). It is retried
+// with its Idempotency-Key: a retry after a lost answer gets the first
+// attempt's answer (without keys it finds the sketch gone and reports
+// IsNotFound).
 func (c *Client) Delete(ctx context.Context, name string) error {
-	_, err := c.do(ctx, call{method: http.MethodDelete, path: sketchPath(name), idempotent: true, ok: []int{http.StatusNoContent}})
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: sketchPath(name), idempotent: true, write: true, ok: []int{http.StatusNoContent}})
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/theta"
 )
@@ -159,39 +160,69 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		}
 		defer release()
 	}
+	// The union of series ranges is read first; the store then writes
+	// into atomically. A union of sketches is read and stored by the store
+	// in one atomic write.
 	var u sketch.Sketch
 	var warnings []string
-	if names != nil {
-		u, err = s.store.Union(r.Context(), names, req.Into)
-	} else {
-		u, warnings, err = s.unionOperands(r.Context(), req.Sketches, req.Into)
+	if names == nil {
+		if u, warnings, err = s.unionOperands(r.Context(), req.Sketches); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
+	render := func(res idem.Result) (*answer, error) {
+		if res.Sketch != nil {
+			u = res.Sketch
+		}
+		return unionAnswer(u, req.Into, warnings)
 	}
+	if req.Into == "" {
+		if names != nil {
+			if u, err = s.store.Union(r.Context(), names, ""); err != nil {
+				return err
+			}
+		}
+		a, err := render(idem.Result{})
+		if err != nil {
+			return err
+		}
+		a.write(w)
+		return nil
+	}
+	return s.commit(w, r, render, func(ctx context.Context) (res idem.Result, err error) {
+		if names != nil {
+			res.Sketch, err = s.store.Union(ctx, names, req.Into)
+			return res, err
+		}
+		_, _, err = s.store.Put(ctx, req.Into, u.Clone())
+		return res, err
+	})
+}
+
+// unionAnswer renders the answer of a union.
+func unionAnswer(u sketch.Sketch, into string, warnings []string) (*answer, error) {
 	if c, ok := sketch.CMSOf(u); ok {
 		p := c.Params()
-		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into, Warnings: warnings})
+		return jsonAnswer(http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: into, Warnings: warnings})
 	}
-	if resp, ok := unionRegisters(u, req.Into, warnings); ok {
-		return writeJSON(w, http.StatusOK, resp)
+	if resp, ok := unionRegisters(u, into, warnings); ok {
+		return jsonAnswer(http.StatusOK, resp)
 	}
 	h, ok := sketch.HLLOf(u)
 	if !ok {
 		var in sketch.Info
 		u.Describe(&in)
-		return writeJSON(w, http.StatusOK, unionSampledResponse{Type: string(u.Kind().Type), Cardinality: in.Cardinality,
-			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: req.Into, Warnings: warnings})
+		return jsonAnswer(http.StatusOK, unionSampledResponse{Type: string(u.Kind().Type), Cardinality: in.Cardinality,
+			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: into, Warnings: warnings})
 	}
-	resp := unionDTO(h, req.Into)
+	resp := unionDTO(h, into)
 	resp.Warnings = warnings
-	return writeJSON(w, http.StatusOK, resp)
+	return jsonAnswer(http.StatusOK, resp)
 }
 
-// unionOperands unions sketches and series ranges, storing the union as
-// into unless it is "". Each operand is read consistently, one after
-// another; the store then writes into atomically.
-func (s *Server) unionOperands(ctx context.Context, ops []operand, into string) (sketch.Sketch, []string, error) {
+// unionOperands unions sketches and series ranges, each operand read
+// consistently, one after another.
+func (s *Server) unionOperands(ctx context.Context, ops []operand) (sketch.Sketch, []string, error) {
 	sks, warnings, err := s.resolve(ctx, ops)
 	if err != nil {
 		return nil, nil, err
@@ -206,11 +237,6 @@ func (s *Server) unionOperands(ctx context.Context, ops []operand, into string) 
 	u, err := sks[0].Kind().Union(sks)
 	if err != nil {
 		return nil, nil, err
-	}
-	if into != "" {
-		if _, _, err := s.store.Put(ctx, into, u.Clone()); err != nil {
-			return nil, nil, err
-		}
 	}
 	return u, warnings, nil
 }
@@ -346,7 +372,7 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	log2m := *req.Log2m
-	info, err := s.store.Transform(r.Context(), name, into, func(sk sketch.Sketch) (sketch.Sketch, error) {
+	fold := func(sk sketch.Sketch) (sketch.Sketch, error) {
 		h, ok := sketch.HLLOf(sk)
 		if !ok {
 			return nil, sketch.WrongKind(name, sk.Kind().Type, sketch.TypeHLL)
@@ -360,11 +386,11 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 			return nil, err
 		}
 		return sketch.NewHLL(f), nil
-	})
-	if err != nil {
-		return err
 	}
-	return writeJSON(w, http.StatusOK, describe(info))
+	return s.commit(w, r, describeAnswer, func(ctx context.Context) (res idem.Result, err error) {
+		res.Info, err = s.store.Transform(ctx, name, into, fold)
+		return res, err
+	})
 }
 
 // foldHLL folds h for a fold or a download at log2m. More registers than

@@ -12,6 +12,7 @@ import (
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -68,16 +69,19 @@ func (s *Server) handleSeriesCreate(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	info, created, err := ss.CreateSeries(r.Context(), name, spec)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-		w.Header().Set("Location", "/v1/series/"+name)
-	}
-	return writeJSON(w, status, describeSeries(info))
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if !res.Created {
+			return jsonAnswer(http.StatusOK, describeSeries(res.Series))
+		}
+		a, err := jsonAnswer(http.StatusCreated, describeSeries(res.Series))
+		if a != nil {
+			a.location = "/v1/series/" + name
+		}
+		return a, err
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Series, res.Created, err = ss.CreateSeries(ctx, name, spec)
+		return res, err
+	})
 }
 
 func (s *Server) handleSeriesDescribe(w http.ResponseWriter, r *http.Request) error {
@@ -100,11 +104,9 @@ func (s *Server) handleSeriesDelete(w http.ResponseWriter, r *http.Request) erro
 	if err := s.takeWriteSlot(r.Context()); err != nil {
 		return err
 	}
-	if err := ss.DeleteSeries(r.Context(), name); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.commit(w, r, noContent, func(ctx context.Context) (idem.Result, error) {
+		return idem.Result{}, ss.DeleteSeries(ctx, name)
+	})
 }
 
 // skippingSeriesLister is a SeriesStore whose listing reports, by quoted
@@ -166,8 +168,8 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.addBody(w, r, q, func(in sketch.Input) (sketch.Added, error) {
-		return ss.AddSeries(r.Context(), name, ts, in)
+	return s.addBody(w, r, q, func(ctx context.Context, in sketch.Input) (sketch.Added, error) {
+		return ss.AddSeries(ctx, name, ts, in)
 	})
 }
 

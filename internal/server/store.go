@@ -35,6 +35,10 @@ import (
 // only when the error is Unavailable or internal; every other error means
 // nothing changed. Reads see every write that returned before they
 // started (and may see one still being made durable).
+//
+// Idempotency keys. A write whose ctx carries an idem.Guard keeps the
+// guard's key with its changes, in the same atomic, durable write, or
+// changes nothing if the key is already kept (KeyStore says how).
 type Store interface {
 	// Create creates name with spec. If name exists with the same kind
 	// and parameters, Create only sets its metric flag to spec's and

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -173,33 +174,43 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 	if err != nil {
 		return series.Info{}, false, err
 	}
+	g := idem.From(ctx)
 	err = s.inTx(ctx, "create series", func(ctx context.Context, tx pgx.Tx) error {
 		created = false
+		now := s.opts.Now()
+		if err := s.claimInTx(ctx, tx, g, now); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO sketchd_series (name, kind, params, proto, tz, levels, late_limit, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
-			name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), s.opts.Now().UTC())
+			name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), now.UTC())
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 1 {
 			created = true
-			_, err := tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name)
+			if _, err := tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name); err != nil {
+				return err
+			}
+		} else {
+			have, err := readDef(ctx, tx, name, "FOR SHARE")
+			if err != nil {
+				return err
+			}
+			if !have.spec.Same(spec) {
+				return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, have.spec, spec)
+			}
+		}
+		// The description as this transaction leaves the series.
+		if info, err = describeSeries(ctx, tx, name); err != nil {
 			return err
 		}
-		have, err := readDef(ctx, tx, name, "FOR SHARE")
-		if err != nil {
-			return err
-		}
-		if !have.spec.Same(spec) {
-			return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, have.spec, spec)
-		}
-		return nil
+		return answerInTx(ctx, tx, g, idem.Result{Series: info, Created: created})
 	})
 	if err != nil {
 		return series.Info{}, false, err
 	}
-	info, err = s.DescribeSeries(ctx, name)
-	return info, created, err
+	return info, created, nil
 }
 
 // DescribeSeries returns name's spec and, per level, its buckets.
@@ -210,6 +221,20 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 	var info series.Info
 	// One snapshot for the definition and its buckets.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		info, err = describeSeries(ctx, tx, name)
+		return err
+	})
+	if err != nil {
+		return series.Info{}, s.classify(ctx, err, "describe series")
+	}
+	return info, nil
+}
+
+// describeSeries describes name as tx sees it.
+func describeSeries(ctx context.Context, tx pgx.Tx, name string) (series.Info, error) {
+	var info series.Info
+	err := func() error {
 		d, err := readDef(ctx, tx, name, "")
 		if err != nil {
 			return err
@@ -241,11 +266,8 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 			}
 		}
 		return rows.Err()
-	})
-	if err != nil {
-		return series.Info{}, s.classify(ctx, err, "describe series")
-	}
-	return info, nil
+	}()
+	return info, err
 }
 
 // ListSeries returns up to limit series whose names start with prefix and
@@ -296,7 +318,11 @@ func (s *DB) seriesNames(ctx context.Context, prefix, after string, limit int) (
 
 // DeleteSeries removes name and its buckets in one transaction.
 func (s *DB) DeleteSeries(ctx context.Context, name string) error {
+	g := idem.From(ctx)
 	return s.inTx(ctx, "delete series", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.claimInTx(ctx, tx, g, s.opts.Now()); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `DELETE FROM sketchd_series WHERE name = $1`, name)
 		if err != nil {
 			return err
@@ -304,8 +330,10 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 		if tag.RowsAffected() == 0 {
 			return seriesNotFound(name)
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name); err != nil {
+			return err
+		}
+		return answerInTx(ctx, tx, g, idem.Result{})
 	})
 }
 
@@ -435,10 +463,11 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 			adds[i] = &bucketAdd{series: name, key: k, params: d.spec.Params, b: b}
 		}
 		slices.SortFunc(adds, compareBuckets)
+		added := sketch.Added{Type: kind.Type, Accepted: b.Len()}
 		if kind.Type == sketch.TypeHLL {
-			err = s.addHLLSeries(ctx, name, d, adds)
+			err = s.addHLLSeries(ctx, name, d, adds, added)
 		} else {
-			err = s.addSeriesLocked(ctx, name, d, adds, now.UTC())
+			err = s.addSeriesLocked(ctx, name, d, adds, now, added)
 		}
 		if errors.Is(err, errSeriesChanged) {
 			continue
@@ -446,7 +475,7 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		if err != nil {
 			return sketch.Added{}, err
 		}
-		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, nil
+		return added, nil
 	}
 }
 
@@ -461,27 +490,39 @@ type seriesOp struct {
 	d     def
 	keys  []series.Key
 	delta sketch.Sketch
+	// guard is the add's idempotency key, sealed already, if any.
+	guard *idem.Guard
 	err   error
 	done  chan struct{}
 }
 
 // addHLLSeries queues an HLL add for seriesLoop, which commits the adds
-// waiting on this node together, and waits for its outcome.
-func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd) error {
-	if len(adds) == 0 {
+// waiting on this node together, and waits for its outcome. Under an
+// idempotency key the answer (of added) is sealed first: it does not
+// depend on the transaction.
+func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, added sketch.Added) error {
+	g := idem.From(ctx)
+	if g != nil {
+		if _, err := g.Seal(idem.Result{Added: added}); err != nil {
+			return err
+		}
+	}
+	if len(adds) == 0 && g == nil {
 		return nil
 	}
 	delta, err := d.spec.Params.New()
 	if err != nil {
 		return err
 	}
-	if err := delta.Check(adds[0].b); err != nil {
-		return err
+	if len(adds) > 0 {
+		if err := delta.Check(adds[0].b); err != nil {
+			return err
+		}
+		if err := sketch.Absorb(delta, adds[0].b); err != nil {
+			return err
+		}
 	}
-	if err := sketch.Absorb(delta, adds[0].b); err != nil {
-		return err
-	}
-	o := &seriesOp{name: name, d: d, delta: delta, done: make(chan struct{})}
+	o := &seriesOp{name: name, d: d, delta: delta, guard: g, done: make(chan struct{})}
 	for _, a := range adds {
 		o.keys = append(o.keys, a.key)
 	}
@@ -569,8 +610,18 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 	// Released inside a failed transaction, the connection is destroyed.
 	defer conn.Release()
 	now := s.opts.Now().UTC()
+	var keyed []*seriesOp
+	for _, o := range group {
+		if o.guard != nil {
+			keyed = append(keyed, o)
+		}
+	}
+	slices.SortStableFunc(keyed, func(a, b *seriesOp) int { return compareIDs(a.guard.ID, b.guard.ID) })
 	var b pgx.Batch
 	b.Queue("BEGIN")
+	for _, o := range keyed {
+		queueRecord(&b, o.guard, now, s.expiredBefore(now))
+	}
 	for _, n := range names {
 		b.Queue(checkDefSQL, n, defs[n].created)
 	}
@@ -584,7 +635,11 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 		if tag, err = res.Exec(); err != nil {
 			res.Close()
 			var pe *pgconn.PgError
-			if i >= 1 && i <= len(names) && errors.As(err, &pe) && pe.Code == "22012" {
+			k := len(keyed)
+			switch {
+			case i >= 1 && i <= k && keyTaken(err):
+				return idem.ErrTaken
+			case i > k && i <= k+len(names) && errors.As(err, &pe) && pe.Code == "22012":
 				return errSeriesChanged
 			}
 			return s.classifyWrite(err)
@@ -602,8 +657,12 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 // addSeriesLocked writes an add to a series of another kind: the
 // definition locked FOR SHARE, then each bucket locked, changed in Go and
 // written back, in (level, start) order.
-func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time) error {
+func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time, added sketch.Added) error {
+	g := idem.From(ctx)
 	return s.inTx(ctx, "add to series", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.claimInTx(ctx, tx, g, now); err != nil {
+			return err
+		}
 		have, err := readDef(ctx, tx, name, "FOR SHARE")
 		if err != nil {
 			return err
@@ -611,7 +670,10 @@ func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bu
 		if !have.same(d) {
 			return errSeriesChanged
 		}
-		return writeBuckets(ctx, tx, adds, now, func(_ *bucketAdd, _ *state, err error) error { return err })
+		if err := writeBuckets(ctx, tx, adds, now.UTC(), func(_ *bucketAdd, _ *state, err error) error { return err }); err != nil {
+			return err
+		}
+		return answerInTx(ctx, tx, g, idem.Result{Added: added})
 	})
 }
 
@@ -914,9 +976,13 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 
 	counts := map[sketch.Type]int{}
 	var written []*row
+	g := idem.From(ctx)
 	err := s.inTx(ctx, "add events", func(ctx context.Context, ptx pgx.Tx) error {
 		clear(counts)
 		t := &tx{rows: make([]*row, len(names)), now: now.UTC()}
+		if err := s.claimInTx(ctx, ptx, g, now); err != nil {
+			return err
+		}
 		if err := lockSketches(ctx, ptx, t, names); err != nil {
 			return err
 		}
@@ -955,7 +1021,13 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 			}
 		}
 		written = t.rows
-		return nil
+		// A series counts its events once, not once per level.
+		for _, ev := range events {
+			for _, sn := range ev.Series {
+				counts[defs[sn].spec.Params.Kind().Type]++
+			}
+		}
+		return answerInTx(ctx, ptx, g, idem.Result{Counts: counts})
 	})
 	if err != nil {
 		return nil, err
@@ -965,12 +1037,6 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 			s.kinds.Delete(r.name)
 		} else {
 			s.remember(r.name, r.st.sk)
-		}
-	}
-	// A series counts its events once, not once per level.
-	for _, ev := range events {
-		for _, sn := range ev.Series {
-			counts[defs[sn].spec.Params.Kind().Type]++
 		}
 	}
 	return counts, nil

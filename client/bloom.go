@@ -61,8 +61,9 @@ type Fresh struct {
 // atomic write (POST /v1/sketches/{name}/add?report=new): a product
 // backend counts first-seen users with it. An id added before is never
 // new; one never added is reported not new at the filter's
-// false-positive rate. It is not retried unless opts has WithUnsafeRetry:
-// a retry after a lost answer would find every id already added.
+// false-positive rate. It is retried with its Idempotency-Key (the server
+// replays the first answer); without keys only when opts has
+// WithUnsafeRetry, since a retry would find every id already added.
 // WithCreate creates a missing filter with the defaults (a million items
 // at 1%).
 func (c *Client) AddNew(ctx context.Context, name string, ids []ID, opts ...CallOption) (*Fresh, error) {
@@ -76,7 +77,7 @@ func (c *Client) AddNew(ctx context.Context, name string, ids []ID, opts ...Call
 		q.Set("create", "true")
 	}
 	return into[Fresh](ctx, c, call{method: http.MethodPost, path: sketchPath(name, "add"), query: q, body: body,
-		contentType: "application/json", idempotent: cc.retryUnsafe, ok: []int{http.StatusOK}})
+		contentType: "application/json", idempotent: cc.retryUnsafe, write: true, ok: []int{http.StatusOK}})
 }
 
 // SeriesCheck is a membership check over [from, to) of a Bloom series:

@@ -60,7 +60,7 @@ func TestBloomCalls(t *testing.T) {
 	}
 	day := now.Truncate(24 * time.Hour)
 	sc, err := c.SeriesCheck(ctx, "daily", day, day.Add(24*time.Hour), []client.ID{client.Int(7), client.Int(8)})
-	if err != nil || !sc.Results[0].Present || sc.Results[1].Present || len(sc.Buckets) != 1 {
+	if err != nil || !sc.Results[0].Present || sc.Results[1].Present || sc.BucketCount() != 1 {
 		t.Fatalf("SeriesCheck = %+v, %v", sc, err)
 	}
 	cnt, err := c.SeriesCount(ctx, "daily", day, day.Add(24*time.Hour))

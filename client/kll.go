@@ -32,9 +32,9 @@ type KLLState struct {
 	SizeBytes    int      `json:"size_bytes"`
 }
 
-// Adding values to a KLL sketch counts them: a retry after a lost answer
-// would count them twice, so these are sent once unless opts has
-// WithUnsafeRetry. They go as big-endian octets.
+// Adding values to a KLL sketch counts them: these are retried with their
+// Idempotency-Key (the server applies them once), and without keys only
+// when opts has WithUnsafeRetry. They go as big-endian octets.
 
 // AddValues adds doubles to a KLL sketch of doubles (each finite).
 func (c *Client) AddValues(ctx context.Context, name string, values []float64, opts ...CallOption) (int, error) {

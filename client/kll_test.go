@@ -98,7 +98,7 @@ func TestKLLCalls(t *testing.T) {
 		t.Fatalf("SeriesCDF = %+v, %v", sc, err)
 	}
 	sp, err := c.SeriesPMF(ctx, "lat", day, day.Add(24*time.Hour), 2)
-	if err != nil || sp.Values[1] != 0.5 || len(sp.Buckets) != 1 {
+	if err != nil || sp.Values[1] != 0.5 || sp.BucketCount() != 1 {
 		t.Fatalf("SeriesPMF = %+v, %v", sp, err)
 	}
 	if _, _, err := c.CreateSeries(ctx, "sizes", client.SeriesRequest{Type: client.TypeKLL, Items: client.ItemsLong, Levels: map[string]string{client.LevelDay: "P30D"}}); err != nil {

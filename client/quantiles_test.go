@@ -49,7 +49,7 @@ func TestRangedCMSCalls(t *testing.T) {
 	}
 	day := now.Truncate(24 * time.Hour)
 	src, err := c.SeriesRangeCount(ctx, "lat", day, day.Add(24*time.Hour), 2, 3)
-	if err != nil || src.Estimate < 2 || src.Total != 3 || len(src.Buckets) != 1 {
+	if err != nil || src.Estimate < 2 || src.Total != 3 || src.BucketCount() != 1 {
 		t.Fatalf("SeriesRangeCount = %+v, %v", src, err)
 	}
 	sq, err := c.SeriesQuantiles(ctx, "lat", day, day.Add(24*time.Hour), 0)

@@ -142,6 +142,12 @@ type Union struct {
 	Retained   int     `json:"retained,omitempty"`
 	Theta      float64 `json:"theta,omitempty"`
 
+	// ds_hll unions: the union's lg_k (the smallest of its inputs') and
+	// target type, with the bounds above and Cardinality, StdError and
+	// Representation (the mode).
+	LgK     int    `json:"lg_k,omitempty"`
+	TgtType string `json:"tgt_type,omitempty"`
+
 	// Bloom unions: the filter's shape and state.
 	Bits              int     `json:"bits,omitempty"`
 	Hashes            int     `json:"hashes,omitempty"`
@@ -176,6 +182,7 @@ func (c *Client) Union(ctx context.Context, req UnionRequest) (*Union, error) {
 	if err != nil {
 		return nil, err
 	}
+	cl.write = req.Into != ""
 	r, err := c.do(ctx, cl)
 	if err != nil {
 		return nil, err
@@ -273,6 +280,7 @@ func (c *Client) Fold(ctx context.Context, name string, req FoldRequest) (*Sketc
 	if err != nil {
 		return nil, err
 	}
+	cl.write = true
 	return into[Sketch](ctx, c, cl)
 }
 

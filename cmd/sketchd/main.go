@@ -5,10 +5,13 @@
 // keeps its data in ./sketchd.db; every flag also reads SKETCHD_<FLAG>
 // (upper case, - as _). SIGINT and SIGTERM drain requests, commit and exit
 // 0; a second one exits at once. SIGHUP reloads the token file.
+// "sketchd check -data FILE" checks a stopped store's files offline
+// (check.go).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -31,7 +34,11 @@ func main() {
 	h := host{environ: os.Environ(), terminal: isTerminal(os.Stdin)}
 	if err := runOn(ctx, h, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "sketchd:", err)
-		os.Exit(1)
+		code := 1
+		if ee := (*exitError)(nil); errors.As(err, &ee) {
+			code = ee.code
+		}
+		os.Exit(code)
 	}
 }
 

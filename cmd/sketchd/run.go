@@ -28,7 +28,8 @@ import (
 
 // run starts sketchd and blocks until ctx ends (then shuts down cleanly
 // and returns nil) or it fails. With -h or -version it writes the usage or
-// the build information to stdout and returns nil. Every piece of
+// the build information to stdout and returns nil; "check" as the first
+// argument runs the offline check instead (runCheck). Every piece of
 // configuration, the token file and the listen addresses are checked
 // before the data file is opened (and perhaps migrated).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -50,6 +51,9 @@ type host struct {
 
 // runOn is run on a host.
 func runOn(ctx context.Context, h host, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(args[1:], getenv, stdout)
+	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if err != nil {
 		return err
@@ -105,6 +109,12 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 			Help: "Stored sketch records skipped because they could not be decoded (at start and when listing); the log names each.",
 		}, func() float64 { return float64(u.UnreadableRecords()) }))
 	}
+	if c, ok := db.(interface{ ChecksumFailures() int64 }); ok {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sketchd_store_checksum_failures_total",
+			Help: "Stored records whose checksum did not match their bytes, counted each time one was read (at start, when listing, on a read of it); the log names each, and reads of it answer 500.",
+		}, func() float64 { return float64(c.ChecksumFailures()) }))
+	}
 
 	auth := cfg.auth
 	if auth != nil {
@@ -113,6 +123,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 	srv := server.New(server.Config{
 		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
 		MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
+		MaxSeriesBuckets: cfg.maxSeriesBuckets, MaxSeriesPoints: cfg.maxSeriesPoints,
 	}, server.Deps{
 		Store: db, Metrics: m, Logger: log, Auth: auth,
 		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),
@@ -182,6 +193,8 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		return postgres.Open(octx, cfg.postgres, postgres.Options{
 			MaxConns:   int32(cfg.postgresMaxConns),
 			CacheBytes: cfg.cacheBytes,
+			KeyWindow:  cfg.keyWindow,
+			KeyBytes:   cfg.keyBytes,
 			Logger:     log,
 			Observer:   obs,
 		})
@@ -191,6 +204,8 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		CheckpointInterval: cfg.checkpointInterval,
 		CacheBytes:         cfg.cacheBytes,
 		RecoverPastDamage:  cfg.recoverPastDamage,
+		KeyWindow:          cfg.keyWindow,
+		KeyBytes:           cfg.keyBytes,
 		Logger:             log,
 		Observer:           obs,
 	})

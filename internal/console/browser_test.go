@@ -975,3 +975,69 @@ func TestBrowserFrequencyReport(t *testing.T) {
 	tb.screenshot(t, "console-frequency-report")
 	tb.noErrors(t, nil)
 }
+
+// TestBrowserRegisters: a DataSketches HLL is listed with its estimate
+// and error, and shown with its bounds, mode and parameters.
+func TestBrowserRegisters(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.call(t, "PUT", "/v1/sketches/spark:users", "application/json", []byte(`{"type":"ds_hll","lg_k":12,"tgt_type":"HLL_8"}`), nil)
+	s.addRange(t, "spark:users", 1, 30001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	want := s.list(t, "")
+	if len(want) != 1 {
+		t.Fatalf("API lists %+v", want)
+	}
+	w := want[0]
+	type row struct{ Kind, Estimate, Rep string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError); len(rows) != 1 || rows[0].Kind != "DataSketches HLL" || rows[0].Estimate != est || rows[0].Rep != "HLL" {
+		t.Errorf("rows %+v, want DataSketches HLL %q HLL", rows, est)
+	}
+	tb.open(t, s.url, "/sketch/spark:users")
+	tb.wait(t, "#bounds")
+	if got := tb.text(t, "#bounds"); got != count(w.Lower)+" – "+count(w.Upper) {
+		t.Errorf("#bounds %q, want %s – %s", got, count(w.Lower), count(w.Upper))
+	}
+	if got := tb.text(t, "#estimate"); !strings.HasPrefix(got, count(w.Cardinality)) {
+		t.Errorf("#estimate %q, want %s", got, count(w.Cardinality))
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-ds-hll")
+	tb.noErrors(t, nil)
+}
+
+// TestBrowserRegistersOverlap: two DataSketches HLL sketches can be
+// selected and are drawn in the overlap view with the API's numbers.
+func TestBrowserRegistersOverlap(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	for _, n := range []string{"spark:a", "spark:b"} {
+		s.call(t, "PUT", "/v1/sketches/"+n, "application/json", []byte(`{"type":"ds_hll","lg_k":12}`), nil)
+	}
+	s.addRange(t, "spark:a", 1, 20001)
+	s.addRange(t, "spark:b", 10001, 40001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	if n := eval[int](t, tb, `document.querySelectorAll('table.sketches tbody input[type=checkbox]').length`); n != 2 {
+		t.Errorf("%d compare boxes, want 2", n)
+	}
+	x := s.intersect(t, "spark:a", "spark:b")
+	if x.Spurious || math.Abs(x.Estimate-10000) > 1500 {
+		t.Fatalf("fixture: ds_hll intersection %+v, want about 10,000", x)
+	}
+	tb.open(t, s.url, "/overlap?s=spark:a&s=spark:b")
+	tb.wait(t, "#ov-estimate")
+	for id, v := range map[string]float64{"#ov-estimate": x.Estimate, "#ov-lower": x.Lower, "#ov-upper": x.Upper} {
+		if got := tb.text(t, id); got != count(v) {
+			t.Errorf("%s shows %q, want %q (API %v)", id, got, count(v), v)
+		}
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-ds-hll-overlap")
+	tb.noErrors(t, nil)
+}

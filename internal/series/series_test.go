@@ -240,6 +240,7 @@ func TestPlanOptimal(t *testing.T) {
 		if !at.Equal(p.To) {
 			t.Fatalf("[%v, %v): buckets end at %v, want %v", from, to, at, p.To)
 		}
+		checkRuns(t, p)
 		if best := bestCover(s, p.From, p.To, now); best != len(p.Buckets) {
 			t.Fatalf("[%v, %v): %d buckets, the best cover has %d", p.From, p.To, len(p.Buckets), best)
 		}
@@ -350,7 +351,10 @@ func TestTimeseries(t *testing.T) {
 	if _, err := s.Timeseries(from.Add(30*time.Minute), to, Duration{Days: 1}, Duration{Days: 7}, now); sketch.KindOf(err) != sketch.Invalid {
 		t.Errorf("unaligned from = %v, want Invalid", err)
 	}
-	if _, err := s.Timeseries(from, to, Duration{Minutes: 1}, Duration{Days: 7}, now); sketch.KindOf(err) != sketch.Invalid {
-		t.Errorf("more than MaxPoints or unaligned = %v, want Invalid", err)
+	if _, err := s.Timeseries(from, from.AddDate(0, 0, 3), Duration{Minutes: 1}, Duration{Days: 7}, now); sketch.KindOf(err) != sketch.Invalid {
+		t.Errorf("a step of a minute = %v, want Invalid", err)
+	}
+	if _, err := s.Timeseries(from, to, Duration{Minutes: 1}, Duration{Days: 7}, now); sketch.KindOf(err) != sketch.Unprocessable {
+		t.Errorf("more than MaxPoints = %v, want Unprocessable", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/cpc"
+	"github.com/sketchd/sketchd/internal/dshll"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/ingest"
@@ -38,9 +40,11 @@ type createRequest struct {
 	Bits          *int     `json:"bits"`
 	Hashes        *int     `json:"hashes"`
 	// A KLL sketch's: k and what it keeps (double or long).
-	K      *int    `json:"k"`
-	Items  *string `json:"items"`
-	Metric *bool   `json:"metric"`
+	K     *int    `json:"k"`
+	Items *string `json:"items"`
+	// A DataSketches HLL's target type.
+	TgtType *string `json:"tgt_type"`
+	Metric  *bool   `json:"metric"`
 }
 
 // kindFields names the create fields each kind takes.
@@ -49,6 +53,8 @@ var kindFields = map[sketch.Type]string{
 	sketch.TypeCMS:   "width depth epsilon delta conservative topk domain_bits",
 	sketch.TypeTheta: "lg_k",
 	sketch.TypeFreq:  "lg_k",
+	sketch.TypeDSHLL: "lg_k tgt_type",
+	sketch.TypeCPC:   "lg_k",
 	sketch.TypeBloom: "expected_items fpp bits hashes",
 	sketch.TypeKLL:   "k items",
 }
@@ -61,10 +67,10 @@ func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
 		"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil, "delta": c.Delta != nil,
 		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "domain_bits": c.DomainBits != nil, "lg_k": c.LgK != nil,
 		"expected_items": c.ExpectedItems != nil, "fpp": c.FPP != nil, "bits": c.Bits != nil, "hashes": c.Hashes != nil,
-		"k": c.K != nil, "items": c.Items != nil,
+		"k": c.K != nil, "items": c.Items != nil, "tgt_type": c.TgtType != nil,
 	}
 	own := " " + kindFields[typ] + " "
-	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeBloom, sketch.TypeKLL} {
+	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL, sketch.TypeBloom, sketch.TypeKLL} {
 		for _, f := range strings.Fields(kindFields[other]) {
 			if set[f] && !strings.Contains(own, " "+f+" ") {
 				return f, other
@@ -135,6 +141,21 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		p := freq.DefaultParams()
 		setInt(&p.LgK, c.LgK)
 		sp.Params = sketch.FreqParams{Params: p}
+	case sketch.TypeDSHLL:
+		p := dshll.DefaultParams()
+		setInt(&p.LgK, c.LgK)
+		if c.TgtType != nil {
+			t, err := dshll.ParseType(*c.TgtType)
+			if err != nil {
+				return sp, sketch.Errorf(sketch.Invalid, "tgt_type %q is not HLL_4, HLL_6 or HLL_8", clip(*c.TgtType))
+			}
+			p.Type = t
+		}
+		sp.Params = sketch.DSHLLParams{Params: p}
+	case sketch.TypeCPC:
+		p := cpc.DefaultParams()
+		setInt(&p.LgK, c.LgK)
+		sp.Params = sketch.CPCParams{Params: p}
 	case sketch.TypeBloom:
 		p, err := c.bloomParams()
 		if err != nil {
@@ -258,6 +279,14 @@ func describe(in sketch.Info) any {
 		return sampledResponse{Name: in.Name, Type: string(sketch.TypeTheta), LgK: p.LgK, Cardinality: in.Cardinality,
 			Lower: in.Lower, Upper: in.Upper, Theta: in.Theta, Retained: in.Retained,
 			SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+	case sketch.DSHLLParams:
+		r := registersOf(in)
+		r.LgK, r.TgtType = &p.LgK, p.Type.String()
+		return r
+	case sketch.CPCParams:
+		r := registersOf(in)
+		r.LgK = &p.LgK
+		return r
 	case sketch.KLLParams:
 		return kllResponse{Name: in.Name, Type: string(sketch.TypeKLL), kllState: kllStateOf(p, in),
 			CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
@@ -292,6 +321,61 @@ type sampledResponse struct {
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	Metric      bool      `json:"metric"`
+}
+
+// registersResponse describes a sketch of the HLL family in another
+// ecosystem's format (ds_hll, cpc; zeta_hll and airlift_hll to come): the
+// estimate with its relative standard error and its bounds at two
+// standard deviations, the representation, and the kind's parameters.
+type registersResponse struct {
+	Name           string    `json:"name,omitempty"`
+	Type           string    `json:"type"`
+	LgK            *int      `json:"lg_k,omitempty"`
+	TgtType        string    `json:"tgt_type,omitempty"`
+	Representation string    `json:"representation"`
+	Cardinality    float64   `json:"cardinality"`
+	StdError       float64   `json:"std_error"`
+	Lower          float64   `json:"lower_bound"`
+	Upper          float64   `json:"upper_bound"`
+	SizeBytes      int       `json:"size_bytes"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	Metric         bool      `json:"metric"`
+}
+
+func registersOf(in sketch.Info) registersResponse {
+	return registersResponse{Name: in.Name, Type: string(in.Spec.Type()), Representation: in.Representation,
+		Cardinality: finite(in.Cardinality), StdError: in.StdError, Lower: in.Lower, Upper: in.Upper,
+		SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+}
+
+// unionRegistersResponse is the union of sketches of the HLL family in
+// another ecosystem's format.
+type unionRegistersResponse struct {
+	Type           string   `json:"type"`
+	LgK            *int     `json:"lg_k,omitempty"`
+	TgtType        string   `json:"tgt_type,omitempty"`
+	Representation string   `json:"representation"`
+	Cardinality    float64  `json:"cardinality"`
+	StdError       float64  `json:"std_error"`
+	Lower          float64  `json:"lower_bound"`
+	Upper          float64  `json:"upper_bound"`
+	Into           string   `json:"into,omitempty"`
+	Warnings       []string `json:"warnings,omitempty"`
+}
+
+// unionRegisters describes u as a union answer, or false when it is not of
+// the family.
+func unionRegisters(u sketch.Sketch, into string, warnings []string) (unionRegistersResponse, bool) {
+	var in sketch.Info
+	u.Describe(&in)
+	in.Spec.Params = u.Params()
+	d, ok := describe(in).(registersResponse)
+	if !ok {
+		return unionRegistersResponse{}, false
+	}
+	return unionRegistersResponse{Type: d.Type, LgK: d.LgK, TgtType: d.TgtType, Representation: d.Representation,
+		Cardinality: d.Cardinality, StdError: d.StdError, Lower: d.Lower, Upper: d.Upper, Into: into, Warnings: warnings}, true
 }
 
 // bloomState is a Bloom filter's shape, stated items and rate (absent

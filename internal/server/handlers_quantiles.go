@@ -241,7 +241,7 @@ type seriesRangeCountResponse struct {
 }
 
 func (s *Server) handleSeriesQuantile(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "q", "inclusive")
+	name, q, from, to, ss, err := s.seriesRange(r, "q", "inclusive", "buckets")
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,11 @@ func (s *Server) handleSeriesQuantile(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
 	if err != nil {
 		return err
 	}
@@ -261,11 +265,11 @@ func (s *Server) handleSeriesQuantile(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, seriesQuantileResponse{rangeResponse: rangeDTO(plan), quantileResponse: resp})
+	return writeJSON(w, http.StatusOK, seriesQuantileResponse{rangeResponse: rangeDTO(plan, list), quantileResponse: resp})
 }
 
 func (s *Server) handleSeriesRangeCount(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "lo", "hi")
+	name, q, from, to, ss, err := s.seriesRange(r, "lo", "hi", "buckets")
 	if err != nil {
 		return err
 	}
@@ -273,7 +277,11 @@ func (s *Server) handleSeriesRangeCount(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
 	if err != nil {
 		return err
 	}
@@ -281,7 +289,7 @@ func (s *Server) handleSeriesRangeCount(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, seriesRangeCountResponse{rangeResponse: rangeDTO(plan), rangeCountResponse: resp})
+	return writeJSON(w, http.StatusOK, seriesRangeCountResponse{rangeResponse: rangeDTO(plan, list), rangeCountResponse: resp})
 }
 
 // rankValue is one value's normalized rank with the ranks rank_error
@@ -476,7 +484,7 @@ type seriesDistributionResponse struct {
 }
 
 func (s *Server) handleSeriesRank(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "value", "inclusive")
+	name, q, from, to, ss, err := s.seriesRange(r, "value", "inclusive", "buckets")
 	if err != nil {
 		return err
 	}
@@ -488,7 +496,11 @@ func (s *Server) handleSeriesRank(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
 	if err != nil {
 		return err
 	}
@@ -496,7 +508,7 @@ func (s *Server) handleSeriesRank(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, seriesRankResponse{rangeResponse: rangeDTO(plan), rankResponse: resp})
+	return writeJSON(w, http.StatusOK, seriesRankResponse{rangeResponse: rangeDTO(plan, list), rankResponse: resp})
 }
 
 func (s *Server) handleSeriesCDF(w http.ResponseWriter, r *http.Request) error {
@@ -508,7 +520,7 @@ func (s *Server) handleSeriesPMF(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf bool) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "split", "inclusive")
+	name, q, from, to, ss, err := s.seriesRange(r, "split", "inclusive", "buckets")
 	if err != nil {
 		return err
 	}
@@ -520,7 +532,11 @@ func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf 
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
 	if err != nil {
 		return err
 	}
@@ -528,5 +544,5 @@ func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf 
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, seriesDistributionResponse{rangeResponse: rangeDTO(plan), distributionResponse: resp})
+	return writeJSON(w, http.StatusOK, seriesDistributionResponse{rangeResponse: rangeDTO(plan, list), distributionResponse: resp})
 }

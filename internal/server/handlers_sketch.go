@@ -14,6 +14,7 @@ import (
 
 	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/ingest"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -112,16 +113,19 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	info, created, err := s.store.Create(r.Context(), name, spec)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-		w.Header().Set("Location", "/v1/sketches/"+name)
-	}
-	return writeJSON(w, status, describe(info))
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if !res.Created {
+			return jsonAnswer(http.StatusOK, describe(res.Info))
+		}
+		a, err := jsonAnswer(http.StatusCreated, describe(res.Info))
+		if a != nil {
+			a.location = "/v1/sketches/" + name
+		}
+		return a, err
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Info, res.Created, err = s.store.Create(ctx, name, spec)
+		return res, err
+	})
 }
 
 func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request) error {
@@ -146,12 +150,13 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.takeWriteSlot(r.Context()); err != nil {
 		return err
 	}
-	if err := s.store.Delete(r.Context(), name); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.commit(w, r, noContent, func(ctx context.Context) (idem.Result, error) {
+		return idem.Result{}, s.store.Delete(ctx, name)
+	})
 }
+
+// noContent renders the answer of a delete.
+func noContent(idem.Result) (*answer, error) { return &answer{status: http.StatusNoContent}, nil }
 
 // bodyFormat is how an id body is encoded.
 type bodyFormat int
@@ -233,48 +238,20 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	fresh := false
 	if report, ok := first(q, "report"); ok {
 		if report != "new" {
 			return sketch.Errorf(sketch.Invalid, "query parameter report=%q: the only report is new", clip(report))
 		}
-		return s.addFresh(w, r, q, name, create)
+		fresh = true
 	}
-	return s.addBody(w, r, q, func(in sketch.Input) (sketch.Added, error) {
-		return s.store.Add(r.Context(), name, in, create)
-	})
-}
-
-// addFresh is an add with ?report=new: a check-and-add of a Bloom filter
-// in one write, answering which ids were new.
-func (s *Server) addFresh(w http.ResponseWriter, r *http.Request, q map[string][]string, name string, create bool) error {
-	format, lines, err := s.idFormat(r, q)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(w, r, s.cfg.MaxBody)
-	if err != nil {
-		return err
-	}
-	defer s.putBody(body)
-	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, fresh: true}
-	defer in.release()
-	added, err := s.store.Add(r.Context(), name, in, create)
-	if err != nil {
-		return sketch.Prefixed(err, fmt.Sprintf("sketch %q: ", name))
-	}
-	s.metrics.Ingested(string(added.Type), added.Accepted)
-	ids, err := in.echo()
-	if err != nil {
-		return err
-	}
-	resp := freshResponse{Accepted: added.Accepted, New: []any{}}
-	for i, f := range added.Fresh {
-		if f && i < len(ids) {
-			resp.New = append(resp.New, ids[i])
+	return s.addBodyAs(w, r, q, fresh, func(ctx context.Context, in sketch.Input) (sketch.Added, error) {
+		added, err := s.store.Add(ctx, name, in, create)
+		if err != nil && fresh {
+			err = sketch.Prefixed(err, fmt.Sprintf("sketch %q: ", name))
 		}
-	}
-	resp.NewCount = len(resp.New)
-	return writeJSON(w, http.StatusOK, resp)
+		return added, err
+	})
 }
 
 // handleCheck answers, for each id of a body in any id format, whether a
@@ -345,7 +322,13 @@ func check(f *bloom.Filter, in *bodyInput) (checkResponse, error) {
 
 // addBody reads an id body in any format (?id_type in q) and answers what
 // add, the store's write, applied, counting it in the metrics.
-func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(sketch.Input) (sketch.Added, error)) error {
+func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(context.Context, sketch.Input) (sketch.Added, error)) error {
+	return s.addBodyAs(w, r, q, false, add)
+}
+
+// addBodyAs is addBody; with fresh (add?report=new) the input asks which
+// ids were new, and the answer lists them (freshResponse).
+func (s *Server) addBodyAs(w http.ResponseWriter, r *http.Request, q map[string][]string, fresh bool, add func(context.Context, sketch.Input) (sketch.Added, error)) error {
 	format, lines, err := s.idFormat(r, q)
 	if err != nil {
 		return err
@@ -359,14 +342,40 @@ func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]
 		return err
 	}
 	defer s.putBody(body)
-	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, little: little}
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, little: little, fresh: fresh}
 	defer in.release()
-	added, err := add(in)
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if !fresh {
+			return jsonAnswer(http.StatusOK, addResponse{Accepted: res.Added.Accepted})
+		}
+		resp, err := freshReport(in, res.Added)
+		if err != nil {
+			return nil, err
+		}
+		return jsonAnswer(http.StatusOK, resp)
+	}, func(ctx context.Context) (idem.Result, error) {
+		added, err := add(ctx, in)
+		if err == nil {
+			s.metrics.Ingested(string(added.Type), added.Accepted)
+		}
+		return idem.Result{Added: added}, err
+	})
+}
+
+// freshReport lists the ids of in that added says were new, as sent.
+func freshReport(in *bodyInput, added sketch.Added) (freshResponse, error) {
+	ids, err := in.echo()
 	if err != nil {
-		return err
+		return freshResponse{}, err
 	}
-	s.metrics.Ingested(string(added.Type), added.Accepted)
-	return writeJSON(w, http.StatusOK, addResponse{Accepted: added.Accepted})
+	resp := freshResponse{Accepted: added.Accepted, New: []any{}}
+	for i, f := range added.Fresh {
+		if f && i < len(ids) {
+			resp.New = append(resp.New, ids[i])
+		}
+	}
+	resp.NewCount = len(resp.New)
+	return resp, nil
 }
 
 // bodyInput is an id body parsed on demand in the form the sketch's kind
@@ -580,16 +589,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	counts, err := s.store.AddEvents(r.Context(), events, create)
-	if err != nil {
-		return err
-	}
-	// sketchd_ingested_total counts each id once per sketch it went to,
-	// under that sketch's kind, as the add route counts ids and items.
-	for typ, n := range counts {
-		s.metrics.Ingested(string(typ), n)
-	}
-	return writeJSON(w, http.StatusOK, eventsResponse{Accepted: len(events)})
+	return s.commit(w, r, func(idem.Result) (*answer, error) {
+		return jsonAnswer(http.StatusOK, eventsResponse{Accepted: len(events)})
+	}, func(ctx context.Context) (idem.Result, error) {
+		counts, err := s.store.AddEvents(ctx, events, create)
+		// sketchd_ingested_total counts each id once per sketch it went
+		// to, under that sketch's kind, as the add route counts ids and
+		// items.
+		for typ, n := range counts {
+			s.metrics.Ingested(string(typ), n)
+		}
+		return idem.Result{Counts: counts}, err
+	})
 }
 
 const maxEventSketches = 100

@@ -346,6 +346,12 @@ var problemKinds = map[int]string{
 	http.StatusUnprocessableEntity:   "unprocessable",
 }
 
+// keyProblemKinds are the Idempotency-Key problems' own types.
+var keyProblemKinds = map[int]string{
+	http.StatusConflict:            problemKeyInFlight,
+	http.StatusUnprocessableEntity: problemKeyReused,
+}
+
 // checkProblem checks that r is a well-formed problem+json answer with
 // status want, and returns it.
 func checkProblem(tb testing.TB, r response, want int) problem {
@@ -369,7 +375,7 @@ func checkProblemBody(tb testing.TB, r response) problem {
 		tb.Errorf("problem body %s: %v", clipBody(r.Body), err)
 		return p
 	}
-	if kind, ok := problemKinds[r.Status]; !ok || p.Type != problemTypePrefix+kind {
+	if kind, ok := problemKinds[r.Status]; !ok || p.Type != problemTypePrefix+kind && p.Type != problemTypePrefix+keyProblemKinds[r.Status] {
 		tb.Errorf("type = %q for status %d, want %s%s", p.Type, r.Status, problemTypePrefix, kind)
 	}
 	if !strings.HasPrefix(p.Type, "urn:sketchd:problem:") {

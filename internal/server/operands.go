@@ -106,6 +106,7 @@ func (s *Server) resolve(ctx context.Context, ops []operand) ([]sketch.Sketch, [
 		}
 	}
 	var warnings []string
+	b := s.budget() // one for all the request's ranges
 	for i, o := range ops {
 		if o.Series == "" {
 			continue
@@ -116,7 +117,7 @@ func (s *Server) resolve(ctx context.Context, ops []operand) ([]sketch.Sketch, [
 		}
 		from, _ := time.Parse(time.RFC3339Nano, o.From)
 		to, _ := time.Parse(time.RFC3339Nano, o.To)
-		plan, u, err := s.rangeUnion(ctx, ss, o.Series, from, to)
+		plan, u, err := s.rangeUnion(ctx, ss, o.Series, from, to, b, false)
 		if err != nil {
 			return nil, nil, err
 		}

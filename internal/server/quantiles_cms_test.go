@@ -161,7 +161,7 @@ func TestRangedCMSSeries(t *testing.T) {
 		rangeAnswer
 		Buckets []struct{ Level string }
 	}
-	decode(t, must(t, e.get(t, "/v1/series/lat/range?from="+rfc(day.Add(-24*time.Hour))+"&to="+rfc(day.Add(24*time.Hour))+"&lo=0&hi=1500"), http.StatusOK, "series range").Body, &ra)
+	decode(t, must(t, e.get(t, "/v1/series/lat/range?from="+rfc(day.Add(-24*time.Hour))+"&to="+rfc(day.Add(24*time.Hour))+"&lo=0&hi=1500&buckets=true"), http.StatusOK, "series range").Body, &ra)
 	if ra.Estimate < 5 || ra.Total != 6 || len(ra.Buckets) != 2 {
 		t.Errorf("series range = %+v", ra)
 	}

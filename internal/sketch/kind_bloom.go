@@ -14,6 +14,7 @@ const TypeBloom Type = "bloom"
 
 var bloomKind = Kind{
 	Type:    TypeBloom,
+	Format:  "sketchd's Bloom filter format",
 	Tag:     16,
 	Default: func() Params { return BloomParams{bloom.DefaultParams()} },
 	Decode: func(b []byte) (Sketch, error) {

@@ -24,6 +24,7 @@ func kllKind[T kll.Item](tag byte) Kind {
 	typ := kllItemType[T]()
 	return Kind{
 		Type:    TypeKLL,
+		Format:  "DataSketches' compact KLL of " + typ.String() + "s",
 		Tag:     tag,
 		Default: func() Params { return KLLParams{K: kll.DefaultK, Items: typ} },
 		Decode: func(b []byte) (Sketch, error) {

@@ -218,16 +218,21 @@ window.addEventListener('hashchange', () => {
 // Theta and frequency sketches report bounds at two standard deviations;
 // half their half-width is one.
 const SAMPLED = new Set(['theta', 'freq']);
+// HLL sketches in other ecosystems' formats: an estimate with its relative
+// standard error and bounds at two standard deviations.
+const REGISTERS = new Set(['ds_hll', 'cpc']);
+// distinct says whether a kind counts distinct ids, so that it overlaps.
+const distinct = (type) => type === 'hll' || type === 'theta' || REGISTERS.has(type);
 
 function estimateOf(s) {
-  if (s.type === 'hll') return { value: s.cardinality, error: s.cardinality * s.std_error };
+  if (s.type === 'hll' || REGISTERS.has(s.type)) return { value: s.cardinality, error: s.cardinality * s.std_error };
   if (SAMPLED.has(s.type)) return { value: s.cardinality, error: (s.upper_bound - s.lower_bound) / 4 };
   return { value: s.total, error: 0 };
 }
 
 function estimateCell(s) {
   const { value, error } = estimateOf(s);
-  if (s.type === 'hll') {
+  if (s.type === 'hll' || REGISTERS.has(s.type)) {
     return [el('span', { class: 'est' }, count(value)), error > 0 ? el('span', { class: 'err' }, ` ± ${count(error)} (1σ)`) : el('span', { class: 'err muted' }, ' exact')];
   }
   if (s.type === 'cms') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' total')];
@@ -239,7 +244,7 @@ function estimateCell(s) {
 
 // kindName names a sketch kind for people; kinds the console does not
 // know yet show their API name.
-const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency' })[type] || type;
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
@@ -297,7 +302,7 @@ async function listView(prefix) {
     const page = await api('GET', `/v1/sketches?${q}`);
     for (const s of page.sketches) {
       suggest(s.name);
-      const box = s.type === 'hll' || s.type === 'theta'
+      const box = distinct(s.type)
         ? el('input', { type: 'checkbox', value: s.name, 'aria-label': `Select ${s.name} to compare`, onchange: update })
         : '';
       tbody.append(el('tr', { 'data-name': s.name },
@@ -371,6 +376,7 @@ async function sketchView(name) {
   if (s.type === 'hll') return hllView(s);
   if (s.type === 'cms') return cmsView(s);
   if (SAMPLED.has(s.type)) return sampledView(s);
+  if (REGISTERS.has(s.type)) return registersView(s);
   // A kind this page does not know yet: what every sketch has.
   return el('section', { class: 'detail' },
     el('h1', {}, s.name),
@@ -415,6 +421,38 @@ function hllView(s) {
     el('p', {}, copy, token() ? el('span', { class: 'muted' }, ' Set SKETCHD_TOKEN to your read token first.') : ''),
     el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
   return section;
+}
+
+// registersView shows an HLL sketch in another ecosystem's format, with
+// what reads its bytes.
+function registersView(s) {
+  const { value, error } = estimateOf(s);
+  const about = {
+    ds_hll: ['DataSketches HLL sketch: distinct ids',
+      `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} registers), ${s.tgt_type}`,
+      'The bytes are DataSketches\' HLL format, read by Spark (hll_sketch_estimate), Druid, Hive, Impala and the DataSketches libraries: '],
+    cpc: ['CPC sketch (DataSketches): distinct ids',
+      `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} rows)`,
+      'The bytes are DataSketches\' CPC format, read by Pinot, Hive, Impala and the DataSketches libraries: '],
+  }[s.type];
+  const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
+  download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
+  return el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, about[0]),
+    facts([
+      ['Estimate', [count(value), ' distinct ids'], 'estimate'],
+      ['Error', error > 0 ? `± ${count(error)} (one standard error, ${pct(s.std_error)})` : 'exact', 'error'],
+      ['95% bounds', `${count(s.lower_bound)} – ${count(s.upper_bound)}`, 'bounds'],
+      ['Representation', s.representation],
+      ['Parameters', about[1]],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+      ['Last update', when(s.updated_at)],
+      ['On /metrics', s.metric ? 'yes' : 'no'],
+    ]),
+    el('h2', {}, 'Take it elsewhere'),
+    el('p', {}, about[2], download));
 }
 
 // sampledView shows a theta or frequency sketch (DataSketches' formats),
@@ -775,8 +813,8 @@ async function resolveOperand(v) {
   const o = parseOperand(v);
   if (o.kind === 'sketch') {
     const s = await api('GET', sketchPath(o.name));
-    if (s.type !== 'hll' && s.type !== 'theta') {
-      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog or theta sketches.`, '');
+    if (!distinct(s.type)) {
+      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog, theta, DataSketches HLL or CPC sketches.`, '');
     }
     return { ...s, op: s.name };
   }
@@ -784,8 +822,8 @@ async function resolveOperand(v) {
     throw new Problem(400, 'Bad range', `“${v}” is not a series range: give a series and its first and last day.`, '');
   }
   const sr = await api('GET', seriesPath(o.name));
-  if (sr.type !== 'hll' && sr.type !== 'theta') {
-    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog or theta.`, '');
+  if (!distinct(sr.type)) {
+    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog, theta, DataSketches HLL or CPC.`, '');
   }
   const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
   const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
@@ -803,8 +841,8 @@ async function overlapView(values) {
       throw err;
     }),
   ]);
-  const hlls = list.sketches.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
-  const seriesNames = seriesPage.series.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
+  const hlls = list.sketches.filter((s) => distinct(s.type)).map((s) => s.name);
+  const seriesNames = seriesPage.series.filter((s) => distinct(s.type)).map((s) => s.name);
   const fields = ['a', 'b', 'c'].map((id, i) => {
     const o = values[i] ? parseOperand(values[i]) : { kind: 'sketch', name: '' };
     const kind = el('select', { id: `kind-${id}`, 'aria-label': `Set ${id.toUpperCase()} is a` },
@@ -850,7 +888,7 @@ async function overlapView(values) {
     location.hash = `#/overlap?${picked.map((v) => `s=${encodeURIComponent(v)}`).join('&')}`;
   });
   const formError = el('div', { class: 'form-error', id: 'overlap-error', role: 'alert', hidden: true });
-  section.append(el('p', { class: 'muted' }, 'Pick two or three HyperLogLog or theta sketches, or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form, formError);
+  section.append(el('p', { class: 'muted' }, 'Pick two or three distinct-count sketches (HyperLogLog, theta, DataSketches HLL or CPC), or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form, formError);
   if (values.length < 2) return section;
 
   // A set that cannot be read, or is of another kind than set A, is

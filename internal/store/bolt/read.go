@@ -143,7 +143,7 @@ func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) 
 			if n <= after || overlay[n] {
 				continue
 			}
-			st, err := decodeRecord(v)
+			st, err := decodeEntry(n, v)
 			if err != nil {
 				s.skipUnreadable(k, err, "list")
 				skipped = append(skipped, quoteName(k))

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -23,6 +24,10 @@ type op struct {
 	// hll_union with a delta.
 	names, full []string
 	fn          func(t *tx) error
+	// guard is the write's idempotency key, if any (keys.go); claimed
+	// says the transaction claimed it.
+	guard   *idem.Guard
+	claimed bool
 	// state is opQueued until the committer takes the op or its caller
 	// gives up on it.
 	state atomic.Int32
@@ -69,6 +74,9 @@ type row struct {
 type tx struct {
 	rows []*row
 	now  time.Time
+	// res is what the running write returns, for its idempotency key's
+	// answer: a write's fn sets it.
+	res idem.Result
 }
 
 func (t *tx) row(name string) *row {
@@ -99,7 +107,7 @@ func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{names: names, full: full, fn: fn, done: make(chan struct{})}
+	o := &op{names: names, full: full, fn: fn, guard: idem.From(ctx), done: make(chan struct{})}
 	if err := enqueue(s, ctx, s.queue, o); err != nil {
 		return err
 	}
@@ -211,17 +219,26 @@ func (s *DB) commit(group []*op) error {
 	}
 	defer conn.Release()
 
-	// Two round trips: BEGIN and the row locks, then the writes and
-	// COMMIT.
+	// Two round trips: BEGIN, the idempotency keys and the row locks,
+	// then the writes and COMMIT.
 	t := &tx{rows: make([]*row, len(names)), now: s.opts.Now().UTC()}
+	keyed := guarded(group)
 	var lb pgx.Batch
 	lb.Queue("BEGIN")
+	queueClaims(&lb, keyed, t.now, s.expiredBefore(t.now))
 	for i, n := range names {
 		t.rows[i] = &row{name: n}
 		lb.Queue(lockSQL, n, full[n])
 	}
 	res := conn.SendBatch(ctx, &lb)
 	if _, err := res.Exec(); err != nil {
+		res.Close()
+		return err
+	}
+	for _, o := range keyed {
+		o.err, o.claimed = nil, false
+	}
+	if err := readClaims(res, keyed); err != nil {
 		res.Close()
 		return err
 	}
@@ -247,8 +264,16 @@ func (s *DB) commit(group []*op) error {
 		return err
 	}
 
+	var kb pgx.Batch // the keys' answers
 	for _, o := range group {
+		if o.guard != nil && !o.claimed {
+			continue // its key is taken: o.err says so
+		}
+		t.res = idem.Result{}
 		o.err = o.fn(t)
+		if err := sealOp(&kb, o, t.res); err != nil {
+			return err
+		}
 	}
 
 	var wb pgx.Batch
@@ -258,9 +283,10 @@ func (s *DB) commit(group []*op) error {
 		}
 	}
 	rows := wb.Len()
+	wb.QueuedQueries = append(wb.QueuedQueries, kb.QueuedQueries...)
 	wb.Queue("COMMIT")
 	res = conn.SendBatch(ctx, &wb)
-	for range rows {
+	for range rows + kb.Len() {
 		if _, err := res.Exec(); err != nil {
 			res.Close()
 			var pe *pgconn.PgError
@@ -379,8 +405,14 @@ SELECT 1 / count(*)::int FROM u`
 func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 	t := &tx{rows: rows, now: s.opts.Now().UTC()}
 	for _, o := range group {
+		t.res = idem.Result{}
 		if o.err = o.fn(t); o.err != nil {
 			return errRetry
+		}
+		if o.guard != nil {
+			if _, err := o.guard.Seal(t.res); err != nil {
+				return err
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
@@ -390,18 +422,24 @@ func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 		return err
 	}
 	defer conn.Release()
+	// The keys first, as on every path; one already recorded fails the
+	// transaction, and the careful path sorts it out.
 	var b pgx.Batch
 	b.Queue("BEGIN")
+	for _, o := range guarded(group) {
+		queueRecord(&b, o.guard, t.now, s.expiredBefore(t.now))
+	}
+	keys := b.Len() - 1
 	for _, r := range rows {
 		if r.changed && r.st.sk.Representation() != "EMPTY" {
 			b.Queue(addSQL, r.name, r.st.sk.AppendBinary(nil), r.st.updated)
 		}
 	}
-	n := b.Len() - 1
+	n := b.Len() - 1 - keys
 	b.Queue("COMMIT")
 	res := conn.SendBatch(ctx, &b)
 	var tag pgconn.CommandTag
-	for range n + 2 {
+	for range keys + n + 2 {
 		if tag, err = res.Exec(); err != nil {
 			res.Close()
 			return err

@@ -9,3 +9,10 @@ import (
 )
 
 func TestConformance(t *testing.T) { storetest.Run(t, pgstoretest.Backend(postgres.Options{})) }
+
+// Both halves of the contract, checked when the tests build: a backend
+// that lost a series method would only be skipped by the series tests.
+var (
+	_ storetest.Store       = (*postgres.DB)(nil)
+	_ storetest.SeriesStore = (*postgres.DB)(nil)
+)

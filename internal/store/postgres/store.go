@@ -61,6 +61,15 @@ type Options struct {
 	Observer   Observer
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
+	// KeyWindow is how long an idempotency key is remembered after its
+	// write commits (default 24h).
+	KeyWindow time.Duration
+	// KeyBytes bounds the bytes of sketchd_idempotency (default 256
+	// MiB): past it each sweep deletes the oldest keys.
+	KeyBytes int64
+	// KeySweepInterval is how often a node deletes old idempotency keys
+	// (default 1 minute).
+	KeySweepInterval time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -84,6 +93,15 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.KeyWindow <= 0 {
+		o.KeyWindow = 24 * time.Hour
+	}
+	if o.KeyBytes <= 0 {
+		o.KeyBytes = 256 << 20
+	}
+	if o.KeySweepInterval <= 0 {
+		o.KeySweepInterval = time.Minute
 	}
 }
 
@@ -114,6 +132,9 @@ type DB struct {
 
 	buckets *bucketCache
 	defs    defCache
+
+	// The idempotency keys at the last sweep (keys.go).
+	keyCount, keyBytes, keysEvicted atomic.Int64
 }
 
 // known is what a node last saw of a sketch: its kind, and its
@@ -164,7 +185,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		buckets: newBucketCache(opts.CacheBytes),
 	}
 	s.ready.Store(true)
-	s.wg.Add(2 + opts.Committers)
+	s.wg.Add(3 + opts.Committers)
+	go s.sweepLoop()
 	go s.seriesLoop()
 	for range opts.Committers {
 		go s.commitLoop()

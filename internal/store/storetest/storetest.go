@@ -53,7 +53,7 @@ type SeriesStore interface {
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error)
 	DeleteSeries(ctx context.Context, name string) error
 	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error)
-	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error
+	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error
 	ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error)
 }
 
@@ -103,6 +103,22 @@ func (in *Instance) Reopen(tb testing.TB) {
 	in.Store, in.close = in.b.Open(tb, in.place)
 }
 
+// Crash abandons the store as kill -9 would once its acknowledged writes
+// returned (a backend with a Crash hook: the embedded one) and opens its
+// data again; a backend without one (its data is elsewhere, committed)
+// is reopened.
+func (in *Instance) Crash(tb testing.TB) {
+	tb.Helper()
+	c, ok := in.Store.(interface{ Crash() })
+	if !ok {
+		in.Reopen(tb)
+		return
+	}
+	c.Crash()
+	in.close = nil
+	in.Store, in.close = in.b.Open(tb, in.place)
+}
+
 // Settle asks a backend with deferred work (the embedded one's
 // checkpoint of its log into bbolt) to do it now, so tests cover data on
 // both sides of it. Backends without such work ignore it.
@@ -142,11 +158,22 @@ func Run(t *testing.T, b Backend) {
 		{"KLL", testKLL},
 		{"BloomFresh", testBloomFresh},
 		{"BloomFreshConcurrent", testBloomFreshConcurrent},
+		{"KeepsUploaded", testKeepsUploaded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, Open(t, b))
+		})
+	}
+	for _, tc := range keyTests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := Open(t, b)
+			if _, ok := in.Store.(KeyStore); !ok {
+				t.Skipf("the %s backend does not keep idempotency keys", b.Name)
+			}
+			tc.fn(t, in)
 		})
 	}
 	for _, tc := range seriesTests {

@@ -1,0 +1,282 @@
+// Interop answers sketch questions with the Java libraries for sketchd's
+// interoperability tests (package javatest runs it). It reads one request
+// a line on stdin, space-separated tokens, and writes one line for each:
+// "ok" and the answer's tokens, or "err" and the exception. Sketches
+// travel as lower-case hex ("-" for none); doubles as the decimal value of
+// their IEEE-754 bits, so that nothing is lost on the way.
+//
+// Requests (lgK is log2 of the nominal entries; ids lo..hi-1 are longs;
+// strs is a comma-separated list of UTF-8 strings each hex-encoded after
+// an "x" (so that "x" is the empty string), or "-" for none):
+//   theta_build lgK lo hi strs   -> compact ordered, compressed, update-sketch bytes, then a description
+//   theta_read hex               -> compact ordered bytes, then a description
+//   theta_union lgK hex...       -> the union's compact ordered bytes, then a description
+//   freq_build lgK lo hi xlo xhi xcount -> compact bytes, then a description
+//                                   (ids lo..hi-1 once, xlo..xhi-1 xcount more times)
+//   freq_read hex                -> compact bytes, then a description
+//   freq_union lgK hex...        -> compact bytes, then a description
+//   hll_build lgK type lo hi strs -> compact, updatable bytes, then a description
+//                                   (type HLL_4, HLL_6 or HLL_8)
+//   hll_read hex                 -> compact bytes, then a description
+//   hll_union lgK type hex...    -> the union's compact bytes, then a description
+// An HLL description is: estimate, lower bounds at 1..3, upper bounds at
+// 1..3 standard deviations, lg_k, the mode (LIST, SET, HLL, from the
+// image's mode byte: HllSketch does not make it public).
+//   cpc_build lgK lo hi strs     -> bytes, then a description
+//   cpc_read hex                 -> bytes, then a description
+//   cpc_union lgK hex...         -> the union's bytes, then a description
+// A CPC description is: estimate, lower bounds at 1..3, upper bounds at
+// 1..3 standard deviations (kappa), lg_k.
+// A theta description is: estimate, lower bounds at 1..3, upper bounds at
+// 1..3 standard deviations, retained, theta (long). A freq description is:
+// estimate, lower and upper bound at 2, retained, theta (long), the sum of
+// the counts, and a digest of the (key, count) pairs in key order:
+// d = d*1000003 + (key ^ (count << 1)), from 0, in 64-bit arithmetic.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+
+import org.apache.datasketches.cpc.CpcSketch;
+import org.apache.datasketches.cpc.CpcUnion;
+import org.apache.datasketches.hll.HllSketch;
+import org.apache.datasketches.hll.TgtHllType;
+import org.apache.datasketches.memory.Memory;
+import org.apache.datasketches.theta.CompactSketch;
+import org.apache.datasketches.theta.SetOperation;
+import org.apache.datasketches.theta.Sketch;
+import org.apache.datasketches.theta.UpdateSketch;
+import org.apache.datasketches.tuple.TupleSketchIterator;
+import org.apache.datasketches.tuple.Sketches;
+import org.apache.datasketches.tuple.Union;
+import org.apache.datasketches.tuple.aninteger.IntegerSketch;
+import org.apache.datasketches.tuple.aninteger.IntegerSummary;
+import org.apache.datasketches.tuple.aninteger.IntegerSummaryDeserializer;
+import org.apache.datasketches.tuple.aninteger.IntegerSummarySetOperations;
+
+public final class Interop {
+  private static final HexFormat HEX = HexFormat.of();
+
+  public static void main(String[] args) throws Exception {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    String line;
+    while ((line = in.readLine()) != null) {
+      String[] t = line.trim().split(" ");
+      String answer;
+      try {
+        answer = "ok " + String.join(" ", run(t));
+      } catch (Throwable e) {
+        answer = "err " + (e.getClass().getSimpleName() + ": " + e.getMessage()).replace('\n', ' ');
+      }
+      out.println(answer);
+      out.flush();
+    }
+  }
+
+  private static List<String> run(String[] t) {
+    switch (t[0]) {
+      case "theta_build": {
+        UpdateSketch sk = UpdateSketch.builder().setNominalEntries(1 << Integer.parseInt(t[1])).build();
+        for (long v = Long.parseLong(t[2]); v < Long.parseLong(t[3]); v++) {
+          sk.update(v);
+        }
+        for (String s : strings(t[4])) {
+          sk.update(s);
+        }
+        CompactSketch c = sk.compact(true, null);
+        List<String> r = new ArrayList<>();
+        r.add(hex(c.toByteArray()));
+        r.add(hex(c.toByteArrayCompressed()));
+        r.add(hex(sk.toByteArray()));
+        describe(r, c);
+        return r;
+      }
+      case "theta_read": {
+        CompactSketch c = Sketch.heapify(Memory.wrap(HEX.parseHex(t[1]))).compact(true, null);
+        List<String> r = new ArrayList<>();
+        r.add(hex(c.toByteArray()));
+        describe(r, c);
+        return r;
+      }
+      case "theta_union": {
+        org.apache.datasketches.theta.Union u = SetOperation.builder().setNominalEntries(1 << Integer.parseInt(t[1])).buildUnion();
+        for (int i = 2; i < t.length; i++) {
+          u.union(Sketch.heapify(Memory.wrap(HEX.parseHex(t[i]))));
+        }
+        CompactSketch c = u.getResult(true, null);
+        List<String> r = new ArrayList<>();
+        r.add(hex(c.toByteArray()));
+        describe(r, c);
+        return r;
+      }
+      case "freq_build": {
+        IntegerSketch sk = new IntegerSketch(Integer.parseInt(t[1]), IntegerSummary.Mode.Sum);
+        for (long v = Long.parseLong(t[2]); v < Long.parseLong(t[3]); v++) {
+          sk.update(v, 1);
+        }
+        int extra = Integer.parseInt(t[6]);
+        for (long v = Long.parseLong(t[4]); v < Long.parseLong(t[5]); v++) {
+          sk.update(v, extra);
+        }
+        return freq(sk.compact());
+      }
+      case "freq_read":
+        return freq(Sketches.heapifySketch(Memory.wrap(HEX.parseHex(t[1])), new IntegerSummaryDeserializer()));
+      case "freq_union": {
+        Union<IntegerSummary> u = new Union<>(1 << Integer.parseInt(t[1]),
+            new IntegerSummarySetOperations(IntegerSummary.Mode.Sum, IntegerSummary.Mode.Sum));
+        for (int i = 2; i < t.length; i++) {
+          u.union(Sketches.heapifySketch(Memory.wrap(HEX.parseHex(t[i])), new IntegerSummaryDeserializer()));
+        }
+        return freq(u.getResult());
+      }
+      case "hll_build": {
+        HllSketch sk = new HllSketch(Integer.parseInt(t[1]), TgtHllType.valueOf(t[2]));
+        for (long v = Long.parseLong(t[3]); v < Long.parseLong(t[4]); v++) {
+          sk.update(v);
+        }
+        for (String s : strings(t[5])) {
+          sk.update(s);
+        }
+        List<String> r = new ArrayList<>();
+        r.add(hex(sk.toCompactByteArray()));
+        r.add(hex(sk.toUpdatableByteArray()));
+        describe(r, sk);
+        return r;
+      }
+      case "hll_read": {
+        HllSketch sk = HllSketch.heapify(HEX.parseHex(t[1]));
+        List<String> r = new ArrayList<>();
+        r.add(hex(sk.toCompactByteArray()));
+        describe(r, sk);
+        return r;
+      }
+      case "hll_union": {
+        org.apache.datasketches.hll.Union u = new org.apache.datasketches.hll.Union(Integer.parseInt(t[1]));
+        for (int i = 3; i < t.length; i++) {
+          u.update(HllSketch.heapify(HEX.parseHex(t[i])));
+        }
+        HllSketch sk = u.getResult(TgtHllType.valueOf(t[2]));
+        List<String> r = new ArrayList<>();
+        r.add(hex(sk.toCompactByteArray()));
+        describe(r, sk);
+        return r;
+      }
+      case "cpc_build": {
+        CpcSketch sk = new CpcSketch(Integer.parseInt(t[1]));
+        for (long v = Long.parseLong(t[2]); v < Long.parseLong(t[3]); v++) {
+          sk.update(v);
+        }
+        for (String s : strings(t[4])) {
+          sk.update(s);
+        }
+        return cpc(sk);
+      }
+      case "cpc_read":
+        return cpc(CpcSketch.heapify(HEX.parseHex(t[1])));
+      case "cpc_union": {
+        CpcUnion u = new CpcUnion(Integer.parseInt(t[1]));
+        for (int i = 2; i < t.length; i++) {
+          u.update(CpcSketch.heapify(HEX.parseHex(t[i])));
+        }
+        return cpc(u.getResult());
+      }
+      default:
+        throw new IllegalArgumentException("unknown request " + t[0]);
+    }
+  }
+
+  private static List<String> strings(String list) {
+    List<String> r = new ArrayList<>();
+    if (list.equals("-")) {
+      return r;
+    }
+    for (String h : list.split(",")) {
+      r.add(new String(HEX.parseHex(h.substring(1)), StandardCharsets.UTF_8));
+    }
+    return r;
+  }
+
+  private static String hex(byte[] b) {
+    return b.length == 0 ? "-" : HEX.formatHex(b);
+  }
+
+  private static String bits(double d) {
+    return Long.toString(Double.doubleToLongBits(d));
+  }
+
+  private static void describe(List<String> r, Sketch s) {
+    r.add(bits(s.getEstimate()));
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getLowerBound(sd)));
+    }
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getUpperBound(sd)));
+    }
+    r.add(Integer.toString(s.getRetainedEntries(true)));
+    r.add(Long.toString(s.getThetaLong()));
+  }
+
+  private static List<String> cpc(CpcSketch s) {
+    List<String> r = new ArrayList<>();
+    r.add(hex(s.toByteArray()));
+    r.add(bits(s.getEstimate()));
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getLowerBound(sd)));
+    }
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getUpperBound(sd)));
+    }
+    r.add(Integer.toString(s.getLgK()));
+    return r;
+  }
+
+  private static void describe(List<String> r, HllSketch s) {
+    r.add(bits(s.getEstimate()));
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getLowerBound(sd)));
+    }
+    for (int sd = 1; sd <= 3; sd++) {
+      r.add(bits(s.getUpperBound(sd)));
+    }
+    r.add(Integer.toString(s.getLgConfigK()));
+    r.add(new String[] {"LIST", "SET", "HLL", "?"}[s.toCompactByteArray()[7] & 3]);
+  }
+
+  private static List<String> freq(org.apache.datasketches.tuple.Sketch<IntegerSummary> s) {
+    List<String> r = new ArrayList<>();
+    if (s instanceof org.apache.datasketches.tuple.CompactSketch) {
+      r.add(hex(((org.apache.datasketches.tuple.CompactSketch<IntegerSummary>) s).toByteArray()));
+    } else {
+      r.add("-");
+    }
+    r.add(bits(s.getEstimate()));
+    r.add(bits(s.getLowerBound(2)));
+    r.add(bits(s.getUpperBound(2)));
+    r.add(Integer.toString(s.getRetainedEntries()));
+    r.add(Long.toString(s.getThetaLong()));
+    int n = s.getRetainedEntries();
+    long[][] pairs = new long[n][];
+    long sum = 0;
+    int i = 0;
+    TupleSketchIterator<IntegerSummary> it = s.iterator();
+    while (it.next()) {
+      long c = it.getSummary().getValue();
+      pairs[i++] = new long[] {it.getHash(), c};
+      sum += c;
+    }
+    Arrays.sort(pairs, (a, b) -> Long.compare(a[0], b[0]));
+    long d = 0;
+    for (long[] p : pairs) {
+      d = d * 1000003L + (p[0] ^ (p[1] << 1));
+    }
+    r.add(Long.toString(sum));
+    r.add(Long.toString(d));
+    return r;
+  }
+}

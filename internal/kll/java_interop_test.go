@@ -1,153 +1,25 @@
 package kll
 
 import (
-	"bufio"
-	"crypto/sha256"
-	_ "embed"
-	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/sketchd/sketchd/internal/javatest"
 )
 
 // These tests check sketchd's KLL sketches against Apache DataSketches'
-// Java library (testdata/KllInterop.java, compiled with javac against the
-// jars in the local Maven repository and run as one JVM for the test
-// binary): bytes both ways and every answer, the ends included (the Java
-// library's sorted view is sketchd's). Without a JDK or the jars they
-// skip, unless SKETCHD_REQUIRE_JAVA=1 (set in CI) turns the skip into a
-// failure. The jars are looked up in SKETCHD_MAVEN_REPO, else
-// ~/.m2/repository, where `mvn dependency:get -Dartifact=…` puts them.
+// Java library (the kll_* requests of internal/javatest's Interop.java):
+// bytes both ways and every answer, the ends included (the Java library's
+// sorted view is sketchd's). Without a JDK or the jars they skip, unless
+// SKETCHD_REQUIRE_JAVA=1 (set in CI) turns the skip into a failure.
 
-//go:embed testdata/KllInterop.java
-var javaSource []byte
-
-var javaJars = []string{
-	"org/apache/datasketches/datasketches-java/6.1.1/datasketches-java-6.1.1.jar",
-	"org/apache/datasketches/datasketches-memory/3.0.2/datasketches-memory-3.0.2.jar",
-}
-
-type jvm struct {
-	mu  sync.Mutex
-	in  io.WriteCloser
-	out *bufio.Reader
-}
-
-var (
-	jvmOnce  sync.Once
-	theJVM   *jvm
-	jvmSkip  string
-	jvmError error
-)
-
-func startJVM() (*jvm, string, error) {
-	for _, tool := range []string{"javac", "java"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, tool + " is not on PATH", nil
-		}
-	}
-	repo := os.Getenv("SKETCHD_MAVEN_REPO")
-	if repo == "" {
-		home, _ := os.UserHomeDir()
-		repo = filepath.Join(home, ".m2", "repository")
-	}
-	var cp []string
-	for _, j := range javaJars {
-		p := filepath.Join(repo, filepath.FromSlash(j))
-		if _, err := os.Stat(p); err != nil {
-			return nil, p + " is not in the Maven repository", nil
-		}
-		cp = append(cp, p)
-	}
-	classpath := strings.Join(cp, string(os.PathListSeparator))
-	sum := sha256.Sum256(append(slices.Clone(javaSource), classpath...))
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "sketchd-kll-javatest", hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "KllInterop.class")); err != nil {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return nil, "", err
-		}
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
-		if err != nil {
-			return nil, "", err
-		}
-		defer os.RemoveAll(tmp)
-		if err := os.WriteFile(filepath.Join(tmp, "KllInterop.java"), javaSource, 0o644); err != nil {
-			return nil, "", err
-		}
-		if out, err := exec.Command("javac", "-nowarn", "-d", tmp, "-cp", classpath, filepath.Join(tmp, "KllInterop.java")).CombinedOutput(); err != nil {
-			return nil, "", fmt.Errorf("javac KllInterop.java: %v\n%s", err, out)
-		}
-		if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
-			if _, serr := os.Stat(filepath.Join(dir, "KllInterop.class")); serr != nil {
-				return nil, "", err
-			}
-		}
-	}
-	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", dir+string(os.PathListSeparator)+classpath, "KllInterop")
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	// The JVM ends when its stdin closes, with the test binary.
-	return &jvm{in: in, out: bufio.NewReaderSize(out, 1<<20)}, "", nil
-}
-
-func requireJava(tb testing.TB) *jvm {
-	tb.Helper()
-	jvmOnce.Do(func() { theJVM, jvmSkip, jvmError = startJVM() })
-	if jvmSkip != "" {
-		if os.Getenv("SKETCHD_REQUIRE_JAVA") == "1" {
-			tb.Fatalf("SKETCHD_REQUIRE_JAVA=1 but %s", jvmSkip)
-		}
-		tb.Skipf("skipping the Java interoperability test: %s (install a JDK and fetch org.apache.datasketches:datasketches-java:6.1.1 and datasketches-memory:3.0.2 with mvn dependency:get)", jvmSkip)
-	}
-	if jvmError != nil {
-		tb.Fatalf("starting the JVM: %v", jvmError)
-	}
-	return theJVM
-}
-
-// call sends one request and returns the answer's fields.
-func (j *jvm) call(tb testing.TB, tokens ...string) []string {
-	tb.Helper()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if _, err := io.WriteString(j.in, strings.Join(tokens, " ")+"\n"); err != nil {
-		tb.Fatal(err)
-	}
-	line, err := j.out.ReadString('\n')
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f := strings.Fields(line)
-	if len(f) == 0 || f[0] != "ok" {
-		tb.Fatalf("java: %s", strings.TrimSpace(line))
-	}
-	return f[1:]
-}
+var java javatest.Shared
 
 func bitsList(vs []float64, asLongs bool) string {
 	if len(vs) == 0 {
@@ -184,7 +56,7 @@ func parseList(tb testing.TB, s string, asLongs bool) []float64 {
 	return out
 }
 
-// javaAnswer is the library's reply, fields as KllInterop.java lists them.
+// javaAnswer is the library's reply, fields as Interop.java lists them.
 type javaAnswer struct {
 	bytes      []byte
 	n          uint64
@@ -267,7 +139,7 @@ func (q questions) javaTokens(asLongs bool) []string {
 // writes back the same bytes and gives every answer sketchd gives.
 func TestJavaReadsOurs(t *testing.T) {
 	t.Parallel()
-	j := requireJava(t)
+	j := java.Get(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, c := range interopCases {
 		vals := c.values(5)
@@ -280,7 +152,7 @@ func TestJavaReadsOurs(t *testing.T) {
 		} else {
 			enc = build[float64](t, c.k, vals).AppendBinary(nil)
 		}
-		want := parseJava(t, j.call(t, append([]string{"read", c.typ, itoa(c.k), hex.EncodeToString(enc)}, q.javaTokens(longs)...)...), longs)
+		want := parseJava(t, j.Call(t, append([]string{"kll_read", c.typ, itoa(c.k), hex.EncodeToString(enc)}, q.javaTokens(longs)...)...), longs)
 		if lib := libraryBytes(enc); hex.EncodeToString(want.bytes) != lib {
 			t.Errorf("%s: Java writes back\n %x\nnot\n %s", what, want.bytes, lib)
 		}
@@ -304,14 +176,14 @@ func TestJavaReadsOurs(t *testing.T) {
 // encode back to its bytes and give its answers.
 func TestWeReadJava(t *testing.T) {
 	t.Parallel()
-	j := requireJava(t)
+	j := java.Get(t)
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, c := range interopCases {
 		vals := c.values(6)
 		q := ask(r, vals)
 		longs := c.typ == "long"
 		what := "java builds " + c.typ + " k=" + itoa(c.k) + " n=" + itoa(c.n)
-		want := parseJava(t, j.call(t, append([]string{"build", c.typ, itoa(c.k), bitsList(vals, longs)}, q.javaTokens(longs)...)...), longs)
+		want := parseJava(t, j.Call(t, append([]string{"kll_build", c.typ, itoa(c.k), bitsList(vals, longs)}, q.javaTokens(longs)...)...), longs)
 		check := func(b []byte, what string, want javaAnswer) {
 			t.Helper()
 			if longs {
@@ -338,10 +210,9 @@ func TestWeReadJava(t *testing.T) {
 		if c.n > 1 {
 			// The library's merge of its sketch with itself.
 			h := hex.EncodeToString(want.bytes)
-			m := parseJava(t, j.call(t, append([]string{"merge", c.typ, itoa(c.k), h + "," + h}, q.javaTokens(longs)...)...), longs)
+			m := parseJava(t, j.Call(t, append([]string{"kll_merge", c.typ, itoa(c.k), h + "," + h}, q.javaTokens(longs)...)...), longs)
 			check(m.bytes, what+", merged", m)
 		}
 	}
 }
 
-var _ = binary.LittleEndian

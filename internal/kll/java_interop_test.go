@@ -215,4 +215,3 @@ func TestWeReadJava(t *testing.T) {
 		}
 	}
 }
-

@@ -330,3 +330,23 @@ func (in idsInput) Longs() ([]int64, error) {
 	}
 	return out, nil
 }
+
+// QuantilesOf returns the values of a KLL sketch at the fractions qs
+// (inclusive), or nil for a sketch of another kind or an empty one: what
+// an opted-in sketch exports on /metrics.
+func QuantilesOf(sk Sketch, qs []float64) []float64 {
+	k, ok := KLLOf(sk)
+	if !ok || k.IsEmpty() {
+		return nil
+	}
+	v := k.View()
+	out := make([]float64, len(qs))
+	for i, q := range qs {
+		x, err := v.Quantile(q, true)
+		if err != nil {
+			return nil
+		}
+		out[i] = x
+	}
+	return out
+}

@@ -24,42 +24,72 @@ type View[T Item] struct {
 // View sorts the sketch's items. Building it costs a sort of the retained
 // items; a caller answering several questions builds it once.
 func (s *Sketch[T]) View() *View[T] {
-	type entry struct {
-		v T
-		w uint64
-	}
-	es := make([]entry, 0, s.Retained()+2)
+	// Each level is a sorted run (level 0 once sorted) of items weighing
+	// 2^h, the runs adjacent in items: merge neighbours pairwise, as
+	// DataSketches does, rather than sort everything.
+	type run struct{ at, n int }
+	total := s.Retained()
+	items, ws := make([]T, 0, total+2), make([]uint64, 0, total+2)
+	var runs []run
 	for h := range s.numLevels() {
-		for _, v := range s.level(h) {
-			es = append(es, entry{v, 1 << h})
+		lv := s.level(h)
+		if len(lv) == 0 {
+			continue
+		}
+		at := len(items)
+		items = append(items, lv...)
+		if h == 0 && !s.level0Sorted {
+			slices.Sort(items[at:])
+		}
+		for range lv {
+			ws = append(ws, 1<<h)
+		}
+		runs = append(runs, run{at, len(lv)})
+	}
+	bufI, bufW := make([]T, len(items)), make([]uint64, len(items))
+	for len(runs) > 1 {
+		next := runs[:0]
+		for i := 0; i < len(runs); i += 2 {
+			if i+1 == len(runs) {
+				next = append(next, runs[i])
+				continue
+			}
+			a, b := runs[i], runs[i+1]
+			ai, aw := items[a.at:a.at+a.n], ws[a.at:a.at+a.n]
+			bi, bw := items[b.at:b.at+b.n], ws[b.at:b.at+b.n]
+			oi, ow := bufI[a.at:b.at+b.n], bufW[a.at:b.at+b.n]
+			x, y := 0, 0
+			for o := range oi {
+				if x < len(ai) && (y == len(bi) || ai[x] <= bi[y]) {
+					oi[o], ow[o] = ai[x], aw[x]
+					x++
+				} else {
+					oi[o], ow[o] = bi[y], bw[y]
+					y++
+				}
+			}
+			copy(items[a.at:], oi)
+			copy(ws[a.at:], ow)
+			next = append(next, run{a.at, a.n + b.n})
+		}
+		runs = next
+	}
+	if len(items) > 0 && s.IsEstimationMode() {
+		if s.min < items[0] {
+			ws[0]--
+			items, ws = slices.Insert(items, 0, s.min), slices.Insert(ws, 0, 1)
+		}
+		if last := len(items) - 1; s.max > items[last] {
+			ws[last]--
+			items, ws = append(items, s.max), append(ws, 1)
 		}
 	}
-	slices.SortStableFunc(es, func(a, b entry) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
-	if len(es) > 0 && s.IsEstimationMode() {
-		if s.min < es[0].v {
-			es[0].w--
-			es = slices.Insert(es, 0, entry{s.min, 1})
-		}
-		if last := len(es) - 1; s.max > es[last].v {
-			es[last].w--
-			es = append(es, entry{s.max, 1})
-		}
-	}
-	v := &View[T]{items: make([]T, len(es)), cum: make([]uint64, len(es)), n: s.n}
 	var c uint64
-	for i, e := range es {
-		c += e.w
-		v.items[i], v.cum[i] = e.v, c
+	for i, w := range ws {
+		c += w
+		ws[i] = c
 	}
-	return v
+	return &View[T]{items: items, cum: ws, n: s.n}
 }
 
 // N is the number of values the view describes.

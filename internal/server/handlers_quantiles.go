@@ -407,6 +407,11 @@ func distribution(label string, sk sketch.Sketch, splits []float64, inclusive, p
 		resp.Lower = append(resp.Lower, math.Max(0, x-eps))
 		resp.Upper = append(resp.Upper, math.Min(1, x+eps))
 	}
+	if !pmf {
+		// The CDF ends at 1 exactly: every value is at most the max.
+		last := len(resp.Values) - 1
+		resp.Lower[last], resp.Upper[last] = 1, 1
+	}
 	return resp, nil
 }
 

@@ -136,6 +136,10 @@ func TestKLLOverHTTP(t *testing.T) {
 			t.Errorf("cdf at %v = %v [%v, %v], truth %v", x, cdf.Values[i], cdf.Lower[i], cdf.Upper[i], rankOf(x))
 		}
 	}
+	// The CDF's last value counts every value: it is 1 with no band.
+	if cdf.Values[5] != 1 || cdf.Lower[5] != 1 || cdf.Upper[5] != 1 {
+		t.Errorf("cdf past the last split = %v [%v, %v], want 1 [1, 1]", cdf.Values[5], cdf.Lower[5], cdf.Upper[5])
+	}
 
 	// Longs: integers only; octets are int64s.
 	e.create(t, "sizes", `{"type":"kll","items":"long"}`)

@@ -180,6 +180,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, q map[string][]s
 		}
 		if items == "long" {
 			raw = kll.MarkLongs(raw)
+		} else if t, err := kll.TypeOf(raw); err == nil && t == kll.Longs {
+			s.refused(refusedBadInput)
+			return nil, sketch.Errorf(sketch.Invalid, "items=double, but these bytes are marked as a kll sketch of longs (byte 7 is 1)")
 		}
 	}
 	sk, err := sketch.DecodeUpload(raw, format)

@@ -244,6 +244,11 @@ func TestKLLUnionsUploadsEvents(t *testing.T) {
 	if !strings.Contains(p.Detail, "kll") {
 		t.Errorf("longs read as doubles merged into longs: %q", p.Detail)
 	}
+	p = checkProblem(t, e.send(t, http.MethodPut, "/v1/sketches/x/raw?items=double", "application/octet-stream", string(e.raw(t, "up"))), http.StatusBadRequest)
+	if !strings.Contains(p.Detail, "marked as a kll sketch of longs") {
+		t.Errorf("longs uploaded as doubles: %q", p.Detail)
+	}
+	must(t, e.send(t, http.MethodPut, "/v1/sketches/xd/raw?items=double", "application/octet-stream", string(e.raw(t, "a"))), http.StatusCreated, "upload doubles")
 	checkProblem(t, e.send(t, http.MethodPut, "/v1/sketches/x/raw?items=long", "application/octet-stream", string(e.raw(t, "ab")[:0])+"\x14\x01\x00"), http.StatusBadRequest)
 
 	must(t, e.postJSON(t, "/v1/events", `{"events":[{"id":5,"sketches":["a","l"]},{"id":7,"sketches":["a"]}]}`), http.StatusOK, "events")

@@ -151,6 +151,18 @@ func TestBloomOverHTTP(t *testing.T) {
 	if fmt.Sprint(fr.New) != "[-6]" {
 		t.Errorf("report new hashes = %+v", fr)
 	}
+	// A keyed check-and-add sent again answers what it first answered:
+	// the ids new then, though they are not new now.
+	first := e.postJSON(t, "/v1/sketches/f/add?report=new", `{"ids":[5000,5001]}`, keyed("fresh"))
+	decode(t, must(t, first, http.StatusOK, "keyed report new").Body, &fr)
+	if fmt.Sprint(fr.New) != "[5000 5001]" {
+		t.Errorf("keyed report new = %+v", fr)
+	}
+	sameAnswer(t, "keyed report new", first, e.postJSON(t, "/v1/sketches/f/add?report=new", `{"ids":[5000,5001]}`, keyed("fresh")))
+	decode(t, must(t, e.postJSON(t, "/v1/sketches/f/add?report=new", `{"ids":[5000,5001]}`), http.StatusOK, "unkeyed").Body, &fr)
+	if fr.NewCount != 0 {
+		t.Errorf("unkeyed report new after the keyed one = %+v", fr)
+	}
 	e.create(t, "h", `{}`)
 	before := e.snapshot(t)
 	pr := checkProblem(t, e.postJSON(t, "/v1/sketches/h/add?report=new", `{"ids":[1]}`), http.StatusConflict)

@@ -9,3 +9,7 @@ import (
 )
 
 func TestConformance(t *testing.T) { storetest.Run(t, pgstoretest.Backend(postgres.Options{})) }
+
+// TestConformanceCitus runs the suite on a Citus coordinator with
+// workers (SKETCHD_CITUS_DSN), where the migrations distribute the tables.
+func TestConformanceCitus(t *testing.T) { storetest.Run(t, pgstoretest.Citus(postgres.Options{})) }

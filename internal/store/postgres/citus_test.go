@@ -1,0 +1,77 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sketchd/sketchd/internal/store/postgres"
+	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
+)
+
+// openCitus opens a store on a fresh schema of the shared Citus cluster
+// (SKETCHD_CITUS_DSN) and returns it with its connection string.
+func openCitus(t *testing.T, opts postgres.Options) (*postgres.DB, string) {
+	t.Helper()
+	dsn := pgstoretest.CitusSchema(t, t.TempDir())
+	db, err := postgres.Open(ctx, dsn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, dsn
+}
+
+// TestCitusDistributesTables checks that on Citus the migrations
+// distribute the three tables by name, co-located, with shards on more
+// than one worker: the layout every other Citus test relies on.
+func TestCitusDistributesTables(t *testing.T) {
+	_, dsn := openCitus(t, postgres.Options{})
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `
+		SELECT c.relname, p.partmethod::text, a.attname::text, p.colocationid,
+		       (SELECT count(DISTINCT pl.groupid) FROM pg_dist_shard s JOIN pg_dist_placement pl USING (shardid)
+		        WHERE s.logicalrelid = p.logicalrelid),
+		       (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = p.logicalrelid)
+		FROM pg_dist_partition p
+		JOIN pg_class c ON c.oid = p.logicalrelid
+		JOIN pg_attribute a ON a.attrelid = p.logicalrelid AND a.attname = column_to_column_name(p.logicalrelid, p.partkey)
+		WHERE c.relnamespace = current_schema()::regnamespace
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type dist struct {
+		table, method, column string
+		colocation            int32
+		workers, shards       int64
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dist, error) {
+		var d dist
+		err := r.Scan(&d.table, &d.method, &d.column, &d.colocation, &d.workers, &d.shards)
+		return d, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"sketchd_series": "name", "sketchd_series_buckets": "series", "sketchd_sketches": "name"}
+	if len(got) != len(want) {
+		t.Fatalf("distributed tables %+v, want %v", got, want)
+	}
+	for _, d := range got {
+		if want[d.table] != d.column || d.method != "h" {
+			t.Errorf("%s is distributed by %s (method %s), want hash by %s", d.table, d.column, d.method, want[d.table])
+		}
+		if d.colocation != got[0].colocation {
+			t.Errorf("%s is in co-location group %d, %s in %d", d.table, d.colocation, got[0].table, got[0].colocation)
+		}
+		if d.workers < 2 {
+			t.Errorf("%s has shards on %d workers, want at least 2", d.table, d.workers)
+		}
+		t.Logf("%s: %d shards on %d workers", d.table, d.shards, d.workers)
+	}
+}

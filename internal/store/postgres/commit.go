@@ -123,14 +123,15 @@ func (s *DB) commitLoop() {
 }
 
 // runGroup commits a group and answers its writes. A group that fails as
-// a whole for a reason other than the database being unreachable is run
-// again one write per transaction, so that one write's failure is its own.
+// a whole for a reason other than the database being unreachable or its
+// COMMIT failing (which may have committed it) is run again one write per
+// transaction, so that one write's failure is its own.
 func (s *DB) runGroup(group []*op) {
 	if len(group) == 0 {
 		return
 	}
 	err := s.commitRetrying(group)
-	if err != nil && len(group) > 1 && !transient(err) {
+	if err != nil && len(group) > 1 && !transient(err) && !committing(err) {
 		s.log.Warn("a group of writes failed; running them one by one", "writes", len(group), "err", err)
 		for _, o := range group {
 			if err := s.commitRetrying([]*op{o}); err != nil {
@@ -184,7 +185,7 @@ func (s *DB) commit(group []*op) error {
 	start := time.Now()
 	if rows, ok := s.fastRows(group); ok {
 		err := s.commitAdds(group, rows, start)
-		if err == nil || transient(err) {
+		if err == nil || transient(err) || committing(err) {
 			return err
 		}
 		// A guess was stale (the sketch is gone, or changed kind or
@@ -271,15 +272,14 @@ func (s *DB) commit(group []*op) error {
 		}
 	}
 	tag, err := res.Exec()
-	if err != nil {
-		res.Close()
-		return err
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	if err := res.Close(); err != nil {
-		return err
-	}
-	if tag.String() != "COMMIT" {
+	if err == nil && tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
+	}
+	if err := s.finish(ctx, conn.Conn(), err); err != nil {
+		return err
 	}
 	for _, r := range t.rows {
 		if r.st == nil {
@@ -400,18 +400,21 @@ func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 	n := b.Len() - 1
 	b.Queue("COMMIT")
 	res := conn.SendBatch(ctx, &b)
-	var tag pgconn.CommandTag
-	for range n + 2 {
-		if tag, err = res.Exec(); err != nil {
+	for range n + 1 {
+		if _, err = res.Exec(); err != nil {
 			res.Close()
 			return err
 		}
 	}
-	if err := res.Close(); err != nil {
-		return err
+	tag, err := res.Exec()
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	if tag.String() != "COMMIT" {
+	if err == nil && tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
+	}
+	if err := s.finish(ctx, conn.Conn(), err); err != nil {
+		return err
 	}
 	if obs := s.opts.Observer; obs != nil {
 		obs.ObserveDBCommit(len(group), n, time.Since(start))

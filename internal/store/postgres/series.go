@@ -131,7 +131,13 @@ func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context,
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
 	defer cancel()
-	tx, err := s.pool.Begin(tctx)
+	// The connection is held past COMMIT, for finish.
+	conn, err := s.pool.Acquire(tctx)
+	if err != nil {
+		return s.classify(ctx, err, what)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(tctx)
 	if err != nil {
 		return s.classify(ctx, err, what)
 	}
@@ -144,10 +150,7 @@ func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context,
 		}
 		return s.classify(ctx, err, what)
 	}
-	if err := tx.Commit(tctx); err != nil {
-		return s.classify(ctx, err, what)
-	}
-	return nil
+	return s.classify(ctx, s.finish(tctx, conn.Conn(), tx.Commit(tctx)), what)
 }
 
 // CreateSeries creates the series name with spec; the same spec again
@@ -579,9 +582,8 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 	}
 	b.Queue("COMMIT")
 	res := conn.SendBatch(ctx, &b)
-	var tag pgconn.CommandTag
-	for i := range b.Len() {
-		if tag, err = res.Exec(); err != nil {
+	for i := range b.Len() - 1 {
+		if _, err = res.Exec(); err != nil {
 			res.Close()
 			var pe *pgconn.PgError
 			if i >= 1 && i <= len(names) && errors.As(err, &pe) && pe.Code == "22012" {
@@ -590,13 +592,14 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 			return s.classifyWrite(err)
 		}
 	}
-	if err := res.Close(); err != nil {
-		return s.classifyWrite(err)
+	tag, err := res.Exec()
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	if tag.String() != "COMMIT" {
+	if err == nil && tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
 	}
-	return nil
+	return s.classifyWrite(s.finish(ctx, conn.Conn(), err))
 }
 
 // addSeriesLocked writes an add to a series of another kind: the

@@ -13,6 +13,10 @@
 // as the new state, and answers each request only after COMMIT. Reads are
 // single statements over committed rows (name = ANY($1)) computed in Go;
 // there is no cache, so a node sees every write any node acknowledged.
+//
+// On Citus the migrations distribute the tables by name, and a write
+// whose two-phase commit failed on a worker after the prepare is
+// finished before it is answered (citus.go).
 package postgres
 
 import (
@@ -24,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -114,6 +119,10 @@ type DB struct {
 
 	buckets *bucketCache
 	defs    defCache
+
+	// notices records Citus's warnings of commits that failed on a
+	// worker (citus.go).
+	notices *noticeBook
 }
 
 // known is what a node last saw of a sketch: its kind, and its
@@ -141,6 +150,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: the connection string: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	notices := &noticeBook{}
+	cfg.ConnConfig.OnNotice = notices.onNotice
+	cfg.BeforeClose = func(c *pgx.Conn) { notices.take(c.PgConn()) }
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = time.Minute
 	cfg.HealthCheckPeriod = 5 * time.Second
@@ -162,6 +174,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		kick:   make(chan struct{}, 1),
 
 		buckets: newBucketCache(opts.CacheBytes),
+		notices: notices,
 	}
 	s.ready.Store(true)
 	s.wg.Add(2 + opts.Committers)
@@ -244,10 +257,11 @@ func (s *DB) watch() {
 	}
 }
 
-// classify turns a database error into the contract's kinds: a failure
-// to reach the database, a server shutting down or starting, too many
-// connections or a timeout is Unavailable (the client retries); anything
-// else is internal. ctx's own error is returned as is.
+// classify turns a database error into the contract's kinds: a failed
+// commit (commitError), a failure to reach the database, a server
+// shutting down or starting, too many connections or a timeout is
+// Unavailable (the client retries); anything else is internal. ctx's own
+// error is returned as is.
 func (s *DB) classify(ctx context.Context, err error, what string) error {
 	if err == nil {
 		return nil
@@ -255,6 +269,12 @@ func (s *DB) classify(ctx context.Context, err error, what string) error {
 	var se *sketch.Error
 	if errors.As(err, &se) {
 		return err
+	}
+	if ce := (*commitError)(nil); errors.As(err, &ce) {
+		if transient(ce.err) && !errors.Is(ce.err, context.DeadlineExceeded) {
+			s.unreachable(ce.err)
+		}
+		return unknownOutcome(ce.err)
 	}
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return ctx.Err()

@@ -140,8 +140,16 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	names, err := checkOperands("sketches", req.Sketches, 1, maxUnionSketches)
-	if err != nil {
+	var names []string
+	var err error
+	if req.Prefix != nil {
+		if req.Sketches != nil {
+			return sketch.Errorf(sketch.Invalid, `give "sketches" or "prefix", not both`)
+		}
+		if err := checkPrefix("prefix", *req.Prefix); err != nil {
+			return err
+		}
+	} else if names, err = checkOperands("sketches", req.Sketches, 1, maxUnionSketches); err != nil {
 		return err
 	}
 	if req.Into != "" {
@@ -161,9 +169,13 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	}
 	var u sketch.Sketch
 	var warnings []string
-	if names != nil {
+	matched := 0
+	switch {
+	case req.Prefix != nil:
+		u, matched, err = s.unionPrefix(r.Context(), *req.Prefix, req.Into)
+	case names != nil:
 		u, err = s.store.Union(r.Context(), names, req.Into)
-	} else {
+	default:
 		u, warnings, err = s.unionOperands(r.Context(), req.Sketches, req.Into)
 	}
 	if err != nil {
@@ -171,25 +183,43 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	}
 	if c, ok := sketch.CMSOf(u); ok {
 		p := c.Params()
-		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into, Warnings: warnings})
+		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth,
+			Into: req.Into, Matched: matched, Warnings: warnings})
 	}
 	h, ok := sketch.HLLOf(u)
 	if !ok {
 		var in sketch.Info
 		u.Describe(&in)
 		return writeJSON(w, http.StatusOK, unionSampledResponse{Type: string(u.Kind().Type), Cardinality: in.Cardinality,
-			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: req.Into, Warnings: warnings})
+			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: req.Into, Matched: matched, Warnings: warnings})
 	}
 	resp := unionDTO(h, req.Into)
+	resp.Matched = matched
 	resp.Warnings = warnings
 	return writeJSON(w, http.StatusOK, resp)
+}
+
+// unionPrefix unions every sketch whose name starts with prefix (except
+// into), where the store keeps them, and stores the union as into unless
+// it is "". It returns the union and how many sketches it took.
+func (s *Server) unionPrefix(ctx context.Context, prefix, into string) (sketch.Sketch, int, error) {
+	u, n, err := s.store.UnionPrefix(ctx, prefix, into, maxPrefixSketches)
+	if err != nil {
+		return nil, 0, err
+	}
+	if into != "" {
+		if _, _, err := s.store.Put(ctx, into, u.Clone()); err != nil {
+			return nil, 0, err
+		}
+	}
+	return u, n, nil
 }
 
 // unionOperands unions sketches and series ranges, storing the union as
 // into unless it is "". Each operand is read consistently, one after
 // another; the store then writes into atomically.
 func (s *Server) unionOperands(ctx context.Context, ops []operand, into string) (sketch.Sketch, []string, error) {
-	sks, warnings, err := s.resolve(ctx, ops)
+	sks, warnings, err := s.resolveExcept(ctx, ops, into)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,12 +1,16 @@
 package postgres_test
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sketchd/sketchd/internal/store/postgres"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
+	"github.com/sketchd/sketchd/internal/store/storetest"
 )
 
 // openCitus opens a store on a fresh schema of the shared Citus cluster
@@ -73,5 +77,71 @@ func TestCitusDistributesTables(t *testing.T) {
 			t.Errorf("%s has shards on %d workers, want at least 2", d.table, d.workers)
 		}
 		t.Logf("%s: %d shards on %d workers", d.table, d.shards, d.workers)
+	}
+}
+
+// TestCitusPrefixUnionRunsOnWorkers explains the prefix union's statement
+// on Citus and checks that every shard is a task whose query on the
+// worker computes hll_union_agg grouped by parameters, so that only a
+// partial union per shard and group travels to the coordinator, which
+// merges them with hll_union_agg.
+func TestCitusPrefixUnionRunsOnWorkers(t *testing.T) {
+	db, dsn := openCitus(t, postgres.Options{})
+	for i := range 40 {
+		name := fmt.Sprintf("campaign:%02d", i)
+		if _, _, err := db.Create(ctx, name, hllSpec(11)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Add(ctx, name, storetest.Ints(int64(i)*100, int64(i)*100+150), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "EXPLAIN (VERBOSE) "+postgres.PrefixUnionSQL, "campaign:", "", "campaign:\x7f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	var shards int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'sketchd_sketches'::regclass").Scan(&shards); err != nil {
+		t.Fatal(err)
+	}
+	var tasks int
+	var workerQuery, merge string
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "Task Count: "):
+			tasks, _ = strconv.Atoi(strings.TrimPrefix(l, "Task Count: "))
+		case strings.HasPrefix(l, "Query: "):
+			workerQuery = l
+		case strings.HasPrefix(l, "Output: ") && strings.Contains(l, "remote_scan") && merge == "":
+			merge = l
+		}
+	}
+	if !strings.Contains(plan, "Custom Scan (Citus Adaptive)") || tasks != shards {
+		t.Fatalf("the plan has %d tasks for %d shards; want one per shard through Citus's executor:\n%s", tasks, shards, plan)
+	}
+	if !strings.Contains(workerQuery, "hll_union_agg(hll)") || !strings.Contains(workerQuery, "GROUP BY") {
+		t.Errorf("the workers' query does not union the HLLs by group:\n%s", workerQuery)
+	}
+	if !strings.Contains(merge, "hll_union_agg(remote_scan.") {
+		t.Errorf("the coordinator does not merge the workers' partial unions:\n%s", merge)
+	}
+	// And the statement gives the union the store answers.
+	u, n, err := db.UnionPrefix(ctx, "campaign:", "", 1000)
+	if err != nil || n != 40 {
+		t.Fatalf("UnionPrefix = %d sketches, %v", n, err)
+	}
+	if got := u.Estimate(); got < 4050*0.95 || got > 4050*1.05 {
+		t.Errorf("the union of 40 overlapping ranges covering 4050 ids estimates %.0f, want 4050 ± 5%%", got)
 	}
 }

@@ -46,10 +46,11 @@ func TestCitusCommitPreparedFails(t *testing.T) {
 	t.Cleanup(func() { c.Exec(c.Coordinator, "SELECT recover_prepared_transactions()") })
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	statements := &statementLog{}
 	dbs := make([]*postgres.DB, 2)
 	for i := range dbs {
 		var err error
-		dbs[i], err = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: 2 * time.Minute, Logger: logger})
+		dbs[i], err = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: 2 * time.Minute, Logger: logger, Tracer: statements})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,6 +148,7 @@ func TestCitusCommitPreparedFails(t *testing.T) {
 		t.Fatalf("%s is on port %d after the move, want %d", a, port, c.Workers[1].Port)
 	}
 	check("after the shard move")
+	statements.checkDocumented(t)
 }
 
 // workerOf returns the port of the worker holding name's row.

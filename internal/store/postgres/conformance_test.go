@@ -3,13 +3,51 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/sketchd/sketchd/internal/pgtest"
 	"github.com/sketchd/sketchd/internal/store/postgres"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
 	"github.com/sketchd/sketchd/internal/store/storetest"
 )
 
-func TestConformance(t *testing.T) { storetest.Run(t, pgstoretest.Backend(postgres.Options{})) }
+// TestConformance runs the suite on plain PostgreSQL and checks that
+// every statement the store sent meanwhile is one docs/scale-out.md
+// lists.
+func TestConformance(t *testing.T) {
+	pgtest.DSN(t)
+	conformance(t, pgstoretest.Backend)
+}
 
 // TestConformanceCitus runs the suite on a Citus coordinator with
-// workers (SKETCHD_CITUS_DSN), where the migrations distribute the tables.
-func TestConformanceCitus(t *testing.T) { storetest.Run(t, pgstoretest.Citus(postgres.Options{})) }
+// workers (SKETCHD_CITUS_DSN), where the migrations distribute the
+// tables, and checks the statements as TestConformance does: the list in
+// docs/scale-out.md is the list of what Citus was seen to run.
+func TestConformanceCitus(t *testing.T) {
+	pgtest.CitusDSN(t)
+	conformance(t, pgstoretest.Citus)
+}
+
+func conformance(t *testing.T, backend func(postgres.Options) storetest.Backend) {
+	log := &statementLog{}
+	// After every (parallel) subtest.
+	t.Cleanup(func() { log.checkDocumented(t) })
+	b := backend(postgres.Options{Tracer: log})
+	storetest.Run(t, b)
+	// The statements of /metrics, which the suite does not call.
+	t.Run("Metrics", func(t *testing.T) {
+		t.Parallel()
+		in := storetest.Open(t, b)
+		db := in.Store.(*postgres.DB)
+		spec := hllSpec(11)
+		spec.Metric = true
+		if _, _, err := db.Create(ctx, "m", spec); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		db.SketchCounts(func(kind, rep string, count int) { n += count })
+		var names []string
+		db.MetricEstimates(func(name string, _ float64) { names = append(names, name) })
+		if n != 1 || len(names) != 1 || names[0] != "m" {
+			t.Errorf("SketchCounts counted %d sketches, MetricEstimates gave %v; want 1 and [m]", n, names)
+		}
+	})
+}

@@ -66,6 +66,10 @@ type Options struct {
 	Observer   Observer
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
+	// Tracer, if set, sees every statement the store sends (pgx's
+	// QueryTracer, and BatchTracer if it implements it): for tests that
+	// check what sketchd runs on the database.
+	Tracer pgx.QueryTracer
 }
 
 func (o *Options) setDefaults() {
@@ -152,6 +156,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	cfg.MaxConns = opts.MaxConns
 	notices := &noticeBook{}
 	cfg.ConnConfig.OnNotice = notices.onNotice
+	cfg.ConnConfig.Tracer = opts.Tracer
 	cfg.BeforeClose = func(c *pgx.Conn) { notices.take(c.PgConn()) }
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = time.Minute

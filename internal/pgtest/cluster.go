@@ -27,9 +27,10 @@ import (
 // the user postgres. The cluster is stopped and removed when the test
 // ends.
 type Cluster struct {
-	tb  testing.TB
-	bin string
-	dir string
+	tb   testing.TB
+	bin  string
+	dir  string
+	conf []string
 
 	mu          sync.Mutex
 	Coordinator *Node
@@ -48,8 +49,9 @@ func (n *Node) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
 
 // StartCitus starts a cluster with a coordinator (which holds no shards)
 // and workers workers, with the citus and hll extensions created on each
-// and the workers registered.
-func StartCitus(tb testing.TB, workers int) *Cluster {
+// and the workers registered. conf are extra postgresql.conf lines for
+// every node ("wal_level = logical").
+func StartCitus(tb testing.TB, workers int, conf ...string) *Cluster {
 	tb.Helper()
 	bin := os.Getenv("SKETCHD_PG_BIN")
 	if bin == "" {
@@ -67,7 +69,7 @@ func StartCitus(tb testing.TB, workers int) *Cluster {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &Cluster{tb: tb, bin: bin, dir: dir}
+	c := &Cluster{tb: tb, bin: bin, dir: dir, conf: conf}
 	tb.Cleanup(c.remove)
 	if os.Geteuid() == 0 {
 		pg, err := user.Lookup("postgres")
@@ -106,7 +108,8 @@ unix_socket_directories = '%s'
 max_connections = 200
 max_prepared_transactions = 200
 fsync = on
-`, port, c.dir)
+%s
+`, port, c.dir, strings.Join(c.conf, "\n"))
 	f, err := os.OpenFile(filepath.Join(n.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		c.tb.Fatal(err)

@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +65,10 @@ type row struct {
 	// its parameters holding only this transaction's adds.
 	delta   bool
 	changed bool
+	// read is the MD5 (hex) of the stored bytes the lock read, when it
+	// read them whole: a rewrite of the row applies only if they are
+	// still the stored ones (casSQL).
+	read string
 }
 
 // tx is one transaction's view of its rows, in name order. Writes change
@@ -238,8 +245,7 @@ func (s *DB) commit(group []*op) error {
 			res.Close()
 			return err
 		}
-		r.had, r.st = true, st
-		if st.sk, r.delta, err = decodeLocked(kind, b, full[r.name]); err != nil {
+		if err := r.locked(st, kind, b, full[r.name]); err != nil {
 			res.Close()
 			return err
 		}
@@ -264,11 +270,7 @@ func (s *DB) commit(group []*op) error {
 	for range rows {
 		if _, err := res.Exec(); err != nil {
 			res.Close()
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
-				return errRetry
-			}
-			return err
+			return raced(err)
 		}
 	}
 	tag, err := res.Exec()
@@ -294,6 +296,45 @@ func (s *DB) commit(group []*op) error {
 	return nil
 }
 
+// locked records what a lock statement read of r (kind and b, as
+// lockSQL returns them, whole if full) in st, which becomes r's state.
+func (r *row) locked(st *state, kind string, b []byte, full bool) error {
+	var err error
+	if st.sk, r.delta, err = decodeLocked(kind, b, full); err != nil {
+		return err
+	}
+	r.had, r.st = true, st
+	if !r.delta {
+		sum := md5.Sum(b)
+		r.read = hex.EncodeToString(sum[:])
+	}
+	return nil
+}
+
+// raced turns the failure of a statement that writes sketches back into
+// errRetry when it means that another writer got there first: a row
+// another node inserted since the lock (unique violation; on Citus the
+// table is named by its shard, sketchd_sketches_<shard id>), or a row
+// that changed since it was read (casSQL's division by zero).
+func raced(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "23505" && strings.HasPrefix(pe.TableName, "sketchd_sketches") || pe.Code == "22012") {
+		return errRetry
+	}
+	return err
+}
+
+// casSQL rewrites a row that was read whole, only if it still holds the
+// bytes that were read ($9, their MD5), and fails the transaction
+// (division by zero) otherwise. The row lock taken by the read makes that
+// the rule, but on Citus a lock holds one placement of the shard: when a
+// shard move completes between the read and the write, the write goes to
+// the new placement, where other writers may have changed the row
+// meanwhile, and a plain UPDATE would overwrite their acknowledged writes.
+const casSQL = `WITH u AS (UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
+	created_at = $7, updated_at = $8 WHERE name = $1 AND md5(coalesce(hll_send(hll), data)) = $9 RETURNING 1)
+SELECT 1 / count(*)::int FROM u`
+
 // queueWrite queues the statement that writes r back, if it changed.
 func queueWrite(wb *pgx.Batch, r *row) error {
 	if !r.changed {
@@ -316,9 +357,7 @@ func queueWrite(wb *pgx.Batch, r *row) error {
 			return err
 		}
 		if r.had {
-			wb.Queue(`UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
-				created_at = $7, updated_at = $8 WHERE name = $1`,
-				r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
+			wb.Queue(casSQL, r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, r.read)
 		} else {
 			// A row another node inserted since the lock fails this
 			// insert (unique violation) and the transaction with it;

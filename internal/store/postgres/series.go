@@ -959,11 +959,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 		}
 		if wb.Len() > 0 {
 			if err := ptx.SendBatch(ctx, &wb).Close(); err != nil {
-				var pe *pgconn.PgError
-				if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
-					return errRetry
-				}
-				return err
+				return raced(err)
 			}
 		}
 		written = t.rows
@@ -1003,7 +999,9 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 	var lb pgx.Batch
 	for i, n := range names {
 		t.rows[i] = &row{name: n}
-		lb.Queue(lockSQL, n, true)
+		// Events only add ids: an HLL is read as its parameters and
+		// written back as hll_union with a delta, as the committer does.
+		lb.Queue(lockSQL, n, false)
 	}
 	res := ptx.SendBatch(ctx, &lb)
 	defer res.Close()
@@ -1018,8 +1016,7 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 		if err != nil {
 			return err
 		}
-		r.had, r.st = true, st
-		if st.sk, r.delta, err = decodeLocked(kind, b, true); err != nil {
+		if err := r.locked(st, kind, b, false); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/store/postgres"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
+	"github.com/sketchd/sketchd/internal/store/storetest"
 )
 
 // TestCitusCommitPreparedFails makes COMMIT PREPARED fail on a worker
@@ -301,4 +302,103 @@ func TestCitusOnePhaseCommitFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCitusRewriteAcrossShardMove places a shard move between the read
+// and the write of a read-modify-write (a Count-Min merged in Go): the
+// row lock the read took holds the old placement, so another node's add,
+// acknowledged meanwhile on the new placement, must not be overwritten
+// by the write. Transform's function runs between the two, which lets the
+// test move the shard and add at that moment.
+func TestCitusRewriteAcrossShardMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Citus cluster of its own")
+	}
+	c := pgtest.StartCitus(t, 2)
+	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
+	statements := &statementLog{}
+	dbs := make([]*postgres.DB, 2)
+	for i := range dbs {
+		var err error
+		if dbs[i], err = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: time.Minute, Tracer: statements}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dbs[i].Close() })
+	}
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	spec := sketch.Spec{Params: sketch.CMSParams{Params: cms.Params{Width: 200, Depth: 4}}}
+	if _, _, err := dbs[0].Create(ctx, "c", spec); err != nil {
+		t.Fatal(err)
+	}
+	items := func(n int) storetest.Input {
+		return storetest.Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{uint64(n)}}
+	}
+	if _, err := dbs[1].Add(ctx, "c", items(5), false); err != nil {
+		t.Fatal(err)
+	}
+
+	locked, resume := make(chan struct{}), make(chan struct{})
+	calls := 0
+	done := make(chan error, 1)
+	go func() {
+		_, err := dbs[0].Transform(ctx, "c", "c", func(cur sketch.Sketch) (sketch.Sketch, error) {
+			if calls++; calls == 1 {
+				close(locked)
+				<-resume
+			}
+			add, err := spec.New()
+			if err != nil {
+				return nil, err
+			}
+			b, err := add.Kind().Prepare(items(100))
+			if err != nil {
+				return nil, err
+			}
+			if _, err := add.Apply(b, nil); err != nil {
+				return nil, err
+			}
+			return sketch.MergedInto("c", cur, add)
+		})
+		done <- err
+	}()
+	<-locked
+	from := workerOf(t, admin, "c")
+	to := c.Workers[0].Port
+	if from == to {
+		to = c.Workers[1].Port
+	}
+	var shard int64
+	if err := admin.QueryRow(ctx, "SELECT get_shard_id_for_distribution_column('sketchd_sketches', 'c'::text)").Scan(&shard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT citus_move_shard_placement($1, '127.0.0.1', $2, '127.0.0.1', $3, 'block_writes')", shard, from, to); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbs[1].Add(ctx, "c", items(7), false); err != nil {
+		t.Fatalf("an add on the new placement: %v", err)
+	}
+	close(resume)
+	if err := <-done; err != nil {
+		t.Fatalf("the rewrite: %v", err)
+	}
+	var total uint64
+	err = dbs[1].View(ctx, []string{"c"}, func(sks []sketch.Sketch) error {
+		cm, _ := sketch.CMSOf(sks[0])
+		total = cm.Total()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 112 {
+		t.Errorf("total %d after 5, 7 (acknowledged during the rewrite) and 100; want 112", total)
+	}
+	if calls != 2 {
+		t.Errorf("the rewrite's function ran %d times; want 2 (once on the old placement, once more after the write found the row changed)", calls)
+	}
+	statements.checkDocumented(t)
 }

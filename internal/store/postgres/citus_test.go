@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,5 +144,68 @@ func TestCitusPrefixUnionRunsOnWorkers(t *testing.T) {
 	}
 	if got := u.Estimate(); got < 4050*0.95 || got > 4050*1.05 {
 		t.Errorf("the union of 40 overlapping ranges covering 4050 ids estimates %.0f, want 4050 ± 5%%", got)
+	}
+}
+
+// TestCitusSplitsGroupsByWorker checks the committer's split of a group of
+// writes on Citus against Citus's own placement of the sketches: writes to
+// sketches of one worker share a part, different workers' writes are in
+// different parts, and writes that span workers are together in the last.
+// On plain PostgreSQL a group stays whole.
+func TestCitusSplitsGroupsByWorker(t *testing.T) {
+	db, dsn := openCitus(t, postgres.Options{})
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	worker := map[string]int{}
+	var byWorker [2][]string
+	var ports []int
+	for i := 0; len(byWorker[0]) < 3 || len(byWorker[1]) < 3; i++ {
+		n := fmt.Sprintf("s%02d", i)
+		var port int
+		if err := conn.QueryRow(ctx, `SELECT nodeport FROM citus_shards
+			WHERE shardid = get_shard_id_for_distribution_column('sketchd_sketches', $1::text)`, n).Scan(&port); err != nil {
+			t.Fatal(err)
+		}
+		w := slices.Index(ports, port)
+		if w < 0 {
+			ports = append(ports, port)
+			w = len(ports) - 1
+		}
+		if w > 1 {
+			continue
+		}
+		worker[n] = w
+		byWorker[w] = append(byWorker[w], n)
+	}
+	a, b := byWorker[0], byWorker[1]
+	writes := [][]string{{a[0]}, {b[0]}, {a[1], a[2]}, {a[0], b[1]}, {b[1], b[2]}, {a[2]}}
+	part, parts := db.Split(writes)
+	if parts != 3 {
+		t.Fatalf("%d parts, want 3 (one per worker and the spanning write): %v", parts, part)
+	}
+	if part[3] != 2 {
+		t.Errorf("the write spanning both workers is in part %d, want the last (2)", part[3])
+	}
+	for i, w := range writes {
+		if i == 3 {
+			continue
+		}
+		for j, v := range writes {
+			if j == 3 {
+				continue
+			}
+			same := worker[w[0]] == worker[v[0]]
+			if (part[i] == part[j]) != same {
+				t.Errorf("writes %v and %v: parts %d and %d; their sketches are on workers %d and %d", w, v, part[i], part[j], worker[w[0]], worker[v[0]])
+			}
+		}
+	}
+	// On plain PostgreSQL the group stays whole.
+	plain := openWith(t, 1, postgres.Options{})[0]
+	if _, parts := plain.Split(writes); parts != 1 {
+		t.Errorf("on PostgreSQL the group was split in %d", parts)
 	}
 }

@@ -126,7 +126,7 @@ func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) er
 // still waits for it and commits them in one transaction, until Close;
 // then it finishes the writes queued.
 func (s *DB) commitLoop() {
-	serveGroups(s, s.queue, func(o *op) bool { return o.state.CompareAndSwap(opQueued, opTaken) }, s.runGroup)
+	serveGroups(s, s.queue, func(o *op) bool { return o.state.CompareAndSwap(opQueued, opTaken) }, s.runGroups)
 }
 
 // runGroup commits a group and answers its writes. A group that fails as

@@ -127,6 +127,10 @@ type DB struct {
 	// notices records Citus's warnings of commits that failed on a
 	// worker (citus.go).
 	notices *noticeBook
+	// placements says which worker holds each sketch, on Citus (nil
+	// elsewhere), so that writes to one worker commit in one phase
+	// (placement.go).
+	placements *placements
 }
 
 // known is what a node last saw of a sketch: its kind, and its
@@ -169,6 +173,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	var pl *placements
+	err = pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+		var err error
+		pl, err = openPlacements(ctx, c.Conn())
+		return err
+	})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: reading Citus's metadata: %w", err)
+	}
 	s := &DB{
 		opts:   opts,
 		pool:   pool,
@@ -178,8 +192,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		done:   make(chan struct{}),
 		kick:   make(chan struct{}, 1),
 
-		buckets: newBucketCache(opts.CacheBytes),
-		notices: notices,
+		buckets:    newBucketCache(opts.CacheBytes),
+		notices:    notices,
+		placements: pl,
 	}
 	s.ready.Store(true)
 	s.wg.Add(2 + opts.Committers)

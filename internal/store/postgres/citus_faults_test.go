@@ -84,6 +84,33 @@ func TestCitusCommitPreparedFails(t *testing.T) {
 		}
 	}
 
+	// Adds to one sketch each, through one node at once, to sketches on
+	// both workers: the node commits each worker's in a transaction of
+	// its own, in one phase, so Citus records no two-phase commit (its
+	// own recovery, which would delete the records, is off).
+	count2PC := func() int {
+		t.Helper()
+		var n int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_dist_transaction").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := count2PC()
+	var burst sync.WaitGroup
+	for i := range 200 {
+		burst.Go(func() {
+			n := []string{a, b}[i%2]
+			if _, err := dbs[0].Add(ctx, n, storetest.Ints(int64(i)*1000+1_000_000, int64(i)*1000+1_000_010), false); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	burst.Wait()
+	if prepared := count2PC() - before; prepared != 0 {
+		t.Errorf("200 adds to single sketches on two workers made %d two-phase commits, want none", prepared)
+	}
+
 	c.Exec(c.Coordinator, "ALTER SYSTEM SET synchronous_standby_names = 'sketchd_test_hold'")
 	c.Exec(c.Coordinator, "SELECT pg_reload_conf()")
 	var ids []int64

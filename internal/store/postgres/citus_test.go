@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -207,5 +209,51 @@ func TestCitusSplitsGroupsByWorker(t *testing.T) {
 	plain := openWith(t, 1, postgres.Options{})[0]
 	if _, parts := plain.Split(writes); parts != 1 {
 		t.Errorf("on PostgreSQL the group was split in %d", parts)
+	}
+}
+
+// TestCitusConcurrentCreates has two nodes create the same sketches at
+// once (adds with create): one node's INSERT then fails with a unique
+// violation, which Citus passes on without naming the table, and the
+// write must run again and add to the row the other node created, not
+// fail.
+func TestCitusConcurrentCreates(t *testing.T) {
+	dsn := pgstoretest.CitusSchema(t, t.TempDir())
+	var dbs []*postgres.DB
+	for range 2 {
+		db, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs = append(dbs, db)
+	}
+	var failed atomic.Int64
+	for i := range 40 {
+		// Eight writers released together on a sketch that is missing.
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				<-start
+				in := storetest.Ints(int64(g)*1000+int64(i), int64(g)*1000+int64(i)+1)
+				if _, err := dbs[g%2].Add(ctx, fmt.Sprintf("new%02d", i), in, true); err != nil {
+					if failed.Add(1) == 1 {
+						t.Errorf("a create racing with another node's: %v", err)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	}
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of 320 adds with create failed", n)
+	}
+	for i := range 40 {
+		info, err := dbs[0].Describe(ctx, fmt.Sprintf("new%02d", i))
+		if err != nil || info.Cardinality < 7.5 || info.Cardinality > 8.5 {
+			t.Errorf("new%02d: %v, %v; want 8 ids, one from each writer", i, info.Cardinality, err)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -311,14 +310,15 @@ func (r *row) locked(st *state, kind string, b []byte, full bool) error {
 	return nil
 }
 
-// raced turns the failure of a statement that writes sketches back into
-// errRetry when it means that another writer got there first: a row
-// another node inserted since the lock (unique violation; on Citus the
-// table is named by its shard, sketchd_sketches_<shard id>), or a row
-// that changed since it was read (casSQL's division by zero).
+// raced turns the failure of a statement that writes sketches back
+// (queueWrite's) into errRetry when it means that another writer got
+// there first: a row another node inserted since the lock (a unique
+// violation: the only unique key is the name; Citus passes the error on
+// from the worker without naming the table), or a row that changed since
+// it was read (casSQL's division by zero).
 func raced(err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "23505" && strings.HasPrefix(pe.TableName, "sketchd_sketches") || pe.Code == "22012") {
+	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "22012") {
 		return errRetry
 	}
 	return err

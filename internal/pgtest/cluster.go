@@ -81,6 +81,9 @@ func StartCitus(tb testing.TB, workers int, conf ...string) *Cluster {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			tb.Fatal(err)
 		}
+		if err := exec.Command("runuser", "-u", "postgres", "--", "test", "-w", dir).Run(); err != nil {
+			tb.Fatalf("the user postgres cannot write %s (is a parent folder mode 700? set TMPDIR to a folder it can reach)", dir)
+		}
 	}
 	c.Coordinator = c.newNode()
 	for range workers {

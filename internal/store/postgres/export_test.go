@@ -23,3 +23,9 @@ func (s *DB) Split(writes [][]string) (part []int, parts int) {
 	}
 	return part, len(split)
 }
+
+// WholeGroups returns opts with the split of groups by worker turned off.
+func WholeGroups(opts Options) Options {
+	opts.wholeGroups = true
+	return opts
+}

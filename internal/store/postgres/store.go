@@ -70,6 +70,10 @@ type Options struct {
 	// QueryTracer, and BatchTracer if it implements it): for tests that
 	// check what sketchd runs on the database.
 	Tracer pgx.QueryTracer
+
+	// wholeGroups keeps each group of writes in one transaction on Citus
+	// too, for the benchmark that compares it with the split by worker.
+	wholeGroups bool
 }
 
 func (o *Options) setDefaults() {
@@ -175,6 +179,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	var pl *placements
 	err = pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+		if opts.wholeGroups {
+			return nil
+		}
 		var err error
 		pl, err = openPlacements(ctx, c.Conn())
 		return err

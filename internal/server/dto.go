@@ -295,6 +295,7 @@ type unionRegistersResponse struct {
 	Lower          float64  `json:"lower_bound"`
 	Upper          float64  `json:"upper_bound"`
 	Into           string   `json:"into,omitempty"`
+	Matched        int      `json:"matched,omitempty"`
 	Warnings       []string `json:"warnings,omitempty"`
 }
 
@@ -380,7 +381,10 @@ type topResponse struct {
 
 type unionRequest struct {
 	Sketches []operand `json:"sketches"`
-	Into     string    `json:"into"`
+	// Prefix, in place of Sketches, unions every sketch whose name
+	// starts with it.
+	Prefix *string `json:"prefix"`
+	Into   string  `json:"into"`
 }
 
 // unionResponse is the union of HLL sketches; StdError is relative.
@@ -391,6 +395,8 @@ type unionResponse struct {
 	Regwidth       int     `json:"regwidth"`
 	Representation string  `json:"representation"`
 	Into           string  `json:"into,omitempty"`
+	// Matched is how many sketches a prefix union took.
+	Matched int `json:"matched,omitempty"`
 	// Warnings say where a series range's covered range differs from
 	// the one asked for.
 	Warnings []string `json:"warnings,omitempty"`
@@ -403,6 +409,7 @@ type unionCMSResponse struct {
 	Width    int      `json:"width"`
 	Depth    int      `json:"depth"`
 	Into     string   `json:"into,omitempty"`
+	Matched  int      `json:"matched,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -604,5 +611,6 @@ type unionSampledResponse struct {
 	Retained    int      `json:"retained"`
 	Theta       float64  `json:"theta"`
 	Into        string   `json:"into,omitempty"`
+	Matched     int      `json:"matched,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
 }

@@ -65,7 +65,7 @@ func TestCitusDistributesTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"sketchd_series": "name", "sketchd_series_buckets": "series", "sketchd_sketches": "name"}
+	want := map[string]string{"sketchd_idempotency": "target", "sketchd_series": "name", "sketchd_series_buckets": "series", "sketchd_sketches": "name"}
 	if len(got) != len(want) {
 		t.Fatalf("distributed tables %+v, want %v", got, want)
 	}

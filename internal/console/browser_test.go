@@ -994,7 +994,7 @@ func TestBrowserRegisters(t *testing.T) {
 	type row struct{ Kind, Estimate, Rep string }
 	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
 		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
-	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError); len(rows) != 1 || rows[0].Kind != "DataSketches HLL" || rows[0].Estimate != est || rows[0].Rep != "HLL" {
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"; len(rows) != 1 || rows[0].Kind != "DataSketches HLL" || rows[0].Estimate != est || rows[0].Rep != "HLL" {
 		t.Errorf("rows %+v, want DataSketches HLL %q HLL", rows, est)
 	}
 	tb.open(t, s.url, "/sketch/spark:users")

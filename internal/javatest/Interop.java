@@ -25,6 +25,17 @@
 //   cpc_build lgK lo hi strs     -> bytes, then a description
 //   cpc_read hex                 -> bytes, then a description
 //   cpc_union lgK hex...         -> the union's bytes, then a description
+//   zeta_build p sp kind lo hi reps strs -> bytes, then a description: a
+//                                   ZetaSketch HLL++ of precision p and
+//                                   sparse precision sp (-1: the builder's
+//                                   default, 0: noSparseMode) for kind
+//                                   longs (ids lo..hi-1) or strings (strs),
+//                                   each added reps times
+//   zeta_read hex                -> bytes (forProto, then serialized again), then a description
+//   zeta_union hex...            -> the first merged with the others in turn: bytes, then a description
+//   zeta_hash hex                -> ZetaSketch's hash (Fingerprint2011) of the bytes, as a long
+// A ZetaSketch description is: the estimate (longResult), the number of
+// values, the normal and the sparse precision.
 // A CPC description is: estimate, lower bounds at 1..3, upper bounds at
 // 1..3 standard deviations (kappa), lg_k.
 // A theta description is: estimate, lower bounds at 1..3, upper bounds at
@@ -57,6 +68,9 @@ import org.apache.datasketches.tuple.aninteger.IntegerSketch;
 import org.apache.datasketches.tuple.aninteger.IntegerSummary;
 import org.apache.datasketches.tuple.aninteger.IntegerSummaryDeserializer;
 import org.apache.datasketches.tuple.aninteger.IntegerSummarySetOperations;
+
+import com.google.zetasketch.HyperLogLogPlusPlus;
+import com.google.zetasketch.internal.hash.Hash;
 
 public final class Interop {
   private static final HexFormat HEX = HexFormat.of();
@@ -186,6 +200,44 @@ public final class Interop {
         }
         return cpc(u.getResult());
       }
+      case "zeta_build": {
+        HyperLogLogPlusPlus.Builder b = new HyperLogLogPlusPlus.Builder().normalPrecision(Integer.parseInt(t[1]));
+        int sp = Integer.parseInt(t[2]);
+        if (sp == 0) {
+          b.noSparseMode();
+        } else if (sp > 0) {
+          b.sparsePrecision(sp);
+        }
+        int reps = Integer.parseInt(t[6]);
+        if (t[3].equals("longs")) {
+          HyperLogLogPlusPlus<Long> h = b.buildForLongs();
+          for (int k = 0; k < reps; k++) {
+            for (long v = Long.parseLong(t[4]); v < Long.parseLong(t[5]); v++) {
+              h.add(v);
+            }
+          }
+          return zeta(h);
+        }
+        HyperLogLogPlusPlus<String> h = b.buildForStrings();
+        for (int k = 0; k < reps; k++) {
+          for (String v : strings(t[7])) {
+            h.add(v);
+          }
+        }
+        return zeta(h);
+      }
+      case "zeta_read":
+        return zeta(HyperLogLogPlusPlus.forProto(HEX.parseHex(t[1])));
+      case "zeta_union": {
+        @SuppressWarnings("unchecked")
+        HyperLogLogPlusPlus<Object> u = (HyperLogLogPlusPlus<Object>) HyperLogLogPlusPlus.forProto(HEX.parseHex(t[1]));
+        for (int i = 2; i < t.length; i++) {
+          u.merge(HEX.parseHex(t[i]));
+        }
+        return zeta(u);
+      }
+      case "zeta_hash":
+        return List.of(Long.toString(Hash.of(t[1].equals("-") ? new byte[0] : HEX.parseHex(t[1]))));
       default:
         throw new IllegalArgumentException("unknown request " + t[0]);
     }
@@ -220,6 +272,16 @@ public final class Interop {
     }
     r.add(Integer.toString(s.getRetainedEntries(true)));
     r.add(Long.toString(s.getThetaLong()));
+  }
+
+  private static List<String> zeta(HyperLogLogPlusPlus<?> h) {
+    List<String> r = new ArrayList<>();
+    r.add(hex(h.serializeToByteArray()));
+    r.add(Long.toString(h.longResult()));
+    r.add(Long.toString(h.numValues()));
+    r.add(Integer.toString(h.getNormalPrecision()));
+    r.add(Integer.toString(h.getSparsePrecision()));
+    return r;
   }
 
   private static List<String> cpc(CpcSketch s) {

@@ -37,10 +37,14 @@ func (a Artifact) String() string { return a.Group + ":" + a.Name + ":" + a.Vers
 
 // Artifacts are the jars Interop.java is compiled and run against: Apache
 // DataSketches' Java library (the version the format issue measured, what
-// Druid uses) and its memory library.
+// Druid uses) and its memory library; ZetaSketch (BigQuery's HLL++; Guava
+// and protobuf are shaded into its jar) with fastutil, its one runtime
+// dependency.
 var Artifacts = []Artifact{
 	{"org.apache.datasketches", "datasketches-java", "6.1.1"},
 	{"org.apache.datasketches", "datasketches-memory", "3.0.2"},
+	{"com.google.zetasketch", "zetasketch", "0.1.0"},
+	{"it.unimi.dsi", "fastutil", "8.2.2"},
 }
 
 // JVM is a running Interop: requests are answered one at a time.

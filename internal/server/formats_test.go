@@ -117,7 +117,7 @@ func TestUploadNamesItsFormat(t *testing.T) {
 		{"theta union", "", javaUnion, []string{"DataSketches theta union", "family 4", "does not read"}},
 		{"damaged DataSketches HLL", "", dsHLL, []string{"DataSketches HLL", "not a valid ds_hll", "8 coupons at byte 6"}},
 		{"DataSketches KLL", "", kll, []string{"DataSketches KLL", "family 15", "does not read"}},
-		{"ZetaSketch", "", zeta, []string{"ZetaSketch", "does not read"}},
+		{"damaged ZetaSketch", "", zeta, []string{"ZetaSketch", "not a valid zeta_hll", "encoding version 1"}},
 		{"airlift", "", airlift, []string{"airlift", "does not read"}},
 		{"damaged hll", "", hllBad, []string{"postgresql-hll", "not a valid hll"}},
 		{"garbage", "", []byte("hello world"), []string{"no format sketchd recognizes", "0x68656c6c6f20776f"}},

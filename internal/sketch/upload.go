@@ -13,8 +13,8 @@ import (
 // and name the format the bytes were taken for and what is wrong with
 // them, never another format's complaint: bytes no kind reads get a
 // detail naming the format their preamble looks like (a DataSketches
-// family sketchd does not read, ZetaSketch, airlift), or saying that it
-// looks like none.
+// family sketchd does not read, airlift), or saying that it looks like
+// none.
 func DecodeUpload(b []byte, format Type) (Sketch, error) {
 	if format != "" {
 		k, err := Lookup(format)
@@ -99,9 +99,6 @@ func lookalike(b []byte) string {
 // validated.
 func recognize(b []byte) string {
 	switch {
-	case len(b) >= 2 && b[0] == 0x08 && b[1] == 0x70:
-		// AggregatorStateProto: field 1 (type), varint 112 (HYPERLOGLOG_PLUS_UNIQUE).
-		return "a ZetaSketch HLL++ sketch (BigQuery HLL_COUNT, Beam HllCount)"
 	case len(b) >= 3 && b[1] >= 1 && b[1] <= 4 && dataSketchesFamilies[b[2]] != "":
 		return fmt.Sprintf("a DataSketches %s sketch (family %d, serial version %d)", dataSketchesFamilies[b[2]], b[2], b[1])
 	case len(b) >= 2 && (b[0] == 2 || b[0] == 3) && b[1] >= 4 && b[1] <= 16:

@@ -148,6 +148,13 @@ type Union struct {
 	LgK     int    `json:"lg_k,omitempty"`
 	TgtType string `json:"tgt_type,omitempty"`
 
+	// zeta_hll unions: the union's precisions (the smallest of its
+	// inputs'), the first input's value type and every input's values.
+	Precision       int    `json:"precision,omitempty"`
+	SparsePrecision int    `json:"sparse_precision,omitempty"`
+	ValueType       string `json:"value_type,omitempty"`
+	NumValues       int64  `json:"num_values,omitempty"`
+
 	Into string `json:"into,omitempty"`
 	// Warnings says where a series operand's covered range differs from
 	// the one asked.

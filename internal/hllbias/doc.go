@@ -28,11 +28,12 @@
 //
 // # The correction
 //
-// Bias(p, α, e) is the bias of a raw estimate e = α·H: with the grid's
-// points (α·H̄_k, α·H̄_k − n_k) sorted by their mean raw estimate, the
-// bias is interpolated linearly between the two points around e (as
-// airlift does with its own table; ZetaSketch takes the inverse-square
-// distance mean of the six nearest points). Outside the table's range
-// (below the empty sketch's α·m or above the mean raw estimate at 5m)
-// there is no correction, and ok is false.
+// Bias(p, α, e) and BiasKNN(p, α, e) are the bias of a raw estimate
+// e = α·H, from the grid's points (α·H̄_k, α·H̄_k − n_k), which rise with
+// k. Bias interpolates linearly between the two points around e (as
+// airlift does with its own table); BiasKNN takes the mean of the six
+// points nearest e weighted by the inverse of their squared distance (as
+// the HLL++ paper and ZetaSketch do). Outside the table's range (below
+// the empty sketch's α·m or above the mean raw estimate at 5m) there is
+// no correction, and ok is false.
 package hllbias

@@ -34,6 +34,10 @@
 //   zeta_read hex                -> bytes (forProto, then serialized again), then a description
 //   zeta_union hex...            -> the first merged with the others in turn: bytes, then a description
 //   zeta_hash hex                -> ZetaSketch's hash (Fingerprint2011) of the bytes, as a long
+//   zeta_time op n               -> nanoseconds for n operations at precision 15, after as many
+//                                   to warm up: op add (a long into a normal sketch of 100,000),
+//                                   build (a sparse sketch of 5,000 longs, serialized), union (of
+//                                   100 normal sketches of 100,000), estimate (of one of them)
 // A ZetaSketch description is: the estimate (longResult), the number of
 // values, the normal and the sparse precision.
 // A CPC description is: estimate, lower bounds at 1..3, upper bounds at
@@ -236,6 +240,8 @@ public final class Interop {
         }
         return zeta(u);
       }
+      case "zeta_time":
+        return List.of(Long.toString(zetaTime(t[1], Integer.parseInt(t[2]))));
       case "zeta_hash":
         return List.of(Long.toString(Hash.of(t[1].equals("-") ? new byte[0] : HEX.parseHex(t[1]))));
       default:
@@ -272,6 +278,62 @@ public final class Interop {
     }
     r.add(Integer.toString(s.getRetainedEntries(true)));
     r.add(Long.toString(s.getThetaLong()));
+  }
+
+  private static long sink;
+
+  private static HyperLogLogPlusPlus<Long> zetaFilled(long lo) {
+    HyperLogLogPlusPlus<Long> h = new HyperLogLogPlusPlus.Builder().normalPrecision(15).buildForLongs();
+    for (long v = lo; v < lo + 100_000; v++) {
+      h.add(v);
+    }
+    return h;
+  }
+
+  private static long zetaTime(String op, int n) {
+    List<HyperLogLogPlusPlus<Long>> in = new ArrayList<>();
+    if (op.equals("union")) {
+      for (int i = 0; i < 100; i++) {
+        in.add(zetaFilled(i * 50_000L));
+      }
+    } else {
+      in.add(zetaFilled(0));
+    }
+    long elapsed = 0;
+    long v = 1L << 40;
+    for (int round = 0; round < 2; round++) {
+      long start = System.nanoTime();
+      for (int i = 0; i < n; i++) {
+        switch (op) {
+          case "add":
+            in.get(0).add(v++);
+            break;
+          case "build": {
+            HyperLogLogPlusPlus<Long> h = new HyperLogLogPlusPlus.Builder().normalPrecision(15).buildForLongs();
+            for (int k = 0; k < 5000; k++) {
+              h.add(v++);
+            }
+            sink += h.serializeToByteArray().length;
+            break;
+          }
+          case "union": {
+            HyperLogLogPlusPlus<Long> u = new HyperLogLogPlusPlus.Builder().normalPrecision(15).buildForLongs();
+            for (HyperLogLogPlusPlus<Long> h : in) {
+              u.merge(h);
+            }
+            sink += u.longResult();
+            break;
+          }
+          case "estimate":
+            sink += in.get(0).longResult();
+            break;
+          default:
+            throw new IllegalArgumentException("unknown timing " + op);
+        }
+      }
+      elapsed = System.nanoTime() - start;
+    }
+    return elapsed;
   }
 
   private static List<String> zeta(HyperLogLogPlusPlus<?> h) {

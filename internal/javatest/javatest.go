@@ -57,6 +57,10 @@ type JVM struct {
 // Shared starts one JVM on first use and hands the same one to every
 // later caller; a test package keeps one in a package-level variable.
 type Shared struct {
+	// Optimize starts the JVM with its optimizing compiler, for timings
+	// (by default only the quick one runs, which starts faster).
+	Optimize bool
+
 	once sync.Once
 	jvm  *JVM
 	err  error
@@ -68,7 +72,7 @@ type Shared struct {
 // missing, and fails it when the JVM cannot start.
 func (s *Shared) Get(tb testing.TB) *JVM {
 	tb.Helper()
-	s.once.Do(func() { s.jvm, s.skip, s.err = start() })
+	s.once.Do(func() { s.jvm, s.skip, s.err = start(s.Optimize) })
 	if s.skip != "" {
 		if os.Getenv("SKETCHD_REQUIRE_JAVA") == "1" {
 			tb.Fatalf("SKETCHD_REQUIRE_JAVA=1 but %s", s.skip)
@@ -105,7 +109,7 @@ func Jar(a Artifact) string {
 
 // start compiles Interop.java (once per source and classpath, cached in
 // the user's cache directory) and starts it. skip says what is missing.
-func start() (j *JVM, skip string, err error) {
+func start(optimize bool) (j *JVM, skip string, err error) {
 	for _, tool := range []string{"javac", "java"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, tool + " is not on PATH", nil
@@ -130,7 +134,12 @@ func start() (j *JVM, skip string, err error) {
 			return nil, "", err
 		}
 	}
-	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", dir+string(os.PathListSeparator)+cp, "Interop")
+	args := []string{"-Xshare:auto"}
+	if !optimize {
+		args = append(args, "-XX:TieredStopAtLevel=1")
+	}
+	args = append(args, "-cp", dir+string(os.PathListSeparator)+cp, "Interop")
+	cmd := exec.Command("java", args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -260,9 +260,10 @@ func readZetaDelta(delta []byte) (zetaBatch, error) {
 // standard errors, the value type and the count of values added.
 func (s zetaSketch) Describe(in *Info) {
 	in.Representation = s.Representation()
-	est := float64(s.z.Estimate())
+	e, se := s.z.Describe()
+	est := float64(e)
 	in.Cardinality = est
-	in.StdError = s.z.StdError()
+	in.StdError = se
 	in.Lower = math.Max(0, est*(1-2*in.StdError))
 	in.Upper = est * (1 + 2*in.StdError)
 	in.Total = s.z.NumValues()

@@ -15,25 +15,52 @@ import (
 //     most the HLL++ paper's threshold for p (5m/2 above 18): round(h),
 //     exactly ZetaSketch's;
 //   - otherwise the raw estimate E = α·m²/Σ2^-register (α as ZetaSketch
-//     takes it: 0.7213/(1+1.079/m) at these precisions), less its
-//     simulated bias (package hllbias) while E is within that table
-//     (p ≤ 18 and E up to about 5m): close to ZetaSketch's, whose own
-//     table differs (docs/formats.md gives by how much); above, round(E),
-//     exactly ZetaSketch's.
+//     takes it: 0.7213/(1+1.079/m) at these precisions; the sum in
+//     register order, as ZetaSketch adds it), less its simulated bias
+//     (package hllbias) while E is within that table (p ≤ 18 and E up to
+//     about 5m): close to ZetaSketch's, whose own table differs
+//     (docs/formats.md gives by how much); above, round(E), exactly
+//     ZetaSketch's.
 func (s *Sketch) Estimate() int64 {
+	e, _ := s.Describe()
+	return e
+}
+
+// Describe returns the estimate and its relative standard error:
+// linear counting's (Whang et al.: √(m(e^t − t − 1))/n at t = n/m, with m
+// the sparse or normal bucket count) while the estimate is a linear
+// count, else HyperLogLog's 1.04/√(2^p); 0 for an empty sketch.
+func (s *Sketch) Describe() (estimate int64, stdError float64) {
 	s.Compact()
 	if !s.normal {
 		if len(s.sparse) == 0 {
-			return 0
+			return 0, 0
 		}
-		return int64(math.Round(linearCount(1<<s.sp, (1<<s.sp)-len(s.sparse))))
+		n := math.Round(linearCount(1<<s.sp, (1<<s.sp)-len(s.sparse)))
+		return int64(n), lcError(1<<s.sp, n)
 	}
 	if s.data == nil {
-		return 0
+		return 0, 0
 	}
-	e, _ := s.estimate()
-	return int64(math.Round(e))
+	e, lc := s.estimate()
+	n := math.Round(e)
+	switch {
+	case n == 0:
+		return 0, 0
+	case lc:
+		return int64(n), lcError(1<<s.p, n)
+	}
+	return int64(n), 1.04 / math.Sqrt(float64(int(1)<<s.p))
 }
+
+// inversePowers[r] is 2^-r, what a register of value r adds to the
+// harmonic sum.
+var inversePowers = func() (t [66]float64) {
+	for r := range t {
+		t[r] = 1 / float64(uint64(1)<<r)
+	}
+	return t
+}()
 
 // estimate is the normal estimate before rounding, and whether it is the
 // linear count.
@@ -43,7 +70,7 @@ func (s *Sketch) estimate() (float64, bool) {
 		if r == 0 {
 			zeros++
 		}
-		sum += 1 / float64(uint64(1)<<r)
+		sum += inversePowers[r]
 	}
 	m := 1 << s.p
 	if zeros > 0 {
@@ -56,22 +83,10 @@ func (s *Sketch) estimate() (float64, bool) {
 	return e - b, false
 }
 
-// StdError is the estimate's relative standard error: linear counting's
-// (Whang et al.: √(m(e^t − t − 1))/n at t = n/m, with m the sparse or
-// normal bucket count) while the estimate is a linear count, else
-// HyperLogLog's 1.04/√(2^p); 0 for an empty sketch.
+// StdError is Describe's relative standard error.
 func (s *Sketch) StdError() float64 {
-	n := float64(s.Estimate())
-	if n == 0 {
-		return 0
-	}
-	if !s.normal {
-		return lcError(1<<s.sp, n)
-	}
-	if _, lc := s.estimate(); lc {
-		return lcError(1<<s.p, n)
-	}
-	return 1.04 / math.Sqrt(float64(int(1)<<s.p))
+	_, se := s.Describe()
+	return se
 }
 
 func lcError(m int, n float64) float64 {

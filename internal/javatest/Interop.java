@@ -38,6 +38,17 @@
 //                                   to warm up: op add (a long into a normal sketch of 100,000),
 //                                   build (a sparse sketch of 5,000 longs, serialized), union (of
 //                                   100 normal sketches of 100,000), estimate (of one of them)
+//   airlift_build p lo hi strs   -> bytes, then a description: an airlift HyperLogLog of
+//                                   2^p buckets, ids lo..hi-1 (add(long)) then strs (add(Slice))
+//   airlift_read hex             -> bytes (newInstance, then serialized again), then a description
+//   airlift_union hex...         -> the first merged with the others in turn: bytes, then a description
+//   airlift_hash x               -> Murmur3Hash128.hash64 of a long ("l" and the number) or of bytes
+//                                   (hex, "-" for none)
+//   airlift_time op n            -> nanoseconds for n operations at 4,096 buckets, after as many
+//                                   to warm up: op add (a long into a dense sketch of 100,000),
+//                                   build (a sparse sketch of 300 longs, serialized), union (of
+//                                   100 dense sketches of 100,000), estimate (of one of them)
+// An airlift description is: the cardinality.
 // A ZetaSketch description is: the estimate (longResult), the number of
 // values, the normal and the sparse precision.
 // A CPC description is: estimate, lower bounds at 1..3, upper bounds at
@@ -74,6 +85,9 @@ import org.apache.datasketches.tuple.aninteger.IntegerSummaryDeserializer;
 import org.apache.datasketches.tuple.aninteger.IntegerSummarySetOperations;
 
 import com.google.zetasketch.HyperLogLogPlusPlus;
+import io.airlift.slice.Murmur3Hash128;
+import io.airlift.slice.Slices;
+import io.airlift.stats.cardinality.HyperLogLog;
 import com.google.zetasketch.internal.hash.Hash;
 
 public final class Interop {
@@ -82,6 +96,13 @@ public final class Interop {
   public static void main(String[] args) throws Exception {
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    // Libraries that print (airlift's object-size library warns on
+    // stdout) must not break the one-line answers. That library's sizes
+    // come from field offsets; its attempts to attach to the JVM (seconds
+    // each) give it nothing it uses here.
+    System.setOut(System.err);
+    System.setProperty("jol.skipDynamicAttach", "true");
+    System.setProperty("jol.skipHotspotSAAttach", "true");
     String line;
     while ((line = in.readLine()) != null) {
       String[] t = line.trim().split(" ");
@@ -240,6 +261,32 @@ public final class Interop {
         }
         return zeta(u);
       }
+      case "airlift_build": {
+        HyperLogLog h = HyperLogLog.newInstance(1 << Integer.parseInt(t[1]));
+        for (long v = Long.parseLong(t[2]); v < Long.parseLong(t[3]); v++) {
+          h.add(v);
+        }
+        for (String s : strings(t[4])) {
+          h.add(Slices.utf8Slice(s));
+        }
+        return airlift(h);
+      }
+      case "airlift_read":
+        return airlift(HyperLogLog.newInstance(Slices.wrappedBuffer(HEX.parseHex(t[1]))));
+      case "airlift_union": {
+        HyperLogLog u = HyperLogLog.newInstance(Slices.wrappedBuffer(HEX.parseHex(t[1])));
+        for (int i = 2; i < t.length; i++) {
+          u.mergeWith(HyperLogLog.newInstance(Slices.wrappedBuffer(HEX.parseHex(t[i]))));
+        }
+        return airlift(u);
+      }
+      case "airlift_hash":
+        if (t[1].startsWith("l")) {
+          return List.of(Long.toString(Murmur3Hash128.hash64(Long.parseLong(t[1].substring(1)))));
+        }
+        return List.of(Long.toString(Murmur3Hash128.hash64(Slices.wrappedBuffer(t[1].equals("-") ? new byte[0] : HEX.parseHex(t[1])))));
+      case "airlift_time":
+        return List.of(Long.toString(airliftTime(t[1], Integer.parseInt(t[2]))));
       case "zeta_time":
         return List.of(Long.toString(zetaTime(t[1], Integer.parseInt(t[2]))));
       case "zeta_hash":
@@ -326,6 +373,67 @@ public final class Interop {
           }
           case "estimate":
             sink += in.get(0).longResult();
+            break;
+          default:
+            throw new IllegalArgumentException("unknown timing " + op);
+        }
+      }
+      elapsed = System.nanoTime() - start;
+    }
+    return elapsed;
+  }
+
+  private static List<String> airlift(HyperLogLog h) {
+    List<String> r = new ArrayList<>();
+    r.add(hex(h.serialize().getBytes()));
+    r.add(Long.toString(h.cardinality()));
+    return r;
+  }
+
+  private static HyperLogLog airliftFilled(long lo) {
+    HyperLogLog h = HyperLogLog.newInstance(4096);
+    for (long v = lo; v < lo + 100_000; v++) {
+      h.add(v);
+    }
+    return h;
+  }
+
+  private static long airliftTime(String op, int n) {
+    List<HyperLogLog> in = new ArrayList<>();
+    if (op.equals("union")) {
+      for (int i = 0; i < 100; i++) {
+        in.add(airliftFilled(i * 50_000L));
+      }
+    } else {
+      in.add(airliftFilled(0));
+    }
+    long elapsed = 0;
+    long v = 1L << 40;
+    for (int round = 0; round < 2; round++) {
+      long start = System.nanoTime();
+      for (int i = 0; i < n; i++) {
+        switch (op) {
+          case "add":
+            in.get(0).add(v++);
+            break;
+          case "build": {
+            HyperLogLog h = HyperLogLog.newInstance(4096);
+            for (int k = 0; k < 300; k++) {
+              h.add(v++);
+            }
+            sink += h.serialize().length();
+            break;
+          }
+          case "union": {
+            HyperLogLog u = HyperLogLog.newInstance(4096);
+            for (HyperLogLog h : in) {
+              u.mergeWith(h);
+            }
+            sink += u.cardinality();
+            break;
+          }
+          case "estimate":
+            sink += in.get(0).cardinality();
             break;
           default:
             throw new IllegalArgumentException("unknown timing " + op);

@@ -39,12 +39,20 @@ func (a Artifact) String() string { return a.Group + ":" + a.Name + ":" + a.Vers
 // DataSketches' Java library (the version the format issue measured, what
 // Druid uses) and its memory library; ZetaSketch (BigQuery's HLL++; Guava
 // and protobuf are shaded into its jar) with fastutil, its one runtime
-// dependency.
+// dependency; airlift's stats library (Trino's HyperLogLog) with slice,
+// Guava and JOL, which it runs on. airlift's current releases need Java
+// 25, on which DataSketches' memory library 3.0.2 does not run, so the
+// one JVM takes stats 240 (Java 17): its io.airlift.stats.cardinality
+// sources equal today's but for formatting (docs/formats.md).
 var Artifacts = []Artifact{
 	{"org.apache.datasketches", "datasketches-java", "6.1.1"},
 	{"org.apache.datasketches", "datasketches-memory", "3.0.2"},
 	{"com.google.zetasketch", "zetasketch", "0.1.0"},
 	{"it.unimi.dsi", "fastutil", "8.2.2"},
+	{"io.airlift", "stats", "240"},
+	{"io.airlift", "slice", "2.2"},
+	{"com.google.guava", "guava", "32.1.3-jre"},
+	{"org.openjdk.jol", "jol-core", "0.16"},
 }
 
 // JVM is a running Interop: requests are answered one at a time.

@@ -89,6 +89,14 @@ func exactRange(s *Sketch) bool {
 // bias-corrected range, reported by the tests that compare estimates.
 var estimateErr float64
 
+// withinTolerance: estimates of the bias-corrected range agree within
+// estimateTolerance, or differ by one (the rounding of two nearly equal
+// estimates, which at a few dozen values is more than the tolerance).
+func withinTolerance(got, lib int64) bool {
+	diff := math.Abs(float64(got - lib))
+	return diff <= 1 || diff <= estimateTolerance*float64(lib)
+}
+
 func sameAsJava(tb testing.TB, what string, s *Sketch, j javaZeta) {
 	tb.Helper()
 	if got := s.AppendBinary(nil); !bytes.Equal(got, j.bytes) {
@@ -106,7 +114,7 @@ func sameAsJava(tb testing.TB, what string, s *Sketch, j javaZeta) {
 	}
 	d := math.Abs(float64(got-j.estimate)) / float64(j.estimate)
 	estimateErr = max(estimateErr, d)
-	if d > estimateTolerance {
+	if !withinTolerance(got, j.estimate) {
 		tb.Errorf("%s: estimate %d, Java %d: %.3g%% apart, more than %.3g%%", what, got, j.estimate, 100*d, 100*estimateTolerance)
 	}
 }
@@ -367,10 +375,10 @@ func TestJavaBiasRange(t *testing.T) {
 			if d > worst {
 				worst, worstN = d, n
 			}
+			if !withinTolerance(got, j.estimate) {
+				t.Errorf("%d values: estimate %d, %s %d: more than %.3g%% and one apart", n, got, "ZetaSketch", j.estimate, 100*estimateTolerance)
+			}
 		}
 		t.Logf("precision %d: largest difference %.3g%% (at %d values, %.2f·2^p)", p, 100*worst, worstN, float64(worstN)/float64(m))
-		if worst > estimateTolerance {
-			t.Errorf("precision %d: estimates %.3g%% apart, more than %.3g%%", p, 100*worst, 100*estimateTolerance)
-		}
 	}
 }

@@ -14,11 +14,23 @@ const (
 	maxDelta    = 15
 )
 
-// Sniff reports whether b begins as a SPARSE_V2 or DENSE_V2 HyperLogLog
-// does: the tag, then index bits airlift writes (1..16; sketchd reads
-// 4..16, and Decode says so).
+// Sniff reports whether b is laid out as a SPARSE_V2 or DENSE_V2
+// HyperLogLog: the tag, index bits airlift writes (1..16; sketchd reads
+// 4..16, and Decode says so) and the length its counts imply. Two bytes
+// of tag and index bits alone would also be the start of other formats
+// (DataSketches' preamble of two longs, serial version 1 to 16).
 func Sniff(b []byte) bool {
-	return len(b) >= 2 && (b[0] == tagSparseV2 || b[0] == tagDenseV2) && b[1] >= 1 && b[1] <= MaxIndexBits
+	if len(b) < 4 || b[1] < 1 || b[1] > MaxIndexBits {
+		return false
+	}
+	switch b[0] {
+	case tagSparseV2:
+		return len(b) == 4+4*int(binary.LittleEndian.Uint16(b[2:]))
+	case tagDenseV2:
+		head := 3 + 1<<b[1]/2 + 2
+		return len(b) >= head && len(b) == head+3*int(binary.LittleEndian.Uint16(b[head-2:]))
+	}
+	return false
 }
 
 // AppendBinary appends the sketch as HyperLogLog.serialize writes it

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/airlift"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/cpc"
 	"github.com/sketchd/sketchd/internal/dshll"
@@ -35,18 +36,20 @@ type createRequest struct {
 	TgtType      *string  `json:"tgt_type"`
 	Precision    *int     `json:"precision"`
 	SparsePrec   *int     `json:"sparse_precision"`
+	IndexBits    *int     `json:"index_bits"`
 	Metric       *bool    `json:"metric"`
 }
 
 // kindFields names the create fields each kind takes.
 var kindFields = map[sketch.Type]string{
-	sketch.TypeHLL:     "log2m regwidth expthresh sparse",
-	sketch.TypeCMS:     "width depth epsilon delta conservative topk",
-	sketch.TypeTheta:   "lg_k",
-	sketch.TypeFreq:    "lg_k",
-	sketch.TypeDSHLL:   "lg_k tgt_type",
-	sketch.TypeCPC:     "lg_k",
-	sketch.TypeZetaHLL: "precision sparse_precision",
+	sketch.TypeHLL:        "log2m regwidth expthresh sparse",
+	sketch.TypeCMS:        "width depth epsilon delta conservative topk",
+	sketch.TypeTheta:      "lg_k",
+	sketch.TypeFreq:       "lg_k",
+	sketch.TypeDSHLL:      "lg_k tgt_type",
+	sketch.TypeCPC:        "lg_k",
+	sketch.TypeZetaHLL:    "precision sparse_precision",
+	sketch.TypeAirliftHLL: "index_bits",
 }
 
 // foreignField returns a field set in c that a sketch of type typ does
@@ -57,9 +60,10 @@ func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
 		"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil, "delta": c.Delta != nil,
 		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "lg_k": c.LgK != nil,
 		"tgt_type": c.TgtType != nil, "precision": c.Precision != nil, "sparse_precision": c.SparsePrec != nil,
+		"index_bits": c.IndexBits != nil,
 	}
 	own := " " + kindFields[typ] + " "
-	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL, sketch.TypeZetaHLL} {
+	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL, sketch.TypeZetaHLL, sketch.TypeAirliftHLL} {
 		for _, f := range strings.Fields(kindFields[other]) {
 			if set[f] && !strings.Contains(own, " "+f+" ") {
 				return f, other
@@ -152,6 +156,10 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		}
 		setInt(&p.SparsePrecision, c.SparsePrec)
 		sp.Params = sketch.ZetaParams{Params: p}
+	case sketch.TypeAirliftHLL:
+		p := airlift.DefaultParams()
+		setInt(&p.IndexBits, c.IndexBits)
+		sp.Params = sketch.AirliftParams{Params: p}
 	default:
 		if _, err := sketch.Lookup(typ); err != nil {
 			return sp, err
@@ -244,6 +252,10 @@ func describe(in sketch.Info) any {
 		r.Precision, r.SparsePrecision = &p.Precision, &p.SparsePrecision
 		r.ValueType, r.NumValues = in.ValueType, &in.Total
 		return r
+	case sketch.AirliftParams:
+		r := registersOf(in)
+		r.IndexBits = &p.IndexBits
+		return r
 	case sketch.FreqParams:
 		imp := in.Total
 		return sampledResponse{Name: in.Name, Type: string(sketch.TypeFreq), LgK: p.LgK, Cardinality: in.Cardinality,
@@ -275,7 +287,7 @@ type sampledResponse struct {
 }
 
 // registersResponse describes a sketch of the HLL family in another
-// ecosystem's format (ds_hll, cpc, zeta_hll; airlift_hll to come): the
+// ecosystem's format (ds_hll, cpc, zeta_hll, airlift_hll): the
 // estimate with its relative standard error and its bounds at two
 // standard deviations, the representation, and the kind's parameters; a
 // zeta_hll sketch also the type of ids it counts and how many values
@@ -289,6 +301,7 @@ type registersResponse struct {
 	SparsePrecision *int      `json:"sparse_precision,omitempty"`
 	ValueType       string    `json:"value_type,omitempty"`
 	NumValues       *int64    `json:"num_values,omitempty"`
+	IndexBits       *int      `json:"index_bits,omitempty"`
 	Representation  string    `json:"representation"`
 	Cardinality     float64   `json:"cardinality"`
 	StdError        float64   `json:"std_error"`
@@ -316,6 +329,7 @@ type unionRegistersResponse struct {
 	SparsePrecision *int     `json:"sparse_precision,omitempty"`
 	ValueType       string   `json:"value_type,omitempty"`
 	NumValues       *int64   `json:"num_values,omitempty"`
+	IndexBits       *int     `json:"index_bits,omitempty"`
 	Representation  string   `json:"representation"`
 	Cardinality     float64  `json:"cardinality"`
 	StdError        float64  `json:"std_error"`
@@ -336,7 +350,7 @@ func unionRegisters(u sketch.Sketch, into string, warnings []string) (unionRegis
 		return unionRegistersResponse{}, false
 	}
 	return unionRegistersResponse{Type: d.Type, LgK: d.LgK, TgtType: d.TgtType, Precision: d.Precision, SparsePrecision: d.SparsePrecision,
-		ValueType: d.ValueType, NumValues: d.NumValues, Representation: d.Representation,
+		ValueType: d.ValueType, NumValues: d.NumValues, IndexBits: d.IndexBits, Representation: d.Representation,
 		Cardinality: d.Cardinality, StdError: d.StdError, Lower: d.Lower, Upper: d.Upper, Into: into, Warnings: warnings}, true
 }
 

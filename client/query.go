@@ -154,6 +154,8 @@ type Union struct {
 	SparsePrecision int    `json:"sparse_precision,omitempty"`
 	ValueType       string `json:"value_type,omitempty"`
 	NumValues       int64  `json:"num_values,omitempty"`
+	// airlift_hll unions: the first input's index bits.
+	IndexBits int `json:"index_bits,omitempty"`
 
 	Into string `json:"into,omitempty"`
 	// Warnings says where a series operand's covered range differs from

@@ -41,6 +41,7 @@ type SeriesRequest struct {
 	// zeta_hll series: Precision and SparsePrecision, as CreateRequest.
 	Precision       int  `json:"precision,omitempty"`
 	SparsePrecision *int `json:"sparse_precision,omitempty"`
+	IndexBits       int  `json:"index_bits,omitempty"` // airlift_hll series
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`

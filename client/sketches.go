@@ -20,6 +20,9 @@ const (
 	// TypeZetaHLL is ZetaSketch's HLL++ sketch: what BigQuery's
 	// HLL_COUNT functions and Beam's HllCount read.
 	TypeZetaHLL = "zeta_hll"
+	// TypeAirliftHLL is airlift's HyperLogLog: what Trino's and Presto's
+	// approx_set and HyperLogLog type read.
+	TypeAirliftHLL = "airlift_hll"
 )
 
 // Sketch describes a stored sketch. Type says which of the groups of
@@ -73,6 +76,10 @@ type Sketch struct {
 	ValueType       string `json:"value_type,omitempty"`
 	NumValues       int64  `json:"num_values,omitempty"`
 
+	// airlift_hll: IndexBits, Representation (SPARSE, DENSE), Cardinality
+	// with StdError and the bounds.
+	IndexBits int `json:"index_bits,omitempty"`
+
 	SizeBytes int       `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -114,6 +121,9 @@ type CreateRequest struct {
 	// at most 25, as BigQuery writes).
 	Precision       int  `json:"precision,omitempty"`
 	SparsePrecision *int `json:"sparse_precision,omitempty"`
+
+	// airlift_hll sketches take IndexBits (4..16, default 12, approx_set's).
+	IndexBits int `json:"index_bits,omitempty"`
 
 	// Metric exports the estimate on /metrics.
 	Metric bool `json:"metric,omitempty"`

@@ -1077,3 +1077,34 @@ func TestBrowserRegistersOverlap(t *testing.T) {
 	tb.screenshot(t, "console-ds-hll-overlap")
 	tb.noErrors(t, nil)
 }
+
+// TestBrowserAirliftHLL: a Trino HyperLogLog is listed with its estimate
+// and error, and shown with its index bits and where its bytes go.
+func TestBrowserAirliftHLL(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.call(t, "PUT", "/v1/sketches/trino:users", "application/json", []byte(`{"type":"airlift_hll"}`), nil)
+	s.addRange(t, "trino:users", 1, 30001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	want := s.list(t, "")
+	if len(want) != 1 {
+		t.Fatalf("API lists %+v", want)
+	}
+	w := want[0]
+	type row struct{ Kind, Estimate, Rep string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"; len(rows) != 1 || rows[0].Kind != "Trino HyperLogLog" || rows[0].Estimate != est || rows[0].Rep != "DENSE" {
+		t.Errorf("rows %+v, want Trino HyperLogLog %q DENSE", rows, est)
+	}
+	tb.open(t, s.url, "/sketch/trino:users")
+	tb.wait(t, "#bounds")
+	if got := tb.text(t, "section.detail"); !strings.Contains(got, "12 index bits (4,096 buckets)") || !strings.Contains(got, "approx_set") {
+		t.Errorf("detail %q lacks the parameters or readers", got)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-airlift-hll")
+	tb.noErrors(t, nil)
+}

@@ -159,6 +159,15 @@ type Union struct {
 	LgK     int    `json:"lg_k,omitempty"`
 	TgtType string `json:"tgt_type,omitempty"`
 
+	// zeta_hll unions: the union's precisions (the smallest of its
+	// inputs'), the first input's value type and every input's values.
+	Precision       int    `json:"precision,omitempty"`
+	SparsePrecision int    `json:"sparse_precision,omitempty"`
+	ValueType       string `json:"value_type,omitempty"`
+	NumValues       int64  `json:"num_values,omitempty"`
+	// airlift_hll unions: the first input's index bits.
+	IndexBits int `json:"index_bits,omitempty"`
+
 	Into string `json:"into,omitempty"`
 	// Matched is how many sketches a UnionPrefix took.
 	Matched int `json:"matched,omitempty"`

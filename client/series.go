@@ -39,6 +39,10 @@ type SeriesRequest struct {
 	TopK         int     `json:"topk,omitempty"`
 	LgK          int     `json:"lg_k,omitempty"`     // theta, freq and ds_hll series
 	TgtType      string  `json:"tgt_type,omitempty"` // ds_hll series
+	// zeta_hll series: Precision and SparsePrecision, as CreateRequest.
+	Precision       int  `json:"precision,omitempty"`
+	SparsePrecision *int `json:"sparse_precision,omitempty"`
+	IndexBits       int  `json:"index_bits,omitempty"` // airlift_hll series
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`

@@ -309,8 +309,8 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 }
 
 // intersect estimates the intersection of sketches of one kind: HLL by
-// inclusion-exclusion or the MLE with the error envelope, ds_hll and cpc
-// by inclusion-exclusion of their own unions with the same envelope
+// inclusion-exclusion or the MLE with the error envelope, ds_hll, cpc,
+// zeta_hll and airlift_hll by inclusion-exclusion of their own unions with the same envelope
 // (sketch.IntersectFamily), theta by DataSketches' theta intersection
 // with its own bounds. extra warnings
 // (from series ranges) join the answer's.
@@ -331,7 +331,7 @@ func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra
 		return resp, nil
 	}
 	switch sks[0].Kind().Type {
-	case sketch.TypeDSHLL, sketch.TypeCPC:
+	case sketch.TypeDSHLL, sketch.TypeCPC, sketch.TypeZetaHLL, sketch.TypeAirliftHLL:
 		x, err := sketch.IntersectFamily(labels, sks, method)
 		if err != nil {
 			return nil, err
@@ -344,7 +344,7 @@ func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra
 	for i, sk := range sks {
 		h, ok := sketch.HLLOf(sk)
 		if !ok {
-			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll, theta, ds_hll or cpc sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
+			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll, theta, ds_hll, cpc, zeta_hll or airlift_hll sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
 		}
 		hs[i] = h
 	}

@@ -695,6 +695,10 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"lg_k": p.LgK, "tgt_type": p.Type.String()}
 	case sketch.CPCParams:
 		return map[string]any{"lg_k": p.LgK}
+	case sketch.ZetaParams:
+		return map[string]any{"precision": p.Precision, "sparse_precision": p.SparsePrecision}
+	case sketch.AirliftParams:
+		return map[string]any{"index_bits": p.IndexBits}
 	}
 	return map[string]any{}
 }

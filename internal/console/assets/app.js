@@ -220,7 +220,7 @@ window.addEventListener('hashchange', () => {
 const SAMPLED = new Set(['theta', 'freq']);
 // HLL sketches in other ecosystems' formats: an estimate with its relative
 // standard error and bounds at two standard deviations.
-const REGISTERS = new Set(['ds_hll', 'cpc']);
+const REGISTERS = new Set(['ds_hll', 'cpc', 'zeta_hll', 'airlift_hll']);
 // distinct says whether a kind counts distinct ids, so that it overlaps.
 const distinct = (type) => type === 'hll' || type === 'theta' || REGISTERS.has(type);
 
@@ -244,7 +244,7 @@ function estimateCell(s) {
 
 // kindName names a sketch kind for people; kinds the console does not
 // know yet show their API name.
-const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC' })[type] || type;
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC', zeta_hll: 'ZetaSketch HLL++', airlift_hll: 'Trino HyperLogLog' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
@@ -434,6 +434,12 @@ function registersView(s) {
     cpc: ['CPC sketch (DataSketches): distinct ids',
       `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} rows)`,
       'The bytes are DataSketches\' CPC format, read by Pinot, Hive, Impala and the DataSketches libraries: '],
+    zeta_hll: [`ZetaSketch HLL++ sketch (BigQuery HLL_COUNT): distinct ${s.value_type === 'string' ? 'string' : s.value_type === 'int64' ? 'INT64' : ''} ids`,
+      `precision ${s.precision} (${intFmt.format(2 ** s.precision)} registers), sparse precision ${s.sparse_precision || 'none'}; ${intFmt.format(s.num_values)} values added`,
+      'The bytes are what BigQuery\'s HLL_COUNT.INIT writes, read by HLL_COUNT.MERGE and HLL_COUNT.EXTRACT, Beam\'s HllCount and ZetaSketch: '],
+    airlift_hll: ['Trino HyperLogLog (airlift): distinct ids',
+      `${s.index_bits} index bits (${intFmt.format(2 ** s.index_bits)} buckets)`,
+      'The bytes are Trino\'s and Presto\'s HyperLogLog type, what approx_set writes and merge and cardinality read (cast them from varbinary): '],
   }[s.type];
   const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
   download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
@@ -814,7 +820,7 @@ async function resolveOperand(v) {
   if (o.kind === 'sketch') {
     const s = await api('GET', sketchPath(o.name));
     if (!distinct(s.type)) {
-      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog, theta, DataSketches HLL or CPC sketches.`, '');
+      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog sketches.`, '');
     }
     return { ...s, op: s.name };
   }
@@ -823,7 +829,7 @@ async function resolveOperand(v) {
   }
   const sr = await api('GET', seriesPath(o.name));
   if (!distinct(sr.type)) {
-    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog, theta, DataSketches HLL or CPC.`, '');
+    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog.`, '');
   }
   const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
   const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
@@ -888,7 +894,7 @@ async function overlapView(values) {
     location.hash = `#/overlap?${picked.map((v) => `s=${encodeURIComponent(v)}`).join('&')}`;
   });
   const formError = el('div', { class: 'form-error', id: 'overlap-error', role: 'alert', hidden: true });
-  section.append(el('p', { class: 'muted' }, 'Pick two or three distinct-count sketches (HyperLogLog, theta, DataSketches HLL or CPC), or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form, formError);
+  section.append(el('p', { class: 'muted' }, 'Pick two or three distinct-count sketches (HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog), or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form, formError);
   if (values.length < 2) return section;
 
   // A set that cannot be read, or is of another kind than set A, is

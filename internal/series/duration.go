@@ -10,7 +10,8 @@ import (
 // Duration is an ISO 8601 duration with calendar parts (PnYnMnWnDTnHnMnS,
 // whole numbers only). Years, months, weeks and days are calendar units:
 // added in the series' time zone, a day is 23 or 25 hours across a DST
-// change and a month is as long as the month is.
+// change (from one local day's start to the next) and a month is as long
+// as the month is.
 type Duration struct {
 	Years, Months, Weeks, Days int
 	Hours, Minutes, Seconds    int
@@ -90,10 +91,17 @@ func ParseDuration(s string) (Duration, error) {
 // IsZero reports whether every part is 0.
 func (d Duration) IsZero() bool { return d == Duration{} }
 
-// AddTo returns t plus d (sign 1) or minus d (sign -1), the calendar parts
-// in t's location.
+// AddTo returns t plus d (sign 1) or minus d (sign -1) in t's location:
+// the calendar parts move t's wall clock (clock: a day's start stands for
+// its midnight) and the result is where the zone's clocks show that wall
+// time (wall), so a day after a day's start is the next day's start even
+// where one of them begins at 01:00; the hours, minutes and seconds are
+// then added as elapsed time, as PostgreSQL adds an interval.
 func (d Duration) AddTo(t time.Time, sign int) time.Time {
-	t = t.AddDate(sign*d.Years, sign*d.Months, sign*(7*d.Weeks+d.Days))
+	if d.Years != 0 || d.Months != 0 || d.Weeks != 0 || d.Days != 0 {
+		loc := t.Location()
+		t = wall(clock(t, loc).AddDate(sign*d.Years, sign*d.Months, sign*(7*d.Weeks+d.Days)), loc)
+	}
 	return t.Add(time.Duration(sign) * (time.Duration(d.Hours)*time.Hour + time.Duration(d.Minutes)*time.Minute + time.Duration(d.Seconds)*time.Second))
 }
 

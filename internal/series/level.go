@@ -51,8 +51,9 @@ func (l Level) Valid() bool { return l >= Hour && l <= Month }
 // Start returns the start of the bucket of level l that holds t, in loc.
 // An hour bucket starts at the last whole local hour (or at an offset
 // change between it and t), so the repeated hour of a DST fall-back is
-// two buckets; days, weeks and months start at local
-// midnight (or the first instant after it, where midnight does not exist).
+// two buckets; days, weeks and months start where their first date
+// begins (wall: local midnight, or the DST change where midnight is
+// skipped, as in Santiago).
 func (l Level) Start(t time.Time, loc *time.Location) time.Time {
 	t = t.In(loc)
 	switch l {
@@ -65,32 +66,40 @@ func (l Level) Start(t time.Time, loc *time.Location) time.Time {
 		}
 		return s
 	case Day:
-		y, m, d := t.Date()
+		y, m, d := dayOf(t, loc)
 		return date(y, m, d, loc)
 	case Week:
-		y, m, d := t.Date()
-		back := (int(t.Weekday()) + 6) % 7 // days since Monday
+		y, m, d := dayOf(t, loc)
+		back := (int(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Weekday()) + 6) % 7 // days since Monday
 		return date(y, m, d-back, loc)
 	case Month:
-		y, m, _ := t.Date()
+		y, m, _ := dayOf(t, loc)
 		return date(y, m, 1, loc)
 	}
 	panic("series: invalid level")
 }
 
-// date is the first instant of local day y-m-d (normalised, so d may
-// overflow the month): midnight, or the DST change where midnight is
-// skipped.
-func date(y int, m time.Month, d int, loc *time.Location) time.Time {
-	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
-	noon := time.Date(y, m, d, 12, 0, 0, 0, loc)
-	if t.Day() != noon.Day() {
-		// Midnight does not exist (DST starts at 00:00, as in Santiago):
-		// the day starts at the change.
-		zs, _ := noon.ZoneBounds()
-		return zs
+// dayOf returns the local date whose day bucket holds t: t's own date,
+// or the one before where clocks went back across midnight and t's date
+// begins for good only later (Goose Bay fell back from 00:01 to 23:01
+// until 2010: the minute after the first midnight belongs to the day
+// before).
+func dayOf(t time.Time, loc *time.Location) (int, time.Month, int) {
+	y, m, d := t.Date()
+	for range 2 {
+		if !date(y, m, d, loc).After(t) {
+			break
+		}
+		y, m, d = time.Date(y, m, d-1, 0, 0, 0, 0, time.UTC).Date()
 	}
-	return t
+	return y, m, d
+}
+
+// date is where local date y-m-d (normalised, so d may overflow the
+// month) begins for good: its midnight, or the DST change where midnight
+// is skipped. A date the zone skips begins where the next one does.
+func date(y int, m time.Month, d int, loc *time.Location) time.Time {
+	return wall(time.Date(y, m, d, 0, 0, 0, 0, time.UTC), loc)
 }
 
 // Next returns the start of the bucket after the one starting at start.
@@ -98,16 +107,24 @@ func (l Level) Next(start time.Time, loc *time.Location) time.Time {
 	start = start.In(loc)
 	switch l {
 	case Hour:
-		// The next local whole hour: an hour later in absolute time for
-		// whole-hour zones, with Start re-aligning where a DST change
-		// shifts by less than an hour.
-		return l.Start(start.Add(time.Hour+time.Minute), loc)
+		// The next local whole hour (Start re-aligns where a DST change
+		// shifts by less than an hour), or the next offset change if it
+		// comes first (Goose Bay's change at 00:01 starts a bucket a
+		// minute after midnight's).
+		next := l.Start(start.Add(time.Hour+time.Minute), loc)
+		if _, end := start.ZoneBounds(); !end.IsZero() && end.Before(next) {
+			return end.In(loc)
+		}
+		return next
 	case Day:
 		y, m, d := start.Date()
 		return date(y, m, d+1, loc)
 	case Week:
+		// From the Monday: a week whose Monday the zone skipped starts on
+		// the Tuesday.
 		y, m, d := start.Date()
-		return date(y, m, d+7, loc)
+		back := (int(start.Weekday()) + 6) % 7
+		return date(y, m, d-back+7, loc)
 	case Month:
 		y, m, _ := start.Date()
 		return date(y, m+1, 1, loc)

@@ -354,3 +354,54 @@ func TestTimeseries(t *testing.T) {
 		t.Errorf("more than MaxPoints or unaligned = %v, want Invalid", err)
 	}
 }
+
+// TestTimeseriesSkippedMidnight: in Santiago, 2026-09-06 starts at 01:00
+// (DST skips 00:00–01:00). A daily line's points and windows start at the
+// local days' starts, 00:00, 01:00 and 00:00, whether it is answered from
+// day buckets or from hour buckets; a day later than that day's start is
+// the next day's midnight, not 01:00.
+func TestTimeseriesSkippedMidnight(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	now := at("2026-11-25T12:00:00Z")
+	days := []time.Time{at("2026-09-05T00:00:00-04:00"), at("2026-09-06T01:00:00-03:00"), at("2026-09-07T00:00:00-03:00"), at("2026-09-08T00:00:00-03:00")}
+	for _, levels := range [][]LevelSpec{
+		{{Day, Duration{Days: 400}}},
+		{{Hour, Duration{Days: 120}}},
+		{{Hour, Duration{Days: 120}}, {Day, Duration{Days: 400}}},
+	} {
+		s := testSpec(t, "America/Santiago", levels...)
+		for _, from := range days[:3] {
+			ts, err := s.Timeseries(from, days[3], Duration{Days: 1}, Duration{Days: 1}, now)
+			if err != nil {
+				t.Fatalf("%s: daily line from %v: %v", s, from, err)
+			}
+			var i int
+			for i = range days {
+				if days[i].Equal(from) {
+					break
+				}
+			}
+			if len(ts.Points) != 3-i {
+				t.Fatalf("%s: daily line from %v has %d points, want %d", s, from, len(ts.Points), 3-i)
+			}
+			for j, p := range ts.Points {
+				if want := days[i+j]; !p.Start.Equal(want) || !p.WindowFrom.Equal(want) || !p.End.Equal(days[i+j+1]) {
+					t.Errorf("%s: point %d = [%v, %v) window from %v; want [%v, %v)", s, j, p.Start, p.End, p.WindowFrom, want, days[i+j+1])
+				}
+			}
+		}
+	}
+	loc := mustLoc(t, "America/Santiago")
+	if got := (Duration{Days: 1}).AddTo(days[1].In(loc), -1); !got.Equal(days[0]) {
+		t.Errorf("a day before %v = %v, want %v", days[1], got, days[0])
+	}
+	if got := (Duration{Weeks: 1}).AddTo(days[0].In(loc), 1); !got.Equal(at("2026-09-12T00:00:00-03:00")) {
+		t.Errorf("a week after %v = %v", days[0], got)
+	}
+}

@@ -36,7 +36,7 @@ func wall(w time.Time, loc *time.Location) time.Time {
 	for t := w.Add(-maxOffset); ; {
 		lt := t.In(loc)
 		_, off := lt.Zone()
-		start, end := lt.ZoneBounds() // zero: unbounded
+		start, end := bounds(lt) // zero: unbounded
 		at := w.Add(-time.Duration(off) * time.Second)
 		switch {
 		case !end.IsZero() && !at.Before(end):
@@ -61,8 +61,12 @@ func wall(w time.Time, loc *time.Location) time.Time {
 // time in UTC whose fields are the local ones: its local date and time,
 // or midnight of its date when t is where that date's day starts (so
 // Santiago's 2026-09-06T01:00-03:00 stands for 2026-09-06 00:00, and a
-// day later is 2026-09-07's start, 00:00).
-func clock(t time.Time, loc *time.Location) time.Time {
+// day later is 2026-09-07's start, 00:00). Where dates are skipped, the
+// start of the next one is also theirs: stepping back (sign < 0) it
+// stands for the earliest of them, so that a step always moves (a day
+// before Apia's 2011-12-31 start is 2011-12-29's, as the 30th was
+// skipped).
+func clock(t time.Time, loc *time.Location, sign int) time.Time {
 	t = t.In(loc)
 	y, m, d := t.Date()
 	hh, mm, ss := t.Clock()
@@ -71,5 +75,72 @@ func clock(t time.Time, loc *time.Location) time.Time {
 			return time.Date(y, m, d, hh, mm, ss, ns, time.UTC)
 		}
 	}
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	day := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	for range 2 {
+		if sign >= 0 {
+			break
+		}
+		prev := day.AddDate(0, 0, -1)
+		if !date(prev.Year(), prev.Month(), prev.Day(), loc).Equal(t) {
+			break
+		}
+		day = prev
+	}
+	return day
+}
+
+// shift moves the wall time w (in UTC) by years and months, keeping the
+// day of the month but not past the month's end, then by days.
+func shift(w time.Time, years, months, days int) time.Time {
+	y, m, d := w.Date()
+	hh, mm, ss := w.Clock()
+	ym := time.Date(y+years, m+time.Month(months), 1, 0, 0, 0, 0, time.UTC)
+	if last := ym.AddDate(0, 1, -1).Day(); d > last {
+		d = last
+	}
+	return time.Date(ym.Year(), ym.Month(), d+days, hh, mm, ss, w.Nanosecond(), time.UTC)
+}
+
+// bounds is t.ZoneBounds(): the period of one zone rule that holds t,
+// unbounded on a side where the bound is zero. Go reports an end at or
+// before t for instants on the last UTC day of a leap year that a zone's
+// TZ rule serves (after its last listed change, 2037 for most zones;
+// golang.org/issue/81583); that period runs at least to the end of the
+// day, where Go's next period starts.
+func bounds(t time.Time) (start, end time.Time) {
+	start, end = t.ZoneBounds()
+	if !end.IsZero() && !end.After(t) {
+		u := t.UTC()
+		end = time.Date(u.Year(), u.Month(), u.Day()+1, 0, 0, 0, 0, time.UTC).In(t.Location())
+	}
+	return start, end
+}
+
+// offsetBounds returns where the offset in effect at t began and where it
+// ends, zero for a side where no change is found within a few of Go's
+// periods. Go's periods also end where only a zone's abbreviation
+// changes, and at every new year (UTC) that a TZ rule serves; those do not
+// change the local clock.
+func offsetBounds(t time.Time) (start, end time.Time) {
+	_, off := t.Zone()
+	start, end = bounds(t)
+	for i := 0; !start.IsZero(); i++ {
+		before := start.Add(-time.Nanosecond).In(t.Location())
+		if _, o := before.Zone(); o != off {
+			break
+		}
+		if start, _ = bounds(before); i == 8 {
+			start = time.Time{}
+		}
+	}
+	for i := 0; !end.IsZero(); i++ {
+		at := end.In(t.Location())
+		if _, o := at.Zone(); o != off {
+			break
+		}
+		if _, end = bounds(at); i == 8 {
+			end = time.Time{}
+		}
+	}
+	return start, end
 }

@@ -91,16 +91,19 @@ func ParseDuration(s string) (Duration, error) {
 // IsZero reports whether every part is 0.
 func (d Duration) IsZero() bool { return d == Duration{} }
 
-// AddTo returns t plus d (sign 1) or minus d (sign -1) in t's location:
-// the calendar parts move t's wall clock (clock: a day's start stands for
-// its midnight) and the result is where the zone's clocks show that wall
-// time (wall), so a day after a day's start is the next day's start even
-// where one of them begins at 01:00; the hours, minutes and seconds are
-// then added as elapsed time, as PostgreSQL adds an interval.
+// AddTo returns t plus d (sign 1) or minus d (sign -1) in t's location,
+// as PostgreSQL adds an interval to a timestamptz: the calendar parts move
+// t's wall clock (clock: a day's start stands for its midnight), years and
+// months first, keeping the day of the month but not past the month's end
+// (January 31 plus P1M is the last of February), then weeks and days; the
+// result is where the zone's clocks show that wall time (wall), so a day
+// after a day's start is the next day's start even where one of them
+// begins at 01:00. The hours, minutes and seconds are then added as
+// elapsed time.
 func (d Duration) AddTo(t time.Time, sign int) time.Time {
 	if d.Years != 0 || d.Months != 0 || d.Weeks != 0 || d.Days != 0 {
 		loc := t.Location()
-		t = wall(clock(t, loc).AddDate(sign*d.Years, sign*d.Months, sign*(7*d.Weeks+d.Days)), loc)
+		t = wall(shift(clock(t, loc, sign), sign*d.Years, sign*d.Months, sign*(7*d.Weeks+d.Days)), loc)
 	}
 	return t.Add(time.Duration(sign) * (time.Duration(d.Hours)*time.Hour + time.Duration(d.Minutes)*time.Minute + time.Duration(d.Seconds)*time.Second))
 }

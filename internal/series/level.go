@@ -61,8 +61,10 @@ func (l Level) Start(t time.Time, loc *time.Location) time.Time {
 		s := t.Add(-time.Duration(t.Minute())*time.Minute - time.Duration(t.Second())*time.Second - time.Duration(t.Nanosecond()))
 		// A change of offset by a part of an hour (Lord Howe's DST) starts
 		// a bucket of its own.
-		if zs, _ := t.ZoneBounds(); zs.After(s) {
-			return zs
+		if zs, _ := bounds(t); zs.After(s) {
+			if zs, _ = offsetBounds(t); zs.After(s) {
+				return zs.In(loc)
+			}
 		}
 		return s
 	case Day:
@@ -107,13 +109,14 @@ func (l Level) Next(start time.Time, loc *time.Location) time.Time {
 	start = start.In(loc)
 	switch l {
 	case Hour:
-		// The next local whole hour (Start re-aligns where a DST change
-		// shifts by less than an hour), or the next offset change if it
-		// comes first (Goose Bay's change at 00:01 starts a bucket a
-		// minute after midnight's).
-		next := l.Start(start.Add(time.Hour+time.Minute), loc)
-		if _, end := start.ZoneBounds(); !end.IsZero() && end.Before(next) {
-			return end.In(loc)
+		// The next whole local hour, or the next offset change if it
+		// comes first (Lord Howe's half-hour changes, Goose Bay's at
+		// 00:01, a minute after the whole hour of midnight).
+		next := start.Add(time.Hour - time.Duration(start.Minute())*time.Minute - time.Duration(start.Second())*time.Second - time.Duration(start.Nanosecond()))
+		if _, end := bounds(start); !end.IsZero() && end.Before(next) {
+			if _, end = offsetBounds(start); !end.IsZero() && end.Before(next) {
+				return end.In(loc)
+			}
 		}
 		return next
 	case Day:

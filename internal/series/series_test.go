@@ -86,13 +86,20 @@ func TestLevelEdges(t *testing.T) {
 }
 
 // TestLevelProperties: for random instants in several zones, Start(t) <= t
-// < Next(Start(t)), and Next is a bucket start.
+// < Next(Start(t)), Next is a bucket start, and an hour bucket starts at
+// a whole local hour or where the offset changes, also in years a zone's
+// TZ rule serves (after 2037), where Go reports a period boundary at
+// every new year.
 func TestLevelProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, zone := range []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "America/Santiago"} {
+	for _, zone := range []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "America/Santiago", "America/St_Johns", "America/Goose_Bay", "Pacific/Apia"} {
 		loc := mustLoc(t, zone)
-		for range 3000 {
-			tm := time.Unix(1_700_000_000+r.Int64N(200_000_000), 0)
+		for i := range 3000 {
+			tm := time.Unix(1_200_000_000+r.Int64N(1_400_000_000), 0)
+			if i%3 == 0 {
+				// Around a new year, UTC.
+				tm = time.Date(2000+r.IntN(60), 12, 31, 12, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(int64(24 * time.Hour))))
+			}
 			for _, l := range Levels {
 				s := l.Start(tm, loc)
 				n := l.Next(s, loc)
@@ -101,6 +108,10 @@ func TestLevelProperties(t *testing.T) {
 				}
 				if !l.Aligned(n, loc) || !l.Aligned(s, loc) {
 					t.Fatalf("%s %s: %v or %v is not aligned", zone, l, s, n)
+				}
+				_, before := s.Add(-time.Second).In(loc).Zone()
+				if _, off := s.In(loc).Zone(); l == Hour && s.In(loc).Minute() != 0 && before == off {
+					t.Fatalf("%s: hour bucket %v starts neither at a whole hour nor at an offset change", zone, s.In(loc))
 				}
 			}
 		}

@@ -70,7 +70,9 @@ func TestBrowserSeriesZones(t *testing.T) {
 	// browser's tz data has PostgreSQL's offsets at every change and
 	// day start.
 	o := zonetest.Connect(t)
-	for _, c := range zonetest.Cases(t) {
+	// The fast subset only: the browser computes each day's start with
+	// dozens of Intl calls near a change, too slow for the whole sweep.
+	for _, c := range zonetest.Fast() {
 		from := time.Date(c.From, 1, 1, 0, 0, 0, 0, time.UTC)
 		to := time.Date(c.To+1, 1, 1, 0, 0, 0, 0, time.UTC)
 		changes := o.Changes(t, c.Zone, from.AddDate(0, 0, -3), to.AddDate(0, 0, 3))

@@ -91,6 +91,13 @@ func ParseDuration(s string) (Duration, error) {
 // IsZero reports whether every part is 0.
 func (d Duration) IsZero() bool { return d == Duration{} }
 
+// calendar reports whether d has years, months, weeks or days; clockTime
+// whether it has hours, minutes or seconds.
+func (d Duration) calendar() bool {
+	return d.Years != 0 || d.Months != 0 || d.Weeks != 0 || d.Days != 0
+}
+func (d Duration) clockTime() bool { return d.Hours != 0 || d.Minutes != 0 || d.Seconds != 0 }
+
 // AddTo returns t plus d (sign 1) or minus d (sign -1) in t's location,
 // as PostgreSQL adds an interval to a timestamptz: the calendar parts move
 // t's wall clock (clock: a day's start stands for its midnight), years and
@@ -101,7 +108,7 @@ func (d Duration) IsZero() bool { return d == Duration{} }
 // begins at 01:00. The hours, minutes and seconds are then added as
 // elapsed time.
 func (d Duration) AddTo(t time.Time, sign int) time.Time {
-	if d.Years != 0 || d.Months != 0 || d.Weeks != 0 || d.Days != 0 {
+	if d.calendar() {
 		loc := t.Location()
 		t = wall(shift(clock(t, loc, sign), sign*d.Years, sign*d.Months, sign*(7*d.Weeks+d.Days)), loc)
 	}

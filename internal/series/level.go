@@ -68,33 +68,38 @@ func (l Level) Start(t time.Time, loc *time.Location) time.Time {
 		}
 		return s
 	case Day:
-		y, m, d := dayOf(t, loc)
-		return date(y, m, d, loc)
+		_, _, _, s := dayOf(t, loc)
+		return s
 	case Week:
-		y, m, d := dayOf(t, loc)
-		back := (int(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Weekday()) + 6) % 7 // days since Monday
-		return date(y, m, d-back, loc)
+		y, m, d, s := dayOf(t, loc)
+		if back := (int(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Weekday()) + 6) % 7; back > 0 { // days since Monday
+			s = date(y, m, d-back, loc)
+		}
+		return s
 	case Month:
-		y, m, _ := dayOf(t, loc)
-		return date(y, m, 1, loc)
+		y, m, d, s := dayOf(t, loc)
+		if d > 1 {
+			s = date(y, m, 1, loc)
+		}
+		return s
 	}
 	panic("series: invalid level")
 }
 
-// dayOf returns the local date whose day bucket holds t: t's own date,
-// or the one before where clocks went back across midnight and t's date
+// dayOf returns the local date whose day bucket holds t, and where it
+// starts: t's own date, or the one before where clocks went back across midnight and t's date
 // begins for good only later (Goose Bay fell back from 00:01 to 23:01
 // until 2010: the minute after the first midnight belongs to the day
 // before).
-func dayOf(t time.Time, loc *time.Location) (int, time.Month, int) {
-	y, m, d := t.Date()
+func dayOf(t time.Time, loc *time.Location) (y int, m time.Month, d int, start time.Time) {
+	y, m, d = t.Date()
 	for range 2 {
-		if !date(y, m, d, loc).After(t) {
+		if start = date(y, m, d, loc); !start.After(t) {
 			break
 		}
 		y, m, d = time.Date(y, m, d-1, 0, 0, 0, 0, time.UTC).Date()
 	}
-	return y, m, d
+	return y, m, d, start
 }
 
 // date is where local date y-m-d (normalised, so d may overflow the

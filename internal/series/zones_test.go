@@ -213,9 +213,10 @@ func checkLines(t *testing.T, all, hours *Spec, cal *zonetest.Calendar, shifts m
 		}
 		for i, p := range ts.Points {
 			// The window ends with the point: it reaches back from the
-			// date the point's end stands for (the earliest beginning
-			// there: Apia's skipped 2011-12-30 ends the 29th).
-			wf, ok := cal.Start(shifts[ln.window][dateOf(cal, starts[i+1])][1])
+			// date the step from the point's start reached (Apia's
+			// skipped 2011-12-30 for the 29th's point).
+			reached := shifts[ln.step][cal.Days[cal.Latest(starts[i])].Date][0]
+			wf, ok := cal.Start(shifts[ln.window][reached][1])
 			if !p.Start.Equal(starts[i]) || !p.End.Equal(starts[i+1]) || (ok && !p.WindowFrom.Equal(wf)) {
 				t.Errorf("%s: point %d = [%v, %v) window from %v; PostgreSQL [%v, %v) window from %v",
 					what, i, p.Start, p.End, p.WindowFrom, starts[i].In(loc), starts[i+1].In(loc), wf.In(loc))
@@ -264,11 +265,6 @@ func checkLines(t *testing.T, all, hours *Spec, cal *zonetest.Calendar, shifts m
 			}
 		}
 	}
-}
-
-// dateOf returns the earliest date that begins at start.
-func dateOf(cal *zonetest.Calendar, start time.Time) time.Time {
-	return cal.Days[cal.Earliest(start)].Date
 }
 
 // firstDiff returns the first index where a and b differ as instants, or

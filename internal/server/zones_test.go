@@ -91,7 +91,7 @@ func checkSeriesZone(t *testing.T, o *zonetest.Oracle, i int, c zonetest.Case) i
 		}
 		return m
 	}
-	dayBack, weekBack, weekOn, monthOn := shift(0, 0, -1), shift(0, 0, -7), shift(0, 0, 7), shift(0, 1, 0)
+	dayOn, weekBack, weekOn, monthOn := shift(0, 0, 1), shift(0, 0, -7), shift(0, 0, 7), shift(0, 1, 0)
 	var changes []zonetest.Change
 	for _, ch := range pg {
 		if slices.Contains(years, ch.At.Year()) {
@@ -133,6 +133,43 @@ func checkSeriesZone(t *testing.T, o *zonetest.Oracle, i int, c zonetest.Case) i
 	stamps = slices.CompactFunc(stamps, func(a, b time.Time) bool { return a.Equal(b) })
 	z.add(t, stamps)
 
+	// Lines over each year with a change, daily by the day and over 7
+	// days, weekly and monthly, from day, week and month buckets; every
+	// point counts the ids stamped in its window. (Hour buckets answer
+	// the same lines near each change, below.)
+	// A point's window ends with its step, and a P7D window reaches back
+	// seven days from the date the step reached (the skipped one, where
+	// the step ended on a skipped date).
+	itself := func(start time.Time) time.Time { return start }
+	week := func(start time.Time) time.Time {
+		return mustStart(t, cal, weekBack[dayOn[dateOf(cal, start)]])
+	}
+	for _, y := range years {
+		y0 := time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC)
+		y1 := y0.AddDate(1, 0, 0)
+		if !slices.ContainsFunc(changes, func(ch zonetest.Change) bool { return ch.At.Year() == y }) {
+			continue
+		}
+		what := fmt.Sprintf("%s %d", c.Zone, y)
+		// Where the year's days, weeks and months begin, and the next
+		// year's (a skipped December 31 begins where January 1 does).
+		days := cal.Starts(y0, y1.AddDate(0, 0, 1), zonetest.AnyDay)
+		weeks := cal.Starts(y0, y1, zonetest.Mondays)
+		weeks = append(weeks, mustStart(t, cal, weekOn[dateOf(cal, weeks[len(weeks)-1])]))
+		months := cal.Starts(y0, y1.AddDate(0, 0, 1), zonetest.Firsts)
+		z.checkLine(t, what, "all", "P1D", "P1D", days, itself)
+		z.checkLine(t, what, "all", "P1D", "P7D", days, week)
+		z.checkLine(t, what, "all", "P1W", "P1W", weeks, itself)
+		z.checkLine(t, what, "all", "P1M", "P1M", months, itself)
+	}
+	// Around each change: lines from hour buckets, the days counted one
+	// by one (three either side in the fast sweep, the change's day and
+	// the next in the whole one), the week and the month holding it, the
+	// day raw, and ranges as operands.
+	near := 3
+	if zonetest.Full() {
+		near = 0
+	}
 	for _, ch := range changes {
 		k := dayIndex(ch.At)
 		if k < 7 || k+8 > len(cal.Days) {
@@ -140,52 +177,33 @@ func checkSeriesZone(t *testing.T, o *zonetest.Oracle, i int, c zonetest.Case) i
 		}
 		day := func(j int) time.Time { return cal.Days[k+j].Date }
 		what := fmt.Sprintf("%s, change at %v (%+d s)", c.Zone, ch.At.In(loc), ch.After-ch.Before)
-		// Every day from three before the change to three after, one by
-		// one, from both series.
 		days := cal.Starts(day(-3), day(4), zonetest.AnyDay)
 		days = append(days, mustStart(t, cal, day(4)))
-		for j := 0; j+1 < len(days); j++ {
+		at := slices.IndexFunc(days, func(s time.Time) bool { return s.Equal(cal.Days[k].Start) })
+		for j := max(at-near, 0); j <= min(at+max(near, 1), len(days)-2); j++ {
 			z.checkCount(t, what, "all", days[j], days[j+1])
 			z.checkCount(t, what, "hours", days[j], days[j+1])
 		}
-		// The day of the change, raw.
-		at := slices.IndexFunc(days, func(s time.Time) bool { return s.Equal(cal.Days[k].Start) })
 		a, b := days[at], days[at+1]
 		z.checkRaw(t, what, a, b)
-		// Daily lines, by the day and over 7 days.
-		for _, name := range []string{"all", "hours"} {
-			for _, window := range []string{"P1D", "P7D"} {
-				back := map[string]map[time.Time]time.Time{"P1D": dayBack, "P7D": weekBack}[window]
-				z.checkLine(t, what, name, "P1D", window, days, func(end time.Time) time.Time {
-					// A window reaches back from the date its end stands for.
-					return mustStart(t, cal, back[dateBeginning(cal, end)])
-				})
-			}
-		}
-		// The week and the month holding the change: counted whole, and
-		// a line of them with the one after.
+		z.checkLine(t, what, "hours", "P1D", "P1D", days, itself)
+		z.checkLine(t, what, "hours", "P1D", "P7D", days, week)
 		for _, lv := range []struct {
 			keep func(zonetest.Day) bool
-			step string
 			on   map[time.Time]time.Time
-		}{{zonetest.Mondays, "P1W", weekOn}, {zonetest.Firsts, "P1M", monthOn}} {
+			step string
+		}{{zonetest.Mondays, weekOn, "P1W"}, {zonetest.Firsts, monthOn, "P1M"}} {
 			s0, _ := cal.Holding(ch.At, lv.keep)
-			next := func(s time.Time) time.Time { return mustStart(t, cal, lv.on[dateOf(cal, s)]) }
-			s1 := next(s0)
-			s2 := next(s1)
-			z.checkCount(t, what, "all", s0, s1)
-			z.checkCount(t, what, "hours", s0, s1)
-			for _, name := range []string{"all", "hours"} {
-				z.checkLine(t, what, name, lv.step, lv.step, []time.Time{s0, s1, s2}, func(end time.Time) time.Time {
-					if end.Equal(s1) {
-						return s0
-					}
-					return s1
-				})
+			s1 := mustStart(t, cal, lv.on[dateOf(cal, s0)])
+			s2 := mustStart(t, cal, lv.on[dateOf(cal, s1)])
+			z.checkLine(t, what, "hours", lv.step, lv.step, []time.Time{s0, s1, s2}, itself)
+			if !zonetest.Full() {
+				z.checkCount(t, what, "all", s0, s1)
+				z.checkCount(t, what, "hours", s0, s1)
 			}
 		}
-		// Ranges as operands: the day before the change from days, the
-		// day of it and the one after from hours.
+		// The day before the change from days, the day of it and the
+		// one after from hours.
 		pre, post := days[at-1], days[at+2]
 		z.checkOperands(t, what, pre, a, b, post)
 		if t.Failed() {
@@ -209,12 +227,6 @@ func mustStart(tb testing.TB, cal *zonetest.Calendar, date time.Time) time.Time 
 // counts from it: past a skipped date).
 func dateOf(cal *zonetest.Calendar, start time.Time) time.Time {
 	return cal.Days[cal.Latest(start)].Date
-}
-
-// dateBeginning returns the earliest date that begins at end (a window
-// reaches back from it: Apia's skipped 2011-12-30 ends the 29th).
-func dateBeginning(cal *zonetest.Calendar, end time.Time) time.Time {
-	return cal.Days[cal.Earliest(end)].Date
 }
 
 // add adds one new id at each stamp to both series, in batches of events.
@@ -260,8 +272,8 @@ func (z *zoneSeries) checkRaw(tb testing.TB, what string, a, b time.Time) {
 
 // checkLine asks for a line over [starts[0], starts[n-1]) by step and
 // window: one point per interval of starts, its window from windowFrom
-// of its end, each counting the ids stamped inside.
-func (z *zoneSeries) checkLine(tb testing.TB, what, name, step, window string, starts []time.Time, windowFrom func(end time.Time) time.Time) {
+// of its start, each counting the ids stamped inside.
+func (z *zoneSeries) checkLine(tb testing.TB, what, name, step, window string, starts []time.Time, windowFrom func(start time.Time) time.Time) {
 	tb.Helper()
 	q := fmt.Sprintf("/v1/series/%s/timeseries?from=%s&to=%s&step=%s&window=%s", name, rfc(starts[0]), rfc(starts[len(starts)-1]), step, window)
 	var ts timeseriesAnswer
@@ -271,7 +283,7 @@ func (z *zoneSeries) checkLine(tb testing.TB, what, name, step, window string, s
 		return
 	}
 	for i, p := range ts.Points {
-		wf := windowFrom(starts[i+1])
+		wf := windowFrom(starts[i])
 		if want := z.count(tb, wf, starts[i+1]); !p.Start.Equal(starts[i]) || !p.End.Equal(starts[i+1]) || !p.WindowFrom.Equal(wf) || p.Cardinality != want {
 			tb.Errorf("%s: %s line step %s window %s, point %d = [%v, %v) window from %v: %v; want [%v, %v) from %v: %v",
 				what, name, step, window, i, p.Start, p.End, p.WindowFrom, p.Cardinality, starts[i].In(z.loc), starts[i+1].In(z.loc), wf.In(z.loc), want)

@@ -11,7 +11,8 @@
 // subset of zones with unusual days (a skipped midnight, a repeated one, a
 // fall-back across midnight, a skipped date, half-hour and two-hour
 // changes), or, with SKETCHD_ZONE_SWEEP=all, every one of Names whose
-// offset changes between FullFrom and FullTo.
+// offset changes between FullFrom and FullTo (SKETCHD_ZONE_SWEEP=a,b: the
+// zones named, over those years).
 //
 // PostgreSQL's tz data (the system's, on Debian) may be a different
 // release than the one Go reads. Agreeing keeps only the years in which
@@ -67,22 +68,31 @@ var fast = []Case{
 	{"America/St_Johns", 2040, 2040}, // half-hour offset, leap year served by a TZ rule
 }
 
-// Full reports whether SKETCHD_ZONE_SWEEP=all asks for the whole sweep.
-func Full() bool { return os.Getenv("SKETCHD_ZONE_SWEEP") == "all" }
+// Full reports whether SKETCHD_ZONE_SWEEP asks for a whole sweep: "all"
+// for every zone, or a comma-separated list of zone names.
+func Full() bool { return os.Getenv("SKETCHD_ZONE_SWEEP") != "" }
+
+// Fast returns the fast subset.
+func Fast() []Case { return slices.Clone(fast) }
 
 // Cases returns the zones and years to check: the fast subset, or under
 // SKETCHD_ZONE_SWEEP=all every zone of Names whose offset changes between
-// FullFrom and FullTo, over those years. A zone Go cannot load (it is in
-// the embedded database but not in the system's) is logged and left out.
+// FullFrom and FullTo, over those years (SKETCHD_ZONE_SWEEP=zone,zone:
+// those zones). A zone Go cannot load (it is in the embedded database but
+// not in the system's) is logged and left out.
 func Cases(tb testing.TB) []Case {
 	tb.Helper()
 	if !Full() {
-		return fast
+		return Fast()
 	}
 	var out []Case
 	from := time.Date(FullFrom, 1, 1, 0, 0, 0, 0, time.UTC)
 	to := time.Date(FullTo+1, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, name := range Names(tb) {
+	names := strings.Split(os.Getenv("SKETCHD_ZONE_SWEEP"), ",")
+	if names[0] == "all" {
+		names = Names(tb)
+	}
+	for _, name := range names {
 		loc, err := time.LoadLocation(name)
 		if err != nil {
 			tb.Logf("%s: Go cannot load it here (%v): left out", name, err)

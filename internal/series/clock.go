@@ -42,7 +42,7 @@ func wall(w time.Time, loc *time.Location) time.Time {
 		case !end.IsZero() && !at.Before(end):
 			// The whole period shows less than w.
 			found = false
-		case at.After(start):
+		case start.IsZero() || at.After(start):
 			// The clock reaches w inside the period.
 			from, found = at, true
 		case !found:

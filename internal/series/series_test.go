@@ -416,3 +416,15 @@ func TestTimeseriesSkippedMidnight(t *testing.T) {
 		t.Errorf("a week after %v = %v", days[0], got)
 	}
 }
+
+// TestAddToFarPast: a step back before year 1 keeps the wall clock, in a
+// zone whose earliest period has no start (UTC) as in one that has.
+func TestAddToFarPast(t *testing.T) {
+	for _, zone := range []string{"UTC", "Europe/Berlin"} {
+		loc := mustLoc(t, zone)
+		got := (Duration{Years: 10000}).AddTo(time.Date(2026, 11, 25, 12, 0, 0, 0, loc), -1).In(loc)
+		if y, m, d := got.Date(); y != -7974 || m != 11 || d != 25 || got.Hour() != 12 {
+			t.Errorf("%s: 2026-11-25 12:00 minus P10000Y = %v, want -7974-11-25 12:00", zone, got)
+		}
+	}
+}

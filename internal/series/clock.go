@@ -33,7 +33,7 @@ func wall(w time.Time, loc *time.Location) time.Time {
 	var from time.Time
 	found := false
 	horizon := w.Add(maxOffset)
-	for t := w.Add(-maxOffset); ; {
+	for t, i := w.Add(-maxOffset), 0; ; i++ {
 		lt := t.In(loc)
 		_, off := lt.Zone()
 		start, end := bounds(lt) // zero: unbounded
@@ -52,6 +52,11 @@ func wall(w time.Time, loc *time.Location) time.Time {
 		}
 		if end.IsZero() || end.After(horizon) {
 			return from.In(loc)
+		}
+		if !end.After(t) || i == 64 {
+			// Periods that do not move on (times so far out that Go's
+			// arithmetic overflows): Go's own reading.
+			return time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc)
 		}
 		t = end
 	}

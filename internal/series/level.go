@@ -87,10 +87,10 @@ func (l Level) Start(t time.Time, loc *time.Location) time.Time {
 }
 
 // dayOf returns the local date whose day bucket holds t, and where it
-// starts: t's own date, or the one before where clocks went back across midnight and t's date
-// begins for good only later (Goose Bay fell back from 00:01 to 23:01
-// until 2010: the minute after the first midnight belongs to the day
-// before).
+// starts: t's own date, or the one before where clocks went back across
+// midnight and t's date begins for good only later (Goose Bay fell back
+// from 00:01 to 23:01 until 2010: the minute after the first midnight
+// belongs to the day before).
 func dayOf(t time.Time, loc *time.Location) (y int, m time.Month, d int, start time.Time) {
 	y, m, d = t.Date()
 	for range 2 {

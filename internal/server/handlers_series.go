@@ -325,7 +325,19 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 
 // pointBase is a point's range, without its number.
 func pointBase(p series.Point, loc *time.Location) timeseriesPoint {
-	return timeseriesPoint{Start: p.Start.In(loc), End: p.End.In(loc), WindowFrom: p.WindowFrom.In(loc)}
+	return timeseriesPoint{Start: zoned(p.Start, loc), End: zoned(p.End, loc), WindowFrom: zoned(p.WindowFrom, loc)}
+}
+
+// zoned is t in loc, as answers write it: RFC 3339 offsets are whole
+// minutes, so where loc's offset has seconds (Monrovia's -00:44:30 until
+// 1972, local mean times before 1900) t is written in UTC rather than
+// half a minute off.
+func zoned(t time.Time, loc *time.Location) time.Time {
+	t = t.In(loc)
+	if _, off := t.Zone(); off%60 != 0 {
+		return t.UTC()
+	}
+	return t
 }
 
 // maxLineRegisters bounds the register arrays one rolling line lays out
@@ -478,8 +490,8 @@ func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
-	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
+	w.Header().Set("Sketchd-From", zoned(plan.From, plan.From.Location()).Format(time.RFC3339))
+	w.Header().Set("Sketchd-To", zoned(plan.To, plan.To.Location()).Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
 	writeRaw(w, u.AppendBinary(nil), format == "hex")
 	return nil
@@ -567,7 +579,7 @@ func describeSeries(in series.Info) seriesResponse {
 	for _, l := range in.Levels {
 		sl := seriesLevel{Level: l.Level.String(), Retention: l.Retention.String(), Buckets: l.Buckets, Bytes: l.Bytes}
 		if l.Buckets > 0 {
-			o, n := l.Oldest, l.Newest
+			o, n := zoned(l.Oldest, l.Oldest.Location()), zoned(l.Newest, l.Newest.Location())
 			sl.Oldest, sl.Newest = &o, &n
 		}
 		resp.SizeBytes += l.Bytes
@@ -607,9 +619,10 @@ type rangeResponse struct {
 }
 
 func rangeDTO(p series.Plan) rangeResponse {
-	r := rangeResponse{From: p.From, To: p.To, Buckets: make([]bucketRef, len(p.Buckets)), Warnings: append([]string{}, p.Warnings...)}
+	loc := p.From.Location()
+	r := rangeResponse{From: zoned(p.From, loc), To: zoned(p.To, loc), Buckets: make([]bucketRef, len(p.Buckets)), Warnings: append([]string{}, p.Warnings...)}
 	for i, k := range p.Buckets {
-		r.Buckets[i] = bucketRef{Level: k.Level.String(), Start: k.Start.In(p.From.Location())}
+		r.Buckets[i] = bucketRef{Level: k.Level.String(), Start: zoned(k.Start, loc)}
 	}
 	return r
 }

@@ -66,6 +66,7 @@ var fast = []Case{
 	{"Europe/Berlin", 2026, 2026},       // 23- and 25-hour days
 	{"Europe/Berlin", 2040, 2040},
 	{"America/St_Johns", 2040, 2040}, // half-hour offset, leap year served by a TZ rule
+	{"Africa/Monrovia", 1972, 1972},  // an offset with seconds (-00:44:30) until 1972-01-07
 }
 
 // Full reports whether SKETCHD_ZONE_SWEEP asks for a whole sweep: "all"

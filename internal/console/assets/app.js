@@ -3,6 +3,7 @@
 // them): elements are built with the DOM API, styles come from app.css
 // and, for computed sizes, the CSSOM.
 import { layoutThree, layoutTwo, lensPath, radius } from './layout.js';
+import { addDays, dayOf, midnight, stamp } from './zone.js';
 
 const TOKEN_KEY = 'sketchd.read-token';
 const SVG = 'http://www.w3.org/2000/svg';
@@ -45,10 +46,24 @@ function bytes(n) {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
-function when(iso) {
+
+// when shows instant iso as a date and time in time zone tz (UTC unless
+// given: a series' times are in its own zone) with the zone's offset at
+// that instant, and in its title the viewer's own local time.
+function when(iso, tz = 'UTC') {
   if (!iso) return '';
-  const t = el('time', { datetime: iso, title: iso }, `${iso.slice(0, 16).replace('T', ' ')} UTC`);
-  return t;
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  const yours = new Intl.DateTimeFormat(undefined, {
+    year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short',
+  }).format(new Date(ms));
+  return el('time', { datetime: iso, title: `${iso}${tz === 'UTC' ? '' : ` (${tz})`}; your time: ${yours}` }, stamp(ms, tz));
+}
+
+// latest is the latest of ISO instants (which may carry different
+// offsets), or undefined.
+function latest(isos) {
+  return isos.filter(Boolean).sort((a, b) => Date.parse(a) - Date.parse(b)).pop();
 }
 
 // ---- the API ----
@@ -349,14 +364,14 @@ async function seriesList(prefix) {
   }
   if (page.series.length === 0) return null;
   const rows = page.series.map((s) => {
-    const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
+    const newest = latest(s.levels.map((l) => l.newest));
     return el('tr', { 'data-name': s.name },
       el('th', { scope: 'row', 'data-label': 'Name' }, el('a', { href: `#/series/${encodeURIComponent(s.name)}` }, s.name)),
       el('td', { 'data-label': 'Kind' }, kindName(s.type)),
       el('td', { 'data-label': 'Levels' }, s.levels.map((l) => `${l.level} (${l.buckets})`).join(', ')),
       el('td', { 'data-label': 'Time zone' }, s.tz),
       el('td', { class: 'num', 'data-label': 'Size' }, bytes(s.size_bytes)),
-      el('td', { 'data-label': 'Newest bucket' }, when(newest)));
+      el('td', { 'data-label': 'Newest bucket' }, when(newest, s.tz)));
   });
   return el('div', { class: 'series-list' },
     el('h2', {}, 'Series'),
@@ -613,34 +628,6 @@ function topBars(items, epsN) {
 
 // ---- series ----
 
-// tzOffset is the offset of time zone tz from UTC at instant ms, in ms.
-function tzOffset(tz, ms) {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
-  }).formatToParts(new Date(ms));
-  const v = Object.fromEntries(parts.map((p) => [p.type, Number(p.value)]));
-  return Date.UTC(v.year, v.month - 1, v.day, v.hour, v.minute, v.second) - Math.floor(ms / 1000) * 1000;
-}
-
-// midnight is the instant a calendar day (YYYY-MM-DD) starts in tz.
-function midnight(day, tz) {
-  const [y, m, d] = day.split('-').map(Number);
-  const guess = Date.UTC(y, m - 1, d);
-  let t = guess - tzOffset(tz, guess);
-  t = guess - tzOffset(tz, t); // again, in case the offset changed (DST)
-  return new Date(t);
-}
-
-// dayOf is the calendar day (YYYY-MM-DD) of instant iso in tz.
-function dayOf(iso, tz) {
-  return new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(iso));
-}
-
-function addDays(day, n) {
-  const [y, m, d] = day.split('-').map(Number);
-  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10);
-}
-
 // The lines of a daily series chart: the count of each day and the
 // distinct counts over the trailing 7 and 30 days.
 const LINES = [
@@ -659,14 +646,14 @@ async function seriesView(name, q) {
       ['Levels', s.levels.map((l) => `${l.level}: ${l.buckets} bucket${l.buckets === 1 ? '' : 's'}, kept ${l.retention}`).join('; ')],
       ['Late adds', `up to ${s.late_limit}`],
       ['Size', bytes(s.size_bytes)],
-      ['Created', when(s.created_at)],
+      ['Created', when(s.created_at, s.tz)],
     ]));
   const daily = s.levels.find((l) => l.level === 'day') || s.levels.find((l) => l.level === 'hour');
   if (!daily) {
     section.append(el('p', {}, 'This series keeps no hourly or daily buckets, so it has no daily chart.'));
     return section;
   }
-  const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
+  const newest = latest(s.levels.map((l) => l.newest));
   const lastDay = newest ? dayOf(newest, s.tz) : dayOf(new Date().toISOString(), s.tz);
   const to = q.get('to') || lastDay;
   const from = q.get('from') || addDays(to, -29);

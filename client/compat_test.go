@@ -116,7 +116,7 @@ var compat = map[string]operation{
 		response: reflect.TypeFor[struct {
 			Items []client.TopItem `json:"items"`
 		}]()},
-	"POST /v1/union": {params: []string{"Idempotency-Key"}, methods: []string{"Union"}, request: reflect.TypeFor[client.UnionRequest](),
+	"POST /v1/union": {params: []string{"Idempotency-Key"}, methods: []string{"Union", "UnionPrefix"}, request: reflect.TypeFor[client.UnionRequest](),
 		response: reflect.TypeFor[client.Union]()},
 	"POST /v1/intersection": {methods: []string{"Intersection"}, request: reflect.TypeFor[client.IntersectionRequest](),
 		response: reflect.TypeFor[client.Intersection]()},

@@ -48,6 +48,10 @@ type SeriesRequest struct {
 	// KLL series: K and Items.
 	K     int    `json:"k,omitempty"`
 	Items string `json:"items,omitempty"`
+	// zeta_hll series: Precision and SparsePrecision, as CreateRequest.
+	Precision       int  `json:"precision,omitempty"`
+	SparsePrecision *int `json:"sparse_precision,omitempty"`
+	IndexBits       int  `json:"index_bits,omitempty"` // airlift_hll series
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`

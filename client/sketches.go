@@ -17,6 +17,12 @@ const (
 	TypeFreq  = "freq"   // DataSketches' tuple sketch with a count per user: the frequency report
 	TypeDSHLL = "ds_hll" // DataSketches' HLL sketch: what Spark, Druid and Hive read
 	TypeCPC   = "cpc"    // DataSketches' CPC sketch: what Pinot, Hive and Impala read
+	// TypeZetaHLL is ZetaSketch's HLL++ sketch: what BigQuery's
+	// HLL_COUNT functions and Beam's HllCount read.
+	TypeZetaHLL = "zeta_hll"
+	// TypeAirliftHLL is airlift's HyperLogLog: what Trino's and Presto's
+	// approx_set and HyperLogLog type read.
+	TypeAirliftHLL = "airlift_hll"
 )
 
 // Sketch describes a stored sketch. Type says which of the groups of
@@ -82,6 +88,18 @@ type Sketch struct {
 	Max          *float64 `json:"max,omitempty"`
 	RankError    float64  `json:"rank_error,omitempty"`
 	RankErrorPMF float64  `json:"rank_error_pmf,omitempty"`
+	// zeta_hll: Precision, SparsePrecision (0: none), ValueType (the ids
+	// it counts: "int64", "string", or "unknown" before the first),
+	// NumValues (values added, repeats included), Representation
+	// (SPARSE, NORMAL), Cardinality with StdError and the bounds.
+	Precision       int    `json:"precision,omitempty"`
+	SparsePrecision int    `json:"sparse_precision,omitempty"`
+	ValueType       string `json:"value_type,omitempty"`
+	NumValues       int64  `json:"num_values,omitempty"`
+
+	// airlift_hll: IndexBits, Representation (SPARSE, DENSE), Cardinality
+	// with StdError and the bounds.
+	IndexBits int `json:"index_bits,omitempty"`
 
 	SizeBytes int       `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
@@ -133,6 +151,14 @@ type CreateRequest struct {
 	// the default, or ItemsLong).
 	K     int    `json:"k,omitempty"`
 	Items string `json:"items,omitempty"`
+	// zeta_hll sketches take Precision (10..24, default 15) and
+	// SparsePrecision (Precision..25, or 0 for none; nil is Precision+5,
+	// at most 25, as BigQuery writes).
+	Precision       int  `json:"precision,omitempty"`
+	SparsePrecision *int `json:"sparse_precision,omitempty"`
+
+	// airlift_hll sketches take IndexBits (4..16, default 12, approx_set's).
+	IndexBits int `json:"index_bits,omitempty"`
 
 	// Metric exports the estimate on /metrics.
 	Metric bool `json:"metric,omitempty"`

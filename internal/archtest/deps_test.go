@@ -16,7 +16,7 @@ var dataSketchesGo = []string{"github.com/apache/datasketches-go/", "github.com/
 
 // engines are the sketch engines below internal/sketch that wrap a
 // library, and what every package above them may therefore depend on.
-var engines = append([]string{mod + "internal/dshll", mod + "internal/cpc"}, dataSketchesGo...)
+var engines = append([]string{mod + "internal/dshll", mod + "internal/cpc", mod + "internal/zeta", mod + "internal/airlift", mod + "internal/hllbias"}, dataSketchesGo...)
 
 // above returns allow plus the engines and their libraries.
 func above(allow ...string) []string { return append(allow, engines...) }
@@ -38,6 +38,9 @@ var rules = map[string]struct {
 	"internal/ingest":     {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/dshll":      {allow: dataSketchesGo, forbidStd: []string{"net/http"}},
 	"internal/cpc":        {allow: dataSketchesGo, forbidStd: []string{"net/http"}},
+	"internal/hllbias":    {forbidStd: []string{"net/http"}},
+	"internal/zeta":       {allow: []string{mod + "internal/hllbias"}, forbidStd: []string{"net/http"}},
+	"internal/airlift":    {allow: []string{mod + "internal/hllbias", mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/sketch":     {allow: above(mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", "github.com/spaolacci/murmur3"), forbidStd: []string{"net/http"}},
 	"internal/idem":       {allow: above(mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", "github.com/spaolacci/murmur3"), forbidStd: []string{"net/http"}},
 	"migrations":          {allow: []string{"go.etcd.io/bbolt", "golang.org/x/sys"}, forbidStd: []string{"net/http"}},

@@ -41,7 +41,9 @@
 //	sketchd_sketches{kind,representation}                  gauge      representation EMPTY, EXPLICIT,
 //	                                                                  SPARSE, FULL for hll, "" for cms,
 //	                                                                  the mode (LIST, SET, HLL) for ds_hll,
-//	                                                                  the flavor (EMPTY .. SLIDING) for cpc
+//	                                                                  the flavor (EMPTY .. SLIDING) for cpc,
+//	                                                                  SPARSE or NORMAL for zeta_hll,
+//	                                                                  SPARSE or DENSE for airlift_hll
 //	sketchd_db_size_bytes                                  gauge      bbolt file size
 //	sketchd_wal_size_bytes                                 gauge      write-ahead log size
 //	sketchd_cache_entries                                  gauge      decoded sketches cached

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/airlift"
 	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/cpc"
@@ -16,6 +17,7 @@ import (
 	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/theta"
+	"github.com/sketchd/sketchd/internal/zeta"
 )
 
 // createRequest is the body of PUT /v1/sketches/{name}. Absent fields take
@@ -44,19 +46,25 @@ type createRequest struct {
 	Items *string `json:"items"`
 	// A DataSketches HLL's target type.
 	TgtType *string `json:"tgt_type"`
-	Metric  *bool   `json:"metric"`
+	// A zeta_hll's precisions, an airlift_hll's index bits.
+	Precision  *int  `json:"precision"`
+	SparsePrec *int  `json:"sparse_precision"`
+	IndexBits  *int  `json:"index_bits"`
+	Metric     *bool `json:"metric"`
 }
 
 // kindFields names the create fields each kind takes.
 var kindFields = map[sketch.Type]string{
-	sketch.TypeHLL:   "log2m regwidth expthresh sparse",
-	sketch.TypeCMS:   "width depth epsilon delta conservative topk domain_bits",
-	sketch.TypeTheta: "lg_k",
-	sketch.TypeFreq:  "lg_k",
-	sketch.TypeDSHLL: "lg_k tgt_type",
-	sketch.TypeCPC:   "lg_k",
-	sketch.TypeBloom: "expected_items fpp bits hashes",
-	sketch.TypeKLL:   "k items",
+	sketch.TypeHLL:        "log2m regwidth expthresh sparse",
+	sketch.TypeCMS:        "width depth epsilon delta conservative topk domain_bits",
+	sketch.TypeTheta:      "lg_k",
+	sketch.TypeFreq:       "lg_k",
+	sketch.TypeDSHLL:      "lg_k tgt_type",
+	sketch.TypeCPC:        "lg_k",
+	sketch.TypeBloom:      "expected_items fpp bits hashes",
+	sketch.TypeKLL:        "k items",
+	sketch.TypeZetaHLL:    "precision sparse_precision",
+	sketch.TypeAirliftHLL: "index_bits",
 }
 
 // foreignField returns a field set in c that a sketch of type typ does
@@ -68,9 +76,10 @@ func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
 		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "domain_bits": c.DomainBits != nil, "lg_k": c.LgK != nil,
 		"expected_items": c.ExpectedItems != nil, "fpp": c.FPP != nil, "bits": c.Bits != nil, "hashes": c.Hashes != nil,
 		"k": c.K != nil, "items": c.Items != nil, "tgt_type": c.TgtType != nil,
+		"precision": c.Precision != nil, "sparse_precision": c.SparsePrec != nil, "index_bits": c.IndexBits != nil,
 	}
 	own := " " + kindFields[typ] + " "
-	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL, sketch.TypeBloom, sketch.TypeKLL} {
+	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL, sketch.TypeBloom, sketch.TypeKLL, sketch.TypeZetaHLL, sketch.TypeAirliftHLL} {
 		for _, f := range strings.Fields(kindFields[other]) {
 			if set[f] && !strings.Contains(own, " "+f+" ") {
 				return f, other
@@ -175,6 +184,18 @@ func (c createRequest) spec() (sketch.Spec, error) {
 			}
 		}
 		sp.Params = p
+	case sketch.TypeZetaHLL:
+		// A precision alone takes BigQuery's sparse precision for it.
+		p := zeta.DefaultParams()
+		if c.Precision != nil {
+			p = zeta.ParamsFor(*c.Precision)
+		}
+		setInt(&p.SparsePrecision, c.SparsePrec)
+		sp.Params = sketch.ZetaParams{Params: p}
+	case sketch.TypeAirliftHLL:
+		p := airlift.DefaultParams()
+		setInt(&p.IndexBits, c.IndexBits)
+		sp.Params = sketch.AirliftParams{Params: p}
 	default:
 		if _, err := sketch.Lookup(typ); err != nil {
 			return sp, err
@@ -293,6 +314,15 @@ func describe(in sketch.Info) any {
 	case sketch.BloomParams:
 		return bloomResponse{Name: in.Name, Type: string(sketch.TypeBloom), bloomState: bloomStateOf(p, in),
 			CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+	case sketch.ZetaParams:
+		r := registersOf(in)
+		r.Precision, r.SparsePrecision = &p.Precision, &p.SparsePrecision
+		r.ValueType, r.NumValues = in.ValueType, &in.Total
+		return r
+	case sketch.AirliftParams:
+		r := registersOf(in)
+		r.IndexBits = &p.IndexBits
+		return r
 	case sketch.FreqParams:
 		imp := in.Total
 		return sampledResponse{Name: in.Name, Type: string(sketch.TypeFreq), LgK: p.LgK, Cardinality: in.Cardinality,
@@ -324,23 +354,30 @@ type sampledResponse struct {
 }
 
 // registersResponse describes a sketch of the HLL family in another
-// ecosystem's format (ds_hll, cpc; zeta_hll and airlift_hll to come): the
+// ecosystem's format (ds_hll, cpc, zeta_hll, airlift_hll): the
 // estimate with its relative standard error and its bounds at two
-// standard deviations, the representation, and the kind's parameters.
+// standard deviations, the representation, and the kind's parameters; a
+// zeta_hll sketch also the type of ids it counts and how many values
+// were added.
 type registersResponse struct {
-	Name           string    `json:"name,omitempty"`
-	Type           string    `json:"type"`
-	LgK            *int      `json:"lg_k,omitempty"`
-	TgtType        string    `json:"tgt_type,omitempty"`
-	Representation string    `json:"representation"`
-	Cardinality    float64   `json:"cardinality"`
-	StdError       float64   `json:"std_error"`
-	Lower          float64   `json:"lower_bound"`
-	Upper          float64   `json:"upper_bound"`
-	SizeBytes      int       `json:"size_bytes"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-	Metric         bool      `json:"metric"`
+	Name            string    `json:"name,omitempty"`
+	Type            string    `json:"type"`
+	LgK             *int      `json:"lg_k,omitempty"`
+	TgtType         string    `json:"tgt_type,omitempty"`
+	Precision       *int      `json:"precision,omitempty"`
+	SparsePrecision *int      `json:"sparse_precision,omitempty"`
+	ValueType       string    `json:"value_type,omitempty"`
+	NumValues       *int64    `json:"num_values,omitempty"`
+	IndexBits       *int      `json:"index_bits,omitempty"`
+	Representation  string    `json:"representation"`
+	Cardinality     float64   `json:"cardinality"`
+	StdError        float64   `json:"std_error"`
+	Lower           float64   `json:"lower_bound"`
+	Upper           float64   `json:"upper_bound"`
+	SizeBytes       int       `json:"size_bytes"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	Metric          bool      `json:"metric"`
 }
 
 func registersOf(in sketch.Info) registersResponse {
@@ -352,16 +389,22 @@ func registersOf(in sketch.Info) registersResponse {
 // unionRegistersResponse is the union of sketches of the HLL family in
 // another ecosystem's format.
 type unionRegistersResponse struct {
-	Type           string   `json:"type"`
-	LgK            *int     `json:"lg_k,omitempty"`
-	TgtType        string   `json:"tgt_type,omitempty"`
-	Representation string   `json:"representation"`
-	Cardinality    float64  `json:"cardinality"`
-	StdError       float64  `json:"std_error"`
-	Lower          float64  `json:"lower_bound"`
-	Upper          float64  `json:"upper_bound"`
-	Into           string   `json:"into,omitempty"`
-	Warnings       []string `json:"warnings,omitempty"`
+	Type            string   `json:"type"`
+	LgK             *int     `json:"lg_k,omitempty"`
+	TgtType         string   `json:"tgt_type,omitempty"`
+	Precision       *int     `json:"precision,omitempty"`
+	SparsePrecision *int     `json:"sparse_precision,omitempty"`
+	ValueType       string   `json:"value_type,omitempty"`
+	NumValues       *int64   `json:"num_values,omitempty"`
+	IndexBits       *int     `json:"index_bits,omitempty"`
+	Representation  string   `json:"representation"`
+	Cardinality     float64  `json:"cardinality"`
+	StdError        float64  `json:"std_error"`
+	Lower           float64  `json:"lower_bound"`
+	Upper           float64  `json:"upper_bound"`
+	Into            string   `json:"into,omitempty"`
+	Matched         int      `json:"matched,omitempty"`
+	Warnings        []string `json:"warnings,omitempty"`
 }
 
 // unionRegisters describes u as a union answer, or false when it is not of
@@ -374,7 +417,8 @@ func unionRegisters(u sketch.Sketch, into string, warnings []string) (unionRegis
 	if !ok {
 		return unionRegistersResponse{}, false
 	}
-	return unionRegistersResponse{Type: d.Type, LgK: d.LgK, TgtType: d.TgtType, Representation: d.Representation,
+	return unionRegistersResponse{Type: d.Type, LgK: d.LgK, TgtType: d.TgtType, Precision: d.Precision, SparsePrecision: d.SparsePrecision,
+		ValueType: d.ValueType, NumValues: d.NumValues, IndexBits: d.IndexBits, Representation: d.Representation,
 		Cardinality: d.Cardinality, StdError: d.StdError, Lower: d.Lower, Upper: d.Upper, Into: into, Warnings: warnings}, true
 }
 
@@ -562,7 +606,10 @@ type topResponse struct {
 
 type unionRequest struct {
 	Sketches []operand `json:"sketches"`
-	Into     string    `json:"into"`
+	// Prefix, in place of Sketches, unions every sketch whose name
+	// starts with it.
+	Prefix *string `json:"prefix"`
+	Into   string  `json:"into"`
 }
 
 // unionResponse is the union of HLL sketches; StdError is relative.
@@ -573,6 +620,8 @@ type unionResponse struct {
 	Regwidth       int     `json:"regwidth"`
 	Representation string  `json:"representation"`
 	Into           string  `json:"into,omitempty"`
+	// Matched is how many sketches a prefix union took.
+	Matched int `json:"matched,omitempty"`
 	// Warnings say where a series range's covered range differs from
 	// the one asked for.
 	Warnings []string `json:"warnings,omitempty"`
@@ -585,6 +634,7 @@ type unionCMSResponse struct {
 	Width    int      `json:"width"`
 	Depth    int      `json:"depth"`
 	Into     string   `json:"into,omitempty"`
+	Matched  int      `json:"matched,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -786,5 +836,6 @@ type unionSampledResponse struct {
 	Retained    int      `json:"retained"`
 	Theta       float64  `json:"theta"`
 	Into        string   `json:"into,omitempty"`
+	Matched     int      `json:"matched,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
 }

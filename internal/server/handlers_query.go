@@ -141,8 +141,16 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	names, err := checkOperands("sketches", req.Sketches, 1, maxUnionSketches)
-	if err != nil {
+	var names []string
+	var err error
+	if req.Prefix != nil {
+		if req.Sketches != nil {
+			return sketch.Errorf(sketch.Invalid, `give "sketches" or "prefix", not both`)
+		}
+		if err := checkPrefix("prefix", *req.Prefix); err != nil {
+			return err
+		}
+	} else if names, err = checkOperands("sketches", req.Sketches, 1, maxUnionSketches); err != nil {
 		return err
 	}
 	if req.Into != "" {
@@ -160,21 +168,26 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		}
 		defer release()
 	}
-	// The union of series ranges is read first; the store then writes
-	// into atomically. A union of sketches is read and stored by the store
-	// in one atomic write.
+	// A union of prefixes or series ranges is read first; the store then
+	// writes into atomically. A union of named sketches is read and stored
+	// by the store in one atomic write.
 	var u sketch.Sketch
 	var warnings []string
-	if names == nil {
-		if u, warnings, err = s.unionOperands(r.Context(), req.Sketches); err != nil {
-			return err
-		}
+	matched := 0
+	switch {
+	case req.Prefix != nil:
+		u, matched, err = s.store.UnionPrefix(r.Context(), *req.Prefix, req.Into, maxPrefixSketches)
+	case names == nil:
+		u, warnings, err = s.unionOperands(r.Context(), req.Sketches, req.Into)
+	}
+	if err != nil {
+		return err
 	}
 	render := func(res idem.Result) (*answer, error) {
 		if res.Sketch != nil {
 			u = res.Sketch
 		}
-		return unionAnswer(u, req.Into, warnings)
+		return unionAnswer(u, req.Into, matched, warnings)
 	}
 	if req.Into == "" {
 		if names != nil {
@@ -200,12 +213,14 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 }
 
 // unionAnswer renders the answer of a union.
-func unionAnswer(u sketch.Sketch, into string, warnings []string) (*answer, error) {
+func unionAnswer(u sketch.Sketch, into string, matched int, warnings []string) (*answer, error) {
 	if c, ok := sketch.CMSOf(u); ok {
 		p := c.Params()
-		return jsonAnswer(http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: into, Warnings: warnings})
+		return jsonAnswer(http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth,
+			Into: into, Matched: matched, Warnings: warnings})
 	}
 	if resp, ok := unionRegisters(u, into, warnings); ok {
+		resp.Matched = matched
 		return jsonAnswer(http.StatusOK, resp)
 	}
 	if p, ok := u.Params().(sketch.KLLParams); ok {
@@ -223,17 +238,19 @@ func unionAnswer(u sketch.Sketch, into string, warnings []string) (*answer, erro
 		var in sketch.Info
 		u.Describe(&in)
 		return jsonAnswer(http.StatusOK, unionSampledResponse{Type: string(u.Kind().Type), Cardinality: in.Cardinality,
-			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: into, Warnings: warnings})
+			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: into, Matched: matched, Warnings: warnings})
 	}
 	resp := unionDTO(h, into)
+	resp.Matched = matched
 	resp.Warnings = warnings
 	return jsonAnswer(http.StatusOK, resp)
 }
 
-// unionOperands unions sketches and series ranges, each operand read
-// consistently, one after another.
-func (s *Server) unionOperands(ctx context.Context, ops []operand) (sketch.Sketch, []string, error) {
-	sks, warnings, err := s.resolve(ctx, ops)
+// unionOperands unions sketches, prefixes and series ranges (leaving
+// into out of a prefix), each operand read consistently, one after
+// another.
+func (s *Server) unionOperands(ctx context.Context, ops []operand, into string) (sketch.Sketch, []string, error) {
+	sks, warnings, err := s.resolveExcept(ctx, ops, into)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -302,8 +319,8 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 }
 
 // intersect estimates the intersection of sketches of one kind: HLL by
-// inclusion-exclusion or the MLE with the error envelope, ds_hll and cpc
-// by inclusion-exclusion of their own unions with the same envelope
+// inclusion-exclusion or the MLE with the error envelope, ds_hll, cpc,
+// zeta_hll and airlift_hll by inclusion-exclusion of their own unions with the same envelope
 // (sketch.IntersectFamily), theta by DataSketches' theta intersection
 // with its own bounds. extra warnings
 // (from series ranges) join the answer's.
@@ -324,7 +341,7 @@ func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra
 		return resp, nil
 	}
 	switch sks[0].Kind().Type {
-	case sketch.TypeDSHLL, sketch.TypeCPC:
+	case sketch.TypeDSHLL, sketch.TypeCPC, sketch.TypeZetaHLL, sketch.TypeAirliftHLL:
 		x, err := sketch.IntersectFamily(labels, sks, method)
 		if err != nil {
 			return nil, err
@@ -337,7 +354,7 @@ func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra
 	for i, sk := range sks {
 		h, ok := sketch.HLLOf(sk)
 		if !ok {
-			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll, theta, ds_hll or cpc sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
+			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll, theta, ds_hll, cpc, zeta_hll or airlift_hll sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
 		}
 		hs[i] = h
 	}

@@ -437,7 +437,19 @@ func elementsOf(els []series.Key, bs []series.Bucket) ([]sketch.Sketch, error) {
 
 // pointBase is a point's range, without its number.
 func pointBase(p series.Point, loc *time.Location) timeseriesPoint {
-	return timeseriesPoint{Start: p.Start.In(loc), End: p.End.In(loc), WindowFrom: p.WindowFrom.In(loc)}
+	return timeseriesPoint{Start: zoned(p.Start, loc), End: zoned(p.End, loc), WindowFrom: zoned(p.WindowFrom, loc)}
+}
+
+// zoned is t in loc, as answers write it: RFC 3339 offsets are whole
+// minutes, so where loc's offset has seconds (Monrovia's -00:44:30 until
+// 1972, local mean times before 1900) t is written in UTC rather than
+// half a minute off.
+func zoned(t time.Time, loc *time.Location) time.Time {
+	t = t.In(loc)
+	if _, off := t.Zone(); off%60 != 0 {
+		return t.UTC()
+	}
+	return t
 }
 
 // maxLineRegisters bounds the register arrays one rolling line lays out
@@ -602,8 +614,8 @@ func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
-	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
+	w.Header().Set("Sketchd-From", zoned(plan.From, plan.From.Location()).Format(time.RFC3339))
+	w.Header().Set("Sketchd-To", zoned(plan.To, plan.To.Location()).Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
 	if len(plan.Runs) > 0 {
 		w.Header().Set("Sketchd-Plan", planHeader(plan))
@@ -708,7 +720,7 @@ func describeSeries(in series.Info) seriesResponse {
 	for _, l := range in.Levels {
 		sl := seriesLevel{Level: l.Level.String(), Retention: l.Retention.String(), Buckets: l.Buckets, Bytes: l.Bytes}
 		if l.Buckets > 0 {
-			o, n := l.Oldest, l.Newest
+			o, n := zoned(l.Oldest, l.Oldest.Location()), zoned(l.Newest, l.Newest.Location())
 			sl.Oldest, sl.Newest = &o, &n
 		}
 		resp.SizeBytes += l.Bytes
@@ -745,6 +757,10 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return m
 	case sketch.KLLParams:
 		return map[string]any{"k": p.K, "items": p.Items.String()}
+	case sketch.ZetaParams:
+		return map[string]any{"precision": p.Precision, "sparse_precision": p.SparsePrecision}
+	case sketch.AirliftParams:
+		return map[string]any{"index_bits": p.IndexBits}
 	}
 	return map[string]any{}
 }
@@ -776,14 +792,14 @@ type rangeResponse struct {
 
 func rangeDTO(p series.Plan, list bool) rangeResponse {
 	loc := p.From.Location()
-	r := rangeResponse{From: p.From, To: p.To, Plan: make([]planRun, len(p.Runs)), Warnings: append([]string{}, p.Warnings...)}
+	r := rangeResponse{From: zoned(p.From, loc), To: zoned(p.To, loc), Plan: make([]planRun, len(p.Runs)), Warnings: append([]string{}, p.Warnings...)}
 	for i, run := range p.Runs {
-		r.Plan[i] = planRun{Level: run.Level.String(), First: run.First.In(loc), Last: run.Last.In(loc), Count: run.Count}
+		r.Plan[i] = planRun{Level: run.Level.String(), First: zoned(run.First, loc), Last: zoned(run.Last, loc), Count: run.Count}
 	}
 	if list {
 		bs := make([]bucketRef, len(p.Buckets))
 		for i, k := range p.Buckets {
-			bs[i] = bucketRef{Level: k.Level.String(), Start: k.Start.In(loc)}
+			bs[i] = bucketRef{Level: k.Level.String(), Start: zoned(k.Start, loc)}
 		}
 		r.Buckets = &bs
 	}

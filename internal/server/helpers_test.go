@@ -100,7 +100,8 @@ func withAuth(a *Auth) func(*envSetup) {
 }
 
 // testBackend is the store backend the server's tests run over: the one
-// SKETCHD_TEST_BACKEND names (default bolt, the embedded one), through the
+// SKETCHD_TEST_BACKEND names (default bolt, the embedded one; postgres;
+// citus, on the coordinator SKETCHD_CITUS_DSN names), through the
 // factory the conformance suite uses, so every backend passes the same
 // HTTP tests.
 func testBackend(tb testing.TB, now func() time.Time) storetest.Backend {
@@ -110,6 +111,8 @@ func testBackend(tb testing.TB, now func() time.Time) storetest.Backend {
 		return bolttest.Backend(bolt.Options{Now: now})
 	case "postgres":
 		return pgstoretest.Backend(postgres.Options{Now: now})
+	case "citus":
+		return pgstoretest.Citus(postgres.Options{Now: now})
 	default:
 		tb.Fatalf("SKETCHD_TEST_BACKEND=%q names no backend", name)
 		return storetest.Backend{}

@@ -58,17 +58,27 @@ func kllKind[T kll.Item](tag byte) Kind {
 			return kllBatch[T](vs), nil
 		},
 		// The union keeps the smallest k of its inputs, as an HLL union
-		// folds to the smallest log2m.
+		// folds to the smallest log2m. When the first input has that k
+		// the others merge into a copy of it, as the libraries' merge
+		// into a sketch does: the union of [a, b, c] is then the union of
+		// [union(a, b), c], byte for byte, so a Unioner's batches give
+		// what one union of all gives.
 		Union: func(ss []Sketch) (Sketch, error) {
 			k := kll.MaxK
 			for _, s := range ss {
 				k = min(k, s.(kllSketch[T]).s.K())
 			}
-			u, err := kll.New[T](k)
-			if err != nil {
-				return nil, Wrap(Invalid, err, trimKindPrefix(err.Error()))
+			rest := ss
+			var u *kll.Sketch[T]
+			if len(ss) > 0 && ss[0].(kllSketch[T]).s.K() == k {
+				u, rest = ss[0].(kllSketch[T]).s.Clone(), ss[1:]
+			} else {
+				var err error
+				if u, err = kll.New[T](k); err != nil {
+					return nil, Wrap(Invalid, err, trimKindPrefix(err.Error()))
+				}
 			}
-			for _, s := range ss {
+			for _, s := range rest {
 				u.Merge(s.(kllSketch[T]).s)
 			}
 			return kllSketch[T]{u}, nil

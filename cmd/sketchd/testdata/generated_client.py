@@ -31,6 +31,12 @@ from sketchd_client.models import (
     CreateFreq,
     CreateHLL,
     CreateTheta,
+    CreateZetaHLL,
+    CreateAirliftHLL,
+    CreateBloom,
+    CreateKLL,
+    Bloom,
+    KLL,
     Intersection,
     IntersectionBody,
     Problem,
@@ -66,6 +72,10 @@ def main(base):
         ("py:freq", CreateFreq(), Sampled),
         ("py:ds_hll", CreateDSHLL(), Registers),
         ("py:cpc", CreateCPC(), Registers),
+        ("py:zeta_hll", CreateZetaHLL(), Registers),
+        ("py:airlift_hll", CreateAirliftHLL(), Registers),
+        ("py:bloom", CreateBloom(), Bloom),
+        ("py:kll", CreateKLL(), KLL),
     ]:
         r = create_sketch.sync_detailed(name, client=c, body=body)
         check(r.status_code == 201 and isinstance(r.parsed, want), f"create {name} with defaults", (r.status_code, r.content))
@@ -79,6 +89,14 @@ def main(base):
     d = made["py:ds_hll"]
     check((d.type_.value, d.lg_k, d.tgt_type.value) == ("ds_hll", 12, "HLL_4"), "DataSketches HLL defaults", d)
     check((made["py:cpc"].type_.value, made["py:cpc"].lg_k) == ("cpc", 11), "CPC defaults", made["py:cpc"])
+    z = made["py:zeta_hll"]
+    check((z.type_.value, z.precision, z.sparse_precision, z.value_type.value) == ("zeta_hll", 15, 20, "unknown"), "ZetaSketch HLL++ defaults", z)
+    a = made["py:airlift_hll"]
+    check((a.type_.value, a.index_bits, a.representation) == ("airlift_hll", 12, "SPARSE"), "airlift HyperLogLog defaults", a)
+    b = made["py:bloom"]
+    check((b.type_.value, b.bits, b.hashes, b.expected_items, b.fpp) == ("bloom", 9662080, 7, 1000000, 0.01), "Bloom filter defaults", b)
+    k = made["py:kll"]
+    check((k.type_.value, k.k, k.items.value, k.n) == ("kll", 200, "double", 0), "KLL defaults", k)
 
     # Add through each named variant of AddRequest.
     r = add_ids.sync_detailed("py:hll", client=c, body=AddIds(ids=[1001, 1002, "alice@example.com"]))

@@ -215,8 +215,11 @@ func (s *DB) SweepKeys(ctx context.Context, now time.Time) (evicted int64, err e
 		// (rows are about equal in size): the rows created before the
 		// creation time of the first row to keep.
 		drop := int64(math.Ceil(float64(n) * (1 - float64(s.opts.KeyBytes)/float64(size))))
-		var cutoff time.Time
-		err := s.pool.QueryRow(ctx, `SELECT created_at FROM sketchd_idempotency ORDER BY created_at LIMIT 1 OFFSET $1`, drop).Scan(&cutoff)
+		// A bound smaller than one key keeps none made before now.
+		cutoff, err := now, error(nil)
+		if drop < n {
+			err = s.pool.QueryRow(ctx, `SELECT created_at FROM sketchd_idempotency ORDER BY created_at LIMIT 1 OFFSET $1`, drop).Scan(&cutoff)
+		}
 		if err == nil {
 			tag, err := s.pool.Exec(ctx, `DELETE FROM sketchd_idempotency WHERE created_at < $1`, cutoff)
 			if err != nil {

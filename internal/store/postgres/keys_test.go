@@ -144,6 +144,28 @@ func TestKeysSweepBound(t *testing.T) {
 	}
 }
 
+// TestKeysSweepBoundBelowOneKey: a bound smaller than one key keeps no
+// key made before the sweep.
+func TestKeysSweepBoundBelowOneKey(t *testing.T) {
+	c := &clock{t: time.Now().UTC()}
+	db := openWith(t, 1, postgres.Options{MaxConns: 3, Now: c.now, KeyBytes: 1, KeySweepInterval: time.Hour})[0]
+	if _, _, err := db.Create(ctx, "c", cmsSpec()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		c.advance(time.Second)
+		kctx, _ := keyed("c", fmt.Sprintf("key-%d", i))
+		if _, err := db.Add(kctx, "c", oneItem, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.advance(time.Second)
+	evicted, err := db.SweepKeys(ctx, c.now())
+	if err != nil || evicted != 3 || keyRows(t, db) != 0 {
+		t.Fatalf("SweepKeys = %d, %v with %d rows left; want all 3 evicted", evicted, err, keyRows(t, db))
+	}
+}
+
 // TestKeysAcrossNodes: the same key sent to two nodes at once applies
 // once: the second node's claim waits for the first's transaction and
 // then finds the key taken. Every path is raced: the committer (adds to a

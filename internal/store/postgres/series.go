@@ -132,7 +132,13 @@ func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context,
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
 	defer cancel()
-	tx, err := s.pool.Begin(tctx)
+	// The connection is held past COMMIT, for finish.
+	conn, err := s.pool.Acquire(tctx)
+	if err != nil {
+		return s.classify(ctx, err, what)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(tctx)
 	if err != nil {
 		return s.classify(ctx, err, what)
 	}
@@ -145,10 +151,7 @@ func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context,
 		}
 		return s.classify(ctx, err, what)
 	}
-	if err := tx.Commit(tctx); err != nil {
-		return s.classify(ctx, err, what)
-	}
-	return nil
+	return s.classify(ctx, s.finish(tctx, conn.Conn(), tx.Commit(tctx)), what)
 }
 
 // CreateSeries creates the series name with spec; the same spec again
@@ -630,9 +633,8 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 	}
 	b.Queue("COMMIT")
 	res := conn.SendBatch(ctx, &b)
-	var tag pgconn.CommandTag
-	for i := range b.Len() {
-		if tag, err = res.Exec(); err != nil {
+	for i := range b.Len() - 1 {
+		if _, err = res.Exec(); err != nil {
 			res.Close()
 			var pe *pgconn.PgError
 			k := len(keyed)
@@ -645,13 +647,14 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 			return s.classifyWrite(err)
 		}
 	}
-	if err := res.Close(); err != nil {
-		return s.classifyWrite(err)
+	tag, err := res.Exec()
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	if tag.String() != "COMMIT" {
+	if err == nil && tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
 	}
-	return nil
+	return s.classifyWrite(s.finish(ctx, conn.Conn(), err))
 }
 
 // addSeriesLocked writes an add to a series of another kind: the
@@ -1013,11 +1016,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 		}
 		if wb.Len() > 0 {
 			if err := ptx.SendBatch(ctx, &wb).Close(); err != nil {
-				var pe *pgconn.PgError
-				if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
-					return errRetry
-				}
-				return err
+				return raced(err)
 			}
 		}
 		written = t.rows
@@ -1057,7 +1056,9 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 	var lb pgx.Batch
 	for i, n := range names {
 		t.rows[i] = &row{name: n}
-		lb.Queue(lockSQL, n, true)
+		// Events only add ids: an HLL is read as its parameters and
+		// written back as hll_union with a delta, as the committer does.
+		lb.Queue(lockSQL, n, false)
 	}
 	res := ptx.SendBatch(ctx, &lb)
 	defer res.Close()
@@ -1072,8 +1073,7 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 		if err != nil {
 			return err
 		}
-		r.had, r.st = true, st
-		if st.sk, r.delta, err = decodeLocked(kind, b, true); err != nil {
+		if err := r.locked(st, kind, b, false); err != nil {
 			return err
 		}
 	}

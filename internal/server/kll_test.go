@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +179,18 @@ func TestKLLOverHTTP(t *testing.T) {
 		"/v1/sketches/sizes/range?lo=0&hi=1": 409,
 	} {
 		checkProblem(t, e.get(t, path), status)
+	}
+	// A query lists at most 1000 numbers (maxSplitPoints).
+	many := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = strconv.FormatFloat(float64(i)/float64(n), 'g', -1, 64)
+		}
+		return strings.Join(parts, ",")
+	}
+	must(t, e.get(t, "/v1/sketches/lat/quantile?q="+many(1000)), http.StatusOK, "1000 quantiles")
+	if p := checkProblem(t, e.get(t, "/v1/sketches/lat/quantile?q="+many(1001)), http.StatusBadRequest); !strings.Contains(p.Detail, "lists 1001 numbers; at most 1000") {
+		t.Errorf("1001 quantiles: %q", p.Detail)
 	}
 	for body, detail := range map[string]string{
 		`{"type":"kll","k":7}`:            "k 7 not in 8..65535",

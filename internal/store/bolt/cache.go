@@ -147,8 +147,11 @@ func (s *DB) evictLocked() {
 // with e.mu held.
 func (s *DB) markDirty(e *entry, memDelta int64) {
 	e.gen++
-	e.dirty.Store(true)
 	s.dirtyMu.Lock()
+	if !e.dirty.Load() {
+		s.dirtyIdx.set(e.name, e)
+		e.dirty.Store(true)
+	}
 	if _, ok := s.dirty[e]; ok {
 		s.dirtyBytes.Add(memDelta)
 	} else {

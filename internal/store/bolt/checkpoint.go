@@ -156,11 +156,20 @@ func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
 	for _, sn := range snaps {
 		sn.e.mu.Lock()
 		if sn.e.gen == sn.gen {
-			sn.e.dirty.Store(false)
+			s.markClean(sn.e)
 		}
 		sn.e.mu.Unlock()
 	}
 	return nil
+}
+
+// markClean clears e's dirty flag: a committed checkpoint holds its
+// state. Called with e.mu held.
+func (s *DB) markClean(e *entry) {
+	s.dirtyMu.Lock()
+	e.dirty.Store(false)
+	s.dirtyIdx.remove(e.name)
+	s.dirtyMu.Unlock()
 }
 
 // releaseClean parks the snapshots' entries that are now clean and

@@ -219,7 +219,8 @@ type DB struct {
 	cacheBytes int64
 
 	dirtyMu    sync.Mutex
-	dirty      map[*entry]struct{}
+	dirty      map[*entry]struct{} // changed since the running checkpoint took its copies
+	dirtyIdx   dirtyIndex          // every entry whose dirty flag is set, by key
 	dirtyBytes atomic.Int64
 
 	statsMu   sync.Mutex
@@ -262,7 +263,7 @@ type entry struct {
 	// unless a delete cleared the mark.
 	unreadable bool
 	gen        uint64       // counts changes; a checkpoint clears dirty only if none followed its copy
-	dirty      atomic.Bool  // changed since the last committed checkpoint: not evictable
+	dirty      atomic.Bool  // changed since the last committed checkpoint: not evictable; set and cleared under DB.dirtyMu, with dirtyIdx
 	mem        atomic.Int64 // st.memory(), refreshed after each change
 }
 

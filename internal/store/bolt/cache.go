@@ -54,7 +54,11 @@ func (s *DB) acquire(name string) (*entry, error) {
 // load reads and decodes name's record (nil if there is none).
 func (s *DB) load(name string) (*state, error) {
 	var st *state
-	err := s.bdb.View(func(tx *bbolt.Tx) error {
+	view := s.bdb.View
+	if s.replayTx != nil {
+		view = func(fn func(*bbolt.Tx) error) error { return fn(s.replayTx) }
+	}
+	err := view(func(tx *bbolt.Tx) error {
 		bucket, key := location(name)
 		rec := tx.Bucket(bucket).Get(key)
 		if rec == nil {
@@ -150,12 +154,14 @@ func (s *DB) markDirty(e *entry, memDelta int64) {
 	s.dirtyMu.Lock()
 	if !e.dirty.Load() {
 		s.dirtyIdx.set(e.name, e)
+		s.unsettled.Store(int64(s.dirtyIdx.len()))
 		e.dirty.Store(true)
 	}
 	if _, ok := s.dirty[e]; ok {
 		s.dirtyBytes.Add(memDelta)
 	} else {
 		s.dirty[e] = struct{}{}
+		s.dirtyN.Store(int64(len(s.dirty)))
 		s.dirtyBytes.Add(e.mem.Load())
 	}
 	s.dirtyMu.Unlock()

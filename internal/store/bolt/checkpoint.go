@@ -29,10 +29,14 @@ func (sn *snapshot) take() {
 	e := sn.e
 	sn.taken, sn.gen, sn.keep = true, e.gen, e.unreadable
 	if e.st != nil {
-		sn.rec = appendRecord(nil, e.name, e.st)
+		if e.enc != nil && e.encGen == e.gen {
+			sn.rec = e.enc
+		} else {
+			sn.rec = appendRecord(nil, e.name, e.st)
+		}
 		sn.metric = e.st.metric
 	}
-	e.snap = nil
+	e.enc, e.snap = nil, nil
 }
 
 // takeDirty hands a snapshot to every changed entry and starts a new dirty
@@ -44,6 +48,7 @@ func (s *DB) takeDirty() []*snapshot {
 	s.dirtyMu.Lock()
 	dirty := s.dirty
 	s.dirty = map[*entry]struct{}{}
+	s.dirtyN.Store(0)
 	s.dirtyBytes.Store(0)
 	s.dirtyMu.Unlock()
 	snaps := make([]*snapshot, 0, len(dirty))
@@ -169,6 +174,7 @@ func (s *DB) markClean(e *entry) {
 	s.dirtyMu.Lock()
 	e.dirty.Store(false)
 	s.dirtyIdx.remove(e.name)
+	s.unsettled.Store(int64(s.dirtyIdx.len()))
 	s.dirtyMu.Unlock()
 }
 
@@ -243,6 +249,13 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	return nil
 }
 
+// checkpointDue reports whether the log or the changes since the last
+// checkpoint passed a limit that starts the next one early.
+func (s *DB) checkpointDue() bool {
+	return s.wal.bytes() >= s.opts.CheckpointBytes || s.dirtyBytes.Load() >= s.opts.CacheBytes ||
+		s.dirtyN.Load() >= int64(s.opts.CheckpointSketches)
+}
+
 func (s *DB) dirtyCount() int {
 	s.dirtyMu.Lock()
 	defer s.dirtyMu.Unlock()
@@ -250,7 +263,8 @@ func (s *DB) dirtyCount() int {
 }
 
 // checkpointLoop checkpoints on the interval, when the log grows past
-// CheckpointBytes, when changed sketches fill the cache, and, after a log
+// CheckpointBytes, when changed sketches fill the cache or pass
+// CheckpointSketches, and, after a log
 // failure, at once and then every second until the log works again.
 func (s *DB) checkpointLoop() {
 	defer close(s.done)
@@ -270,7 +284,7 @@ func (s *DB) checkpointLoop() {
 				if time.Since(lastTry) < time.Second {
 					continue
 				}
-			} else if s.wal.bytes() < s.opts.CheckpointBytes && s.dirtyBytes.Load() < s.opts.CacheBytes {
+			} else if !s.checkpointDue() {
 				continue
 			}
 		}

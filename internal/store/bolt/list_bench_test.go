@@ -70,7 +70,7 @@ func smallSketchStore(tb testing.TB, n int, settled bool) *DB {
 		tb.Fatal(err)
 	}
 	s, err := Open(filepath.Join(dir, "sketchd.db"), Options{
-		CheckpointInterval: 24 * time.Hour, CheckpointBytes: 1 << 40, CacheBytes: 1 << 40,
+		CheckpointInterval: 24 * time.Hour, CheckpointBytes: 1 << 40, CacheBytes: 1 << 40, CheckpointSketches: 1 << 30,
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -90,7 +90,8 @@ func smallSketchStore(tb testing.TB, n int, settled bool) *DB {
 }
 
 // createSmall creates the sketches %08d for i in [from, to), each with
-// the ids 3i, 3i+1, 3i+2, a thousand events a write.
+// the ids 3i, 3i+1, 3i+2, a thousand sketches a write, retrying writes
+// refused while a checkpoint runs.
 func createSmall(s *DB, from, to int) error {
 	evs := make([]sketch.Event, 0, 3000)
 	for i := from; i < to; {
@@ -101,8 +102,16 @@ func createSmall(s *DB, from, to int) error {
 				evs = append(evs, sketch.Event{ID: cms.IntID(int64(3*i + j)), Sketches: []string{name}})
 			}
 		}
-		if _, err := s.AddEvents(ctx, evs, true); err != nil {
-			return err
+		for {
+			_, err := s.AddEvents(ctx, evs, true)
+			if sketch.KindOf(err) == sketch.Unavailable {
+				time.Sleep(5 * time.Millisecond) // a checkpoint runs: as a client would
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			break
 		}
 	}
 	return nil

@@ -71,8 +71,10 @@
 // Decoded sketches are cached up to Options.CacheBytes. Sketches changed
 // since the last checkpoint stay in memory until it runs; unchanged ones are
 // evicted least recently used first. When changed sketches alone pass the
-// limit a checkpoint starts early, and past twice the limit writes are
-// refused with an Unavailable error until it completes.
+// limit, or their number passes Options.CheckpointSketches, a checkpoint
+// starts early, and past twice either limit writes are refused with an
+// Unavailable error until it completes: what a restart after a crash
+// replays is bounded by the count.
 //
 // A cache entry's life: loaded by the first acquire of its name, it is
 // pinned while any operation uses it (never evicted then). An unpinned
@@ -134,6 +136,12 @@ type Options struct {
 	// CheckpointBytes starts a checkpoint once the log is this large
 	// (default 64 MiB).
 	CheckpointBytes int64
+	// CheckpointSketches starts a checkpoint once this many sketches
+	// (series buckets and definitions included) changed since the last
+	// one (default 25,000), and writes are refused with an Unavailable
+	// error while twice as many wait for a checkpoint. It bounds what a
+	// restart after a crash replays, and the memory that takes.
+	CheckpointSketches int
 	// CacheBytes bounds the decoded sketches kept in memory (default 512 MiB).
 	CacheBytes int64
 	// OpenTimeout is how long Open waits for another process's lock on the
@@ -161,6 +169,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.CheckpointBytes <= 0 {
 		o.CheckpointBytes = 64 << 20
+	}
+	if o.CheckpointSketches <= 0 {
+		o.CheckpointSketches = 25_000
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 512 << 20
@@ -222,6 +233,11 @@ type DB struct {
 	dirty      map[*entry]struct{} // changed since the running checkpoint took its copies
 	dirtyIdx   dirtyIndex          // every entry whose dirty flag is set, by key
 	dirtyBytes atomic.Int64
+	dirtyN     atomic.Int64 // len(dirty)
+	unsettled  atomic.Int64 // dirtyIdx.len()
+	// replayTx, set only while Open replays the log (single-threaded),
+	// is the read transaction loads use then, instead of one each.
+	replayTx *bbolt.Tx
 
 	statsMu   sync.Mutex
 	counts    map[countKey]int
@@ -262,9 +278,13 @@ type entry struct {
 	// be decoded (acquireTolerant): a checkpoint never deletes its record
 	// unless a delete cleared the mark.
 	unreadable bool
-	gen        uint64       // counts changes; a checkpoint clears dirty only if none followed its copy
-	dirty      atomic.Bool  // changed since the last committed checkpoint: not evictable; set and cleared under DB.dirtyMu, with dirtyIdx
-	mem        atomic.Int64 // st.memory(), refreshed after each change
+	gen        uint64 // counts changes; a checkpoint clears dirty only if none followed its copy
+	// enc, if set, is st's record as a checkpoint writes it, valid while
+	// gen is encGen: a state replayed from a log put is not encoded again.
+	enc    []byte
+	encGen uint64
+	dirty  atomic.Bool  // changed since the last committed checkpoint: not evictable; set and cleared under DB.dirtyMu, with dirtyIdx
+	mem    atomic.Int64 // st.memory(), refreshed after each change
 }
 
 // Open opens (creating if needed) the store at path and its log in
@@ -356,7 +376,12 @@ func (s *DB) open() error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	if s.replayTx, err = s.bdb.Begin(false); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	sc, err := s.replayLog(segs, checkpoint)
+	s.replayTx.Rollback()
+	s.replayTx = nil
 	if err != nil {
 		return err
 	}
@@ -530,6 +555,12 @@ func (s *DB) replay(o op) error {
 			return err
 		}
 		e.st, e.unreadable = st, false
+		if o.rec[0] == recordFormat {
+			// The record a checkpoint would write for this state, unless a
+			// later operation changes it: kept so that it is not encoded
+			// again (o.rec dies with the payload: a copy).
+			defer func() { e.enc, e.encGen = bytes.Clone(o.rec), e.gen }()
+		}
 	case opDelete:
 		e.st, e.unreadable = nil, false
 	case opAdd:

@@ -80,6 +80,50 @@ func BenchmarkAddHash(b *testing.B) {
 	})
 }
 
+// BenchmarkAddHashesFull adds one request's worth of hashes (10,000) to a
+// FULL log2m=14 sketch, what ingest does once a sketch is full: the batch
+// (AddHashes, which keeps what changed for the log) against one AddHash
+// call per hash, and axiomhq's InsertHash per hash as the outside peer.
+func BenchmarkAddHashesFull(b *testing.B) {
+	hs := hashes()
+	batches := len(hs) / 10000
+	b.Run("impl=batch", func(b *testing.B) {
+		s := fullSketch(b, 1)
+		changed := make([]uint64, 0, 10000)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			changed = s.AddHashes(hs[i%batches*10000:][:10000], changed[:0])
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/hash")
+	})
+	b.Run("impl=per-hash", func(b *testing.B) {
+		s := fullSketch(b, 1)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			for _, h := range hs[i%batches*10000:][:10000] {
+				s.AddHash(h)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/hash")
+	})
+	b.Run("impl=axiomhq", func(b *testing.B) {
+		s := axiomSketch(b, 1)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			for _, h := range hs[i%batches*10000:][:10000] {
+				s.InsertHash(h)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/hash")
+	})
+}
+
 // BenchmarkAddBatchToNew adds one request's worth of hashes (10,000) to
 // a new sketch, what a write to a sketch created moments ago, or the
 // PostgreSQL backend's per-request delta, does. The peer starts from a new

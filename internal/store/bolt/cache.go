@@ -120,10 +120,20 @@ func (s *DB) release(e *entry) {
 	s.evictLocked()
 }
 
+// smallEntryBytes is the most an entry holding a sketch may cost
+// (entryMemory) for it to leave the cache as soon as it is unpinned and
+// clean: an EXPLICIT HLL of up to about 50 ids, a SPARSE one of up to
+// about 120 registers. Such a sketch is kept in its compact form, the
+// encoded record in bbolt's mapped pages, and decoded on use (about a
+// microsecond for a few ids), instead of costing several times its bytes
+// in entry, state and sketch headers for as long as the cache has room.
+const smallEntryBytes = 1024
+
 // parkLocked puts an unpinned clean entry where it belongs: on the LRU
-// list, or out of the cache if it holds nothing. Called with cacheMu held.
+// list, or out of the cache if it holds nothing or only a small sketch.
+// Called with cacheMu held.
 func (s *DB) parkLocked(e *entry) {
-	if e.st == nil {
+	if e.st == nil || (e.st.sk != nil && e.mem.Load() <= smallEntryBytes) {
 		s.removeLocked(e)
 		return
 	}

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -50,3 +51,30 @@ func TestCheckpointByCount(t *testing.T) {
 	}
 }
 
+// TestSmallSketchesLeaveTheCache checks that a small sketch is not kept
+// decoded once it is clean and unused, while a large one is, and that
+// the small one reads back the same from bbolt.
+func TestSmallSketchesLeaveTheCache(t *testing.T) {
+	s, _ := openStore(t, Options{CheckpointInterval: time.Hour})
+	if err := addHashes(s, "small", []uint64{1, 2, 3}, true); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, "large", hllSpec(11))
+	if err := addHashes(s, "large", randomHashes(rand.New(rand.NewPCG(3, 3)), 5000), false); err != nil {
+		t.Fatal(err)
+	}
+	want := rawOf(t, s, "small")
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.cacheMu.Lock()
+	_, small := s.entries["small"]
+	_, large := s.entries["large"]
+	s.cacheMu.Unlock()
+	if small || !large {
+		t.Fatalf("after a checkpoint: small sketch cached %v, large %v; want false, true", small, large)
+	}
+	if got := rawOf(t, s, "small"); string(got) != string(want) {
+		t.Fatalf("small sketch reads back %x, want %x", got, want)
+	}
+}

@@ -70,7 +70,9 @@
 //
 // Decoded sketches are cached up to Options.CacheBytes. Sketches changed
 // since the last checkpoint stay in memory until it runs; unchanged ones are
-// evicted least recently used first. When changed sketches alone pass the
+// evicted least recently used first, and small ones (smallEntryBytes) as
+// soon as nobody uses them: their record in bbolt's mapped pages is their
+// compact form, decoded on use. When changed sketches alone pass the
 // limit, or their number passes Options.CheckpointSketches, a checkpoint
 // starts early, and past twice either limit writes are refused with an
 // Unavailable error until it completes: what a restart after a crash

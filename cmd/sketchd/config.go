@@ -26,6 +26,8 @@ type config struct {
 	drainDelay         time.Duration
 	maxIDs             int
 	maxInflightWrites  int
+	maxSeriesBuckets   int
+	maxSeriesPoints    int
 	commitInterval     time.Duration
 	checkpointInterval time.Duration
 	retentionInterval  time.Duration
@@ -37,6 +39,8 @@ type config struct {
 	postgres           string
 	postgresMaxConns   int
 	recoverPastDamage  bool
+	keyWindow          time.Duration
+	keyBytes           int64
 
 	// drainDelaySet says -drain-delay (or SKETCHD_DRAIN_DELAY) was given:
 	// only then does a terminal's Ctrl-C wait for it.
@@ -146,6 +150,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", def.BodyTimeout, "how long a request body may take to arrive before the request gets 408")
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
 	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
+	fs.IntVar(&c.maxSeriesBuckets, "max-series-buckets", def.MaxSeriesBuckets, "most series buckets one request may plan, over all its ranges (every unexpired bucket of every kept level inside a range; a line's windows at its level); beyond it the answer is 422. Only stored buckets are read")
+	fs.IntVar(&c.maxSeriesPoints, "max-series-points", def.MaxSeriesPoints, "most points of a series timeseries, and most buckets a ?buckets=true answer lists; beyond it the answer is 422")
 	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
 	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
 	fs.DurationVar(&c.retentionInterval, "retention-interval", time.Minute, "how often expired series buckets are removed")
@@ -157,6 +163,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
 	fs.IntVar(&c.postgresMaxConns, "postgres-max-conns", 8, "most connections this node opens to PostgreSQL (with -postgres)")
 	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
+	fs.DurationVar(&c.keyWindow, "idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered after its write, so a retry with it replays the answer")
+	fs.Int64Var(&c.keyBytes, "idempotency-max-bytes", 256<<20, "memory (bbolt) or table space (PostgreSQL) for the Idempotency-Keys kept, with their answers, in bytes; past it the oldest are dropped before their window ends")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
 	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
 	explainValues(fs)
@@ -181,6 +189,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-max-ids %d must be positive", c.maxIDs)
 	case c.maxInflightWrites < 1:
 		return fmt.Errorf("-max-inflight-writes %d must be positive", c.maxInflightWrites)
+	case c.maxSeriesBuckets < 1:
+		return fmt.Errorf("-max-series-buckets %d must be positive", c.maxSeriesBuckets)
+	case c.maxSeriesPoints < 1:
+		return fmt.Errorf("-max-series-points %d must be positive", c.maxSeriesPoints)
 	case c.commitInterval < 0 || c.commitInterval > time.Second:
 		return fmt.Errorf("-commit-interval %v must be between 0 and 1s", c.commitInterval)
 	case c.checkpointInterval < 100*time.Millisecond:
@@ -195,6 +207,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-log-format %q must be json or text", c.logFormat)
 	case c.postgresMaxConns < 2 || c.postgresMaxConns > 1000:
 		return fmt.Errorf("-postgres-max-conns %d must be between 2 and 1000", c.postgresMaxConns)
+	case c.keyWindow < time.Second:
+		return fmt.Errorf("-idempotency-window %v is below 1s", c.keyWindow)
+	case c.keyBytes < 1<<20:
+		return fmt.Errorf("-idempotency-max-bytes %d is below 1 MiB", c.keyBytes)
 	case c.authMetrics && c.authTokens == "":
 		return errors.New("-auth-metrics needs -auth-tokens")
 	}

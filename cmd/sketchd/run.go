@@ -123,6 +123,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 	srv := server.New(server.Config{
 		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
 		MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
+		MaxSeriesBuckets: cfg.maxSeriesBuckets, MaxSeriesPoints: cfg.maxSeriesPoints,
 	}, server.Deps{
 		Store: db, Metrics: m, Logger: log, Auth: auth,
 		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),
@@ -192,6 +193,8 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		return postgres.Open(octx, cfg.postgres, postgres.Options{
 			MaxConns:   int32(cfg.postgresMaxConns),
 			CacheBytes: cfg.cacheBytes,
+			KeyWindow:  cfg.keyWindow,
+			KeyBytes:   cfg.keyBytes,
 			Logger:     log,
 			Observer:   obs,
 		})
@@ -201,6 +204,8 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		CheckpointInterval: cfg.checkpointInterval,
 		CacheBytes:         cfg.cacheBytes,
 		RecoverPastDamage:  cfg.recoverPastDamage,
+		KeyWindow:          cfg.keyWindow,
+		KeyBytes:           cfg.keyBytes,
 		Logger:             log,
 		Observer:           obs,
 	})

@@ -188,9 +188,11 @@ func TestDamagedSeriesEntries(t *testing.T) {
 	var logs logBuffer
 	opts.Logger = logs.logger()
 	s = reopen(t, path, opts)
-	plan := func(*series.Spec) ([]series.Key, error) { return []series.Key{{Level: series.Hour, Start: hour}}, nil }
+	plan := func(*series.Spec) ([]series.Run, error) {
+		return []series.Run{{Level: series.Hour, First: hour, Last: hour, Count: 1}}, nil
+	}
 	view := func(name string) error {
-		return s.ViewSeries(ctx, name, plan, func(*series.Spec, []sketch.Sketch) error { return nil })
+		return s.ViewSeries(ctx, name, plan, func(*series.Spec, []series.Bucket) error { return nil })
 	}
 	for name, label := range map[string]string{"bucket": `bucket hour ` + hour.Format(time.RFC3339) + ` of series "bucket"`, "def": `series "def"`} {
 		for what, err := range map[string]error{"ViewSeries": view(name), "DescribeSeries": func() error { _, err := s.DescribeSeries(ctx, name); return err }()} {

@@ -244,6 +244,9 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
 	fill(snaps)
+	if s.opts.beforeCommit != nil {
+		s.opts.beforeCommit()
+	}
 	if err := s.commitCheckpoint(snaps, keys, lsn); err != nil {
 		return err
 	}

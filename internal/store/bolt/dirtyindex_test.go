@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/internal/store/storetest"
 )
 
 // TestDirtyIndexModel drives the index with random sets, removals and
@@ -174,4 +176,95 @@ func TestListMergesChangedAndStored(t *testing.T) {
 			t.Fatalf("prefix %q limit %d: listed %d names over %d pages, want %d", tc.prefix, tc.limit, len(got), pages, len(wantAll))
 		}
 	}
+}
+
+// TestListsDuringCheckpoint reads the store while a checkpoint has taken
+// its copies of the changed entries but not yet written them: sketches
+// created, changed and deleted since the last checkpoint, and a series
+// whose definition and bucket are new, must list and read as they do
+// before and after it. (A listing that looked only at the entries changed
+// since the running checkpoint took its copies missed every one of them
+// for that moment.)
+func TestListsDuringCheckpoint(t *testing.T) {
+	now := time.Date(2026, 11, 2, 10, 30, 0, 0, time.UTC)
+	var during func()
+	s, _ := openStore(t, Options{CheckpointInterval: time.Hour, Now: func() time.Time { return now },
+		beforeCommit: func() {
+			if during != nil {
+				during()
+			}
+		}})
+	for _, n := range []string{"kept", "gone", "older"} {
+		if err := addHashes(s, n, []uint64{1, 2}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"new1", "new2", "older"} {
+		if err := addHashes(s, n, []uint64{3}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	spec := &series.Spec{Params: hllSpec(10).Params, TZ: "UTC", Levels: []series.LevelSpec{{Level: series.Hour, Retention: series.Duration{Days: 2}}}}
+	hour := now.Truncate(time.Hour)
+	if _, _, err := s.CreateSeries(ctx, "ser", spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddSeries(ctx, "ser", hour, storetest.Input{Hashed: []uint64{1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	look := func(when string) {
+		t.Helper()
+		page, more, err := s.List(ctx, "", "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, in := range page {
+			names = append(names, in.Name)
+		}
+		if want := []string{"kept", "new1", "new2", "older"}; !slices.Equal(names, want) || more {
+			t.Errorf("%s: List = %q (more %v), want %q", when, names, more, want)
+		}
+		page, _, err = s.List(ctx, "new", "new1", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 1 || page[0].Name != "new2" {
+			t.Errorf("%s: List(prefix new, after new1) = %v, want new2", when, page)
+		}
+		ser, _, err := s.ListSeries(ctx, "", "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ser) != 1 || ser[0].Name != "ser" {
+			t.Errorf("%s: ListSeries = %v, want ser", when, ser)
+		}
+		info, err := s.DescribeSeries(ctx, "ser")
+		if err != nil {
+			t.Fatalf("%s: DescribeSeries: %v", when, err)
+		}
+		if n := len(info.Levels); n != 1 || info.Levels[0].Buckets != 1 {
+			t.Errorf("%s: DescribeSeries levels %+v, want one bucket", when, info.Levels)
+		}
+		if found, _ := viewRun(t, s, "ser", series.Run{Level: series.Hour, First: hour.Add(-24 * time.Hour), Last: hour, Count: 25}); found != 1 {
+			t.Errorf("%s: a read of the last day found %d buckets, want 1", when, found)
+		}
+	}
+	look("before the checkpoint")
+	ran := false
+	during = func() { ran = true; look("during the checkpoint") }
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !ran {
+		t.Fatal("the checkpoint never reached its commit")
+	}
+	during = nil
+	look("after the checkpoint")
 }

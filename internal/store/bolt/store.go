@@ -176,6 +176,10 @@ type Options struct {
 	// segment, with "write" or "fdatasync"; an error it returns is that
 	// operation's failure. Tests inject faults with it.
 	logFault func(op string) error
+	// beforeCommit, if set, runs in a checkpoint after it copied the
+	// changed entries and before it writes them to bbolt. Tests read the
+	// store there, while the copies are in neither place for good.
+	beforeCommit func()
 }
 
 func (o *Options) setDefaults() {

@@ -446,9 +446,32 @@ func TestDenseUnionMatchesRegisters(t *testing.T) {
 		}
 		check(fmt.Sprintf("Union of %d", n), u, ss[:n])
 	}
+	// Merged into in place: a first merge, the same again (nothing
+	// grows), then the others, and one of the parts merged back into a
+	// union that holds it.
 	into := ss[0].Clone()
-	if err := into.Union(ss[1]); err != nil {
+	for i, step := range []struct{ with, parts int }{{1, 2}, {1, 2}, {2, 3}, {3, 4}, {0, 4}, {2, 4}} {
+		if err := into.Union(ss[step.with]); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("Sketch.Union, merge %d", i+1), into, ss[:step.parts])
+	}
+	// A sketch a few registers above the union: only they move.
+	near := into.Clone()
+	for range 100 {
+		near.AddHash(r.Uint64())
+	}
+	grown := 0
+	for i, v := range near.regs {
+		if v > into.regs[i] {
+			grown++
+		}
+	}
+	if grown == 0 || grown*mergeDense > len(into.regs) {
+		t.Fatalf("%d registers grew, want a few", grown)
+	}
+	if err := into.Union(near); err != nil {
 		t.Fatal(err)
 	}
-	check("Sketch.Union", into, ss[:2])
+	check("Sketch.Union of a sketch a few registers above", into, append(ss[:4:4], near))
 }

@@ -79,7 +79,7 @@ func (s *Sketch) union(o *Sketch) {
 		}
 		return
 	}
-	maxCount(s.hist, s.regs, s.regs, o.regs)
+	mergeInto(s.hist, s.regs, o.regs)
 }
 
 func (s *Sketch) reset(k kind) {

@@ -136,15 +136,24 @@ done
 SK_RSS=$(kib "$SPID" VmRSS)
 SK_HWM=$(kib "$SPID" VmHWM)
 log "sketchd: RSS $(mib "$SK_RSS") MiB, peak while loading $(mib "$SK_HWM") MiB"
-after=""
-listed=0
-while :; do
-	page=$(curl -fs "127.0.0.1:$SPORT/v1/sketches?limit=1000${after:+&after=$after}")
-	read -r count next < <(python3 -c 'import json,sys; p=json.load(sys.stdin); print(len(p["sketches"]), p.get("next", "-"))' <<<"$page")
-	listed=$((listed + count))
-	[[ $next != - ]] || break
-	after=$next
-done
+# One process pages through the listing (a process a page would cost more
+# than the pages).
+listed=$(python3 - "127.0.0.1:$SPORT" <<'PY'
+import json, sys, urllib.parse, urllib.request
+base, after, n = sys.argv[1], "", 0
+while True:
+    q = {"limit": "1000"}
+    if after:
+        q["after"] = after
+    with urllib.request.urlopen("http://%s/v1/sketches?%s" % (base, urllib.parse.urlencode(q))) as r:
+        page = json.load(r)
+    n += len(page["sketches"])
+    after = page.get("next")
+    if not after:
+        break
+print(n)
+PY
+)
 [[ $listed == "$N" ]] || die "listed $listed sketches, want $N"
 SK_RSS2=$(kib "$SPID" VmRSS)
 SK_HWM2=$(kib "$SPID" VmHWM)

@@ -115,7 +115,7 @@ load_nodes() {
 	local n=${#PORTS[@]} i c out=()
 	for ((i = 0; i < n; i++)); do
 		c=$((CLIENTS / n + (i < CLIENTS % n ? 1 : 0)))
-		"$TMP/sketchload" -target "http://127.0.0.1:${PORTS[$i]}" -create -prefix "load$i" -c "$c" -batch "$BATCH" \
+		"$TMP/sketchload" -target "http://127.0.0.1:${PORTS[$i]}" -format json -create -prefix "load$i" -c "$c" -batch "$BATCH" \
 			-prebuilt 0 -duration "${DURATION}s" -warmup "${WARMUP}s" -progress 0 -json >"$TMP/load$i.json" &
 		out+=($!)
 	done

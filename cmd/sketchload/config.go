@@ -31,34 +31,37 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`)
 
 // config is the parsed and validated command line.
 type config struct {
-	target     string // base URL without trailing slash (HTTP mode)
-	redis      string // host:port (Redis mode when non-empty)
-	postgres   string // connection string (PostgreSQL mode when non-empty)
-	conc       int
-	batch      int
-	pipeline   int
-	duration   time.Duration // 0 = no time limit
-	requests   int64         // 0 = no count limit
-	sketches   int
-	prefix     string
-	random     bool // pick sketches at random instead of round robin
-	dist       dist
-	zipfS      float64
-	ids        uint64
-	format     format
-	prebuilt   int // bodies built before the clock starts; 0 = build during the run
-	create     bool
-	log2m      int
-	regwidth   int
-	token      string
-	warmup     time.Duration
-	json       bool
-	progress   time.Duration
-	rate       float64 // requests (Redis: commands) per second; 0 = closed loop
-	timeout    time.Duration
-	maxBackoff time.Duration
-	seed       uint64
-	keys       bool // send an Idempotency-Key with every add
+	target   string // base URL without trailing slash (HTTP mode)
+	redis    string // host:port (Redis mode when non-empty)
+	postgres string // connection string (PostgreSQL mode when non-empty)
+	// serveDiscard, when non-empty, makes sketchload the read ceiling
+	// server on this address instead of a load generator.
+	serveDiscard string
+	conc         int
+	batch        int
+	pipeline     int
+	duration     time.Duration // 0 = no time limit
+	requests     int64         // 0 = no count limit
+	sketches     int
+	prefix       string
+	random       bool // pick sketches at random instead of round robin
+	dist         dist
+	zipfS        float64
+	ids          uint64
+	format       format
+	prebuilt     int // bodies built before the clock starts; 0 = build during the run
+	create       bool
+	log2m        int
+	regwidth     int
+	token        string
+	warmup       time.Duration
+	json         bool
+	progress     time.Duration
+	rate         float64 // requests (Redis: commands) per second; 0 = closed loop
+	timeout      time.Duration
+	maxBackoff   time.Duration
+	seed         uint64
+	keys         bool // send an Idempotency-Key with every add
 }
 
 // names returns the sketch (Redis: key) names the run spreads its load over.
@@ -85,6 +88,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	var distName, formatName, pick string
 	fs.StringVar(&c.target, "target", "http://127.0.0.1:8080", "sketchd base `URL`")
 	fs.StringVar(&c.redis, "redis", "", "measure a redis-server at `host:port` with PFADD instead of sketchd")
+	fs.StringVar(&c.serveDiscard, "serve-discard", "", "instead of sending load, serve HTTP on `addr` (host:port) until SIGINT/SIGTERM, reading every request body to its end and dropping it: the read ceiling to measure sketchd's CPU per id against (scripts/bench-ingest-cpu.sh)")
 	fs.StringVar(&c.postgres, "postgres", "", "measure PostgreSQL itself with the same batches as bigint[]: INSERT … hll_add_agg(hll_hash_bigint(x)) … ON CONFLICT … hll_union, into table sketchload_hll of the database this `DSN` names")
 	fs.IntVar(&c.conc, "c", 8, "concurrent connections (workers)")
 	fs.IntVar(&c.batch, "batch", 0, "ids per request (default 10000; with -redis ids per PFADD, default 100)")
@@ -97,7 +101,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&distName, "dist", "uniform", "id distribution: uniform, zipf or sequential")
 	fs.Float64Var(&c.zipfS, "zipf-s", 1.1, "zipf exponent s (> 1)")
 	fs.Uint64Var(&c.ids, "ids", 100_000_000, "id space size: ids are drawn from [0, ids)")
-	fs.StringVar(&formatName, "format", "json", "body format: json, json-text, ndjson, text or octet (ignored with -redis)")
+	fs.StringVar(&formatName, "format", "octet", "body format: octet (big-endian int64, the fastest), json, json-text, ndjson or text (ignored with -redis)")
 	fs.IntVar(&c.prebuilt, "prebuilt", -1, "bodies built before the clock starts and reused round robin; -1 = enough for about 1M ids (16 to 16384 bodies), 0 = build each body during the run.\n"+
 		"Reused bodies repeat ids: once a sketch holds them an add changes nothing, and a server may skip the durable write\n"+
 		"(Redis does not append a PFADD that changes no register to its AOF). Measure durable writes with 0 (fresh ids)")

@@ -18,7 +18,7 @@ func TestParseConfig(t *testing.T) {
 			t.Fatalf("parseConfig(): %v", err)
 		}
 		if c.target != "http://127.0.0.1:8080" || c.conc != 8 || c.batch != 10000 || c.duration != 10*time.Second ||
-			c.format != formatJSON || c.dist != distUniform || c.prebuilt != 105 || c.create {
+			c.format != formatOctet || c.dist != distUniform || c.prebuilt != 105 || c.create {
 			t.Errorf("defaults = %+v", c)
 		}
 	})

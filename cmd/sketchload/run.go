@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 )
 
 // ErrUsage is wrapped by errors in the command line that the flag package
@@ -22,6 +23,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.serveDiscard != "" {
+		ln, err := net.Listen("tcp", cfg.serveDiscard)
+		if err != nil {
+			return err
+		}
+		return serveDiscard(ctx, ln, stderr)
 	}
 
 	var workers []worker

@@ -3,9 +3,12 @@ package hll_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/axiomhq/hyperloglog"
+	"golang.org/x/sys/unix"
 
 	"github.com/sketchd/sketchd/internal/hll"
 )
@@ -77,6 +80,50 @@ func BenchmarkAddHash(b *testing.B) {
 			s.InsertHash(hs[i&(len(hs)-1)])
 			i++
 		}
+	})
+}
+
+// BenchmarkAddHashesFull adds one request's worth of hashes (10,000) to a
+// FULL log2m=14 sketch, what ingest does once a sketch is full: the batch
+// (AddHashes, which keeps what changed for the log) against one AddHash
+// call per hash, and axiomhq's InsertHash per hash as the outside peer.
+func BenchmarkAddHashesFull(b *testing.B) {
+	hs := hashes()
+	batches := len(hs) / 10000
+	b.Run("impl=batch", func(b *testing.B) {
+		s := fullSketch(b, 1)
+		changed := make([]uint64, 0, 10000)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			changed = s.AddHashes(hs[i%batches*10000:][:10000], changed[:0])
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/hash")
+	})
+	b.Run("impl=per-hash", func(b *testing.B) {
+		s := fullSketch(b, 1)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			for _, h := range hs[i%batches*10000:][:10000] {
+				s.AddHash(h)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/hash")
+	})
+	b.Run("impl=axiomhq", func(b *testing.B) {
+		s := axiomSketch(b, 1)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			for _, h := range hs[i%batches*10000:][:10000] {
+				s.InsertHash(h)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/hash")
 	})
 }
 
@@ -239,4 +286,78 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkUnionCPU is BenchmarkUnion of 2 and BenchmarkMergeInto with
+// the peer in the same iteration. Each iteration, with sketchd and then
+// with axiomhq: the union of two FULL sketches (a new sketch); a merge of
+// one into a running union that already holds it (merge: what
+// BenchmarkMergeInto measures); and a merge into a fresh copy of another
+// (fresh merge, the copy untimed). The figures are the CPU of the
+// benchmark's thread (locked to it) per operation, which a loaded machine
+// inflates far less than ns/op, and sketchd's over axiomhq's (the bar is
+// at most 1):
+//
+//	go test -run '^$' -bench UnionCPU -benchtime 3000x -count 6 ./internal/hll
+func BenchmarkUnionCPU(b *testing.B) {
+	x, y := fullSketch(b, 40), fullSketch(b, 41)
+	into := x.Clone()
+	ax, ay := axiomSketch(b, 40), axiomSketch(b, 41)
+	aInto := ax.Clone()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu, peer [3]time.Duration
+	for b.Loop() {
+		t0 := threadCPU(b)
+		if _, err := hll.Union(x, y); err != nil {
+			b.Fatal(err)
+		}
+		t1 := threadCPU(b)
+		if err := into.Union(y); err != nil {
+			b.Fatal(err)
+		}
+		t2 := threadCPU(b)
+		fresh := x.Clone()
+		t3 := threadCPU(b)
+		if err := fresh.Union(y); err != nil {
+			b.Fatal(err)
+		}
+		t4 := threadCPU(b)
+		cpu[0], cpu[1], cpu[2] = cpu[0]+t1-t0, cpu[1]+t2-t1, cpu[2]+t4-t3
+
+		t0 = threadCPU(b)
+		u := ax.Clone()
+		if err := u.Merge(ay); err != nil {
+			b.Fatal(err)
+		}
+		t1 = threadCPU(b)
+		if err := aInto.Merge(ay); err != nil {
+			b.Fatal(err)
+		}
+		t2 = threadCPU(b)
+		aFresh := ax.Clone()
+		t3 = threadCPU(b)
+		if err := aFresh.Merge(ay); err != nil {
+			b.Fatal(err)
+		}
+		t4 = threadCPU(b)
+		peer[0], peer[1], peer[2] = peer[0]+t1-t0, peer[1]+t2-t1, peer[2]+t4-t3
+	}
+	n := float64(b.N)
+	for i, what := range []string{"union", "merge", "fresh-merge"} {
+		b.ReportMetric(float64(cpu[i].Nanoseconds())/n/1e3, what+"-cpu-us")
+		b.ReportMetric(float64(peer[i].Nanoseconds())/n/1e3, "axiomhq-"+what+"-cpu-us")
+		b.ReportMetric(float64(cpu[i])/float64(peer[i]), what+"/axiomhq")
+	}
+}
+
+// threadCPU is the CPU time of the calling thread, to the nanosecond
+// (getrusage's per-thread figure moves only at scheduler ticks, too
+// coarse for operations of microseconds).
+func threadCPU(tb testing.TB) time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ts.Nano())
 }

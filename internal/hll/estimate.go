@@ -3,6 +3,7 @@ package hll
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 )
 
 // Estimate returns the cardinality estimate: 0 for EMPTY, the exact count
@@ -97,6 +98,87 @@ func countMax(hist *[128]int, a, b []uint8) {
 		hist[v] = n
 	}
 }
+
+// maxCount sets dst to the register-wise maximum of a and b (dst may be
+// either) and hist to the histogram of the result, in one pass: a union
+// of two register sketches reads each register once, instead of a copy,
+// a maximum and a recount.
+func maxCount(hist *[128]int, dst, a, b []uint8) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	var c [8][128]int32
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		w := maxWord(binary.LittleEndian.Uint64(a[i:]), binary.LittleEndian.Uint64(b[i:]))
+		binary.LittleEndian.PutUint64(dst[i:], w)
+		c[0][w&127]++
+		c[1][w>>8&127]++
+		c[2][w>>16&127]++
+		c[3][w>>24&127]++
+		c[4][w>>32&127]++
+		c[5][w>>40&127]++
+		c[6][w>>48&127]++
+		c[7][w>>56&127]++
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = max(a[i], b[i])
+		c[0][dst[i]&127]++
+	}
+	for v := range hist {
+		n := 0
+		for l := range c {
+			n += int(c[l][v])
+		}
+		hist[v] = n
+	}
+}
+
+// mergeInto sets dst to the register-wise maximum of dst and src and keeps
+// hist, dst's histogram, current. While few registers grow, as when
+// merging into a running union or window that holds most of src
+// already, only those move in the histogram: a word of eight registers
+// none of which grew costs a maximum and a compare. Once more than one
+// register in mergeDense has grown, as in a merge of unrelated sketches,
+// the rest is merged and counted in one pass (maxCount), which costs the
+// same however many grow, and the part already merged is recounted.
+func mergeInto(hist *[128]int, dst, src []uint8) {
+	src = src[:len(dst)]
+	grown, i := 0, 0
+	for ; i+8 <= len(dst); i += 8 {
+		if i%mergeCheck == 0 && i > 0 && grown*mergeDense > i {
+			var head [128]int
+			countMax(&head, dst[:i], dst[:i])
+			maxCount(hist, dst[i:], dst[i:], src[i:])
+			for v, n := range head {
+				hist[v] += n
+			}
+			return
+		}
+		a := binary.LittleEndian.Uint64(dst[i:])
+		w := maxWord(a, binary.LittleEndian.Uint64(src[i:]))
+		if w == a {
+			continue
+		}
+		binary.LittleEndian.PutUint64(dst[i:], w)
+		for d := a ^ w; d != 0; grown++ {
+			sh := uint(bits.TrailingZeros64(d)) &^ 7
+			hist[a>>sh&127]--
+			hist[w>>sh&127]++
+			d &^= 0xff << sh
+		}
+	}
+	for ; i < len(dst); i++ {
+		if v := src[i]; v > dst[i] {
+			hist[dst[i]&127]--
+			hist[v&127]++
+			dst[i] = v
+		}
+	}
+}
+
+// mergeCheck is how many registers mergeInto merges between looks at how
+// many grew; mergeDense is the share (one in mergeDense) past which it
+// counts the rest instead.
+const mergeCheck, mergeDense = 512, 16
 
 // MaxRegisters sets dst[i] to max(dst[i], src[i]): the registers of the
 // union of two register sketches at the same parameters.

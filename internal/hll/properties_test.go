@@ -401,3 +401,77 @@ func TestRegisterEstimate(t *testing.T) {
 		t.Fatalf("only %d of 300 cases had a union in register form", checked)
 	}
 }
+
+// TestDenseUnionMatchesRegisters checks unions of 2, 3 and 4 FULL
+// sketches (Union and Sketch.Union) against the register-wise maximum
+// computed one register at a time, and their histograms (which the
+// estimate reads) against a recount.
+func TestDenseUnionMatchesRegisters(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	p := Params{Log2m: 11, Regwidth: 5, Expthresh: -1, Sparse: true}
+	var ss []*Sketch
+	for range 4 {
+		s, _ := New(p)
+		for range 20000 {
+			s.AddHash(r.Uint64())
+		}
+		if s.kind != kindDense {
+			t.Fatal("want FULL sketches")
+		}
+		ss = append(ss, s)
+	}
+	check := func(name string, got *Sketch, parts []*Sketch) {
+		t.Helper()
+		for i := range got.regs {
+			var want uint8
+			for _, s := range parts {
+				want = max(want, s.regs[i])
+			}
+			if got.regs[i] != want {
+				t.Fatalf("%s: register %d = %d, want %d", name, i, got.regs[i], want)
+			}
+		}
+		var hist [128]int
+		for _, v := range got.regs {
+			hist[v]++
+		}
+		if *got.hist != hist {
+			t.Fatalf("%s: histogram differs from a recount", name)
+		}
+	}
+	for n := 2; n <= 4; n++ {
+		u, err := Union(ss[:n]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("Union of %d", n), u, ss[:n])
+	}
+	// Merged into in place: a first merge, the same again (nothing
+	// grows), then the others, and one of the parts merged back into a
+	// union that holds it.
+	into := ss[0].Clone()
+	for i, step := range []struct{ with, parts int }{{1, 2}, {1, 2}, {2, 3}, {3, 4}, {0, 4}, {2, 4}} {
+		if err := into.Union(ss[step.with]); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("Sketch.Union, merge %d", i+1), into, ss[:step.parts])
+	}
+	// A sketch a few registers above the union: only they move.
+	near := into.Clone()
+	for range 100 {
+		near.AddHash(r.Uint64())
+	}
+	grown := 0
+	for i, v := range near.regs {
+		if v > into.regs[i] {
+			grown++
+		}
+	}
+	if grown == 0 || grown*mergeDense > len(into.regs) {
+		t.Fatalf("%d registers grew, want a few", grown)
+	}
+	if err := into.Union(near); err != nil {
+		t.Fatal(err)
+	}
+	check("Sketch.Union of a sketch a few registers above", into, append(ss[:4:4], near))
+}

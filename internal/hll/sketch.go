@@ -225,9 +225,38 @@ func (s *Sketch) addHashes(hs []uint64, changed []uint64, track bool) []uint64 {
 			s.densify()
 		}
 	}
+	if s.kind == kindDense {
+		return s.addDense(hs, changed, track)
+	}
 	for _, h := range hs {
 		if s.AddHash(h) && track {
 			changed = append(changed, h)
+		}
+	}
+	return changed
+}
+
+// addDense is addHashes for registers: one loop over the batch with the
+// registers, histogram and limits held in locals, instead of a call and a
+// type switch per hash (AddHash).
+func (s *Sketch) addDense(hs []uint64, changed []uint64, track bool) []uint64 {
+	regs, hist := s.regs, s.hist
+	mask := uint64(len(regs) - 1) // len(regs) is a power of two
+	shift, top := s.shift, s.max
+	for _, h := range hs {
+		w := h >> shift
+		if w == 0 {
+			continue
+		}
+		v := min(uint8(bits.TrailingZeros64(w))+1, top)
+		i := h & mask
+		if old := regs[i]; v > old {
+			regs[i] = v
+			hist[old&127]--
+			hist[v&127]++
+			if track {
+				changed = append(changed, h)
+			}
 		}
 	}
 	return changed

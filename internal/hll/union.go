@@ -79,8 +79,7 @@ func (s *Sketch) union(o *Sketch) {
 		}
 		return
 	}
-	maxBytes(s.regs, o.regs)
-	s.rehist()
+	mergeInto(s.hist, s.regs, o.regs)
 }
 
 func (s *Sketch) reset(k kind) {
@@ -190,11 +189,23 @@ func Union(sketches ...*Sketch) (*Sketch, error) {
 	if len(dense) == 0 {
 		return out, nil
 	}
-	first := dense[0].Clone()
-	for _, d := range dense[1:] {
-		maxBytes(first.regs, d.regs)
+	var first *Sketch
+	if len(dense) == 1 {
+		first = dense[0].Clone()
+	} else {
+		// The first two are merged into new registers as they are counted;
+		// any others are merged after, and counted again.
+		first = newSketch(p, kindDense)
+		first.regs = make([]uint8, len(dense[0].regs))
+		first.hist = new([128]int)
+		maxCount(first.hist, first.regs, dense[0].regs, dense[1].regs)
+		for _, d := range dense[2:] {
+			maxBytes(first.regs, d.regs)
+		}
+		if len(dense) > 2 {
+			first.rehist()
+		}
 	}
-	first.rehist()
 	first.p, first.maxSparse = out.p, out.maxSparse
 	first.union(out)
 	return first, nil

@@ -77,6 +77,14 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 	// lets its argument escape. So the first string with an escape in a
 	// call allocates it, and later ones reuse it.
 	var scratch []byte
+	// Integer ids are collected as their values from dst[raw:] on and
+	// hashed together a block at a time (murmur.Int64Hashes) once the array
+	// ends, or once a string id comes (then each later id is hashed as it
+	// is read: raw < 0).
+	raw := -1
+	if ids {
+		raw = len(dst)
+	}
 	for n := 0; ; n++ {
 		if n == maxIDs {
 			return dst, i, tooMany(i, pathIndex(field, n), maxIDs)
@@ -89,7 +97,7 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 			if !ok {
 				return dst, i, at(intError(b, i, field), pathIndex(field, n))
 			}
-			if ids {
+			if ids && raw < 0 {
 				h, _ := murmur.Int64(v, 0)
 				dst = append(dst, h)
 			} else {
@@ -97,6 +105,10 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 			}
 			i = j
 		} else if c == '"' && ids {
+			if raw >= 0 {
+				murmur.Int64Hashes(dst[raw:])
+				raw = -1
+			}
 			end, ok := scanString(b, i+1)
 			var h uint64
 			if ok {
@@ -128,6 +140,9 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 				}
 				continue
 			case ']':
+				if raw >= 0 {
+					murmur.Int64Hashes(dst[raw:])
+				}
 				return dst, i + 1, nil
 			}
 		}

@@ -20,6 +20,8 @@ func TestAppendJSONHashesAccepts(t *testing.T) {
 		{"empty hashes", `{"hashes":[ ]}`, idHashes()},
 		{"ints", `{"ids":[1,2,3]}`, idHashes(1, 2, 3)},
 		{"mixed", `{"ids":[42,"42","user-1",-7]}`, idHashes(42, "42", "user-1", -7)},
+		{"ints in blocks, then a string, then ints", `{"ids":[1,2,3,4,5,6,"x",7,8,9,10,11]}`, idHashes(1, 2, 3, 4, 5, 6, "x", 7, 8, 9, 10, 11)},
+		{"a string first", `{"ids":["x",1,2,3,4,5]}`, idHashes("x", 1, 2, 3, 4, 5)},
 		{"whitespace everywhere", " \t\r\n{ \"ids\" \n:\r [ 1 ,\t\"a\" \n, -2 ] \r\n} \n\t", idHashes(1, "a", -2)},
 		{"int64 extremes", `{"ids":[-9223372036854775808,9223372036854775807]}`, idHashes(int64(math.MinInt64), int64(math.MaxInt64))},
 		{"minus zero is zero", `{"ids":[-0,0]}`, idHashes(0, 0)},

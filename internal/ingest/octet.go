@@ -20,8 +20,9 @@ func AppendOctetHashes(dst []uint64, body []byte, maxIDs int) ([]uint64, error) 
 	n := len(dst)
 	dst = slices.Grow(dst, len(body)/8)[:n+len(body)/8]
 	for k, i := n, 0; k < len(dst); k, i = k+1, i+8 {
-		dst[k], _ = murmur.Int64(int64(binary.BigEndian.Uint64(body[i:])), 0)
+		dst[k] = binary.BigEndian.Uint64(body[i:])
 	}
+	murmur.Int64Hashes(dst[n:])
 	return dst, nil
 }
 

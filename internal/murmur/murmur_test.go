@@ -3,7 +3,11 @@ package murmur
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"runtime"
+	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spaolacci/murmur3"
 )
@@ -78,7 +82,84 @@ func FuzzInt64(f *testing.F) {
 	})
 }
 
+// TestInt64Hashes checks the block hash against the reference
+// implementation on every length up to a few blocks (so the four-wide
+// steps and the tail both run) and a million random and edge values.
+func TestInt64Hashes(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	edges := []uint64{0, 1, 1 << 63, 1<<63 - 1, 1<<64 - 1, 8, 1<<64 - 8}
+	vs := make([]uint64, 0, 1<<20)
+	vs = append(vs, edges...)
+	for len(vs) < cap(vs) {
+		vs = append(vs, r.Uint64()>>(r.IntN(64)))
+	}
+	for n := range 13 {
+		checkInt64Hashes(t, vs[:n])
+	}
+	checkInt64Hashes(t, vs)
+}
+
+func checkInt64Hashes(t *testing.T, vs []uint64) {
+	t.Helper()
+	got := slices.Clone(vs)
+	Int64Hashes(got)
+	for i, v := range vs {
+		if want, _ := reference(int64(v), 0); got[i] != want {
+			t.Fatalf("Int64Hashes of %d values: [%d] (%d) = %#x, want %#x", len(vs), i, int64(v), got[i], want)
+		}
+	}
+}
+
+func FuzzInt64Hashes(f *testing.F) {
+	f.Add(int64(0), int64(-1), int64(1<<63-1), int64(-1<<63), int64(42))
+	f.Fuzz(func(t *testing.T, a, b, c, d, e int64) {
+		vs := []uint64{uint64(a), uint64(b), uint64(c), uint64(d), uint64(e)}
+		for n := range len(vs) + 1 {
+			checkInt64Hashes(t, vs[:n])
+		}
+	})
+}
+
 var sink uint64
+
+// BenchmarkInt64Hashes hashes 10,000 values in place a block at a time
+// (block), against Int64 called on each (each, the peer), alternating
+// every iteration. cpu-ns/id is the CPU of the benchmark's thread (locked
+// to it), which a loaded machine inflates far less than ns/op.
+func BenchmarkInt64Hashes(b *testing.B) {
+	r := rand.New(rand.NewPCG(6, 6))
+	src := make([]uint64, 10000)
+	for i := range src {
+		src[i] = r.Uint64() >> 20
+	}
+	vs := make([]uint64, len(src))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var block, each time.Duration
+	for b.Loop() {
+		t0 := threadCPU(b)
+		copy(vs, src)
+		Int64Hashes(vs)
+		t1 := threadCPU(b)
+		copy(vs, src)
+		for i, v := range vs {
+			vs[i], _ = Int64(int64(v), 0)
+		}
+		block, each = block+t1-t0, each+threadCPU(b)-t1
+	}
+	n := float64(b.N) * float64(len(vs))
+	b.ReportMetric(float64(block.Nanoseconds())/n, "block-cpu-ns/id")
+	b.ReportMetric(float64(each.Nanoseconds())/n, "each-cpu-ns/id")
+	b.ReportMetric(float64(block)/float64(each), "block/each")
+}
+
+func threadCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1, &ru); err != nil { // RUSAGE_THREAD
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 func BenchmarkInt64(b *testing.B) {
 	b.ReportAllocs()

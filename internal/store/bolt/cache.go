@@ -54,7 +54,11 @@ func (s *DB) acquire(name string) (*entry, error) {
 // load reads and decodes name's record (nil if there is none).
 func (s *DB) load(name string) (*state, error) {
 	var st *state
-	err := s.bdb.View(func(tx *bbolt.Tx) error {
+	view := s.bdb.View
+	if s.replayTx != nil {
+		view = func(fn func(*bbolt.Tx) error) error { return fn(s.replayTx) }
+	}
+	err := view(func(tx *bbolt.Tx) error {
 		bucket, key := location(name)
 		rec := tx.Bucket(bucket).Get(key)
 		if rec == nil {
@@ -116,10 +120,20 @@ func (s *DB) release(e *entry) {
 	s.evictLocked()
 }
 
+// smallEntryBytes is the most an entry holding a sketch may cost
+// (entryMemory) for it to leave the cache as soon as it is unpinned and
+// clean: an EXPLICIT HLL of up to about 50 ids, a SPARSE one of up to
+// about 120 registers. Such a sketch is kept in its compact form, the
+// encoded record in bbolt's mapped pages, and decoded on use (about a
+// microsecond for a few ids), instead of costing several times its bytes
+// in entry, state and sketch headers for as long as the cache has room.
+const smallEntryBytes = 1024
+
 // parkLocked puts an unpinned clean entry where it belongs: on the LRU
-// list, or out of the cache if it holds nothing. Called with cacheMu held.
+// list, or out of the cache if it holds nothing or only a small sketch.
+// Called with cacheMu held.
 func (s *DB) parkLocked(e *entry) {
-	if e.st == nil {
+	if e.st == nil || (e.st.sk != nil && e.mem.Load() <= smallEntryBytes) {
 		s.removeLocked(e)
 		return
 	}
@@ -147,21 +161,18 @@ func (s *DB) evictLocked() {
 // with e.mu held.
 func (s *DB) markDirty(e *entry, memDelta int64) {
 	e.gen++
-	e.dirty.Store(true)
 	s.dirtyMu.Lock()
+	if !e.dirty.Load() {
+		s.dirtyIdx.set(e.name, e)
+		s.unsettled.Store(int64(s.dirtyIdx.len()))
+		e.dirty.Store(true)
+	}
 	if _, ok := s.dirty[e]; ok {
 		s.dirtyBytes.Add(memDelta)
 	} else {
 		s.dirty[e] = struct{}{}
+		s.dirtyN.Store(int64(len(s.dirty)))
 		s.dirtyBytes.Add(e.mem.Load())
-		if series, ok := bucketSeriesName(e.name); ok {
-			m := s.dirtyBuckets[series]
-			if m == nil {
-				m = map[*entry]struct{}{}
-				s.dirtyBuckets[series] = m
-			}
-			m[e] = struct{}{}
-		}
 	}
 	s.dirtyMu.Unlock()
 }

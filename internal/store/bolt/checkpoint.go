@@ -31,10 +31,14 @@ func (sn *snapshot) take() {
 	e := sn.e
 	sn.taken, sn.gen, sn.keep = true, e.gen, e.unreadable
 	if e.st != nil {
-		sn.rec = appendRecord(nil, e.name, e.st)
+		if e.enc != nil && e.encGen == e.gen {
+			sn.rec = e.enc
+		} else {
+			sn.rec = appendRecord(nil, e.name, e.st)
+		}
 		sn.metric = e.st.metric
 	}
-	e.snap = nil
+	e.enc, e.snap = nil, nil
 }
 
 // takeDirty hands a snapshot to every changed entry and starts a new dirty
@@ -46,8 +50,7 @@ func (s *DB) takeDirty() []*snapshot {
 	s.dirtyMu.Lock()
 	dirty := s.dirty
 	s.dirty = map[*entry]struct{}{}
-	s.flushing, s.flushingBuckets = dirty, s.dirtyBuckets
-	s.dirtyBuckets = map[string]map[*entry]struct{}{}
+	s.dirtyN.Store(0)
 	s.dirtyBytes.Store(0)
 	s.dirtyMu.Unlock()
 	snaps := make([]*snapshot, 0, len(dirty))
@@ -99,15 +102,6 @@ func (s *DB) abandon(snaps []*snapshot) {
 		s.markDirty(sn.e, 0)
 		sn.e.mu.Unlock()
 	}
-	s.settled()
-}
-
-// settled forgets the entries a checkpoint took (DB.flushing): they are
-// in bbolt now, or back in the dirty set.
-func (s *DB) settled() {
-	s.dirtyMu.Lock()
-	s.flushing, s.flushingBuckets = nil, nil
-	s.dirtyMu.Unlock()
 }
 
 // commitCheckpoint writes the filled snapshots and the log position they
@@ -173,15 +167,24 @@ func (s *DB) commitCheckpoint(snaps []*snapshot, keys map[idem.ID]*idem.Record, 
 		s.keys.giveBack(keys)
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
-	s.settled()
 	for _, sn := range snaps {
 		sn.e.mu.Lock()
 		if sn.e.gen == sn.gen {
-			sn.e.dirty.Store(false)
+			s.markClean(sn.e)
 		}
 		sn.e.mu.Unlock()
 	}
 	return nil
+}
+
+// markClean clears e's dirty flag: a committed checkpoint holds its
+// state. Called with e.mu held.
+func (s *DB) markClean(e *entry) {
+	s.dirtyMu.Lock()
+	e.dirty.Store(false)
+	s.dirtyIdx.remove(e.name)
+	s.unsettled.Store(int64(s.dirtyIdx.len()))
+	s.dirtyMu.Unlock()
 }
 
 // releaseClean parks the snapshots' entries that are now clean and
@@ -241,6 +244,9 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
 	fill(snaps)
+	if s.opts.beforeCommit != nil {
+		s.opts.beforeCommit()
+	}
 	if err := s.commitCheckpoint(snaps, keys, lsn); err != nil {
 		return err
 	}
@@ -258,6 +264,13 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	return nil
 }
 
+// checkpointDue reports whether the log or the changes since the last
+// checkpoint passed a limit that starts the next one early.
+func (s *DB) checkpointDue() bool {
+	return s.wal.bytes() >= s.opts.CheckpointBytes || s.dirtyBytes.Load() >= s.opts.CacheBytes ||
+		s.dirtyN.Load() >= int64(s.opts.CheckpointSketches)
+}
+
 func (s *DB) dirtyCount() int {
 	s.dirtyMu.Lock()
 	defer s.dirtyMu.Unlock()
@@ -265,7 +278,8 @@ func (s *DB) dirtyCount() int {
 }
 
 // checkpointLoop checkpoints on the interval, when the log grows past
-// CheckpointBytes, when changed sketches fill the cache, and, after a log
+// CheckpointBytes, when changed sketches fill the cache or pass
+// CheckpointSketches, and, after a log
 // failure, at once and then every second until the log works again.
 func (s *DB) checkpointLoop() {
 	defer close(s.done)
@@ -285,7 +299,7 @@ func (s *DB) checkpointLoop() {
 				if time.Since(lastTry) < time.Second {
 					continue
 				}
-			} else if s.wal.bytes() < s.opts.CheckpointBytes && s.dirtyBytes.Load() < s.opts.CacheBytes {
+			} else if !s.checkpointDue() {
 				continue
 			}
 		}

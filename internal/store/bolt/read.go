@@ -107,41 +107,47 @@ func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) 
 	if err := s.readable(); err != nil {
 		return nil, false, nil, err
 	}
-	inRange := func(n string) bool { return isSketchName(n) && strings.HasPrefix(n, prefix) && n > after }
-	// Sketches changed since the last checkpoint may be missing from
-	// bbolt, or deleted from memory but not yet from bbolt: they are read
-	// from the cache, everything else from bbolt.
-	overlay := map[string]bool{}
-	s.dirtyMu.Lock()
-	for e := range s.dirty {
-		if inRange(e.name) {
-			overlay[e.name] = true
+	// Sketches changed since their last committed checkpoint may be
+	// missing from bbolt, or deleted from memory but not yet from bbolt:
+	// they are read from memory, everything else from bbolt. Both are
+	// walked in name order from the page's start, so a page costs about
+	// a page of rows however many sketches wait for a checkpoint.
+	start := max(prefix, after, firstSketchKey)
+	// From memory: up to limit+1 sketches, and every changed name walked
+	// to find them (deleted ones included), which bbolt must not answer.
+	var mem []sketch.Info
+	over := map[string]struct{}{}
+	bound := "" // the last name walked once the walk stopped early
+	s.dirtyFrom(start, prefix, after == start, func(e *entry) bool {
+		if len(mem) > limit {
+			bound = mem[len(mem)-1].Name
+			return false
 		}
-	}
-	s.dirtyMu.Unlock()
-	found := map[string]sketch.Info{}
-	for n := range overlay {
-		e, err := s.acquire(n)
-		if err != nil {
-			return nil, false, nil, err
-		}
+		over[e.name] = struct{}{}
 		e.mu.Lock()
 		if e.st != nil {
-			found[n] = e.st.info(n)
+			mem = append(mem, e.st.info(e.name))
 		}
 		e.mu.Unlock()
-		s.release(e)
+		return true
+	})
+	if len(mem) > limit && bound == "" {
+		bound = mem[len(mem)-1].Name
 	}
+	// From bbolt: up to limit+1 others, not past bound (the page ends
+	// there at the latest).
+	var disk []sketch.Info
 	err = s.bdb.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketSketches).Cursor()
-		start := max(prefix, after)
-		count := 0
-		for k, v := c.Seek([]byte(start)); k != nil && count <= limit; k, v = c.Next() {
+		for k, v := c.Seek([]byte(start)); k != nil && len(disk) <= limit; k, v = c.Next() {
 			n := string(k)
-			if !strings.HasPrefix(n, prefix) {
+			if !strings.HasPrefix(n, prefix) || (bound != "" && n > bound) {
 				break
 			}
-			if n <= after || overlay[n] {
+			if n <= after {
+				continue
+			}
+			if _, ok := over[n]; ok {
 				continue
 			}
 			st, err := decodeEntry(n, v)
@@ -150,26 +156,34 @@ func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) 
 				skipped = append(skipped, quoteName(k))
 				continue
 			}
-			found[n] = st.info(n)
-			count++
+			disk = append(disk, st.info(n))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, false, nil, err
 	}
-	names := make([]string, 0, len(found))
-	for n := range found {
-		names = append(names, n)
+	infos = mergeInfos(mem, disk, limit+1)
+	more = len(infos) > limit
+	return infos[:min(limit, len(infos))], more, skipped, nil
+}
+
+// firstSketchKey sorts before every sketch name and after every series
+// key (see series.go), so listings of sketches skip the series keyspace.
+const firstSketchKey = string(rune(prefixBucket + 1))
+
+// mergeInfos merges two lists sorted by name, with no name in both, into
+// one of at most n.
+func mergeInfos(a, b []sketch.Info, n int) []sketch.Info {
+	out := make([]sketch.Info, 0, min(n, len(a)+len(b)))
+	for len(out) < n && (len(a) > 0 || len(b) > 0) {
+		if len(b) == 0 || (len(a) > 0 && a[0].Name < b[0].Name) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
 	}
-	slices.Sort(names)
-	more = len(names) > limit
-	names = names[:min(limit, len(names))]
-	infos = make([]sketch.Info, len(names))
-	for i, n := range names {
-		infos[i] = found[n]
-	}
-	return infos, more, skipped, nil
+	return out
 }
 
 // SketchCounts calls yield for each (kind, representation) with its

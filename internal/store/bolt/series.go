@@ -348,36 +348,20 @@ func unixSpans(a, b int64) [][2]uint64 {
 	return [][2]uint64{{uint64(a), uint64(b)}}
 }
 
-// dirtyBucketsOf returns the buckets of series name changed since the
-// last committed checkpoint (dirty, or taken by a checkpoint still
-// running).
+// dirtyBucketsOf returns the buckets of series name changed since their
+// last committed checkpoint, in key order.
 func (s *DB) dirtyBucketsOf(name string) []*entry {
-	s.dirtyMu.Lock()
-	defer s.dirtyMu.Unlock()
-	var out []*entry
-	for e := range s.dirtyBuckets[name] {
-		out = append(out, e)
-	}
-	for e := range s.flushingBuckets[name] {
-		out = append(out, e)
-	}
-	return out
+	return s.dirtyEntries(bucketPrefix(name))
 }
 
-// dirtyEntries returns the entries changed since the last committed
-// checkpoint (dirty, or taken by a checkpoint still running) whose keys
-// start with prefix.
+// dirtyEntries returns the entries changed since their last committed
+// checkpoint whose keys start with prefix, in key order.
 func (s *DB) dirtyEntries(prefix string) []*entry {
-	s.dirtyMu.Lock()
-	defer s.dirtyMu.Unlock()
 	var out []*entry
-	for _, set := range []map[*entry]struct{}{s.dirty, s.flushing} {
-		for e := range set {
-			if strings.HasPrefix(e.name, prefix) {
-				out = append(out, e)
-			}
-		}
-	}
+	s.dirtyFrom(prefix, prefix, false, func(e *entry) bool {
+		out = append(out, e)
+		return true
+	})
 	return out
 }
 
@@ -542,42 +526,55 @@ func (s *DB) listKeys(ctx context.Context, keyPrefix string, bucket []byte, pref
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	exists := map[string]bool{}
-	for _, e := range s.dirtyEntries(keyPrefix + prefix) {
-		n := e.name[len(keyPrefix):]
-		if n <= after {
-			continue
+	// As ListSkipping: the changed keys and bbolt's, merged in order
+	// from the page's start.
+	start := max(prefix, after)
+	var mem []string
+	over := map[string]struct{}{}
+	bound := ""
+	s.dirtyFrom(keyPrefix+start, keyPrefix+prefix, after == start, func(e *entry) bool {
+		if len(mem) > limit {
+			bound = mem[len(mem)-1]
+			return false
 		}
+		n := e.name[len(keyPrefix):]
+		over[n] = struct{}{}
 		e.mu.Lock()
-		exists[n] = e.st != nil
+		if e.st != nil {
+			mem = append(mem, n)
+		}
 		e.mu.Unlock()
+		return true
+	})
+	if len(mem) > limit && bound == "" {
+		bound = mem[len(mem)-1]
 	}
-	found := 0
+	var disk []string
 	err := s.bdb.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucket).Cursor()
-		for k, _ := c.Seek([]byte(max(prefix, after))); k != nil && found <= limit; k, _ = c.Next() {
+		for k, _ := c.Seek([]byte(start)); k != nil && len(disk) <= limit; k, _ = c.Next() {
 			n := string(k)
-			if !strings.HasPrefix(n, prefix) {
+			if !strings.HasPrefix(n, prefix) || (bound != "" && n > bound) {
 				break
 			}
-			if _, over := exists[n]; n <= after || over {
+			if _, ok := over[n]; n <= after || ok {
 				continue
 			}
-			exists[n] = true
-			found++
+			disk = append(disk, n)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	var names []string
-	for n, ok := range exists {
-		if ok {
-			names = append(names, n)
+	names := make([]string, 0, min(limit+1, len(mem)+len(disk)))
+	for len(names) <= limit && (len(mem) > 0 || len(disk) > 0) {
+		if len(disk) == 0 || (len(mem) > 0 && mem[0] < disk[0]) {
+			names, mem = append(names, mem[0]), mem[1:]
+		} else {
+			names, disk = append(names, disk[0]), disk[1:]
 		}
 	}
-	slices.Sort(names)
 	more := len(names) > limit
 	return names[:min(limit, len(names))], more, nil
 }

@@ -76,9 +76,13 @@
 //
 // Decoded sketches are cached up to Options.CacheBytes. Sketches changed
 // since the last checkpoint stay in memory until it runs; unchanged ones are
-// evicted least recently used first. When changed sketches alone pass the
-// limit a checkpoint starts early, and past twice the limit writes are
-// refused with an Unavailable error until it completes.
+// evicted least recently used first, and small ones (smallEntryBytes) as
+// soon as nobody uses them: their record in bbolt's mapped pages is their
+// compact form, decoded on use. When changed sketches alone pass the
+// limit, or their number passes Options.CheckpointSketches, a checkpoint
+// starts early, and past twice either limit writes are refused with an
+// Unavailable error until it completes: what a restart after a crash
+// replays is bounded by the count.
 //
 // A cache entry's life: loaded by the first acquire of its name, it is
 // pinned while any operation uses it (never evicted then). An unpinned
@@ -140,6 +144,12 @@ type Options struct {
 	// CheckpointBytes starts a checkpoint once the log is this large
 	// (default 64 MiB).
 	CheckpointBytes int64
+	// CheckpointSketches starts a checkpoint once this many sketches
+	// (series buckets and definitions included) changed since the last
+	// one (default 25,000), and writes are refused with an Unavailable
+	// error while twice as many wait for a checkpoint. It bounds what a
+	// restart after a crash replays, and the memory that takes.
+	CheckpointSketches int
 	// CacheBytes bounds the decoded sketches kept in memory (default 512 MiB).
 	CacheBytes int64
 	// OpenTimeout is how long Open waits for another process's lock on the
@@ -166,6 +176,10 @@ type Options struct {
 	// segment, with "write" or "fdatasync"; an error it returns is that
 	// operation's failure. Tests inject faults with it.
 	logFault func(op string) error
+	// beforeCommit, if set, runs in a checkpoint after it copied the
+	// changed entries and before it writes them to bbolt. Tests read the
+	// store there, while the copies are in neither place for good.
+	beforeCommit func()
 }
 
 func (o *Options) setDefaults() {
@@ -174,6 +188,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.CheckpointBytes <= 0 {
 		o.CheckpointBytes = 64 << 20
+	}
+	if o.CheckpointSketches <= 0 {
+		o.CheckpointSketches = 25_000
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 512 << 20
@@ -238,16 +255,14 @@ type DB struct {
 	cacheBytes int64
 
 	dirtyMu    sync.Mutex
-	dirty      map[*entry]struct{}
+	dirty      map[*entry]struct{} // changed since the running checkpoint took its copies
+	dirtyIdx   dirtyIndex          // every entry whose dirty flag is set, by key
 	dirtyBytes atomic.Int64
-	// flushing is the dirty set a running checkpoint took, until its copy
-	// is in bbolt (or back in dirty): a scan of bbolt laid over dirty and
-	// flushing, read in that order, misses no entry.
-	flushing map[*entry]struct{}
-	// dirtyBuckets and flushingBuckets index the series buckets among
-	// dirty and flushing by series name, so a read of one series looks at
-	// its own changed buckets, not at every changed entry.
-	dirtyBuckets, flushingBuckets map[string]map[*entry]struct{}
+	dirtyN     atomic.Int64 // len(dirty)
+	unsettled  atomic.Int64 // dirtyIdx.len()
+	// replayTx, set only while Open replays the log (single-threaded),
+	// is the read transaction loads use then, instead of one each.
+	replayTx *bbolt.Tx
 
 	// keys are the idempotency keys (keys.go).
 	keys *keyTable
@@ -291,9 +306,13 @@ type entry struct {
 	// be decoded (acquireTolerant): a checkpoint never deletes its record
 	// unless a delete cleared the mark.
 	unreadable bool
-	gen        uint64       // counts changes; a checkpoint clears dirty only if none followed its copy
-	dirty      atomic.Bool  // changed since the last committed checkpoint: not evictable
-	mem        atomic.Int64 // st.memory(), refreshed after each change
+	gen        uint64 // counts changes; a checkpoint clears dirty only if none followed its copy
+	// enc, if set, is st's record as a checkpoint writes it, valid while
+	// gen is encGen: a state replayed from a log put is not encoded again.
+	enc    []byte
+	encGen uint64
+	dirty  atomic.Bool  // changed since the last committed checkpoint: not evictable; set and cleared under DB.dirtyMu, with dirtyIdx
+	mem    atomic.Int64 // st.memory(), refreshed after each change
 }
 
 // Open opens (creating if needed) the store at path and its log in
@@ -314,7 +333,7 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	s := &DB{
 		opts: opts, path: path, walDir: walDir, bdb: bdb,
-		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{}, dirtyBuckets: map[string]map[*entry]struct{}{},
+		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
 		counts: map[countKey]int{}, estimates: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
 		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
@@ -389,7 +408,12 @@ func (s *DB) open() error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	if s.replayTx, err = s.bdb.Begin(false); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	sc, err := s.replayLog(segs, checkpoint)
+	s.replayTx.Rollback()
+	s.replayTx = nil
 	if err != nil {
 		return err
 	}
@@ -575,6 +599,12 @@ func (s *DB) replay(o op) error {
 			return err
 		}
 		e.st, e.unreadable = st, false
+		if o.rec[0] == recordFormat {
+			// The record a checkpoint would write for this state, unless a
+			// later operation changes it: kept so that it is not encoded
+			// again (o.rec dies with the payload: a copy).
+			defer func() { e.enc, e.encGen = bytes.Clone(o.rec), e.gen }()
+		}
 	case opDelete:
 		e.st, e.unreadable = nil, false
 	case opAdd:

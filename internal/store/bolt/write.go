@@ -86,6 +86,20 @@ func (t *tx) add(e *entry, b sketch.Batch) error {
 	return nil
 }
 
+// putNew makes st, a sketch this write creates, the state of e with the
+// prepared batch b (which it accepted: Check) applied: one put of the
+// result is logged, not a put of the empty sketch and then its delta, so
+// replay and the next checkpoint take the logged record as it is.
+func (t *tx) putNew(e *entry, st *state, b sketch.Batch) error {
+	delta, err := st.sk.Apply(b, t.scratch[:0])
+	t.scratch = delta[:0]
+	if err != nil {
+		return err
+	}
+	t.put(e, st)
+	return nil
+}
+
 func (t *tx) setMetric(e *entry, on bool) {
 	e.st.metric = on
 	t.touch(e)
@@ -120,6 +134,10 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 		s.kickCheckpoint()
 		return sketch.Errorf(sketch.Unavailable, "changed sketches fill the cache; retry once the running checkpoint completes")
 	}
+	if s.unsettled.Load() > 2*int64(s.opts.CheckpointSketches) {
+		s.kickCheckpoint()
+		return sketch.Errorf(sketch.Unavailable, "%d changed sketches wait for a checkpoint; retry once the running one completes", s.unsettled.Load())
+	}
 	names = sortedUnique(names)
 	es, err := acquireAll(names)
 	if err != nil {
@@ -145,7 +163,7 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 		// reads or writes again: the client may retry it.
 		return errLogFailed(err)
 	}
-	if s.dirtyBytes.Load() > s.opts.CacheBytes {
+	if s.dirtyBytes.Load() > s.opts.CacheBytes || s.dirtyN.Load() >= int64(s.opts.CheckpointSketches) {
 		s.kickCheckpoint()
 	}
 	return nil
@@ -335,10 +353,13 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 			if err := st.sk.Check(b); err != nil {
 				return err
 			}
+			var err error
 			if e.st == nil {
-				t.put(e, st)
+				err = t.putNew(e, st, b)
+			} else {
+				err = t.add(e, b)
 			}
-			if err := t.add(e, b); err != nil {
+			if err != nil {
 				return err
 			}
 			// The answer sealed with an idempotency key says which ids
@@ -455,10 +476,13 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 			if batches[j] == nil {
 				continue
 			}
+			var err error
 			if e.st == nil {
-				t.put(e, sts[j])
+				err = t.putNew(e, sts[j], batches[j])
+			} else {
+				err = t.add(e, batches[j])
 			}
-			if err := t.add(e, batches[j]); err != nil {
+			if err != nil {
 				return err // unreachable: checked above
 			}
 			if isSketchName(e.name) {

@@ -185,16 +185,20 @@ type IntersectionRequest struct {
 }
 
 // Intersection is an intersection estimate with its error envelope and a
-// verdict: read Reliable and Warnings before trusting Estimate, and
-// Spurious before reading any overlap into it.
+// verdict: read Verdict (or Reliable) and Warnings before trusting
+// Estimate, and Spurious before reading any overlap into it.
 type Intersection struct {
-	Estimate         float64  `json:"estimate"` // RawEstimate clamped to [0, smallest set]
-	RawEstimate      float64  `json:"raw_estimate"`
-	Error            float64  `json:"error"` // one standard deviation
-	Lower            float64  `json:"lower"`
-	Upper            float64  `json:"upper"`
-	Spurious         bool     `json:"spurious"`
-	Reliable         bool     `json:"reliable"`
+	Estimate    float64 `json:"estimate"` // RawEstimate clamped to [0, smallest set]
+	RawEstimate float64 `json:"raw_estimate"`
+	Error       float64 `json:"error"` // one standard deviation
+	Lower       float64 `json:"lower"`
+	Upper       float64 `json:"upper"`
+	Spurious    bool    `json:"spurious"`
+	Reliable    bool    `json:"reliable"` // Verdict is VerdictReliable or VerdictExact
+	// Verdict is one of the Verdict constants; VerdictText says it for
+	// people ("Not reliable. The estimate is above its noise, but …").
+	Verdict          string   `json:"verdict"`
+	VerdictText      string   `json:"verdict_text"`
 	Warnings         []string `json:"warnings"`
 	Terms            []Term   `json:"terms"`
 	Overlap          float64  `json:"overlap"`
@@ -211,6 +215,23 @@ type Intersection struct {
 	ANotB   *Bounded `json:"a_not_b,omitempty"`
 	BNotA   *Bounded `json:"b_not_a,omitempty"`
 }
+
+// The verdicts of an answer built from sketches (docs/intersection.md,
+// "Verdicts"), strongest first.
+const (
+	// VerdictExact: the count has no error.
+	VerdictExact = "exact"
+	// VerdictReliable: the bounds span at most half the estimate (and
+	// for two HLL sketches the overlap and size ratio are inside the
+	// cutoffs); such bounds held the truth in at least 95% of answers in
+	// every cell of the simulation.
+	VerdictReliable = "reliable"
+	// VerdictNotReliable: above its noise, but the bounds are too wide or
+	// the sets outside the trustworthy range; Warnings say which.
+	VerdictNotReliable = "not_reliable"
+	// VerdictSpurious: cannot be told from zero.
+	VerdictSpurious = "spurious"
+)
 
 // Term is one union of inclusion-exclusion and its estimate.
 type Term struct {

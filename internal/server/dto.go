@@ -345,6 +345,8 @@ type intersectionResponse struct {
 	Upper            float64  `json:"upper"`
 	Spurious         bool     `json:"spurious"`
 	Reliable         bool     `json:"reliable"`
+	Verdict          string   `json:"verdict"`
+	VerdictText      string   `json:"verdict_text"`
 	Warnings         []string `json:"warnings"`
 	Terms            []term   `json:"terms"`
 	Overlap          float64  `json:"overlap"`
@@ -360,7 +362,7 @@ func intersectionDTO(x sketch.Intersection) intersectionResponse {
 	out := intersectionResponse{
 		Estimate: finite(x.Estimate), RawEstimate: finite(x.RawEstimate), Error: finite(x.Error),
 		Lower: finite(x.Lower), Upper: finite(x.Upper), Spurious: x.Spurious, Reliable: x.Reliable,
-		Warnings: x.Warnings, Overlap: finite(x.Overlap), CardinalityRatio: finite(x.CardinalityRatio),
+		Verdict: string(x.Verdict), VerdictText: x.VerdictText, Warnings: x.Warnings, Overlap: finite(x.Overlap), CardinalityRatio: finite(x.CardinalityRatio),
 		Log2m: x.Log2m, Method: string(x.Method),
 		Jaccard: boundedDTO(x.Jaccard), ANotB: boundedDTO(x.ANotB), BNotA: boundedDTO(x.BNotA),
 	}
@@ -409,6 +411,8 @@ type thetaIntersectionResponse struct {
 	Upper            float64      `json:"upper"`
 	Spurious         bool         `json:"spurious"`
 	Reliable         bool         `json:"reliable"`
+	Verdict          string       `json:"verdict"`
+	VerdictText      string       `json:"verdict_text"`
 	Warnings         []string     `json:"warnings"`
 	Terms            []term       `json:"terms"`
 	Overlap          float64      `json:"overlap"`
@@ -457,13 +461,23 @@ func thetaIntersectionDTO(labels []string, ts []*theta.Sketch) (thetaIntersectio
 		resp.CardinalityRatio = large / small
 	}
 	resp.Spurious = b.Lower == 0
-	resp.Reliable = !resp.Spurious && x.Retained() >= minRetained
+	// In exact mode (theta 1) the sketch holds every hash: the count is
+	// exact, whatever its size.
+	v, text := sketch.JudgeBounds(b.Estimate, b.Lower, b.Upper, x.Theta() >= 1 && b.Lower == b.Upper)
 	switch {
+	case v == sketch.VerdictExact:
 	case resp.Spurious:
 		resp.Warnings = append(resp.Warnings, "the lower bound is 0: the sets may not overlap at all")
-	case !resp.Reliable:
+	case x.Retained() < minRetained:
+		v = sketch.VerdictNotReliable
+		text = fmt.Sprintf("Not reliable. Only %d sampled users are in the intersection: its bounds are wide.", x.Retained())
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("only %d sampled users are in the intersection: its bounds are wide", x.Retained()))
+	case v == sketch.VerdictNotReliable:
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("the bounds span %.0f%% of the estimate; an answer is reliable only when they span at most %.0f%% of it (%d sampled users are in the intersection)",
+			100*sketch.RelativeWidth(b.Estimate, b.Lower, b.Upper), 100*sketch.MaxRelativeWidth, x.Retained()))
 	}
+	resp.Verdict, resp.VerdictText = string(v), text
+	resp.Reliable = v == sketch.VerdictReliable || v == sketch.VerdictExact
 	if len(ts) == 2 {
 		j := theta.Jaccard(ts[0], ts[1])
 		resp.Jaccard = &thetaBounds{Estimate: j.Estimate, Error: (j.Upper - j.Lower) / 4, Lower: j.Lower, Upper: j.Upper}

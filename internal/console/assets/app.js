@@ -883,22 +883,17 @@ function legend(sets, band) {
     band ? item('lens lens-upper', 'lens band: lower to upper bound (the lens is the estimate)') : null));
 }
 
+// verdict shows the API's verdict and its words as they are: the page
+// decides nothing about how far an answer can be trusted.
 function verdict(x) {
-  const items = [];
-  let cls;
-  let text;
-  if (x.spurious) {
-    cls = 'spurious';
-    text = [el('strong', {}, 'Spurious.'), ` The estimate (${count(x.estimate)}) is within 1.2 × its error (${count(x.error)}) of zero: these sketches cannot tell this overlap from none. Do not act on it.`];
-  } else if (x.reliable) {
-    cls = 'reliable';
-    text = [el('strong', {}, 'Reliable.'), ' The overlap is large enough, and the sets close enough in size, for sketches of this precision.'];
-  } else {
-    cls = 'unreliable';
-    text = [el('strong', {}, 'Not reliable.'), ' The estimate is above its noise, but outside the range where sketches of this precision are trustworthy; see the warnings.'];
-  }
-  for (const w of x.warnings || []) items.push(el('li', {}, w));
-  return el('div', { class: `verdict ${cls}`, id: 'verdict' }, el('p', {}, text), items.length ? el('ul', { class: 'warnings', id: 'warnings' }, items) : null);
+  const items = (x.warnings || []).map((w) => el('li', {}, w));
+  return el('div', { class: `verdict ${x.verdict}`, id: 'verdict', 'data-verdict': x.verdict }, el('p', {}, x.verdict_text),
+    items.length ? el('ul', { class: 'warnings', id: 'warnings' }, items) : null);
+}
+
+// verdictLabel names a verdict in a table cell.
+function verdictLabel(v) {
+  return String(v).replace('_', ' ');
 }
 
 function methodText(x) {
@@ -970,7 +965,7 @@ function numbersThree(sets, x, pairs, layout) {
     el('th', { scope: 'row' }, `${n[i]} ∩ ${n[j]}`),
     el('td', { class: 'num' }, count(pairs[k].estimate)),
     el('td', { class: 'num' }, `${count(pairs[k].lower)} – ${count(pairs[k].upper)}`),
-    el('td', {}, pairs[k].spurious ? 'spurious' : pairs[k].reliable ? 'reliable' : 'not reliable')));
+    el('td', { class: 'pair-verdict', 'data-verdict': pairs[k].verdict }, verdictLabel(pairs[k].verdict))));
   return el('div', { class: 'numbers' },
     verdict(x),
     facts([

@@ -258,6 +258,70 @@ func (c *Client) Intersection(ctx context.Context, req IntersectionRequest) (*In
 	return into[Intersection](ctx, c, cl)
 }
 
+// OverlapRequest counts how 2 to 64 HLL sketches or series ranges
+// overlap.
+type OverlapRequest struct {
+	Sketches []Operand `json:"sketches"`
+}
+
+// Overlap is how N sets overlap (docs/intersection.md, "Users in several
+// sets"): Exactly[k−1] counts the users in exactly k sets, AtLeast[k−1]
+// those in at least k, OnlyHere[i] those of operand i in no other, and
+// Regions (up to 8 operands) every region of the Venn diagram. When
+// Complete is false the request's bound on unions cut the counts short
+// (Warnings say where).
+type Overlap struct {
+	Sets     int             `json:"sets"`
+	Log2m    int             `json:"log2m"`
+	Union    OverlapCount    `json:"union"`
+	Exactly  []OverlapK      `json:"exactly"`
+	AtLeast  []OverlapK      `json:"at_least"`
+	OnlyHere []OverlapOnly   `json:"only_here"`
+	Regions  []OverlapRegion `json:"regions,omitempty"`
+	Complete bool            `json:"complete"`
+	Unions   int             `json:"unions"`
+	Warnings []string        `json:"warnings"`
+}
+
+// OverlapCount is one count of an overlap with its one-sigma Error,
+// bounds and Verdict (one of the Verdict constants).
+type OverlapCount struct {
+	Estimate    float64 `json:"estimate"`
+	RawEstimate float64 `json:"raw_estimate"`
+	Error       float64 `json:"error"`
+	Lower       float64 `json:"lower"`
+	Upper       float64 `json:"upper"`
+	Verdict     string  `json:"verdict"`
+}
+
+// OverlapK counts the users in exactly (or at least) K sets.
+type OverlapK struct {
+	K int `json:"k"`
+	OverlapCount
+}
+
+// OverlapOnly counts the users of Operand in no other operand.
+type OverlapOnly struct {
+	Operand string `json:"operand"`
+	OverlapCount
+}
+
+// OverlapRegion counts the users in exactly Operands and no other.
+type OverlapRegion struct {
+	Operands []string `json:"operands"`
+	OverlapCount
+}
+
+// Overlap counts the users in exactly k and in at least k of the
+// operands, and in each one only (POST /v1/overlap).
+func (c *Client) Overlap(ctx context.Context, req OverlapRequest) (*Overlap, error) {
+	cl, err := jsonCall(http.MethodPost, "/v1/overlap", req, true, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	return into[Overlap](ctx, c, cl)
+}
+
 // FoldRequest folds an HLL to Log2m (4..17, at most its own) and Regwidth
 // (0 keeps the sketch's), in place or into another sketch.
 type FoldRequest struct {

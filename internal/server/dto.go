@@ -536,3 +536,69 @@ type unionSampledResponse struct {
 	Into        string   `json:"into,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
 }
+
+type overlapRequest struct {
+	Sketches []operand `json:"sketches"`
+}
+
+// figure is one count of an overlap.
+type figure struct {
+	Estimate    float64 `json:"estimate"`
+	RawEstimate float64 `json:"raw_estimate"`
+	Error       float64 `json:"error"`
+	Lower       float64 `json:"lower"`
+	Upper       float64 `json:"upper"`
+	Verdict     string  `json:"verdict"`
+}
+
+type countFigure struct {
+	K int `json:"k"`
+	figure
+}
+
+type operandFigure struct {
+	Operand string `json:"operand"`
+	figure
+}
+
+type regionFigure struct {
+	Operands []string `json:"operands"`
+	figure
+}
+
+// overlapResponse is how N sets overlap (sketch.Overlap).
+type overlapResponse struct {
+	Sets     int             `json:"sets"`
+	Log2m    int             `json:"log2m"`
+	Union    figure          `json:"union"`
+	Exactly  []countFigure   `json:"exactly"`
+	AtLeast  []countFigure   `json:"at_least"`
+	OnlyHere []operandFigure `json:"only_here"`
+	Regions  []regionFigure  `json:"regions,omitempty"`
+	Complete bool            `json:"complete"`
+	Unions   int             `json:"unions"`
+	Warnings []string        `json:"warnings"`
+}
+
+func figureDTO(f sketch.Figure) figure {
+	return figure{Estimate: finite(f.Estimate), RawEstimate: finite(f.RawEstimate), Error: finite(f.Error),
+		Lower: finite(f.Lower), Upper: finite(f.Upper), Verdict: string(f.Verdict)}
+}
+
+func overlapDTO(labels []string, o sketch.Overlap) overlapResponse {
+	out := overlapResponse{Sets: o.Sets, Log2m: o.Log2m, Union: figureDTO(o.Union), Complete: o.Complete, Unions: o.Unions,
+		Exactly: []countFigure{}, AtLeast: []countFigure{}, OnlyHere: []operandFigure{}, Warnings: append([]string{}, o.Warnings...)}
+	for i, f := range o.Exactly {
+		out.Exactly = append(out.Exactly, countFigure{K: i + 1, figure: figureDTO(f)})
+	}
+	for i, f := range o.AtLeast {
+		out.AtLeast = append(out.AtLeast, countFigure{K: i + 1, figure: figureDTO(f)})
+	}
+	for i, f := range o.OnlyHere {
+		out.OnlyHere = append(out.OnlyHere, operandFigure{Operand: labels[i], figure: figureDTO(f)})
+	}
+	for _, r := range o.Regions {
+		out.Regions = append(out.Regions, regionFigure{Operands: r.Members, figure: figureDTO(r.Figure)})
+	}
+	return out
+}

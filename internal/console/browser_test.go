@@ -317,6 +317,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("#ov-error shows %q, want ± %s", got, count(x.Error))
 		}
 		tb.sameVerdict(t, x)
+		tb.sameRegions(t, s, "newsletter:oct", "checkout:oct")
 		type shape struct {
 			Circles int
 			Lenses  int
@@ -382,6 +383,7 @@ func TestBrowser(t *testing.T) {
 				t.Errorf("pair %s ∩ %s: the table shows verdicts %v, the API says %q", names[ij[0]], names[ij[1]], pairs, want)
 			}
 		}
+		tb.sameRegions(t, s, names...)
 		circles := eval[int](t, tb, `document.querySelectorAll('#venn circle.set').length`)
 		if circles != 3 {
 			t.Errorf("%d circles, want 3", circles)
@@ -631,6 +633,44 @@ func (tb *tab) sameVerdict(t *testing.T, x intersection) {
 		Warnings: [...v.querySelectorAll('.warnings li')].map(li => li.textContent)}; })()`)
 	if got.Verdict != x.Verdict || got.Text != x.VerdictText || strings.Join(got.Warnings, "\n") != strings.Join(x.Warnings, "\n") {
 		t.Errorf("the page shows verdict %q %q with warnings %q; the API says %q %q with %q", got.Verdict, got.Text, got.Warnings, x.Verdict, x.VerdictText, x.Warnings)
+	}
+}
+
+// sameRegions fails the test unless the overlap page's regions table
+// shows, row for row, the API's regions of the overlap of names: the
+// count with its error, the bounds and the verdict.
+func (tb *tab) sameRegions(t *testing.T, s *site, names ...string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"sketches": names})
+	var o struct {
+		Regions []struct {
+			Operands                      []string
+			Estimate, Error, Lower, Upper float64
+			Verdict                       string
+		}
+	}
+	s.call(t, "POST", "/v1/overlap", "application/json", body, &o)
+	if want := 1<<len(names) - 1; len(o.Regions) != want {
+		t.Fatalf("the API gives %d regions for %d sets, want %d", len(o.Regions), len(names), want)
+	}
+	type row struct{ Operands, Label, Estimate, Bounds, Verdict string }
+	got := eval[[]row](t, tb, `[...document.querySelectorAll('#regions tbody tr')].map(tr => ({Operands: tr.dataset.operands,
+		Label: tr.querySelector('th').textContent, Estimate: tr.querySelector('.region-estimate').textContent,
+		Bounds: tr.querySelector('.region-bounds').textContent, Verdict: tr.querySelector('.region-verdict').dataset.verdict}))`)
+	if len(got) != len(o.Regions) {
+		t.Fatalf("the page shows %d regions, the API %d", len(got), len(o.Regions))
+	}
+	for i, r := range o.Regions {
+		want := row{Operands: strings.Join(r.Operands, "|"), Estimate: count(r.Estimate) + " ± " + count(r.Error),
+			Bounds: count(r.Lower) + " – " + count(r.Upper), Verdict: r.Verdict}
+		g := got[i]
+		g.Label = ""
+		if g != want {
+			t.Errorf("region %d shows %+v, the API says %+v", i, got[i], want)
+		}
+	}
+	if got[0].Label != "only "+names[0] {
+		t.Errorf("the first region is labelled %q, want %q", got[0].Label, "only "+names[0])
 	}
 }
 

@@ -787,6 +787,8 @@ async function overlapView(values) {
     const drawn = vennThree(sets, x, pairs);
     result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
   }
+  // Theta sketches have no overlap counts (HLL only).
+  if (x.lg_k === undefined) result.append(regionsTable(sets, await api('POST', '/v1/overlap', { sketches: ops })));
   section.append(result);
   return section;
 }
@@ -881,6 +883,30 @@ function legend(sets, band) {
     sets.map((s, i) => item(`set set-${COLORS[i]}`, s.name)),
     item('ring ring-legend', 'ring: estimate ± one standard error'),
     band ? item('lens lens-upper', 'lens band: lower to upper bound (the lens is the estimate)') : null));
+}
+
+// regionsTable lists every region of the diagram (users in exactly these
+// sets) with the API's count, error, bounds and verdict (POST /v1/overlap).
+function regionsTable(sets, o) {
+  const nameOf = new Map(o.only_here.map((f, i) => [f.operand, sets[i].name]));
+  const label = (operands) => {
+    const names = operands.map((op) => nameOf.get(op) || op);
+    if (names.length === 1) return `only ${names[0]}`;
+    if (names.length === sets.length) return names.length === 2 ? 'both' : 'all three';
+    return `${names.join(' and ')}, not ${sets.map((s) => s.name).filter((n) => !names.includes(n)).join(' or ')}`;
+  };
+  const rows = (o.regions || []).map((r) => el('tr', { 'data-operands': r.operands.join('|') },
+    el('th', { scope: 'row' }, label(r.operands)),
+    el('td', { class: 'num region-estimate' }, `${count(r.estimate)} ± ${count(r.error)}`),
+    el('td', { class: 'num region-bounds' }, `${count(r.lower)} – ${count(r.upper)}`),
+    el('td', { class: 'region-verdict', 'data-verdict': r.verdict }, verdictLabel(r.verdict))));
+  return el('div', { class: 'regions', id: 'regions' },
+    el('h2', {}, 'Regions'),
+    el('p', { class: 'muted' }, 'Users in exactly these sets, counted from unions of the sketches, each with its error (one standard deviation), bounds and verdict.'),
+    el('div', { class: 'table-wrap' }, el('table', { class: 'regions' },
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Region'), el('th', { scope: 'col', class: 'num' }, 'Users'),
+        el('th', { scope: 'col', class: 'num' }, 'Bounds'), el('th', { scope: 'col' }, 'Verdict'))),
+      el('tbody', {}, rows))));
 }
 
 // verdict shows the API's verdict and its words as they are: the page

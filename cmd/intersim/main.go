@@ -11,6 +11,7 @@
 //
 //	go run ./cmd/intersim -runs 100 -small 1000000 -img docs/img > results.md
 //	go run ./cmd/intersim -sets 3,4,8 -runs 100 -small 100000 -ratios 1,10,100 > k.md
+//	go run ./cmd/intersim -overlap -sets 2,3,4,8,16,64 -log2m 11,14 -runs 40 > overlap.md
 package main
 
 import (
@@ -56,6 +57,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	img := fs.String("img", "", "directory for PNG plots (none if empty)")
 	dump := fs.String("csv", "", "file to write every observation to as CSV (none if empty)")
 	replay := fs.String("replay", "", "read the observations from a CSV written by -csv instead of simulating (grid flags must match)")
+	overlap := fs.Bool("overlap", false, "simulate POST /v1/overlap's counts instead of intersections (-sets up to 64, -structures, -users, -log2m, -runs, -seed)")
+	structs := fs.String("structures", "dc2,dc5,dc20,random", "with -overlap: populations, comma separated (dc2, dc5, dc20, random)")
+	users := fs.Int("users", 1_000_000, "with -overlap: users in the union")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,6 +67,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var err error
 	if g.sets, err = parseList(*sets, strconv.Atoi); err != nil {
 		return fmt.Errorf("-sets: %w", err)
+	}
+	if *overlap {
+		og := ovGrid{sets: g.sets, structures: strings.Split(*structs, ","), users: *users, runs: *runs, seed: *seed}
+		if og.log2ms, err = parseList(*log2ms, strconv.Atoi); err != nil {
+			return fmt.Errorf("-log2m: %w", err)
+		}
+		start := time.Now()
+		if err := runOverlap(ctx, og, max(*workers, 1), stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "intersim: overlap grid in %s\n", time.Since(start).Round(time.Second))
+		return nil
 	}
 	if g.shares, err = parseList(*shares, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
 		return fmt.Errorf("-shares: %w", err)

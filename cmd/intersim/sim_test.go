@@ -189,3 +189,71 @@ func TestSetsVerdicts(t *testing.T) {
 		t.Error("no reliable answer; full overlap of three sets of similar size should be")
 	}
 }
+
+// TestMembershipStructures checks the overlap populations against their
+// descriptions: every user in at least one set; in the data-center
+// structures the share in several sets is as named and never more than
+// four; in "random" each set holds about 30% of the users.
+func TestMembershipStructures(t *testing.T) {
+	t.Parallel()
+	const n, users = 8, 200_000
+	for s, multi := range map[string]float64{"dc2": 0.02, "dc5": 0.05, "dc20": 0.2, "random": -1} {
+		g := splitmix64{s: 5}
+		several, inSet0 := 0, 0
+		for range users {
+			m := membership(s, n, &g)
+			if m == 0 || m >= 1<<n {
+				t.Fatalf("%s: membership %b", s, m)
+			}
+			if c := bits.OnesCount64(m); c > 1 {
+				several++
+				if multi >= 0 && c > 4 {
+					t.Fatalf("%s: a user in %d sets", s, c)
+				}
+			}
+			if m&1 != 0 {
+				inSet0++
+			}
+		}
+		share := float64(several) / users
+		if multi >= 0 && math.Abs(share-multi) > 0.005 {
+			t.Errorf("%s: %.4f of users in several sets, want %g", s, share, multi)
+		}
+		if multi < 0 {
+			// P(in set 0 | in at least one) = 0.3 / (1 − 0.7^8).
+			if want := 0.3 / (1 - math.Pow(0.7, n)); math.Abs(float64(inSet0)/users-want) > 0.005 {
+				t.Errorf("random: %.4f of users in set 0, want %.4f", float64(inSet0)/users, want)
+			}
+		}
+	}
+	truth := ovTruth(map[uint64]int{0b001: 5, 0b011: 3, 0b111: 2}, 3)
+	for _, c := range []struct {
+		kind string
+		k    uint64
+		want float64
+	}{{"union", 0, 10}, {"exactly", 1, 5}, {"exactly", 2, 3}, {"at_least", 2, 5}, {"only_here", 0, 5}, {"only_here", 1, 0}, {"region", 0b011, 3}} {
+		if got := truth(c.kind, c.k); got != c.want {
+			t.Errorf("truth(%s, %d) = %g, want %g", c.kind, c.k, got, c.want)
+		}
+	}
+}
+
+// TestRunOverlapGrid runs a tiny overlap grid end to end.
+func TestRunOverlapGrid(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	args := []string{"-overlap", "-sets", "3,12", "-structures", "dc5,random", "-users", "20000", "-log2m", "11", "-runs", "2"}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("run(%v) = %v, stderr %s", args, err, errOut.String())
+	}
+	for _, want := range []string{"### Summary: overlap counts", "| exactly 1 |", "| 12 | random | 11 | only here |", "| 3 | dc5 | 11 | region |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, bad := range [][]string{{"-overlap", "-sets", "65"}, {"-overlap", "-structures", "nope"}, {"-overlap", "-users", "0"}} {
+		if err := run(context.Background(), bad, &out, &errOut); err == nil {
+			t.Errorf("run(%v) = nil error, want one", bad)
+		}
+	}
+}

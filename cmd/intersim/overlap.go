@@ -61,24 +61,21 @@ func membership(s string, n int, g *splitmix64) uint64 {
 		k = 2 + int(unit()*float64(min(4, n)-1))
 	}
 	// Weights halve from set to set, down to an eighth.
-	w := make([]float64, n)
-	for i := range w {
-		w[i] = math.Exp2(-float64(min(i, 3)))
-	}
+	weight := func(i int) float64 { return math.Ldexp(1, -min(i, 3)) }
 	var m uint64
 	for range k {
 		total := 0.0
-		for i, x := range w {
+		for i := range n {
 			if m&(1<<i) == 0 {
-				total += x
+				total += weight(i)
 			}
 		}
 		r := unit() * total
-		for i, x := range w {
+		for i := range n {
 			if m&(1<<i) != 0 {
 				continue
 			}
-			if r -= x; r < 0 || i == n-1 {
+			if r -= weight(i); r < 0 || i == n-1 {
 				m |= 1 << i
 				break
 			}

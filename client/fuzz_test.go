@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -92,5 +94,40 @@ func FuzzProblem(f *testing.F) {
 			t.Fatalf("RetryAfter = %v", p.RetryAfter)
 		}
 		_ = p.Error()
+	})
+}
+
+// FuzzParsePlan: a Sketchd-Plan header parses without panicking, and what
+// parses, written again in the server's form, parses to the same runs.
+func FuzzParsePlan(f *testing.F) {
+	for _, s := range []string{
+		"day 2026-10-30T00:00:00+01:00 2026-10-31T00:00:00+01:00 2",
+		"hour 2026-11-01T22:00:00Z 2026-11-01T23:00:00Z 2, month 2026-12-01T00:00:00+01:00 2026-12-01T00:00:00+01:00 1",
+		"", ",", ", ", "day", "day a b 1", "day 2026-10-30T00:00:00Z 2026-10-31T00:00:00Z -1", "day 2026-10-30T00:00:00Z 2026-10-31T00:00:00Z 99999999999999999999",
+		"day  2026-10-30T00:00:00Z 2026-10-31T00:00:00Z 2", "day 2026-10-30T00:00:00.5Z 2026-10-31T00:00:00Z 2,day 2026-10-30T00:00:00Z 2026-10-31T00:00:00Z 2",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		runs, err := parsePlan(v)
+		if err != nil {
+			return
+		}
+		parts := make([]string, len(runs))
+		for i, r := range runs {
+			if r.Count < 1 || (r.Level != LevelHour && r.Level != LevelDay && r.Level != LevelWeek && r.Level != LevelMonth) {
+				t.Fatalf("parsePlan(%q) took run %+v", v, r)
+			}
+			parts[i] = r.Level + " " + r.First.Format(time.RFC3339Nano) + " " + r.Last.Format(time.RFC3339Nano) + " " + strconv.Itoa(r.Count)
+		}
+		again, err := parsePlan(strings.Join(parts, ", "))
+		if err != nil || len(again) != len(runs) {
+			t.Fatalf("parsePlan(%q) = %+v; written again, %+v, %v", v, runs, again, err)
+		}
+		for i := range runs {
+			if again[i].Level != runs[i].Level || !again[i].First.Equal(runs[i].First) || !again[i].Last.Equal(runs[i].Last) || again[i].Count != runs[i].Count {
+				t.Fatalf("parsePlan(%q) run %d: %+v, written again %+v", v, i, runs[i], again[i])
+			}
+		}
 	})
 }

@@ -27,7 +27,16 @@ const (
 	KindUnavailable          = "unavailable"
 	KindUnprocessable        = "unprocessable"
 	KindNotImplemented       = "not-implemented"
-	KindInternal             = "internal"
+	// KindDamaged is a 500 whose detail names a stored sketch or series
+	// whose bytes failed their checksum; retrying does not help.
+	KindDamaged  = "damaged"
+	KindInternal = "internal"
+	// KindKeyInFlight (409): a request with the call's Idempotency-Key
+	// is still running; the client retries it.
+	KindKeyInFlight = "idempotency-key-in-flight"
+	// KindKeyReused (422): the Idempotency-Key was sent before with
+	// another request.
+	KindKeyReused = "idempotency-key-reused"
 )
 
 // Problem is an error answer: sketchd's application/problem+json

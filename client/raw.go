@@ -14,6 +14,14 @@ type RawOptions struct {
 	Hex bool
 	// Log2m, if not 0, folds an HLL to it on the way out.
 	Log2m int
+	// Layout, for a freq sketch, picks the summary layout: "java" (Java's
+	// IntegerSummary, the server's default) or "cpp" (the C++ and Python
+	// int32). Empty leaves the server's default, which serves bytes kept
+	// as uploaded unchanged.
+	Layout string
+	// Compressed asks for a theta sketch's compressed form (DataSketches
+	// serial version 4).
+	Compressed bool
 	// IfNoneMatch is an ETag from an earlier download: if the sketch has
 	// not changed since, the answer is NotModified and carries no data.
 	IfNoneMatch string
@@ -26,8 +34,9 @@ type Raw struct {
 	NotModified bool   // RawOptions.IfNoneMatch still matches; Data is empty
 }
 
-// Raw downloads the sketch in the HLL storage format (or the CMS
-// format) (GET /v1/sketches/{name}/raw).
+// Raw downloads the sketch in its kind's format: the HLL storage format,
+// the CMS format, DataSketches' theta or tuple format (GET
+// /v1/sketches/{name}/raw).
 func (c *Client) Raw(ctx context.Context, name string, opts RawOptions) (*Raw, error) {
 	q := url.Values{}
 	if opts.Hex {
@@ -35,6 +44,12 @@ func (c *Client) Raw(ctx context.Context, name string, opts RawOptions) (*Raw, e
 	}
 	if opts.Log2m != 0 {
 		q.Set("log2m", strconv.Itoa(opts.Log2m))
+	}
+	if opts.Layout != "" {
+		q.Set("layout", opts.Layout)
+	}
+	if opts.Compressed {
+		q.Set("compressed", "true")
 	}
 	var h http.Header
 	if opts.IfNoneMatch != "" {
@@ -52,13 +67,17 @@ func (c *Client) Raw(ctx context.Context, name string, opts RawOptions) (*Raw, e
 	return out, nil
 }
 
-// PutRaw creates or replaces the sketch from storage-format bytes
-// (PUT /v1/sketches/{name}/raw); created is true when it did not exist.
-// It is retried: replacing with the same bytes again gives the same
-// sketch.
-func (c *Client) PutRaw(ctx context.Context, name string, data []byte) (s *Sketch, created bool, err error) {
-	r, err := c.do(ctx, call{method: http.MethodPut, path: sketchPath(name, "raw"), body: data, contentType: "application/octet-stream",
-		idempotent: true, ok: []int{http.StatusOK, http.StatusCreated}})
+// PutRaw creates or replaces the sketch from uploaded bytes of any kind
+// the server reads (PUT /v1/sketches/{name}/raw); created is true when it
+// did not exist. WithFormat names the bytes' kind. It is retried:
+// replacing with the same bytes again gives the same sketch.
+func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (s *Sketch, created bool, err error) {
+	var q url.Values
+	if cc := callOptions(opts); cc.format != "" {
+		q = url.Values{"format": {cc.format}}
+	}
+	r, err := c.do(ctx, call{method: http.MethodPut, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
+		idempotent: true, write: true, ok: []int{http.StatusOK, http.StatusCreated}})
 	if err != nil {
 		return nil, false, err
 	}
@@ -66,21 +85,24 @@ func (c *Client) PutRaw(ctx context.Context, name string, data []byte) (s *Sketc
 	return s, r.status == http.StatusCreated, decode(r, s)
 }
 
-// MergeRaw unions storage-format bytes into the stored sketch
+// MergeRaw unions uploaded bytes into the stored sketch
 // (POST /v1/sketches/{name}/raw), which keeps its parameters: an HLL
 // upload with fewer registers is a conflict unless opts has WithFold,
 // and then the answer's FoldedFromLog2m says what the sketch had.
-// Merging a Count-Min sketch adds its counters, so MergeRaw is not
-// retried unless opts has WithUnsafeRetry (an HLL merge is safe to
-// repeat).
+// Merging a Count-Min sketch adds its counters; MergeRaw is retried with
+// its Idempotency-Key, and without keys only when opts has
+// WithUnsafeRetry (an HLL merge is safe to repeat).
 func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (*Sketch, error) {
 	cc := callOptions(opts)
-	var q url.Values
+	q := url.Values{}
 	if cc.fold {
-		q = url.Values{"fold": {"true"}}
+		q.Set("fold", "true")
+	}
+	if cc.format != "" {
+		q.Set("format", cc.format)
 	}
 	r, err := c.do(ctx, call{method: http.MethodPost, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
-		idempotent: cc.retryUnsafe, ok: []int{http.StatusOK}})
+		idempotent: cc.retryUnsafe, write: true, ok: []int{http.StatusOK}})
 	if err != nil {
 		return nil, err
 	}

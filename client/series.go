@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,7 +37,12 @@ type SeriesRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
-	LgK          int     `json:"lg_k,omitempty"` // theta and freq series
+	LgK          int     `json:"lg_k,omitempty"`     // theta, freq and ds_hll series
+	TgtType      string  `json:"tgt_type,omitempty"` // ds_hll series
+	// zeta_hll series: Precision and SparsePrecision, as CreateRequest.
+	Precision       int  `json:"precision,omitempty"`
+	SparsePrecision *int `json:"sparse_precision,omitempty"`
+	IndexBits       int  `json:"index_bits,omitempty"` // airlift_hll series
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`
@@ -107,7 +113,7 @@ func (c *Client) DescribeSeries(ctx context.Context, name string) (*Series, erro
 // DeleteSeries removes the series and all its buckets
 // (DELETE /v1/series/{name}). It is retried, as Delete is.
 func (c *Client) DeleteSeries(ctx context.Context, name string) error {
-	_, err := c.do(ctx, call{method: http.MethodDelete, path: seriesPath(name), idempotent: true, ok: []int{http.StatusNoContent}})
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: seriesPath(name), idempotent: true, write: true, ok: []int{http.StatusNoContent}})
 	return err
 }
 
@@ -150,8 +156,8 @@ func (c *Client) AddSeriesHashes(ctx context.Context, name string, ts time.Time,
 	return c.addSeries(ctx, name, ts, "application/json", hashesBody(hashes), true, opts)
 }
 
-// AddSeriesItems adds counted ids to a Count-Min series; not retried
-// unless opts has WithUnsafeRetry.
+// AddSeriesItems adds counted ids to a Count-Min series; retried with its
+// Idempotency-Key (without keys, only with WithUnsafeRetry).
 func (c *Client) AddSeriesItems(ctx context.Context, name string, ts time.Time, items []Item, opts ...CallOption) (int, error) {
 	body, err := itemsBody(items)
 	if err != nil {
@@ -173,7 +179,7 @@ func (c *Client) addSeries(ctx context.Context, name string, ts time.Time, conte
 	}
 	r, err := c.do(ctx, call{
 		method: http.MethodPost, path: seriesPath(name, "add"), query: q, body: body, contentType: contentType,
-		idempotent: idempotent || cc.retryUnsafe, ok: []int{http.StatusOK},
+		idempotent: idempotent || cc.retryUnsafe, write: true, ok: []int{http.StatusOK},
 	})
 	if err != nil {
 		return 0, err
@@ -186,13 +192,34 @@ func (c *Client) addSeries(ctx context.Context, name string, ts time.Time, conte
 
 // Range is the part of a series a query covered: From and To may differ
 // from the range asked for (an edge inside the finest bucket kept there,
-// expired data), and Warnings then says so. Buckets are the buckets it
-// read, the fewest that tile the range.
+// expired data), and Warnings then says so. Plan is how it was answered:
+// the fewest buckets that tile the range, as runs of one level each
+// (months inside, days and hours towards the edges). Buckets lists them
+// one by one, only when asked (SeriesCountBuckets).
 type Range struct {
 	From     time.Time   `json:"from"`
 	To       time.Time   `json:"to"`
-	Buckets  []BucketRef `json:"buckets"`
+	Plan     []PlanRun   `json:"plan"`
+	Buckets  []BucketRef `json:"buckets,omitempty"`
 	Warnings []string    `json:"warnings"`
+}
+
+// PlanRun is Count consecutive buckets of one level: the first starts at
+// First, the last at Last.
+type PlanRun struct {
+	Level string    `json:"level"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Count int       `json:"count"`
+}
+
+// BucketCount is how many buckets the plan has.
+func (r Range) BucketCount() int {
+	n := 0
+	for _, p := range r.Plan {
+		n += p.Count
+	}
+	return n
 }
 
 // BucketRef names a bucket by its level and start.
@@ -220,11 +247,27 @@ func rangeQuery(from, to time.Time) url.Values {
 }
 
 // SeriesCount counts [from, to) (GET /v1/series/{name}/count); for a
-// Count-Min series, ids (all integers or all texts) are estimated too.
+// Count-Min series, ids (all integers or all texts) are estimated too. A
+// range whose plan passes the server's -max-series-buckets is
+// unprocessable (IsUnprocessable), its detail saying how to narrow.
 func (c *Client) SeriesCount(ctx context.Context, name string, from, to time.Time, ids ...ID) (*SeriesCount, error) {
+	return c.seriesCount(ctx, name, from, to, false, ids)
+}
+
+// SeriesCountBuckets is SeriesCount with every bucket of the plan listed
+// in Buckets (?buckets=true): unprocessable when there are more than the
+// server's -max-series-points.
+func (c *Client) SeriesCountBuckets(ctx context.Context, name string, from, to time.Time, ids ...ID) (*SeriesCount, error) {
+	return c.seriesCount(ctx, name, from, to, true, ids)
+}
+
+func (c *Client) seriesCount(ctx context.Context, name string, from, to time.Time, list bool, ids []ID) (*SeriesCount, error) {
 	q := rangeQuery(from, to)
 	if err := addIDQuery(q, ids); err != nil {
 		return nil, err
+	}
+	if list {
+		q.Set("buckets", "true")
 	}
 	return into[SeriesCount](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "count"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }
@@ -339,14 +382,33 @@ type SeriesRaw struct {
 	Data     []byte    // bytes, or `\x…` text with hex
 	From, To time.Time // the range covered
 	Buckets  int       // how many buckets it united
+	Plan     []PlanRun // the buckets as runs, as Range.Plan
 }
 
 // SeriesRaw downloads the union of [from, to) in the kind's format (GET
 // /v1/series/{name}/raw); hex asks for PostgreSQL's `\x…` text.
 func (c *Client) SeriesRaw(ctx context.Context, name string, from, to time.Time, hex bool) (*SeriesRaw, error) {
+	return c.SeriesRawWith(ctx, name, from, to, SeriesRawOptions{Hex: hex})
+}
+
+// SeriesRawOptions shapes a series download, as RawOptions a sketch's.
+type SeriesRawOptions struct {
+	Hex        bool   // PostgreSQL's `\x…` text
+	Layout     string // a freq series' summary layout: "java" or "cpp"
+	Compressed bool   // a theta series' compressed form
+}
+
+// SeriesRawWith is SeriesRaw with the download's options.
+func (c *Client) SeriesRawWith(ctx context.Context, name string, from, to time.Time, opts SeriesRawOptions) (*SeriesRaw, error) {
 	q := rangeQuery(from, to)
-	if hex {
+	if opts.Hex {
 		q.Set("format", "hex")
+	}
+	if opts.Layout != "" {
+		q.Set("layout", opts.Layout)
+	}
+	if opts.Compressed {
+		q.Set("compressed", "true")
 	}
 	r, err := c.do(ctx, call{method: http.MethodGet, path: seriesPath(name, "raw"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 	if err != nil {
@@ -366,8 +428,38 @@ func (c *Client) SeriesRaw(ctx context.Context, name string, from, to time.Time,
 		out.Buckets, err = strconv.Atoi(v)
 		errs = append(errs, err)
 	}
+	if v := r.header.Get("Sketchd-Plan"); v != "" {
+		out.Plan, err = parsePlan(v)
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("client: the answer's range headers: %w", err)
+	}
+	return out, nil
+}
+
+// parsePlan reads a Sketchd-Plan header: "level first last count" per
+// run, joined by ", ".
+func parsePlan(v string) ([]PlanRun, error) {
+	var out []PlanRun
+	for _, run := range strings.Split(v, ", ") {
+		f := strings.Fields(run)
+		if len(f) != 4 {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: want level, first, last and count", run)
+		}
+		first, err1 := time.Parse(time.RFC3339Nano, f[1])
+		last, err2 := time.Parse(time.RFC3339Nano, f[2])
+		n, err3 := strconv.Atoi(f[3])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: %w", run, err)
+		}
+		if n < 1 {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: a count below 1", run)
+		}
+		if l := f[0]; l != LevelHour && l != LevelDay && l != LevelWeek && l != LevelMonth {
+			return nil, fmt.Errorf("Sketchd-Plan run %q: unknown level", run)
+		}
+		out = append(out, PlanRun{Level: f[0], First: first, Last: last, Count: n})
 	}
 	return out, nil
 }

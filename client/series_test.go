@@ -52,8 +52,13 @@ func TestSeriesCalls(t *testing.T) {
 
 	// Yesterday {1,2,3}; today {a,b,3,c,hash}; both days 7 distinct.
 	cnt, err := c.SeriesCount(ctx, "dau", yesterday, today)
-	if err != nil || cnt.Cardinality != 3 || !cnt.From.Equal(yesterday) || !cnt.To.Equal(today) || len(cnt.Buckets) != 1 || cnt.Buckets[0].Level != client.LevelDay {
-		t.Fatalf("SeriesCount(yesterday) = %+v, %v; want 3 from one day bucket", cnt, err)
+	if err != nil || cnt.Cardinality != 3 || !cnt.From.Equal(yesterday) || !cnt.To.Equal(today) || cnt.Buckets != nil ||
+		len(cnt.Plan) != 1 || cnt.Plan[0].Level != client.LevelDay || !cnt.Plan[0].First.Equal(yesterday) || !cnt.Plan[0].Last.Equal(yesterday) || cnt.BucketCount() != 1 {
+		t.Fatalf("SeriesCount(yesterday) = %+v, %v; want 3 from a plan of one day bucket", cnt, err)
+	}
+	cnt, err = c.SeriesCountBuckets(ctx, "dau", yesterday, tomorrow)
+	if err != nil || cnt.Cardinality != 7 || len(cnt.Buckets) != 2 || cnt.Buckets[1].Level != client.LevelDay || !cnt.Buckets[1].Start.Equal(today) || cnt.BucketCount() != 2 {
+		t.Fatalf("SeriesCountBuckets(two days) = %+v, %v; want 7 from two day buckets, listed", cnt, err)
 	}
 	if cnt, err = c.SeriesCount(ctx, "dau", yesterday, tomorrow); err != nil || cnt.Cardinality != 7 {
 		t.Fatalf("SeriesCount(two days) = %+v, %v; want 7", cnt, err)
@@ -67,7 +72,8 @@ func TestSeriesCalls(t *testing.T) {
 		t.Fatalf("SeriesTimeseries(window 2 days) = %+v, %v; want one point of 7", ts, err)
 	}
 	raw, err := c.SeriesRaw(ctx, "dau", yesterday, tomorrow, false)
-	if err != nil || len(raw.Data) == 0 || !raw.From.Equal(yesterday) || raw.Buckets != 2 {
+	if err != nil || len(raw.Data) == 0 || !raw.From.Equal(yesterday) || raw.Buckets != 2 ||
+		len(raw.Plan) != 1 || raw.Plan[0] != (client.PlanRun{Level: client.LevelDay, First: raw.Plan[0].First, Last: raw.Plan[0].Last, Count: 2}) || !raw.Plan[0].First.Equal(yesterday) || !raw.Plan[0].Last.Equal(today) {
 		t.Fatalf("SeriesRaw = %+v, %v", raw, err)
 	}
 	if sk, _, err := c.PutRaw(ctx, "both-days", raw.Data); err != nil || sk.Cardinality != 7 {
@@ -116,7 +122,7 @@ func TestSeriesCalls(t *testing.T) {
 		t.Fatalf("SeriesCount(views, alice) = %+v, %v", cnt, err)
 	}
 	top, err := c.SeriesTop(ctx, "views", yesterday, tomorrow, 1)
-	if err != nil || len(top.Items) != 1 || top.Items[0].ID != client.Text("alice") || top.Items[0].Estimate != 3 || len(top.Buckets) == 0 {
+	if err != nil || len(top.Items) != 1 || top.Items[0].ID != client.Text("alice") || top.Items[0].Estimate != 3 || top.BucketCount() != 2 {
 		t.Fatalf("SeriesTop(views) = %+v, %v", top, err)
 	}
 	if _, err := c.SeriesTop(ctx, "dau", yesterday, tomorrow, 1); !client.IsConflict(err) {

@@ -25,13 +25,19 @@ const (
 	BucketMetric   = "metric"
 	BucketSeries   = "series"
 	BucketBuckets  = "series_buckets"
-	KeyVersion     = "schema_version"
-	KeyStoreID     = "store_id"
+	// BucketIdempotency holds the idempotency keys (schema version 5).
+	BucketIdempotency = "idempotency"
+	KeyVersion        = "schema_version"
+	KeyStoreID        = "store_id"
 )
 
 // VersionStoreID is the schema version that gave the store its identity
 // (KeyStoreID): a file older than it has no identity yet.
 const VersionStoreID = 4
+
+// VersionChecksums is the schema version from which every stored record
+// and the checkpoint position carry a checksum (see v5.go).
+const VersionChecksums = 5
 
 // Step upgrades a file from Version-1 to Version.
 type Step struct {
@@ -47,6 +53,8 @@ func Steps() []Step {
 		{Version: 2, Name: "index sketches exported on /metrics", Up: v2MetricIndex},
 		{Version: 3, Name: "create series and series_buckets buckets", Up: v3Series},
 		{Version: 4, Name: "give the store an identity its log shares", Up: v4StoreIdentity},
+		{Version: 5, Name: "checksum every stored record and the checkpoint position", Up: v5Checksums},
+		{Version: 6, Name: "create the idempotency bucket", Up: v6IdempotencyKeys},
 	}
 }
 
@@ -75,6 +83,12 @@ func Version(tx *bolt.Tx) (int, error) {
 // Run applies every step above the file's version in tx and records the
 // new version. It refuses a file whose version is above Latest.
 func Run(tx *bolt.Tx) (from, to int, err error) {
+	return runTo(tx, Latest())
+}
+
+// runTo is Run stopping at version last (tests run the steps up to the
+// one they test).
+func runTo(tx *bolt.Tx, last int) (from, to int, err error) {
 	from, err = Version(tx)
 	if err != nil {
 		return 0, 0, err
@@ -84,7 +98,7 @@ func Run(tx *bolt.Tx) (from, to int, err error) {
 	}
 	to = from
 	for _, s := range Steps() {
-		if s.Version <= from {
+		if s.Version <= from || s.Version > last {
 			continue
 		}
 		if err := s.Up(tx); err != nil {

@@ -2,7 +2,10 @@ package migrations
 
 import (
 	"bytes"
+	"encoding/binary"
 	"flag"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -98,6 +101,18 @@ func run(t *testing.T, db *bolt.DB) (int, int, error) {
 	return from, to, err
 }
 
+// runUpTo runs the steps up to version last.
+func runUpTo(t *testing.T, db *bolt.DB, last int) (int, int, error) {
+	t.Helper()
+	var from, to int
+	err := db.Update(func(tx *bolt.Tx) error {
+		var err error
+		from, to, err = runTo(tx, last)
+		return err
+	})
+	return from, to, err
+}
+
 func TestStepsAreConsecutive(t *testing.T) {
 	for i, s := range Steps() {
 		if s.Version != i+1 || s.Name == "" || s.Up == nil {
@@ -113,7 +128,7 @@ func TestNewFile(t *testing.T) {
 		t.Fatalf("Run on a new file = %d, %d, %v; want 0, %d, nil", from, to, err, Latest())
 	}
 	db.View(func(tx *bolt.Tx) error {
-		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric, BucketSeries, BucketBuckets} {
+		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric, BucketSeries, BucketBuckets, BucketIdempotency} {
 			if tx.Bucket([]byte(b)) == nil {
 				t.Errorf("bucket %s missing", b)
 			}
@@ -128,9 +143,9 @@ func TestNewFile(t *testing.T) {
 
 func TestV2IndexesMetricSketches(t *testing.T) {
 	db := openDB(t, copyFixture(t, "v1.db"))
-	from, to, err := run(t, db)
-	if err != nil || from != 1 || to != Latest() {
-		t.Fatalf("Run on v1.db = %d, %d, %v; want 1, %d, nil", from, to, err, Latest())
+	from, to, err := runUpTo(t, db, 4)
+	if err != nil || from != 1 || to != 4 {
+		t.Fatalf("Run on v1.db = %d, %d, %v; want 1, 4, nil", from, to, err)
 	}
 	err = db.View(func(tx *bolt.Tx) error {
 		var indexed []string
@@ -187,9 +202,9 @@ func TestV3AddsSeriesBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, to, err := run(t, db)
-	if err != nil || from != 2 || to != Latest() {
-		t.Fatalf("Run on a version-2 file = %d, %d, %v; want 2, %d, nil", from, to, err, Latest())
+	from, to, err := runUpTo(t, db, 4)
+	if err != nil || from != 2 || to != 4 {
+		t.Fatalf("Run on a version-2 file = %d, %d, %v; want 2, 4, nil", from, to, err)
 	}
 	db.View(func(tx *bolt.Tx) error {
 		for _, b := range []string{BucketSeries, BucketBuckets} {
@@ -242,7 +257,7 @@ func TestV4GivesTheStoreAnIdentity(t *testing.T) {
 	if id := storeID(t, db); id != nil {
 		t.Fatalf("v3.db already has a store id %x", id)
 	}
-	from, to, err := run(t, db)
+	from, to, err := runUpTo(t, db, VersionStoreID)
 	if err != nil || from != 3 || to != VersionStoreID {
 		t.Fatalf("Run on v3.db = %d, %d, %v; want 3, %d, nil", from, to, err, VersionStoreID)
 	}
@@ -264,7 +279,7 @@ func TestV4GivesTheStoreAnIdentity(t *testing.T) {
 	})
 	// Another file upgraded from the same fixture is another store.
 	other := openDB(t, copyFixture(t, "v3.db"))
-	run(t, other)
+	runUpTo(t, other, VersionStoreID)
 	if bytes.Equal(storeID(t, other), id) {
 		t.Error("two files got the same store id")
 	}
@@ -272,5 +287,134 @@ func TestV4GivesTheStoreAnIdentity(t *testing.T) {
 	db.Update(func(tx *bolt.Tx) error { return v4StoreIdentity(tx) })
 	if got := storeID(t, db); !bytes.Equal(got, id) {
 		t.Errorf("running the step again changed the id to %x", got)
+	}
+}
+
+// v5Want is what step 5 must make of a format-1 record kept under the
+// entry key key: format byte 2 and the CRC-32C of key and record.
+func v5Want(key, rec []byte) []byte {
+	out := append([]byte{2}, rec[1:]...)
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h.Write(key)
+	h.Write(out)
+	return h.Sum(out)
+}
+
+// TestV5ChecksumsEveryRecord upgrades testdata/v4.db, the data file a
+// version-4 sketchd left (cmd/sketchd/testdata/v4/make.sh), with more
+// records than one chunk of the step, one that is unreadable already and
+// one nested bucket: every format-1 record in sketches, series and
+// series_buckets gains its checksum, anything else is left as it was, and
+// running the step again changes nothing.
+func TestV5ChecksumsEveryRecord(t *testing.T) {
+	db := openDB(t, copyFixture(t, "v4.db"))
+	prefixes := map[string]string{BucketSketches: "", BucketSeries: "\x01", BucketBuckets: "\x02"}
+	before := map[string]map[string][]byte{}
+	var lsn []byte
+	err := db.Update(func(tx *bolt.Tx) error {
+		if v, _ := Version(tx); v != 4 {
+			t.Fatalf("v4.db has version %d", v)
+		}
+		sk := tx.Bucket([]byte(BucketSketches))
+		rec := bytes.Clone(sk.Get([]byte("hll-explicit")))
+		for i := range 3000 {
+			if err := sk.Put([]byte(fmt.Sprintf("many:%04d", i)), rec); err != nil {
+				return err
+			}
+		}
+		if err := sk.Put([]byte("unreadable"), []byte{7, 7}); err != nil {
+			return err
+		}
+		if _, err := sk.CreateBucket([]byte("nested")); err != nil {
+			return err
+		}
+		for b := range prefixes {
+			before[b] = map[string][]byte{}
+			tx.Bucket([]byte(b)).ForEach(func(k, v []byte) error {
+				before[b][string(k)] = bytes.Clone(v)
+				return nil
+			})
+		}
+		lsn = bytes.Clone(tx.Bucket([]byte(BucketMeta)).Get([]byte("checkpoint_lsn")))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before[BucketSeries]) == 0 || len(before[BucketBuckets]) == 0 || len(lsn) != 8 {
+		t.Fatalf("the fixture lacks series (%d), buckets (%d) or a checkpoint position (%x)", len(before[BucketSeries]), len(before[BucketBuckets]), lsn)
+	}
+	if from, to, err := runUpTo(t, db, 5); err != nil || from != 4 || to != 5 {
+		t.Fatalf("Run on v4.db = %d, %d, %v; want 4, 5, nil", from, to, err)
+	}
+	check := func() {
+		t.Helper()
+		db.View(func(tx *bolt.Tx) error {
+			for b, prefix := range prefixes {
+				n := 0
+				tx.Bucket([]byte(b)).ForEach(func(k, v []byte) error {
+					n++
+					old := before[b][string(k)]
+					want := old
+					if len(old) >= 19 && old[0] == 1 {
+						want = v5Want(append([]byte(prefix), k...), old)
+					}
+					if !bytes.Equal(v, want) {
+						t.Errorf("%s %q = %x, want %x", b, k, v, want)
+					}
+					return nil
+				})
+				if n != len(before[b]) {
+					t.Errorf("bucket %s holds %d keys, had %d", b, n, len(before[b]))
+				}
+			}
+			got := tx.Bucket([]byte(BucketMeta)).Get([]byte("checkpoint_lsn"))
+			if want := binary.BigEndian.AppendUint32(bytes.Clone(lsn), crc32.Checksum(lsn, crc32.MakeTable(crc32.Castagnoli))); !bytes.Equal(got, want) {
+				t.Errorf("checkpoint_lsn = %x, want %x", got, want)
+			}
+			if tx.Bucket([]byte(BucketMetric)).Get([]byte("hll-sparse")) == nil {
+				t.Error("the metric index lost hll-sparse")
+			}
+			return nil
+		})
+	}
+	check()
+	db.Update(func(tx *bolt.Tx) error { return v5Checksums(tx) })
+	check()
+}
+
+// TestV6AddsIdempotencyBucket upgrades testdata/v4.db: step 6 adds the
+// empty idempotency bucket, and the store identity stays.
+func TestV6AddsIdempotencyBucket(t *testing.T) {
+	db := openDB(t, copyFixture(t, "v4.db"))
+	id := storeID(t, db)
+	if len(id) != 16 {
+		t.Fatalf("v4.db has a store id of %d bytes", len(id))
+	}
+	if from, to, err := runUpTo(t, db, 5); err != nil || from != 4 || to != 5 {
+		t.Fatalf("Run on v4.db = %d, %d, %v; want 4, 5, nil", from, to, err)
+	}
+	db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(BucketIdempotency)) != nil {
+			t.Fatal("a version-5 file already has the idempotency bucket")
+		}
+		return nil
+	})
+	from, to, err := run(t, db)
+	if err != nil || from != 5 || to != Latest() || Latest() != 6 {
+		t.Fatalf("Run on a version-5 file = %d, %d, %v; want 5, 6, nil", from, to, err)
+	}
+	db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(BucketIdempotency))
+		if b == nil {
+			t.Fatal("bucket idempotency missing")
+		}
+		if k, _ := b.Cursor().First(); k != nil {
+			t.Errorf("bucket idempotency holds %q, want nothing", k)
+		}
+		return nil
+	})
+	if got := storeID(t, db); !bytes.Equal(got, id) {
+		t.Errorf("store id changed from %x to %x", id, got)
 	}
 }

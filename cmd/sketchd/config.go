@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,8 @@ type config struct {
 	drainDelay         time.Duration
 	maxIDs             int
 	maxInflightWrites  int
+	maxSeriesBuckets   int
+	maxSeriesPoints    int
 	commitInterval     time.Duration
 	checkpointInterval time.Duration
 	retentionInterval  time.Duration
@@ -36,7 +39,12 @@ type config struct {
 	postgres           string
 	postgresMaxConns   int
 	recoverPastDamage  bool
+	keyWindow          time.Duration
+	keyBytes           int64
 
+	// drainDelaySet says -drain-delay (or SKETCHD_DRAIN_DELAY) was given:
+	// only then does a terminal's Ctrl-C wait for it.
+	drainDelaySet bool
 	// help and version ask for usage or build information instead of a
 	// server.
 	help, version bool
@@ -47,10 +55,12 @@ type config struct {
 }
 
 const usageHeader = `Usage: sketchd [flags]
+       sketchd check [-data FILE]    check a stopped store offline (sketchd check -h)
 
-sketchd serves named HyperLogLog and Count-Min sketches over HTTP, durable
-in a bbolt file (or, with -postgres, in PostgreSQL, shared by several
-nodes). With no flags it listens on :8080 (every interface, no
+sketchd serves named sketches over HTTP: HyperLogLog (postgresql-hll's
+format), Count-Min, and DataSketches' theta and frequency sketches, alone
+or as series over time, durable in a bbolt file (or, with -postgres, in
+PostgreSQL, shared by several nodes). With no flags it listens on :8080 (every interface, no
 auth) and keeps its data in ./sketchd.db. Every flag also reads
 SKETCHD_<FLAG> (upper case, - as _); a flag wins over the environment.
 
@@ -62,41 +72,19 @@ Flags:
 // opens its data. On -h it writes the usage to usage and returns a config
 // with help set; with -version, one with version set.
 func parseConfig(args []string, getenv func(string) string, usage io.Writer) (config, error) {
-	def := server.DefaultConfig()
 	c := config{}
-	fs := flag.NewFlagSet("sketchd", flag.ContinueOnError)
-	// Usage is printed by run on -h (to stdout, exit 0); a bad flag is
-	// an error that names it.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	fs.StringVar(&c.addr, "addr", ":8080", "listen address")
-	fs.StringVar(&c.data, "data", "sketchd.db", "bbolt data file (its write-ahead log lives beside it in <data>.wal/)")
-	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines: a token of at least 16 characters without spaces, role read, write or admin (admin may also set \"metric\": true); # starts a comment; reread on SIGHUP, and a file emptied, deleted or broken then refuses every token. Empty leaves the API open")
-	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens)")
-	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body of add, events and raw uploads, in bytes")
-	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, frequency and fold, in bytes")
-	fs.Int64Var(&c.maxBodyMemory, "max-body-memory", def.MaxBodyMemory, "memory all request bodies in progress may hold together, in bytes; beyond it a request gets 503")
-	fs.DurationVar(&c.bodyTimeout, "body-timeout", def.BodyTimeout, "how long a request body may take to arrive before the request gets 408")
-	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
-	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
-	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
-	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
-	fs.DurationVar(&c.retentionInterval, "retention-interval", time.Minute, "how often expired series buckets are removed")
-	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "memory for decoded sketches, in bytes")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")
-	fs.DurationVar(&c.drainDelay, "drain-delay", 5*time.Second, "on SIGTERM or SIGINT, how long /readyz answers 503 while requests are still served, before the listener closes")
-	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
-	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
-	fs.IntVar(&c.postgresMaxConns, "postgres-max-conns", 8, "most connections this node opens to PostgreSQL (with -postgres)")
-	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
-	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
-	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
+	fs := newFlagSet(&c)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.help = true
 			fmt.Fprint(usage, usageHeader)
 			fs.SetOutput(usage)
+			// The usage names each flag's type from its own Value.
+			fs.VisitAll(func(f *flag.Flag) {
+				if e, ok := f.Value.(explained); ok {
+					f.Value = e.Value
+				}
+			})
 			fs.PrintDefaults()
 			return c, nil
 		}
@@ -112,16 +100,18 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		env := "SKETCHD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env := envName(f.Name)
 		if v := getenv(env); v != "" && !set[f.Name] {
 			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %v", env, v, err))
+				errs = append(errs, fmt.Errorf("%s=%q (for -%s): %v", env, v, f.Name, err))
 			}
+			set[f.Name] = true
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
+	c.drainDelaySet = set["drain-delay"]
 	// A query body is never allowed more than the largest body.
 	c.maxQueryBody = min(c.maxQueryBody, c.maxBody)
 	if err := c.validate(); err != nil {
@@ -135,6 +125,50 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 		c.auth = auth
 	}
 	return c, nil
+}
+
+// envName is the environment variable a flag falls back to.
+func envName(flagName string) string {
+	return "SKETCHD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet defines sketchd's flags over c, each with its default.
+func newFlagSet(c *config) *flag.FlagSet {
+	def := server.DefaultConfig()
+	fs := flag.NewFlagSet("sketchd", flag.ContinueOnError)
+	// Usage is printed by run on -h (to stdout, exit 0); a bad flag is
+	// an error that names it.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&c.addr, "addr", ":8080", "listen address")
+	fs.StringVar(&c.data, "data", "sketchd.db", "bbolt data file (its write-ahead log lives beside it in <data>.wal/)")
+	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines: a token of at least 16 characters without spaces, role read, write or admin (admin may also set \"metric\": true); # starts a comment; reread on SIGHUP, and a file emptied, deleted or broken then refuses every token. Empty leaves the API open")
+	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens)")
+	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body of add, events and raw uploads, in bytes")
+	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, frequency and fold, in bytes")
+	fs.Int64Var(&c.maxBodyMemory, "max-body-memory", def.MaxBodyMemory, "memory all request bodies in progress may hold together, in bytes; beyond it a request gets 503")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", def.BodyTimeout, "how long a request body may take to arrive before the request gets 408")
+	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
+	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
+	fs.IntVar(&c.maxSeriesBuckets, "max-series-buckets", def.MaxSeriesBuckets, "most series buckets one request may plan, over all its ranges (every unexpired bucket of every kept level inside a range; a line's windows at its level); beyond it the answer is 422. Only stored buckets are read")
+	fs.IntVar(&c.maxSeriesPoints, "max-series-points", def.MaxSeriesPoints, "most points of a series timeseries, and most buckets a ?buckets=true answer lists; beyond it the answer is 422")
+	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
+	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
+	fs.DurationVar(&c.retentionInterval, "retention-interval", time.Minute, "how often expired series buckets are removed")
+	fs.Int64Var(&c.cacheBytes, "cache-bytes", 512<<20, "memory for decoded sketches, in bytes")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")
+	fs.DurationVar(&c.drainDelay, "drain-delay", 5*time.Second, "on SIGTERM or SIGINT, how long /readyz answers 503 while requests are still served, before the listener closes")
+	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
+	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
+	fs.IntVar(&c.postgresMaxConns, "postgres-max-conns", 8, "most connections this node opens to PostgreSQL (with -postgres)")
+	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
+	fs.DurationVar(&c.keyWindow, "idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered after its write, so a retry with it replays the answer")
+	fs.Int64Var(&c.keyBytes, "idempotency-max-bytes", 256<<20, "memory (bbolt) or table space (PostgreSQL) for the Idempotency-Keys kept, with their answers, in bytes; past it the oldest are dropped before their window ends")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
+	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
+	explainValues(fs)
+	return fs
 }
 
 func (c config) validate() error {
@@ -155,6 +189,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-max-ids %d must be positive", c.maxIDs)
 	case c.maxInflightWrites < 1:
 		return fmt.Errorf("-max-inflight-writes %d must be positive", c.maxInflightWrites)
+	case c.maxSeriesBuckets < 1:
+		return fmt.Errorf("-max-series-buckets %d must be positive", c.maxSeriesBuckets)
+	case c.maxSeriesPoints < 1:
+		return fmt.Errorf("-max-series-points %d must be positive", c.maxSeriesPoints)
 	case c.commitInterval < 0 || c.commitInterval > time.Second:
 		return fmt.Errorf("-commit-interval %v must be between 0 and 1s", c.commitInterval)
 	case c.checkpointInterval < 100*time.Millisecond:
@@ -169,8 +207,130 @@ func (c config) validate() error {
 		return fmt.Errorf("-log-format %q must be json or text", c.logFormat)
 	case c.postgresMaxConns < 2 || c.postgresMaxConns > 1000:
 		return fmt.Errorf("-postgres-max-conns %d must be between 2 and 1000", c.postgresMaxConns)
+	case c.keyWindow < time.Second:
+		return fmt.Errorf("-idempotency-window %v is below 1s", c.keyWindow)
+	case c.keyBytes < 1<<20:
+		return fmt.Errorf("-idempotency-max-bytes %d is below 1 MiB", c.keyBytes)
 	case c.authMetrics && c.authTokens == "":
 		return errors.New("-auth-metrics needs -auth-tokens")
 	}
 	return nil
+}
+
+// explained wraps a flag's Value so that a value it cannot parse gets an
+// error saying what is expected (the flag package says only "parse
+// error"), for flags and SKETCHD_ variables alike.
+type explained struct {
+	flag.Value
+	want string
+}
+
+func (e explained) Set(s string) error {
+	if err := e.Value.Set(s); err != nil {
+		if err.Error() == "parse error" {
+			return fmt.Errorf("want %s", e.want)
+		}
+		return fmt.Errorf("%v; want %s", err, e.want)
+	}
+	return nil
+}
+
+// IsBoolFlag keeps -flag (without =true) working for booleans.
+func (e explained) IsBoolFlag() bool {
+	b, ok := e.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// explainValues wraps every flag of fs whose values can be malformed.
+func explainValues(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		var want string
+		switch g.Get().(type) {
+		case time.Duration:
+			want = "a duration with a unit, such as 500µs, 5ms, 2s or 1m30s"
+		case bool:
+			want = "true or false (or 1 or 0)"
+		case int, int64:
+			want = "a whole number, without a unit (33554432, not 32MiB)"
+		case *slog.Level:
+			want = "debug, info, warn or error"
+		default:
+			return
+		}
+		f.Value = explained{Value: f.Value, want: want}
+	})
+}
+
+// notSettings are SKETCHD_ variables that are not sketchd's settings but
+// the test suite's and its tools' (docs: README, "Running the tests"), so
+// a sketchd started by a test does not warn about them.
+var notSettings = struct {
+	prefixes []string
+	names    []string
+}{
+	prefixes: []string{"SKETCHD_REQUIRE_", "SKETCHD_TEST_", "SKETCHD_PG_", "SKETCHD_CITUS_", "SKETCHD_BATCHER_"},
+	names:    []string{"SKETCHD_CHROMIUM", "SKETCHD_SCREENSHOT_DIR", "SKETCHD_DAMAGE_SEEDS", "SKETCHD_HOSTILE_SCALE", "SKETCHD_BIG_SKETCHES"},
+}
+
+// unknownSettings returns a warning for each SKETCHD_ variable in environ
+// (the process's KEY=value pairs) that no flag reads (a misspelt
+// SKETCHD_ADRR would otherwise be ignored without a word), suggesting the
+// closest setting's name.
+func unknownSettings(environ []string) []string {
+	known := map[string]bool{}
+	var names []string
+	newFlagSet(&config{}).VisitAll(func(f *flag.Flag) {
+		n := envName(f.Name)
+		known[n] = true
+		names = append(names, n)
+	})
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, "SKETCHD_") || known[k] || slices.Contains(notSettings.names, k) ||
+			slices.ContainsFunc(notSettings.prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			continue
+		}
+		msg := k + " is not a sketchd setting and is ignored"
+		best, bestD := "", 3
+		for _, n := range names {
+			if d := editDistance(k, n); d < bestD {
+				best, bestD = n, d
+			}
+		}
+		if best != "" {
+			msg += "; did you mean " + best + "?"
+		} else {
+			msg += " (sketchd -h lists the flags; each reads SKETCHD_<FLAG>)"
+		}
+		out = append(out, msg)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, bytes
+// inserted, deleted or replaced (both are ASCII names).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

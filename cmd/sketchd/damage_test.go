@@ -206,6 +206,9 @@ func TestLogDamage(t *testing.T) {
 				if !strings.Contains(p.log(), "torn record") || !strings.Contains(p.log(), `"offset":`+strconv.Itoa(recs[first].start)) {
 					t.Errorf("no torn tail at offset %d logged:\n%s", recs[first].start, p.log())
 				}
+				if !strings.Contains(p.log(), "may include acknowledged writes") {
+					t.Errorf("the torn tail is not said to possibly hold acknowledged writes:\n%s", p.log())
+				}
 				checkPrefix(t, newClient(p.addr), ids, first)
 				return
 			}
@@ -216,9 +219,25 @@ func TestLogDamage(t *testing.T) {
 			if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
 				t.Fatal("the damaged segment was changed by a refused start")
 			}
+			// What recovery drops: the bytes from the damaged record on,
+			// and the intact records after the damage, each an
+			// acknowledged write.
+			intact := 0
+			for _, rec := range recs {
+				if rec.start >= d.to {
+					intact++
+				}
+			}
+			if want := fmt.Sprintf("%d intact records (acknowledged writes, in %d bytes from the damage on) would be lost", intact, len(clean)-recs[first].start); !strings.Contains(out, want) {
+				t.Errorf("refusal does not say %q:\n%s", want, out)
+			}
 			p := startProcess(t, data, "-recover-past-damage", "-log-level", "info")
-			if !strings.Contains(p.log(), "dropped the write-ahead log from the damage on") {
-				t.Errorf("recovery does not log what it dropped:\n%s", p.log())
+			want := fmt.Sprintf(`"dropped_bytes":%d,"dropped_intact_records":%d`, len(clean)-recs[first].start, intact)
+			if !strings.Contains(p.log(), "dropped the write-ahead log from the damage on") || !strings.Contains(p.log(), want) {
+				t.Errorf("recovery does not log what it dropped (%s):\n%s", want, p.log())
+			}
+			if intact > 0 && !strings.Contains(p.log(), `"touched":["sketch \"h\""]`) {
+				t.Errorf("recovery does not name the sketch the dropped records touched:\n%s", p.log())
 			}
 			if got, _ := os.ReadFile(seg + ".damaged"); !bytes.Equal(got, damaged) {
 				t.Error("the damaged segment was not kept aside as it was")
@@ -236,6 +255,11 @@ func TestLogDamage(t *testing.T) {
 		want := fmt.Sprintf(`"offset":%d,"bytes":5`, recs[70].start)
 		if !strings.Contains(p.log(), "torn record") || !strings.Contains(p.log(), want) {
 			t.Errorf("truncation not logged as a torn tail with %s:\n%s", want, p.log())
+		}
+		// Records 71-100 were acknowledged: the log must not claim
+		// nothing acknowledged was lost.
+		if strings.Contains(p.log(), "never acknowledged: dropped") || !strings.Contains(p.log(), "may include acknowledged writes") {
+			t.Errorf("a truncation that lost acknowledged records is reported as never acknowledged:\n%s", p.log())
 		}
 		checkHasIDs(t, newClient(p.addr), "h", ids[:69])
 	})
@@ -340,9 +364,14 @@ func TestDataFileDamage(t *testing.T) {
 		t.Run(fmt.Sprintf("truncated to %d", size), func(t *testing.T) {
 			data := copyTree(t, base)
 			os.WriteFile(data, clean[:size], 0o600)
-			refuses(t, data, data, "damaged")
+			refuses(t, data, data, "is truncated", fmt.Sprintf("it has %d bytes, its pages need %d", size, used))
 		})
 	}
+	t.Run("truncated below its meta pages", func(t *testing.T) {
+		data := copyTree(t, base)
+		os.WriteFile(data, clean[:page+100], 0o600)
+		refuses(t, data, data, "is truncated", fmt.Sprintf("it has %d bytes", page+100))
+	})
 	t.Run("zero length", func(t *testing.T) {
 		data := copyTree(t, base)
 		os.WriteFile(data, nil, 0o600)
@@ -590,4 +619,58 @@ func TestUnreadableRecord(t *testing.T) {
 	if !strings.Contains(p.log(), `"sketch":"\"b\""`) || !strings.Contains(p.log(), data) {
 		t.Errorf("the log does not name the sketch and the file:\n%s", p.log())
 	}
+}
+
+// TestDataPathErrors: a data path sketchd cannot use, because its folder
+// is missing or not writable, is refused as what it is, never as a
+// damaged file to restore from a backup.
+func TestDataPathErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the real binary")
+	}
+	notDamage := func(t *testing.T, out, data string, want ...string) {
+		t.Helper()
+		noPanic(t, out)
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("refusal lacks %q:\n%s", w, out)
+			}
+		}
+		if strings.Contains(out, data+" is damaged") || strings.Contains(out, "Restore it from a backup") {
+			t.Errorf("a path problem is reported as damage:\n%s", out)
+		}
+	}
+	t.Run("missing folder", func(t *testing.T) {
+		data := filepath.Join(t.TempDir(), "no-such-folder", "sketchd.db")
+		notDamage(t, startExpectingRefusal(t, data), data, "does not exist", filepath.Dir(data))
+	})
+	t.Run("read-only folder", func(t *testing.T) {
+		// A folder the user sketchd runs as may not write to. Root may
+		// write anywhere: then sketchd runs as nobody.
+		dir := t.TempDir()
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			os.Chmod(d, 0o755)
+		}
+		ro := filepath.Join(dir, "ro")
+		if err := os.Mkdir(ro, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		data := filepath.Join(ro, "sketchd.db")
+		args := []string{sketchdBinary(t), "-addr", freeAddr(t), "-data", data}
+		if os.Geteuid() == 0 {
+			setpriv, err := exec.LookPath("setpriv")
+			if err != nil {
+				t.Skip("running as root without setpriv (util-linux) to run sketchd as another user")
+			}
+			bin := filepath.Join(dir, "sketchd")
+			copyFile(t, args[0], bin)
+			os.Chmod(bin, 0o755)
+			args = append([]string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin}, args[1:]...)
+		}
+		out, err := execOutput(args[0], args[1:]...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("sketchd in a read-only folder: %v, want exit status 1; output:\n%s", err, out)
+		}
+		notDamage(t, out, data, "permission denied", "Nothing is damaged")
+	})
 }

@@ -28,10 +28,32 @@ import (
 
 // run starts sketchd and blocks until ctx ends (then shuts down cleanly
 // and returns nil) or it fails. With -h or -version it writes the usage or
-// the build information to stdout and returns nil. Every piece of
+// the build information to stdout and returns nil; "check" as the first
+// argument runs the offline check instead (runCheck). Every piece of
 // configuration, the token file and the listen addresses are checked
 // before the data file is opened (and perhaps migrated).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runOn(ctx, host{}, args, getenv, stdout, stderr)
+}
+
+// host is what sketchd reads of its process besides flags and settings:
+// main passes the real one, tests (through run) none.
+type host struct {
+	// environ is the process's KEY=value pairs: SKETCHD_ variables that
+	// no flag reads are warned about (a misspelt name is otherwise
+	// ignored without a word).
+	environ []string
+	// terminal says stdin is a terminal: someone pressed Ctrl-C, and
+	// there is no load balancer to wait for, so the drain delay is 0
+	// unless -drain-delay was given.
+	terminal bool
+}
+
+// runOn is run on a host.
+func runOn(ctx context.Context, h host, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(args[1:], getenv, stdout)
+	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if err != nil {
 		return err
@@ -40,10 +62,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case cfg.help:
 		return nil
 	case cfg.version:
-		_, err := fmt.Fprintf(stdout, "sketchd %s revision %s %s\n", buildVersion(), orUnknown(buildRevision()), runtime.Version())
+		_, err := fmt.Fprintf(stdout, "sketchd %s revision %s %s\n", buildVersion(), revisionOrHint(buildRevision()), runtime.Version())
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	for _, w := range unknownSettings(h.environ) {
+		log.Warn(w)
+	}
+	drainDelay := cfg.drainDelay
+	if h.terminal && !cfg.drainDelaySet {
+		drainDelay = 0
+	}
 	// Whatever run started ends with it, on every path.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -80,6 +109,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Help: "Stored sketch records skipped because they could not be decoded (at start and when listing); the log names each.",
 		}, func() float64 { return float64(u.UnreadableRecords()) }))
 	}
+	if c, ok := db.(interface{ ChecksumFailures() int64 }); ok {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sketchd_store_checksum_failures_total",
+			Help: "Stored records whose checksum did not match their bytes, counted each time one was read (at start, when listing, on a read of it); the log names each, and reads of it answer 500.",
+		}, func() float64 { return float64(c.ChecksumFailures()) }))
+	}
 
 	auth := cfg.auth
 	if auth != nil {
@@ -88,6 +123,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	srv := server.New(server.Config{
 		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
 		MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
+		MaxSeriesBuckets: cfg.maxSeriesBuckets, MaxSeriesPoints: cfg.maxSeriesPoints,
 	}, server.Deps{
 		Store: db, Metrics: m, Logger: log, Auth: auth,
 		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),
@@ -121,8 +157,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// drain delay, so a load balancer sees the node leave before its
 	// listener closes.
 	srv.Drain()
-	log.Info("shutting down: /readyz answers 503", "drain_delay", cfg.drainDelay)
-	time.Sleep(cfg.drainDelay)
+	if drainDelay != cfg.drainDelay {
+		log.Info("shutting down: /readyz answers 503; no drain delay, because stdin is a terminal (-drain-delay sets one)", "drain_delay", drainDelay)
+	} else {
+		log.Info("shutting down: /readyz answers 503", "drain_delay", drainDelay)
+	}
+	time.Sleep(drainDelay)
 	log.Info("shutting down: closing the listener and draining requests")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
@@ -153,6 +193,8 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		return postgres.Open(octx, cfg.postgres, postgres.Options{
 			MaxConns:   int32(cfg.postgresMaxConns),
 			CacheBytes: cfg.cacheBytes,
+			KeyWindow:  cfg.keyWindow,
+			KeyBytes:   cfg.keyBytes,
 			Logger:     log,
 			Observer:   obs,
 		})
@@ -162,6 +204,8 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		CheckpointInterval: cfg.checkpointInterval,
 		CacheBytes:         cfg.cacheBytes,
 		RecoverPastDamage:  cfg.recoverPastDamage,
+		KeyWindow:          cfg.keyWindow,
+		KeyBytes:           cfg.keyBytes,
 		Logger:             log,
 		Observer:           obs,
 	})
@@ -252,9 +296,12 @@ func loopback(addr net.Addr) bool {
 	return ok && a.IP.IsLoopback()
 }
 
-func orUnknown(s string) string {
+// revisionOrHint is the revision -version prints: the build's, or, when
+// it has none (go run and go test, -buildvcs=false, a tree without .git
+// such as the Docker build's), how to give it one.
+func revisionOrHint(s string) string {
 	if s == "" {
-		return "unknown"
+		return `unknown (this build has no VCS stamp: build with go build in a git checkout, or set it with -ldflags "-X main.revision=$(git rev-parse HEAD)")`
 	}
 	return s
 }

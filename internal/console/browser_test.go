@@ -269,7 +269,7 @@ func TestBrowser(t *testing.T) {
 			est := count(float64(w.Total)) + " total"
 			rep := "—"
 			if w.Type == "hll" {
-				est = count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError)
+				est = count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"
 				rep = w.Representation
 			}
 			if r.Name != w.Name || r.Estimate != est || r.Representation != rep {
@@ -1072,5 +1072,138 @@ func TestBrowserFrequencyReport(t *testing.T) {
 	}
 	tb.readable(t)
 	tb.screenshot(t, "console-frequency-report")
+	tb.noErrors(t, nil)
+}
+
+// TestBrowserRegisters: a DataSketches HLL is listed with its estimate
+// and error, and shown with its bounds, mode and parameters.
+func TestBrowserRegisters(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.call(t, "PUT", "/v1/sketches/spark:users", "application/json", []byte(`{"type":"ds_hll","lg_k":12,"tgt_type":"HLL_8"}`), nil)
+	s.addRange(t, "spark:users", 1, 30001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	want := s.list(t, "")
+	if len(want) != 1 {
+		t.Fatalf("API lists %+v", want)
+	}
+	w := want[0]
+	type row struct{ Kind, Estimate, Rep string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"; len(rows) != 1 || rows[0].Kind != "DataSketches HLL" || rows[0].Estimate != est || rows[0].Rep != "HLL" {
+		t.Errorf("rows %+v, want DataSketches HLL %q HLL", rows, est)
+	}
+	tb.open(t, s.url, "/sketch/spark:users")
+	tb.wait(t, "#bounds")
+	if got := tb.text(t, "#bounds"); got != count(w.Lower)+" – "+count(w.Upper) {
+		t.Errorf("#bounds %q, want %s – %s", got, count(w.Lower), count(w.Upper))
+	}
+	if got := tb.text(t, "#estimate"); !strings.HasPrefix(got, count(w.Cardinality)) {
+		t.Errorf("#estimate %q, want %s", got, count(w.Cardinality))
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-ds-hll")
+	tb.noErrors(t, nil)
+}
+
+// TestBrowserZetaHLL: a ZetaSketch HLL++ sketch is listed with its
+// estimate and error, and shown with its precisions, value type and
+// where its bytes go.
+func TestBrowserZetaHLL(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.call(t, "PUT", "/v1/sketches/bq:users", "application/json", []byte(`{"type":"zeta_hll","precision":12}`), nil)
+	s.addRange(t, "bq:users", 1, 30001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	want := s.list(t, "")
+	if len(want) != 1 {
+		t.Fatalf("API lists %+v", want)
+	}
+	w := want[0]
+	type row struct{ Kind, Estimate, Rep string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"; len(rows) != 1 || rows[0].Kind != "ZetaSketch HLL++" || rows[0].Estimate != est || rows[0].Rep != "NORMAL" {
+		t.Errorf("rows %+v, want ZetaSketch HLL++ %q NORMAL", rows, est)
+	}
+	tb.open(t, s.url, "/sketch/bq:users")
+	tb.wait(t, "#bounds")
+	if got := tb.text(t, "#bounds"); got != count(w.Lower)+" – "+count(w.Upper) {
+		t.Errorf("#bounds %q, want %s – %s", got, count(w.Lower), count(w.Upper))
+	}
+	if got := tb.text(t, "section.detail"); !strings.Contains(got, "precision 12 (4,096 registers), sparse precision 17; 30,000 values added") ||
+		!strings.Contains(got, "distinct INT64 ids") || !strings.Contains(got, "HLL_COUNT.MERGE") {
+		t.Errorf("detail %q lacks the parameters, value type or readers", got)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-zeta-hll")
+	tb.noErrors(t, nil)
+}
+
+// TestBrowserRegistersOverlap: two DataSketches HLL sketches can be
+// selected and are drawn in the overlap view with the API's numbers.
+func TestBrowserRegistersOverlap(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	for _, n := range []string{"spark:a", "spark:b"} {
+		s.call(t, "PUT", "/v1/sketches/"+n, "application/json", []byte(`{"type":"ds_hll","lg_k":12}`), nil)
+	}
+	s.addRange(t, "spark:a", 1, 20001)
+	s.addRange(t, "spark:b", 10001, 40001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	if n := eval[int](t, tb, `document.querySelectorAll('table.sketches tbody input[type=checkbox]').length`); n != 2 {
+		t.Errorf("%d compare boxes, want 2", n)
+	}
+	x := s.intersect(t, "spark:a", "spark:b")
+	if x.Spurious || math.Abs(x.Estimate-10000) > 1500 {
+		t.Fatalf("fixture: ds_hll intersection %+v, want about 10,000", x)
+	}
+	tb.open(t, s.url, "/overlap?s=spark:a&s=spark:b")
+	tb.wait(t, "#ov-estimate")
+	for id, v := range map[string]float64{"#ov-estimate": x.Estimate, "#ov-lower": x.Lower, "#ov-upper": x.Upper} {
+		if got := tb.text(t, id); got != count(v) {
+			t.Errorf("%s shows %q, want %q (API %v)", id, got, count(v), v)
+		}
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-ds-hll-overlap")
+	tb.noErrors(t, nil)
+}
+
+// TestBrowserAirliftHLL: a Trino HyperLogLog is listed with its estimate
+// and error, and shown with its index bits and where its bytes go.
+func TestBrowserAirliftHLL(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.call(t, "PUT", "/v1/sketches/trino:users", "application/json", []byte(`{"type":"airlift_hll"}`), nil)
+	s.addRange(t, "trino:users", 1, 30001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	want := s.list(t, "")
+	if len(want) != 1 {
+		t.Fatalf("API lists %+v", want)
+	}
+	w := want[0]
+	type row struct{ Kind, Estimate, Rep string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"; len(rows) != 1 || rows[0].Kind != "Trino HyperLogLog" || rows[0].Estimate != est || rows[0].Rep != "DENSE" {
+		t.Errorf("rows %+v, want Trino HyperLogLog %q DENSE", rows, est)
+	}
+	tb.open(t, s.url, "/sketch/trino:users")
+	tb.wait(t, "#bounds")
+	if got := tb.text(t, "section.detail"); !strings.Contains(got, "12 index bits (4,096 buckets)") || !strings.Contains(got, "approx_set") {
+		t.Errorf("detail %q lacks the parameters or readers", got)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-airlift-hll")
 	tb.noErrors(t, nil)
 }

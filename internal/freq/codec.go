@@ -109,9 +109,14 @@ func (s *Sketch) appendWidth(b []byte, width int) []byte {
 // AppendStored appends the 4-byte-summary encoding with lg_k in byte 4,
 // which the libraries' readers skip as unused, so that Decode restores the
 // sketch's parameters (the format does not record them).
-func (s *Sketch) AppendStored(b []byte) []byte {
+func (s *Sketch) AppendStored(b []byte) []byte { return s.AppendStoredWidth(b, SummaryInt32) }
+
+// AppendStoredWidth is AppendStored with summaries of the given width:
+// SummaryInt32 (the C++/Python form) or SummaryJava (Java's
+// IntegerSummary, value then mode).
+func (s *Sketch) AppendStoredWidth(b []byte, width int) []byte {
 	n := len(b)
-	b = s.appendWidth(b, SummaryInt32)
+	b = s.appendWidth(b, width)
 	b[n+4] = s.lgK
 	return b
 }

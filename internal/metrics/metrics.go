@@ -64,6 +64,7 @@ type Metrics struct {
 	authFailures  *prometheus.CounterVec
 	overloaded    prometheus.Counter
 	panics        prometheus.Counter
+	replays       prometheus.Counter
 
 	commitRequests prometheus.Histogram
 	commitBytes    prometheus.Histogram
@@ -107,7 +108,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}, []string{"route", "method"}),
 		ingested: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sketchd_ingested_total",
-			Help: "Ids (hll) or items (cms) accepted into sketches, counted once durable.",
+			Help: "Ids and counted items accepted into sketches and series, by sketch kind (hll, cms, theta, freq), counted once durable.",
 		}, []string{"kind"}),
 		bodiesRefused: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sketchd_request_bodies_refused_total",
@@ -124,6 +125,10 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		panics: f.NewCounter(prometheus.CounterOpts{
 			Name: "sketchd_panics_recovered_total",
 			Help: "Handler panics recovered and answered with a 500.",
+		}),
+		replays: f.NewCounter(prometheus.CounterOpts{
+			Name: "sketchd_idempotency_replays_total",
+			Help: "Write requests answered with the answer recorded for their Idempotency-Key, without applying them again.",
 		}),
 		commitRequests: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "sketchd_commit_batch_requests",
@@ -228,8 +233,8 @@ func (m *Metrics) ObserveHTTP(route, method string, status int, d time.Duration,
 	m.httpResponseSize.WithLabelValues(route, method).Observe(nonNegative(float64(bytesOut)))
 }
 
-// Ingested counts n ids (kind KindHLL) or items (KindCMS) accepted by a
-// durable write. n <= 0 is ignored.
+// Ingested counts n ids or items accepted by a durable write into
+// sketches of kind (KindHLL, KindCMS, "theta", "freq"). n <= 0 is ignored.
 func (m *Metrics) Ingested(kind string, n int) {
 	if m == nil || n <= 0 {
 		return
@@ -305,6 +310,14 @@ func (m *Metrics) PanicRecovered() {
 		return
 	}
 	m.panics.Inc()
+}
+
+// Replayed counts a write answered from its Idempotency-Key's record.
+func (m *Metrics) Replayed() {
+	if m == nil {
+		return
+	}
+	m.replays.Inc()
 }
 
 // AuthFailed counts a request refused by authentication for reason, one of

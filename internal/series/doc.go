@@ -19,6 +19,13 @@
 //     with two stacks, so a point costs O(1) unions amortised instead of
 //     one per bucket in its window.
 //
+// Planning is bounded by a Budget per request (buckets considered, points
+// of a line), so that a read's cost follows the buckets it may use, never
+// the span it names: past the budget a plan is Unprocessable before it
+// has laid out more than the budget allows. A plan is a few Runs of
+// consecutive buckets of one level, which a backend looks up by range,
+// loading only the buckets that exist.
+//
 // Durations are ISO 8601 (P400D, PT1H, P1Y2M), with calendar parts added
 // in the series' time zone.
 package series

@@ -7,7 +7,8 @@ import (
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
-// MaxPoints bounds the points of one timeseries.
+// MaxPoints is the default bound on the points of one timeseries
+// (Budget.MaxPoints).
 const MaxPoints = 10_000
 
 // Point is one point of a timeseries: the step [Start, End) it stands for
@@ -33,24 +34,31 @@ type Timeseries struct {
 
 // Timeseries plans the points of [from, to) by step with window. step and
 // window must fit a kept level's buckets exactly; from must be a bucket
-// start of that level.
+// start of that level. It plans within a budget of its own (NewBudget's
+// defaults).
 func (s *Spec) Timeseries(from, to time.Time, step, window Duration, now time.Time) (Timeseries, error) {
+	return s.TimeseriesWithin(from, to, step, window, now, NewBudget(0, 0))
+}
+
+// TimeseriesWithin is Timeseries spending b: more points than b allows,
+// or windows spanning more buckets than it has left, are Unprocessable,
+// found before either is laid out in full.
+func (s *Spec) TimeseriesWithin(from, to time.Time, step, window Duration, now time.Time, b *Budget) (Timeseries, error) {
 	if !to.After(from) {
 		return Timeseries{}, sketch.Errorf(sketch.Invalid, "to (%s) must be after from (%s)", stamp(to), stamp(from))
 	}
 	from = from.In(s.loc)
 	var pts []Point
 	for t := from; t.Before(to); {
-		end := step.AddTo(t, 1)
+		end, wf := s.step(t, step, window)
 		if !end.After(t) {
 			return Timeseries{}, sketch.Errorf(sketch.Invalid, "step %s does not advance", step)
 		}
-		wf := window.AddTo(end, -1)
 		if !wf.Before(end) {
 			return Timeseries{}, sketch.Errorf(sketch.Invalid, "window %s is empty", window)
 		}
-		if len(pts) == MaxPoints {
-			return Timeseries{}, sketch.Errorf(sketch.Invalid, "more than %d points; use a larger step or a shorter range", MaxPoints)
+		if len(pts) == b.MaxPoints {
+			return Timeseries{}, sketch.Errorf(sketch.Unprocessable, "more than %d points; a line may have at most %d (the server's -max-series-points): use a larger step or a shorter range", b.MaxPoints, b.MaxPoints)
 		}
 		pts = append(pts, Point{Start: t, End: end, WindowFrom: wf})
 		t = end
@@ -76,7 +84,11 @@ func (s *Spec) Timeseries(from, to time.Time, step, window Duration, now time.Ti
 	}
 	ts.Level = level
 	first := pts[0].WindowFrom
+	before := b.Used()
 	for t := first; t.Before(pts[len(pts)-1].End); t = level.Next(t, s.loc) {
+		if !b.spend() {
+			return Timeseries{}, b.tooManyBuckets(before, fmt.Sprintf("the line's windows [%s, %s) span", stamp(first), stamp(pts[len(pts)-1].End)), level.String()+" buckets")
+		}
 		ts.Elements = append(ts.Elements, Key{level, t})
 	}
 	j := 0
@@ -95,6 +107,31 @@ func (s *Spec) Timeseries(from, to time.Time, step, window Duration, now time.Ti
 		ts.Warnings = append(ts.Warnings, fmt.Sprintf("%s buckets before %s have expired: points whose window reaches before then miss that data", level, stamp(level.Start(cut, s.loc))))
 	}
 	return ts, nil
+}
+
+// Run is the line's elements as one run, as a read looks them up.
+func (ts Timeseries) Run() Run {
+	n := len(ts.Elements)
+	if n == 0 {
+		return Run{Level: ts.Level}
+	}
+	return Run{Level: ts.Level, First: ts.Elements[0].Start, Last: ts.Elements[n-1].Start, Count: n}
+}
+
+// step returns the end of the step from t and the start of the window
+// that ends with it. Where step and window are whole calendar units
+// (P1D, P7D, P1M), both are taken on the wall clock the step reaches, as
+// PostgreSQL steps dates: the window reaches back from the date the step
+// ended on, even where that date was skipped and its start is the next
+// one's (Kiritimati's 1994-12-31: December's P1M window is December, and
+// the 30th's P1D window is the 30th).
+func (s *Spec) step(t time.Time, step, window Duration) (end, windowFrom time.Time) {
+	if !step.calendar() || step.clockTime() || !window.calendar() || window.clockTime() {
+		end = step.AddTo(t, 1)
+		return end, window.AddTo(end, -1)
+	}
+	w := shift(clock(t, s.loc, 1), step.Years, step.Months, 7*step.Weeks+step.Days)
+	return wall(w, s.loc), wall(shift(w, -window.Years, -window.Months, -(7*window.Weeks+window.Days)), s.loc)
 }
 
 func (s *Spec) levelNames() string {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,27 +12,37 @@ import (
 	"strings"
 
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // handleRawGet downloads a sketch's encoding: binary with an ETag, or
 // ?format=hex as PostgreSQL prints a bytea/hll (\x and lower-case hex);
-// ?log2m= folds an HLL on the way out.
+// ?log2m= folds an HLL on the way out; ?layout= picks a freq sketch's
+// summary layout and ?compressed=true asks a theta sketch for serial
+// version 4 (downloadParams).
 func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 	name, err := nameParam(r)
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "format", "log2m")
+	q, err := query(r, "format", "log2m", "layout", "compressed")
 	if err != nil {
 		return err
 	}
-	format, hasFormat := first(q, "format")
-	if hasFormat && format != "hex" && format != "binary" {
-		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
+	format, err := rawFormat(q)
+	if err != nil {
+		return err
+	}
+	dl, err := downloadParams(q)
+	if err != nil {
+		return err
 	}
 	var b []byte
 	if _, ok := first(q, "log2m"); ok {
+		if dl != (sketch.Download{}) {
+			return sketch.Errorf(sketch.Invalid, "log2m folds an hll; layout and compressed apply to freq and theta sketches")
+		}
 		log2m, err := intParam(q, "log2m", 0, hll.MinLog2m, hll.MaxLog2m)
 		if err != nil {
 			return err
@@ -49,8 +60,8 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 		}
 	} else {
 		err = s.store.View(r.Context(), []string{name}, func(sks []sketch.Sketch) error {
-			b = sks[0].AppendBinary(nil)
-			return nil
+			b, err = sketch.AppendDownload(nil, sks[0], dl)
+			return err
 		})
 		if err != nil {
 			return err
@@ -70,6 +81,34 @@ func (s *Server) handleRawGet(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeRaw(w, b, format == "hex")
 	return nil
+}
+
+// rawFormat reads ?format= of a download: "binary" (the default) or
+// "hex".
+func rawFormat(q map[string][]string) (string, error) {
+	format, ok := first(q, "format")
+	if ok && format != "hex" && format != "binary" {
+		return "", sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
+	}
+	return format, nil
+}
+
+// downloadParams reads how a download is written: ?layout=java|cpp (freq
+// summaries; java by default) and ?compressed=true|false (theta serial
+// version 4). AppendDownload refuses either on a kind it does not fit.
+func downloadParams(q map[string][]string) (sketch.Download, error) {
+	var d sketch.Download
+	if v, ok := first(q, "layout"); ok {
+		switch l := sketch.Layout(v); l {
+		case sketch.LayoutJava, sketch.LayoutCPP:
+			d.Layout = l
+		default:
+			return d, sketch.Errorf(sketch.Invalid, "query parameter layout=%q must be java (Java's IntegerSummary, the default) or cpp (C++ and Python's int32)", clip(v))
+		}
+	}
+	c, err := boolParam(q, "compressed", false)
+	d.Compressed = c
+	return d, err
 }
 
 // writeRaw answers a sketch's encoding: binary, or as PostgreSQL prints a
@@ -92,7 +131,10 @@ func writeRaw(w http.ResponseWriter, b []byte, asHex bool) {
 // upload reads a sketch sent as binary (application/octet-stream) or as
 // PostgreSQL's text form (text/plain, \x then hex digits), of whichever
 // registered kind its bytes are, decoded as strictly as the format allows.
-func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, error) {
+//
+// format is the upload's ?format= (a sketch type), "" to recognize the
+// format from the bytes' preamble.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, format sketch.Type) (sketch.Sketch, error) {
 	mt, err := mediaType(r)
 	if err != nil {
 		s.refused(refusedMediaType)
@@ -121,12 +163,20 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) (sketch.Sketch, 
 			return nil, sketch.Errorf(sketch.Invalid, "the text upload is not hex: %s", clip(err.Error()))
 		}
 	}
-	sk, err := sketch.DetectUpload(raw)
+	sk, err := sketch.DecodeUpload(raw, format)
 	if err != nil {
 		s.refused(refusedBadInput)
 		return nil, err
 	}
 	return sk, nil
+}
+
+// uploadFormat is an upload's ?format=: the sketch type its bytes are
+// in, "" (absent) to recognize it from the preamble. DecodeUpload refuses
+// a name that is no type.
+func uploadFormat(q map[string][]string) sketch.Type {
+	f, _ := first(q, "format")
+	return sketch.Type(f)
 }
 
 // handleRawPut creates or replaces a sketch from uploaded bytes.
@@ -135,21 +185,28 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := query(r); err != nil {
-		return err
-	}
-	sk, err := s.upload(w, r)
+	q, err := query(r, "format")
 	if err != nil {
 		return err
 	}
-	info, created, err := s.store.Put(r.Context(), name, sk)
+	sk, err := s.upload(w, r, uploadFormat(q))
 	if err != nil {
 		return err
 	}
-	if created {
-		return writeJSON(w, http.StatusCreated, describe(info))
-	}
-	return writeJSON(w, http.StatusOK, describe(info))
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if res.Created {
+			return jsonAnswer(http.StatusCreated, describe(res.Info))
+		}
+		return jsonAnswer(http.StatusOK, describe(res.Info))
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Info, res.Created, err = s.store.Put(ctx, name, sk)
+		return res, err
+	})
+}
+
+// describeAnswer renders a write's answer: 200 and the new description.
+func describeAnswer(res idem.Result) (*answer, error) {
+	return jsonAnswer(http.StatusOK, describe(res.Info))
 }
 
 // handleRawPost unions uploaded bytes into a stored sketch, which keeps
@@ -162,7 +219,7 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "fold")
+	q, err := query(r, "fold", "format")
 	if err != nil {
 		return err
 	}
@@ -170,27 +227,26 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r)
+	sk, err := s.upload(w, r, uploadFormat(q))
 	if err != nil {
 		return err
 	}
 	up, isHLL := sketch.HLLOf(sk)
 	if !fold {
-		info, err := s.store.Merge(r.Context(), name, sk)
-		if errors.Is(err, hll.ErrIncompatible) {
-			e := err.(*sketch.Error)
-			return sketch.Wrap(e.Kind, err, fmt.Sprintf("%s; POST with ?fold=true to fold the stored sketch down to log2m=%d (lossy: it keeps fewer registers)", e.Detail, up.Params().Log2m))
-		}
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, describe(info))
+		return s.commit(w, r, describeAnswer, func(ctx context.Context) (res idem.Result, err error) {
+			res.Info, err = s.store.Merge(ctx, name, sk)
+			if errors.Is(err, hll.ErrIncompatible) {
+				e := err.(*sketch.Error)
+				return res, sketch.Wrap(e.Kind, err, fmt.Sprintf("%s; POST with ?fold=true to fold the stored sketch down to log2m=%d (lossy: it keeps fewer registers)", e.Detail, up.Params().Log2m))
+			}
+			return res, err
+		})
 	}
 	if !isHLL {
 		return sketch.Errorf(sketch.Invalid, "fold=true applies to hll uploads; this is a %s sketch", sk.Kind().Type)
 	}
 	var from int
-	info, err := s.store.Transform(r.Context(), name, name, func(cur sketch.Sketch) (sketch.Sketch, error) {
+	foldMerge := func(cur sketch.Sketch) (sketch.Sketch, error) {
 		h, ok := sketch.HLLOf(cur)
 		if !ok {
 			return nil, sketch.WrongKind(name, cur.Kind().Type, sketch.TypeHLL)
@@ -209,16 +265,20 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 			return nil, sketch.Wrap(sketch.Conflict, err, "cannot union into "+strconv.Quote(name)+": "+strings.TrimPrefix(err.Error(), "hll: "))
 		}
 		return sketch.NewHLL(h), nil
+	}
+	// from is set by foldMerge, which the store runs before the answer is
+	// rendered.
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		d := describe(res.Info)
+		if hr, ok := d.(hllResponse); ok && from > 0 {
+			hr.FoldedFromLog2m = from
+			d = hr
+		}
+		return jsonAnswer(http.StatusOK, d)
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Info, err = s.store.Transform(ctx, name, name, foldMerge)
+		return res, err
 	})
-	if err != nil {
-		return err
-	}
-	d := describe(info)
-	if hr, ok := d.(hllResponse); ok && from > 0 {
-		hr.FoldedFromLog2m = from
-		d = hr
-	}
-	return writeJSON(w, http.StatusOK, d)
 }
 
 // writeDescribe answers with the current description of name.

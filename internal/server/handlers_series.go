@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -67,16 +69,19 @@ func (s *Server) handleSeriesCreate(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	info, created, err := ss.CreateSeries(r.Context(), name, spec)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-		w.Header().Set("Location", "/v1/series/"+name)
-	}
-	return writeJSON(w, status, describeSeries(info))
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if !res.Created {
+			return jsonAnswer(http.StatusOK, describeSeries(res.Series))
+		}
+		a, err := jsonAnswer(http.StatusCreated, describeSeries(res.Series))
+		if a != nil {
+			a.location = "/v1/series/" + name
+		}
+		return a, err
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Series, res.Created, err = ss.CreateSeries(ctx, name, spec)
+		return res, err
+	})
 }
 
 func (s *Server) handleSeriesDescribe(w http.ResponseWriter, r *http.Request) error {
@@ -99,11 +104,16 @@ func (s *Server) handleSeriesDelete(w http.ResponseWriter, r *http.Request) erro
 	if err := s.takeWriteSlot(r.Context()); err != nil {
 		return err
 	}
-	if err := ss.DeleteSeries(r.Context(), name); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.commit(w, r, noContent, func(ctx context.Context) (idem.Result, error) {
+		return idem.Result{}, ss.DeleteSeries(ctx, name)
+	})
+}
+
+// skippingSeriesLister is a SeriesStore whose listing reports, by quoted
+// name, the series it skipped because a stored record of theirs is
+// damaged.
+type skippingSeriesLister interface {
+	ListSeriesSkipping(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, []string, error)
 }
 
 func (s *Server) handleSeriesList(w http.ResponseWriter, r *http.Request) error {
@@ -115,7 +125,17 @@ func (s *Server) handleSeriesList(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	infos, more, err := ss.ListSeries(r.Context(), prefix, after, limit)
+	var infos []series.Info
+	var more bool
+	if sl, ok := ss.(skippingSeriesLister); ok {
+		var skipped []string
+		infos, more, skipped, err = sl.ListSeriesSkipping(r.Context(), prefix, after, limit)
+		if len(skipped) > 0 {
+			w.Header().Set("Sketchd-Unreadable", strings.Join(skipped, ", "))
+		}
+	} else {
+		infos, more, err = ss.ListSeries(r.Context(), prefix, after, limit)
+	}
 	if err != nil {
 		return err
 	}
@@ -148,39 +168,50 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.addBody(w, r, q, func(in sketch.Input) (sketch.Added, error) {
-		return ss.AddSeries(r.Context(), name, ts, in)
+	return s.addBody(w, r, q, func(ctx context.Context, in sketch.Input) (sketch.Added, error) {
+		return ss.AddSeries(ctx, name, ts, in)
 	})
 }
 
-// rangeUnion reads [from, to) of a series: the plan and the union of its
-// buckets (an empty sketch of the series' parameters when none holds
-// anything).
-func (s *Server) rangeUnion(ctx context.Context, ss SeriesStore, name string, from, to time.Time) (series.Plan, sketch.Sketch, error) {
+// budget is what one request may plan of series buckets and points.
+func (s *Server) budget() *series.Budget {
+	return series.NewBudget(s.cfg.MaxSeriesBuckets, s.cfg.MaxSeriesPoints)
+}
+
+// rangeUnion reads [from, to) of a series within b: the plan and the
+// union of its stored buckets (an empty sketch of the series' parameters
+// when none holds anything). With list, a plan of more buckets than an
+// answer may list is refused before anything is read.
+func (s *Server) rangeUnion(ctx context.Context, ss SeriesStore, name string, from, to time.Time, b *series.Budget, list bool) (series.Plan, sketch.Sketch, error) {
 	var plan series.Plan
 	var u sketch.Sketch
-	err := ss.ViewSeries(ctx, name, func(spec *series.Spec) ([]series.Key, error) {
+	start := *b // a plan made again (the series changed) spends the same
+	err := ss.ViewSeries(ctx, name, func(spec *series.Spec) ([]series.Run, error) {
+		*b = start
 		var err error
-		plan, err = spec.Plan(from, to, time.Now())
-		return plan.Buckets, err
-	}, func(spec *series.Spec, sks []sketch.Sketch) error {
+		if plan, err = spec.PlanWithin(from, to, time.Now(), b); err != nil {
+			return nil, err
+		}
+		if list && len(plan.Buckets) > s.cfg.MaxSeriesPoints {
+			return nil, sketch.Errorf(sketch.Unprocessable, "buckets=true lists at most %d buckets (the server's -max-series-points) and this range is answered from %d: leave buckets out to get the plan as runs (level, first, last, count), or ask for a shorter range", s.cfg.MaxSeriesPoints, len(plan.Buckets))
+		}
+		return plan.Runs, nil
+	}, func(spec *series.Spec, bs []series.Bucket) error {
 		var err error
-		u, err = unionOf(spec, sks)
+		u, err = unionOf(spec, bs)
 		return err
 	})
 	return plan, u, err
 }
 
-// unionOf unions the non-empty sketches, or returns an empty one.
-func unionOf(spec *series.Spec, sks []sketch.Sketch) (sketch.Sketch, error) {
-	var some []sketch.Sketch
-	for _, sk := range sks {
-		if sk != nil {
-			some = append(some, sk)
-		}
-	}
-	if len(some) == 0 {
+// unionOf unions the buckets' sketches, or returns an empty one.
+func unionOf(spec *series.Spec, bs []series.Bucket) (sketch.Sketch, error) {
+	if len(bs) == 0 {
 		return spec.Params.New()
+	}
+	some := make([]sketch.Sketch, len(bs))
+	for i, b := range bs {
+		some[i] = b.Sketch
 	}
 	return spec.Params.Kind().Union(some)
 }
@@ -197,7 +228,7 @@ func rangeParams(q map[string][]string) (from, to time.Time, err error) {
 // handleSeriesCount answers the distinct count (HLL) or the total and
 // ?id= frequencies (CMS) over [from, to).
 func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "id*", "id_type")
+	name, q, from, to, ss, err := s.seriesRange(r, "id*", "id_type", "buckets")
 	if err != nil {
 		return err
 	}
@@ -205,11 +236,15 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
 	if err != nil {
 		return err
 	}
-	resp := countResponse{rangeResponse: rangeDTO(plan)}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	if err != nil {
+		return err
+	}
+	resp := countResponse{rangeResponse: rangeDTO(plan, list)}
 	if h, ok := sketch.HLLOf(u); ok {
 		if len(ids) > 0 {
 			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which an hll series does not keep")
@@ -229,6 +264,9 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 		var in sketch.Info
 		u.Describe(&in)
 		resp.Cardinality, resp.Lower, resp.Upper = &in.Cardinality, &in.Lower, &in.Upper
+		if in.StdError > 0 {
+			resp.StdError = &in.StdError
+		}
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }
@@ -279,11 +317,20 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 	}
 	var plan series.Timeseries
 	resp := timeseriesResponse{Step: step.String(), Window: window.String()}
-	err = ss.ViewSeries(r.Context(), name, func(spec *series.Spec) ([]series.Key, error) {
+	b := s.budget()
+	start := *b
+	err = ss.ViewSeries(r.Context(), name, func(spec *series.Spec) ([]series.Run, error) {
+		*b = start
 		var err error
-		plan, err = spec.Timeseries(from, to, step, window, time.Now())
-		return plan.Elements, err
-	}, func(spec *series.Spec, sks []sketch.Sketch) error {
+		if plan, err = spec.TimeseriesWithin(from, to, step, window, time.Now(), b); err != nil {
+			return nil, err
+		}
+		return []series.Run{plan.Run()}, nil
+	}, func(spec *series.Spec, bs []series.Bucket) error {
+		sks, err := elementsOf(plan.Elements, bs)
+		if err != nil {
+			return err
+		}
 		resp.Points = make([]timeseriesPoint, len(plan.Points))
 		if registerLine(plan.Points, sks, spec, resp.Points) {
 			return nil
@@ -323,9 +370,48 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 	return writeJSON(w, http.StatusOK, resp)
 }
 
+// elementsOf lays the stored buckets (in time order) out on a line's
+// elements: nil where none is stored. A bucket whose start is no
+// element's (one stored under other edges) joins the element holding its
+// start, so no stored data inside the line is left out.
+func elementsOf(els []series.Key, bs []series.Bucket) ([]sketch.Sketch, error) {
+	sks := make([]sketch.Sketch, len(els))
+	j := 0
+	for _, b := range bs {
+		for j+1 < len(els) && !els[j+1].Start.After(b.Start) {
+			j++
+		}
+		if len(els) == 0 || b.Start.Before(els[j].Start) {
+			continue // before the line (the store read only inside it)
+		}
+		if sks[j] == nil {
+			sks[j] = b.Sketch
+			continue
+		}
+		u, err := unionPair(sks[j], b.Sketch)
+		if err != nil {
+			return nil, err
+		}
+		sks[j] = u
+	}
+	return sks, nil
+}
+
 // pointBase is a point's range, without its number.
 func pointBase(p series.Point, loc *time.Location) timeseriesPoint {
-	return timeseriesPoint{Start: p.Start.In(loc), End: p.End.In(loc), WindowFrom: p.WindowFrom.In(loc)}
+	return timeseriesPoint{Start: zoned(p.Start, loc), End: zoned(p.End, loc), WindowFrom: zoned(p.WindowFrom, loc)}
+}
+
+// zoned is t in loc, as answers write it: RFC 3339 offsets are whole
+// minutes, so where loc's offset has seconds (Monrovia's -00:44:30 until
+// 1972, local mean times before 1900) t is written in UTC rather than
+// half a minute off.
+func zoned(t time.Time, loc *time.Location) time.Time {
+	t = t.In(loc)
+	if _, off := t.Zone(); off%60 != 0 {
+		return t.UTC()
+	}
+	return t
 }
 
 // maxLineRegisters bounds the register arrays one rolling line lays out
@@ -437,7 +523,7 @@ func unionPair(a, b sketch.Sketch) (sketch.Sketch, error) {
 
 // handleSeriesTop lists a Count-Min series' heavy hitters over a range.
 func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "k")
+	name, q, from, to, ss, err := s.seriesRange(r, "k", "buckets")
 	if err != nil {
 		return err
 	}
@@ -445,7 +531,11 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
 	if err != nil {
 		return err
 	}
@@ -456,7 +546,7 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 	if c.Params().TopK == 0 {
 		return sketch.Errorf(sketch.Conflict, "series %q keeps no heavy hitters; create it with topk > 0", name)
 	}
-	resp := seriesTopResponse{rangeResponse: rangeDTO(plan), Items: []topItem{}}
+	resp := seriesTopResponse{rangeResponse: rangeDTO(plan, list), Items: []topItem{}}
 	for _, it := range c.Top(k) {
 		resp.Items = append(resp.Items, topItem{ID: idValue(it.ID), Estimate: it.Count})
 	}
@@ -466,23 +556,48 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 // handleSeriesRaw downloads a range's union in its kind's format, the
 // covered range in headers.
 func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "format")
+	name, q, from, to, ss, err := s.seriesRange(r, "format", "layout", "compressed")
 	if err != nil {
 		return err
 	}
-	format, hasFormat := first(q, "format")
-	if hasFormat && format != "hex" && format != "binary" {
-		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be binary or hex", clip(format))
-	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	format, err := rawFormat(q)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
-	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
+	dl, err := downloadParams(q)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), false)
+	if err != nil {
+		return err
+	}
+	b, err := sketch.AppendDownload(nil, u, dl)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Sketchd-From", zoned(plan.From, plan.From.Location()).Format(time.RFC3339))
+	w.Header().Set("Sketchd-To", zoned(plan.To, plan.To.Location()).Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
-	writeRaw(w, u.AppendBinary(nil), format == "hex")
+	if len(plan.Runs) > 0 {
+		w.Header().Set("Sketchd-Plan", planHeader(plan))
+	}
+	writeRaw(w, b, format == "hex")
 	return nil
+}
+
+// planHeader describes a plan's runs in one header value: "level first
+// last count" per run, in time order, joined by ", ".
+func planHeader(p series.Plan) string {
+	var b strings.Builder
+	loc := p.From.Location()
+	for i, r := range p.Runs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s %s %d", r.Level, r.First.In(loc).Format(time.RFC3339), r.Last.In(loc).Format(time.RFC3339), r.Count)
+	}
+	return b.String()
 }
 
 // seriesRequest is the body of PUT /v1/series/{name}: the sketch
@@ -567,7 +682,7 @@ func describeSeries(in series.Info) seriesResponse {
 	for _, l := range in.Levels {
 		sl := seriesLevel{Level: l.Level.String(), Retention: l.Retention.String(), Buckets: l.Buckets, Bytes: l.Bytes}
 		if l.Buckets > 0 {
-			o, n := l.Oldest, l.Newest
+			o, n := zoned(l.Oldest, l.Oldest.Location()), zoned(l.Newest, l.Newest.Location())
 			sl.Oldest, sl.Newest = &o, &n
 		}
 		resp.SizeBytes += l.Bytes
@@ -588,6 +703,14 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"lg_k": p.LgK}
 	case sketch.FreqParams:
 		return map[string]any{"lg_k": p.LgK}
+	case sketch.DSHLLParams:
+		return map[string]any{"lg_k": p.LgK, "tgt_type": p.Type.String()}
+	case sketch.CPCParams:
+		return map[string]any{"lg_k": p.LgK}
+	case sketch.ZetaParams:
+		return map[string]any{"precision": p.Precision, "sparse_precision": p.SparsePrecision}
+	case sketch.AirliftParams:
+		return map[string]any{"index_bits": p.IndexBits}
 	}
 	return map[string]any{}
 }
@@ -597,19 +720,38 @@ type bucketRef struct {
 	Start time.Time `json:"start"`
 }
 
-// rangeResponse echoes the range an answer covers and the buckets it was
-// taken from.
-type rangeResponse struct {
-	From     time.Time   `json:"from"`
-	To       time.Time   `json:"to"`
-	Buckets  []bucketRef `json:"buckets"`
-	Warnings []string    `json:"warnings"`
+// planRun is Count consecutive buckets of one level, from the one
+// starting at First to the one starting at Last.
+type planRun struct {
+	Level string    `json:"level"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Count int       `json:"count"`
 }
 
-func rangeDTO(p series.Plan) rangeResponse {
-	r := rangeResponse{From: p.From, To: p.To, Buckets: make([]bucketRef, len(p.Buckets)), Warnings: append([]string{}, p.Warnings...)}
-	for i, k := range p.Buckets {
-		r.Buckets[i] = bucketRef{Level: k.Level.String(), Start: k.Start.In(p.From.Location())}
+// rangeResponse echoes the range an answer covers and the plan it was
+// taken from: runs of buckets, and every bucket when asked
+// (?buckets=true).
+type rangeResponse struct {
+	From     time.Time    `json:"from"`
+	To       time.Time    `json:"to"`
+	Plan     []planRun    `json:"plan"`
+	Buckets  *[]bucketRef `json:"buckets,omitempty"`
+	Warnings []string     `json:"warnings"`
+}
+
+func rangeDTO(p series.Plan, list bool) rangeResponse {
+	loc := p.From.Location()
+	r := rangeResponse{From: zoned(p.From, loc), To: zoned(p.To, loc), Plan: make([]planRun, len(p.Runs)), Warnings: append([]string{}, p.Warnings...)}
+	for i, run := range p.Runs {
+		r.Plan[i] = planRun{Level: run.Level.String(), First: zoned(run.First, loc), Last: zoned(run.Last, loc), Count: run.Count}
+	}
+	if list {
+		bs := make([]bucketRef, len(p.Buckets))
+		for i, k := range p.Buckets {
+			bs[i] = bucketRef{Level: k.Level.String(), Start: zoned(k.Start, loc)}
+		}
+		r.Buckets = &bs
 	}
 	return r
 }
@@ -660,6 +802,9 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 		var in sketch.Info
 		v.Describe(&in)
 		out.Cardinality, out.Lower, out.Upper = &in.Cardinality, &in.Lower, &in.Upper
+		if in.StdError > 0 {
+			out.StdError = &in.StdError
+		}
 	}
 	return out
 }
@@ -668,7 +813,7 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 // series over [from, to): the union of its buckets sums each retained
 // user's counts.
 func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "max", "sd")
+	name, q, from, to, ss, err := s.seriesRange(r, "max", "sd", "buckets")
 	if err != nil {
 		return err
 	}
@@ -680,7 +825,11 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return err
 	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to)
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
 	if err != nil {
 		return err
 	}
@@ -692,7 +841,7 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "freq: "))
 	}
-	return writeJSON(w, http.StatusOK, seriesReportResponse{rangeResponse: rangeDTO(plan), frequencyReportResponse: frequencyReportDTO(rep)})
+	return writeJSON(w, http.StatusOK, seriesReportResponse{rangeResponse: rangeDTO(plan, list), frequencyReportResponse: frequencyReportDTO(rep)})
 }
 
 type seriesReportResponse struct {

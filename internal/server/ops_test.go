@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"io"
@@ -267,5 +268,45 @@ func TestClientGoneIsNotAServerError(t *testing.T) {
 	e.s.ServeHTTP(rec, req)
 	if rec.Code != 499 {
 		t.Fatalf("status %d, want 499", rec.Code)
+	}
+}
+
+// damagedStore answers reads of one sketch as a store whose stored value
+// failed its checksum does.
+type damagedStore struct {
+	Store
+	name string
+}
+
+func (d damagedStore) Describe(ctx context.Context, name string) (sketch.Info, error) {
+	if name == d.name {
+		cause := errors.New("checksum mismatch: stored 1a2b3c4d, computed 5e6f7a8b over 1234 bytes")
+		return sketch.Info{}, sketch.Wrap(sketch.Damaged, cause, `stored sketch "d" is damaged: its record failed its checksum; DELETE the sketch to remove it, or restore the data file from a backup`)
+	}
+	return d.Store.Describe(ctx, name)
+}
+
+// TestDamagedIsA500NamingTheSketch: a stored value that fails its check
+// is a 500 of type damaged whose detail names the sketch and what to do,
+// never the cause's bytes or checksums, which go to the log.
+func TestDamagedIsA500NamingTheSketch(t *testing.T) {
+	e := newEnv(t, withStore(func(s Store) Store { return damagedStore{s, "d"} }))
+	// Not through e.do, which fails any 5xx.
+	resp, err := http.Get(e.srv.URL + "/v1/sketches/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("GET a damaged sketch = %d %s, want 500", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type = %q, want application/problem+json", ct)
+	}
+	var p problem
+	decode(t, body, &p)
+	if p.Type != problemTypePrefix+"damaged" || !strings.Contains(p.Detail, `sketch "d" is damaged`) || strings.Contains(p.Detail, "1a2b3c4d") {
+		t.Errorf("problem = %+v, want type damaged, a detail naming the sketch and not the cause", p)
 	}
 }

@@ -44,8 +44,16 @@ func seriesEnv(tb testing.TB) *env {
 func rfc(t time.Time) string { return url.QueryEscape(t.Format(time.RFC3339)) }
 
 type countAnswer struct {
-	From, To    time.Time
-	Buckets     []struct{ Level string }
+	From, To time.Time
+	Plan     []struct {
+		Level       string
+		First, Last time.Time
+		Count       int
+	}
+	Buckets *[]struct {
+		Level string
+		Start time.Time
+	}
 	Warnings    []string
 	Cardinality float64
 	StdError    float64 `json:"std_error"`
@@ -107,6 +115,39 @@ func (st stampedIDs) in(from, to time.Time) []int64 {
 	return out
 }
 
+// checkPlan checks that a count's plan tiles its range with runs of
+// consecutive buckets, in the series' zone, and that the bucket list is
+// there exactly when asked for and agrees with the runs. It returns the
+// plan's number of buckets.
+func checkPlan(tb testing.TB, c countAnswer, loc *time.Location, listed bool) int {
+	tb.Helper()
+	if listed != (c.Buckets != nil) {
+		tb.Fatalf("buckets listed: %v, asked: %v", c.Buckets != nil, listed)
+	}
+	at, n := c.From, 0
+	for _, r := range c.Plan {
+		l, err := series.ParseLevel(r.Level)
+		_, off := r.First.Zone()
+		if _, want := r.First.In(loc).Zone(); err != nil || r.Count < 1 || !r.First.Equal(at) || off != want {
+			tb.Fatalf("run %+v does not start where the plan stands (%v) in %v: %v", r, at, loc, err)
+		}
+		for k := range r.Count {
+			if listed && ((*c.Buckets)[n+k].Level != r.Level || !(*c.Buckets)[n+k].Start.Equal(at)) {
+				tb.Fatalf("bucket %d %+v, want %s %v", n+k, (*c.Buckets)[n+k], r.Level, at)
+			}
+			if k == r.Count-1 && !at.Equal(r.Last) {
+				tb.Fatalf("run %+v: its last bucket starts %v", r, at)
+			}
+			at = l.Next(at, loc)
+		}
+		n += r.Count
+	}
+	if !at.Equal(c.To) || (listed && len(*c.Buckets) != n) {
+		tb.Fatalf("the plan's %d buckets end at %v, the range at %v", n, at, c.To)
+	}
+	return n
+}
+
 // TestSeriesOverHTTP: counts and raw unions over day-aligned ranges are
 // exactly the sketches of the ids stamped inside them, rolling lines are
 // the unions of their windows, and edges inside a bucket are widened with
@@ -137,14 +178,16 @@ func TestSeriesOverHTTP(t *testing.T) {
 			t.Fatalf("[%v, %v): raw union differs from the sketch of the %d ids stamped inside", a, b, len(st.in(a, b)))
 		}
 		var c countAnswer
-		decode(t, must(t, e.get(t, "/v1/series/s/count"+q), http.StatusOK, "count").Body, &c)
+		list := i%2 == 0
+		decode(t, must(t, e.get(t, "/v1/series/s/count"+q+map[bool]string{true: "&buckets=true"}[list]), http.StatusOK, "count").Body, &c)
 		if c.Cardinality != want.Estimate() || !c.From.Equal(a) || !c.To.Equal(b) || len(c.Warnings) != 0 {
 			t.Fatalf("[%v, %v): count %+v, want %v over the same range and no warnings", a, b, c, want.Estimate())
 		}
+		n := checkPlan(t, c, loc, list)
 		// A whole month inside the range is one bucket, not 28 to 31.
 		m := time.Date(a.Year(), a.Month()+1, 1, 0, 0, 0, 0, loc)
-		if days := int(b.Sub(a).Hours()/24 + 0.5); !m.AddDate(0, 1, 0).After(b) && len(c.Buckets) > days-27 {
-			t.Errorf("[%v, %v): %d buckets for %d days holding the month from %v", a, b, len(c.Buckets), days, m)
+		if days := int(b.Sub(a).Hours()/24 + 0.5); !m.AddDate(0, 1, 0).After(b) && n > days-27 {
+			t.Errorf("[%v, %v): %d buckets for %d days holding the month from %v", a, b, n, days, m)
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/console"
+	"github.com/sketchd/sketchd/internal/series"
 )
 
 // Metrics records what the handlers observe; *metrics.Metrics implements
@@ -23,6 +24,8 @@ type Metrics interface {
 	Overloaded()
 	PanicRecovered()
 	AuthFailed(reason string)
+	// Replayed counts an answer replayed for an Idempotency-Key.
+	Replayed()
 }
 
 // Config holds the server's limits and switches.
@@ -47,6 +50,12 @@ type Config struct {
 	MaxInflightWrites int
 	// AuthMetrics requires a read token for /metrics when auth is on.
 	AuthMetrics bool
+	// MaxSeriesBuckets bounds the series buckets one request may plan,
+	// over all its ranges (series.Budget); past it the answer is 422.
+	MaxSeriesBuckets int
+	// MaxSeriesPoints bounds the points of a rolling line, and the
+	// buckets a ?buckets=true answer lists; past it the answer is 422.
+	MaxSeriesPoints int
 }
 
 // DefaultConfig returns the limits used when flags do not say otherwise.
@@ -54,6 +63,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxBody: 32 << 20, MaxQueryBody: 1 << 20, MaxBodyMemory: 1 << 30, BodyTimeout: 30 * time.Second,
 		MaxIDs: 1_000_000, MaxInflightWrites: 64,
+		MaxSeriesBuckets: series.DefaultMaxBuckets, MaxSeriesPoints: series.MaxPoints,
 	}
 }
 
@@ -94,6 +104,8 @@ type Server struct {
 	bodyBytes atomic.Int64
 	bufs      sync.Pool // *[]byte
 	hashBufs  sync.Pool
+	// inflight holds the Idempotency-Keys of requests running here.
+	inflight inflight
 }
 
 // New returns the API server.
@@ -113,6 +125,12 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.MaxInflightWrites <= 0 {
 		cfg.MaxInflightWrites = def.MaxInflightWrites
+	}
+	if cfg.MaxSeriesBuckets <= 0 {
+		cfg.MaxSeriesBuckets = def.MaxSeriesBuckets
+	}
+	if cfg.MaxSeriesPoints <= 0 {
+		cfg.MaxSeriesPoints = def.MaxSeriesPoints
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, metrics: deps.Metrics, log: deps.Logger, auth: deps.Auth,
@@ -146,6 +164,7 @@ func (noMetrics) BodyRefused(string)                                           {
 func (noMetrics) Overloaded()                                                  {}
 func (noMetrics) PanicRecovered()                                              {}
 func (noMetrics) AuthFailed(string)                                            {}
+func (noMetrics) Replayed()                                                    {}
 
 // Reasons a body is refused, as the metrics name them.
 const (

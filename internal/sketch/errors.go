@@ -23,6 +23,9 @@ const (
 	// Unprocessable: well-formed, but what it asks cannot be applied (an
 	// add stamped past a series' late_limit or ahead of the clock): 422.
 	Unprocessable
+	// Damaged: a stored value failed its checksum or cannot be decoded:
+	// 500, with a detail naming the sketch (never its bytes).
+	Damaged
 )
 
 // String names the kind as the problem type URIs do.
@@ -44,6 +47,8 @@ func (k ErrorKind) String() string {
 		return "unavailable"
 	case Unprocessable:
 		return "unprocessable"
+	case Damaged:
+		return "damaged"
 	}
 	return "internal"
 }

@@ -236,16 +236,7 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 		res.Terms[i] = Term{Sketches: t.names, Cardinality: t.card}
 	}
 
-	minOp, maxOp := ops[0], ops[0]
-	for _, op := range ops[1:] {
-		if op.card < minOp.card {
-			minOp = op
-		}
-		if op.card > maxOp.card {
-			maxOp = op
-		}
-	}
-
+	minOp, _ := smallestLargest(ops)
 	var est pairExtras
 	exact := false
 	switch {
@@ -264,7 +255,30 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	default:
 		est = inclusionExclusion(ops, terms)
 	}
+	finish(&res, ops, est, exact, folded)
+	return res, nil
+}
 
+// smallestLargest returns the operands with the smallest and the largest
+// cardinality estimate (the first of equals).
+func smallestLargest(ops []operand) (minOp, maxOp operand) {
+	minOp, maxOp = ops[0], ops[0]
+	for _, op := range ops[1:] {
+		if op.card < minOp.card {
+			minOp = op
+		}
+		if op.card > maxOp.card {
+			maxOp = op
+		}
+	}
+	return minOp, maxOp
+}
+
+// finish completes res from an estimator's answer: the clamped estimate,
+// the bounds, overlap and ratio, the pair's extras and the verdict. res
+// has its terms, Log2m and Method already.
+func finish(res *Intersection, ops []operand, est pairExtras, exact, folded bool) {
+	minOp, maxOp := smallestLargest(ops)
 	res.RawEstimate, res.Error = est.x.Estimate, est.x.Error
 	res.Estimate = min(max(res.RawEstimate, 0), minOp.card)
 	res.Lower = max(0, res.RawEstimate-envelopeZ*res.Error)
@@ -283,11 +297,10 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	}
 	res.Spurious = res.Estimate <= spuriousFactor*res.Error || res.Lower <= 0
 	res.RelativeWidth = RelativeWidth(res.Estimate, res.Lower, res.Upper)
-	if k == 2 {
+	if len(ops) == 2 {
 		res.Jaccard, res.ANotB, res.BNotA = est.jaccard, est.aNotB, est.bNotA
 	}
-	judge(&res, k, exact, folded, est.undetermined)
-	return res, nil
+	judge(res, len(ops), exact, folded, est.undetermined)
 }
 
 // ParseMethod returns the Method named s; "" gives "" (the default,

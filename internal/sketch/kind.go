@@ -13,6 +13,9 @@ import (
 type Kind struct {
 	// Type is the kind's name in the API ("hll").
 	Type Type
+	// Format names the kind's encoding for people ("the postgresql-hll
+	// storage format"), as upload errors show it.
+	Format string
 	// Tag identifies the kind in stored records and log operations. Tags
 	// are never reused: a stored record outlives any one binary.
 	Tag byte
@@ -133,7 +136,7 @@ type Input interface {
 
 // registry lists every kind. Adding a kind means one more entry here,
 // pointing at the kind's own file (kind_hll.go is the model).
-var registry = [...]*Kind{&hllKind, &cmsKind, &thetaKind, &freqKind}
+var registry = [...]*Kind{&hllKind, &cmsKind, &thetaKind, &freqKind, &dshllKind, &cpcKind, &zetaKind, &airliftKind}
 
 // Kinds returns every registered kind, in tag order.
 func Kinds() []*Kind { return registry[:] }
@@ -156,34 +159,6 @@ func ByTag(tag byte) (*Kind, error) {
 		}
 	}
 	return nil, Errorf(Internal, "unknown sketch kind tag %d", tag)
-}
-
-// DetectUpload decodes an uploaded sketch of any kind: the kind whose
-// Sniff claims the bytes decodes them, strictly. Errors are Invalid and
-// say which kind the bytes were taken for.
-func DetectUpload(b []byte) (Sketch, error) {
-	for _, k := range registry {
-		if !k.Sniff(b) {
-			continue
-		}
-		s, err := k.Decode(b)
-		if err != nil {
-			return nil, Wrap(Invalid, err, "the upload is not a valid "+string(k.Type)+" sketch: "+trimKindPrefix(err.Error()))
-		}
-		return s, nil
-	}
-	// Bytes no kind claims are read as the storage format, the one
-	// analysts upload, so the error says what is wrong with them as that.
-	k := registry[0]
-	_, err := k.Decode(b)
-	return nil, Wrap(Invalid, err, "the upload is not a valid "+string(k.Type)+" sketch: "+trimKindPrefix(errText(err)))
-}
-
-func errText(err error) string {
-	if err == nil {
-		return "its first byte belongs to no known kind"
-	}
-	return err.Error()
 }
 
 // WrongKind is the Conflict of an operation on a sketch of another kind.

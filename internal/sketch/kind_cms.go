@@ -14,6 +14,7 @@ const cmsMagic = 0xC1
 // TypeCMS sketches are Count-Min sketches in sketchd's own format.
 var cmsKind = Kind{
 	Type:    TypeCMS,
+	Format:  "sketchd's Count-Min format",
 	Tag:     2,
 	Default: func() Params { return CMSParams{cms.DefaultParams()} },
 	Decode: func(b []byte) (Sketch, error) {

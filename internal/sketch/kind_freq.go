@@ -16,6 +16,7 @@ const TypeFreq Type = "freq"
 
 var freqKind = Kind{
 	Type:    TypeFreq,
+	Format:  "a DataSketches tuple sketch with integer counts",
 	Tag:     4,
 	Default: func() Params { return FreqParams{freq.DefaultParams()} },
 	Decode: func(b []byte) (Sketch, error) {
@@ -23,7 +24,7 @@ var freqKind = Kind{
 		if err != nil {
 			return nil, err
 		}
-		return freqSketch{f}, nil
+		return freqSketch{f: f, orig: keepOriginal(b, f.SizeBytes(), f.AppendStored)}, nil
 	},
 	Sniff: freq.Sniff,
 	Prepare: func(in Input) (Batch, error) {
@@ -51,7 +52,7 @@ var freqKind = Kind{
 		for _, s := range ss {
 			u.Union(s.(freqSketch).f)
 		}
-		return freqSketch{u}, nil
+		return freqSketch{f: u}, nil
 	},
 }
 
@@ -75,7 +76,7 @@ func (p FreqParams) New() (Sketch, error) {
 	if err != nil {
 		return nil, Wrap(Invalid, err, "invalid freq parameters: "+trimKindPrefix(err.Error()))
 	}
-	return freqSketch{f}, nil
+	return freqSketch{f: f}, nil
 }
 
 // String implements Params.
@@ -87,7 +88,12 @@ func FreqOf(s Sketch) (*freq.Sketch, bool) {
 	return f.f, ok
 }
 
-type freqSketch struct{ f *freq.Sketch }
+// freqSketch is a frequency sketch; orig keeps the bytes it was decoded
+// from (see original).
+type freqSketch struct {
+	f    *freq.Sketch
+	orig *original
+}
 
 type freqItem struct {
 	hash  uint64
@@ -99,16 +105,30 @@ type freqBatch []freqItem
 
 func (b freqBatch) Len() int { return len(b) }
 
-func (s freqSketch) Kind() *Kind                  { return &freqKind }
-func (s freqSketch) Params() Params               { return FreqParams{s.f.Params()} }
-func (s freqSketch) AppendBinary(b []byte) []byte { return s.f.AppendStored(b) }
-func (s freqSketch) Clone() Sketch                { return freqSketch{s.f.Clone()} }
-func (s freqSketch) Merge(o Sketch) error         { s.f.Union(o.(freqSketch).f); return nil }
-func (s freqSketch) Check(Batch) error            { return nil }
-func (s freqSketch) SizeBytes() int               { return s.f.SizeBytes() }
-func (s freqSketch) MemoryBytes() int64           { return int64(s.f.MemoryBytes()) + 128 }
-func (s freqSketch) Representation() string       { return "" }
-func (s freqSketch) Estimate() float64            { return s.f.Estimate() }
+func (s freqSketch) Kind() *Kind            { return &freqKind }
+func (s freqSketch) Params() Params         { return FreqParams{s.f.Params()} }
+func (s freqSketch) Clone() Sketch          { return freqSketch{f: s.f.Clone(), orig: s.orig.clone()} }
+func (s freqSketch) Merge(o Sketch) error   { s.f.Union(o.(freqSketch).f); s.orig.drop(); return nil }
+func (s freqSketch) Check(Batch) error      { return nil }
+func (s freqSketch) MemoryBytes() int64     { return int64(s.f.MemoryBytes()+len(s.orig.bytes())) + 128 }
+func (s freqSketch) Representation() string { return "" }
+
+// AppendBinary appends the bytes as uploaded while they are kept, else
+// the 4-byte-summary form with lg_k in byte 4 (freq.AppendStored).
+func (s freqSketch) AppendBinary(b []byte) []byte {
+	if ob := s.orig.bytes(); ob != nil {
+		return append(b, ob...)
+	}
+	return s.f.AppendStored(b)
+}
+
+func (s freqSketch) SizeBytes() int {
+	if ob := s.orig.bytes(); ob != nil {
+		return len(ob)
+	}
+	return s.f.SizeBytes()
+}
+func (s freqSketch) Estimate() float64 { return s.f.Estimate() }
 
 // Apply logs every item (counts add, so each counts once on replay):
 // uvarint n, then n times a big-endian uint64 hash and uint32 count.
@@ -117,6 +137,7 @@ func (s freqSketch) Apply(b Batch, delta []byte) ([]byte, error) {
 	if len(items) == 0 {
 		return delta, nil
 	}
+	s.orig.drop()
 	delta = binary.AppendUvarint(delta, uint64(len(items)))
 	for _, it := range items {
 		s.f.AddHash(it.hash, it.count)
@@ -135,6 +156,7 @@ func (s freqSketch) ApplyDelta(delta []byte) error {
 		at := k + 12*i
 		s.f.AddHash(binary.BigEndian.Uint64(delta[at:]), binary.BigEndian.Uint32(delta[at+8:]))
 	}
+	s.orig.drop()
 	return nil
 }
 
@@ -146,5 +168,5 @@ func (s freqSketch) Describe(in *Info) {
 	}
 	in.Theta = s.f.Theta()
 	in.Retained = s.f.Retained()
-	in.SizeBytes = s.f.SizeBytes()
+	in.SizeBytes = s.SizeBytes()
 }

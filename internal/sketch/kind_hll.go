@@ -12,6 +12,7 @@ import (
 // TypeHLL sketches are postgresql-hll's HyperLogLog, in its storage format.
 var hllKind = Kind{
 	Type:    TypeHLL,
+	Format:  "the postgresql-hll storage format",
 	Tag:     1,
 	Default: func() Params { return HLLParams{hll.DefaultParams()} },
 	Decode: func(b []byte) (Sketch, error) {
@@ -22,7 +23,7 @@ var hllKind = Kind{
 		if h.Representation() == hll.Undefined {
 			return nil, errUndefined
 		}
-		return hllSketch{h}, nil
+		return hllSketch{h: h, orig: keepOriginal(b, h.SizeBytes(), func(out []byte) []byte { out, _ = h.AppendBinary(out); return out })}, nil
 	},
 	// Storage format version 1 is the high nibble of the first byte.
 	Sniff:   func(b []byte) bool { return len(b) > 0 && b[0]>>4 == 1 },
@@ -36,15 +37,19 @@ var hllKind = Kind{
 		if err != nil {
 			return nil, Wrap(Invalid, err, trimKindPrefix(err.Error()))
 		}
-		return hllSketch{h}, nil
+		return hllSketch{h: h}, nil
 	},
-	Representation: func(b []byte) (string, error) {
-		reps := [...]string{"UNDEFINED", "EMPTY", "EXPLICIT", "SPARSE", "FULL"}
-		if len(b) == 0 || int(b[0]&0x0f) >= len(reps) {
-			return "", errors.New("hll: no storage type")
-		}
-		return reps[b[0]&0x0f], nil
-	},
+	Representation: hllRepresentation,
+}
+
+// hllRepresentation reads the storage type from the low nibble of the
+// first byte.
+func hllRepresentation(b []byte) (string, error) {
+	reps := [...]string{"UNDEFINED", "EMPTY", "EXPLICIT", "SPARSE", "FULL"}
+	if len(b) == 0 || int(b[0]&0x0f) >= len(reps) {
+		return "", errors.New("hll: no storage type")
+	}
+	return reps[b[0]&0x0f], nil
 }
 
 var errUndefined = errors.New("hll: an UNDEFINED hll (the result of an undefined operation in PostgreSQL) cannot be stored")
@@ -73,14 +78,14 @@ func (p HLLParams) New() (Sketch, error) {
 	if err != nil {
 		return nil, Wrap(Invalid, err, "invalid hll parameters: "+trimKindPrefix(err.Error()))
 	}
-	return hllSketch{h}, nil
+	return hllSketch{h: h}, nil
 }
 
 // String implements Params.
 func (p HLLParams) String() string { return "hll " + p.Params.String() }
 
 // NewHLL wraps an HLL engine sketch; the Sketch owns h from then on.
-func NewHLL(h *hll.Sketch) Sketch { return hllSketch{h} }
+func NewHLL(h *hll.Sketch) Sketch { return hllSketch{h: h} }
 
 // HLLOf returns the engine sketch behind s, if s is an HLL. Callers must
 // not keep or change it beyond what the store allows for s.
@@ -89,7 +94,12 @@ func HLLOf(s Sketch) (*hll.Sketch, bool) {
 	return h.h, ok
 }
 
-type hllSketch struct{ h *hll.Sketch }
+// hllSketch is an HLL; orig keeps the bytes it was decoded from (see
+// original).
+type hllSketch struct {
+	h    *hll.Sketch
+	orig *original
+}
 
 // hashBatch is an HLL batch: hashed ids.
 type hashBatch []uint64
@@ -99,15 +109,19 @@ func (b hashBatch) Len() int { return len(b) }
 func (s hllSketch) Kind() *Kind    { return &hllKind }
 func (s hllSketch) Params() Params { return HLLParams{s.h.Params()} }
 func (s hllSketch) AppendBinary(b []byte) []byte {
+	if ob := s.orig.bytes(); ob != nil {
+		return append(b, ob...)
+	}
 	b, _ = s.h.AppendBinary(b)
 	return b
 }
-func (s hllSketch) Clone() Sketch { return hllSketch{s.h.Clone()} }
+func (s hllSketch) Clone() Sketch { return hllSketch{h: s.h.Clone(), orig: s.orig.clone()} }
 
 func (s hllSketch) Merge(o Sketch) error {
 	if err := s.h.Union(o.(hllSketch).h); err != nil {
 		return Wrap(Conflict, err, trimKindPrefix(err.Error()))
 	}
+	s.orig.drop()
 	return nil
 }
 
@@ -116,21 +130,24 @@ func (s hllSketch) Check(Batch) error { return nil }
 // Apply logs the hashes that changed the sketch (raised a register or
 // joined the EXPLICIT set): uvarint n, then n big-endian uint64s. Replaying
 // only those gives the same sketch, since the others changed nothing.
+// A write that changes nothing still drops bytes kept as uploaded, and
+// logs n = 0 for that (original.written).
 func (s hllSketch) Apply(b Batch, delta []byte) ([]byte, error) {
+	at := len(delta)
 	changed := s.h.AddHashes(b.(hashBatch), nil)
-	if len(changed) == 0 {
-		return delta, nil
+	if len(changed) > 0 {
+		delta = binary.AppendUvarint(delta, uint64(len(changed)))
+		for _, h := range changed {
+			delta = binary.BigEndian.AppendUint64(delta, h)
+		}
 	}
-	delta = binary.AppendUvarint(delta, uint64(len(changed)))
-	for _, h := range changed {
-		delta = binary.BigEndian.AppendUint64(delta, h)
-	}
-	return delta, nil
+	return s.orig.written(b.Len(), delta, at), nil
 }
 
 // Absorb adds b without the log Apply builds (see the package's Absorb).
 func (s hllSketch) Absorb(b Batch) error {
 	s.h.AddAll(b.(hashBatch))
+	s.orig.drop()
 	return nil
 }
 
@@ -144,20 +161,39 @@ func (s hllSketch) ApplyDelta(delta []byte) error {
 		hs[i] = binary.BigEndian.Uint64(delta[k+8*i:])
 	}
 	s.h.AddHashes(hs, nil)
+	s.orig.drop()
 	return nil
 }
 
 func (s hllSketch) Describe(in *Info) {
-	in.Representation = s.h.Representation().String()
+	in.Representation = s.Representation()
 	in.Cardinality = s.h.Estimate()
 	in.StdError = s.h.StdError()
-	in.SizeBytes = s.h.SizeBytes()
+	in.SizeBytes = s.SizeBytes()
 }
 
-func (s hllSketch) SizeBytes() int         { return s.h.SizeBytes() }
-func (s hllSketch) MemoryBytes() int64     { return int64(s.h.MemoryBytes()) + 128 }
-func (s hllSketch) Representation() string { return s.h.Representation().String() }
-func (s hllSketch) Estimate() float64      { return s.h.Estimate() }
+func (s hllSketch) SizeBytes() int {
+	if ob := s.orig.bytes(); ob != nil {
+		return len(ob)
+	}
+	return s.h.SizeBytes()
+}
+
+func (s hllSketch) MemoryBytes() int64 {
+	return int64(s.h.MemoryBytes()+len(s.orig.bytes())) + 128
+}
+
+// Representation is the storage type the sketch's bytes have: as
+// uploaded while they are kept, else as postgresql-hll's rules choose.
+func (s hllSketch) Representation() string {
+	if ob := s.orig.bytes(); ob != nil {
+		if r, err := hllRepresentation(ob); err == nil {
+			return r
+		}
+	}
+	return s.h.Representation().String()
+}
+func (s hllSketch) Estimate() float64 { return s.h.Estimate() }
 
 func hashID(id cms.ID) uint64 {
 	if id.IsText() {

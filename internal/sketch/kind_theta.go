@@ -16,6 +16,7 @@ const TypeTheta Type = "theta"
 
 var thetaKind = Kind{
 	Type:    TypeTheta,
+	Format:  "a DataSketches theta sketch",
 	Tag:     3,
 	Default: func() Params { return ThetaParams{theta.DefaultParams()} },
 	Decode: func(b []byte) (Sketch, error) {
@@ -23,7 +24,7 @@ var thetaKind = Kind{
 		if err != nil {
 			return nil, err
 		}
-		return thetaSketch{t}, nil
+		return thetaSketch{t: t, orig: keepOriginal(b, t.SizeBytes(), t.AppendStored)}, nil
 	},
 	Sniff: theta.Sniff,
 	Prepare: func(in Input) (Batch, error) {
@@ -52,7 +53,7 @@ var thetaKind = Kind{
 		if err != nil {
 			return nil, Wrap(Invalid, err, trimKindPrefix(err.Error()))
 		}
-		return thetaSketch{u}, nil
+		return thetaSketch{t: u}, nil
 	},
 }
 
@@ -87,14 +88,14 @@ func (p ThetaParams) New() (Sketch, error) {
 	if err != nil {
 		return nil, Wrap(Invalid, err, "invalid theta parameters: "+trimKindPrefix(err.Error()))
 	}
-	return thetaSketch{t}, nil
+	return thetaSketch{t: t}, nil
 }
 
 // String implements Params.
 func (p ThetaParams) String() string { return fmt.Sprintf("theta lg_k=%d", p.LgK) }
 
 // NewTheta wraps a theta engine sketch; the Sketch owns t from then on.
-func NewTheta(t *theta.Sketch) Sketch { return thetaSketch{t} }
+func NewTheta(t *theta.Sketch) Sketch { return thetaSketch{t: t} }
 
 // ThetaOf returns the engine sketch behind s, if s is a theta sketch.
 func ThetaOf(s Sketch) (*theta.Sketch, bool) {
@@ -102,36 +103,58 @@ func ThetaOf(s Sketch) (*theta.Sketch, bool) {
 	return t.t, ok
 }
 
-type thetaSketch struct{ t *theta.Sketch }
+// thetaSketch is a theta sketch; orig keeps the bytes it was decoded from
+// (see original).
+type thetaSketch struct {
+	t    *theta.Sketch
+	orig *original
+}
 
 // thetaBatch is a theta batch: DataSketches hashes.
 type thetaBatch []uint64
 
 func (b thetaBatch) Len() int { return len(b) }
 
-func (s thetaSketch) Kind() *Kind                  { return &thetaKind }
-func (s thetaSketch) Params() Params               { return ThetaParams{s.t.Params()} }
-func (s thetaSketch) AppendBinary(b []byte) []byte { return s.t.AppendStored(b) }
-func (s thetaSketch) Clone() Sketch                { return thetaSketch{s.t.Clone()} }
-func (s thetaSketch) Merge(o Sketch) error         { s.t.Union(o.(thetaSketch).t); return nil }
-func (s thetaSketch) Check(Batch) error            { return nil }
-func (s thetaSketch) SizeBytes() int               { return s.t.SizeBytes() }
-func (s thetaSketch) MemoryBytes() int64           { return int64(s.t.MemoryBytes()) + 128 }
-func (s thetaSketch) Representation() string       { return "" }
-func (s thetaSketch) Estimate() float64            { return s.t.Estimate() }
+func (s thetaSketch) Kind() *Kind            { return &thetaKind }
+func (s thetaSketch) Params() Params         { return ThetaParams{s.t.Params()} }
+func (s thetaSketch) Clone() Sketch          { return thetaSketch{t: s.t.Clone(), orig: s.orig.clone()} }
+func (s thetaSketch) Merge(o Sketch) error   { s.t.Union(o.(thetaSketch).t); s.orig.drop(); return nil }
+func (s thetaSketch) Check(Batch) error      { return nil }
+func (s thetaSketch) MemoryBytes() int64     { return int64(s.t.MemoryBytes()+len(s.orig.bytes())) + 128 }
+func (s thetaSketch) Representation() string { return "" }
+
+// AppendBinary appends the bytes as uploaded while they are kept, else
+// the compact form with lg_k in byte 3 (theta.AppendStored).
+func (s thetaSketch) AppendBinary(b []byte) []byte {
+	if ob := s.orig.bytes(); ob != nil {
+		return append(b, ob...)
+	}
+	return s.t.AppendStored(b)
+}
+
+func (s thetaSketch) SizeBytes() int {
+	if ob := s.orig.bytes(); ob != nil {
+		return len(ob)
+	}
+	return s.t.SizeBytes()
+}
+func (s thetaSketch) Estimate() float64 { return s.t.Estimate() }
 
 // Apply logs the hashes that could change the sketch (below its theta
 // when they arrive, or any while it is empty): uvarint n, n big-endian
 // uint64s. Replayed onto the same state in the same order they give the
-// same sketch.
+// same sketch. A write that changes nothing still drops bytes kept as
+// uploaded, and logs n = 0 for that (original.written).
 func (s thetaSketch) Apply(b Batch, delta []byte) ([]byte, error) {
-	return appendHashDelta(delta, b.(thetaBatch), func(h uint64) bool {
+	n := len(delta)
+	delta = appendHashDelta(delta, b.(thetaBatch), func(h uint64) bool {
 		useful := s.t.IsEmpty() || h < s.t.Theta64()
 		if useful {
 			s.t.AddHash(h)
 		}
 		return useful
-	}), nil
+	})
+	return s.orig.written(b.Len(), delta, n), nil
 }
 
 func (s thetaSketch) ApplyDelta(delta []byte) error {
@@ -142,6 +165,7 @@ func (s thetaSketch) ApplyDelta(delta []byte) error {
 	for _, h := range hs {
 		s.t.AddHash(h)
 	}
+	s.orig.drop()
 	return nil
 }
 
@@ -151,7 +175,7 @@ func (s thetaSketch) Describe(in *Info) {
 	in.Upper, _ = s.t.UpperBound(2)
 	in.Theta = s.t.Theta()
 	in.Retained = s.t.Retained()
-	in.SizeBytes = s.t.SizeBytes()
+	in.SizeBytes = s.SizeBytes()
 }
 
 // appendHashDelta appends uvarint n and the n hashes add reported as

@@ -19,7 +19,8 @@ import (
 //	           16 ordered, 32 single item (Java only)
 //	bytes 6-7  seed hash
 //	bytes 8-11 number of hashes (preamble longs >= 2)
-//	bytes 12-15 unused (Java's p, written as 0)
+//	bytes 12-15 unused in compact sketches (Java writes p, the float32
+//	           1.0, there; C++ and Python write 0; no reader uses it)
 //	bytes 16-23 theta (preamble longs 3)
 //	then the hashes, 8 bytes each, ascending when ordered
 const (
@@ -115,11 +116,24 @@ func sortLongs(b []byte) {
 	}
 }
 
-// Sniff reports whether b starts like a compact theta sketch of serial
-// version 3 (preamble longs 1 to 3, version 3, family 3). It does not
-// validate the rest; Decode does.
+// Sniff reports whether b starts like a theta sketch sketchd reads: a
+// compact sketch of serial version 3 (preamble longs 1 to 3, family 3) or
+// 4 (compressed: preamble longs 1 or 2, family 3), or Java's update
+// sketch (preamble longs 3 under the resize-factor bits, serial version
+// 3, family 2). It does not validate the rest; Decode does.
 func Sniff(b []byte) bool {
-	return len(b) >= 8 && b[0] >= 1 && b[0] <= 3 && b[1] == serialVersion && b[2] == familyCompact
+	if len(b) < 8 {
+		return false
+	}
+	switch {
+	case b[1] == serialVersion && b[2] == familyCompact:
+		return b[0] >= 1 && b[0] <= 3
+	case b[1] == serialVersionCompressed && b[2] == familyCompact:
+		return b[0] >= 1 && b[0] <= 2
+	case b[1] == serialVersion && b[2] == familyUpdate:
+		return b[0]&0x3f == updatePreLongs
+	}
+	return false
 }
 
 // Decode decodes a compact theta sketch (see DecodeParams for what is
@@ -136,15 +150,20 @@ func Decode(b []byte) (*Sketch, error) {
 
 // ParamsOf returns the parameters Decode uses for b (valid whatever b is).
 func ParamsOf(b []byte) Params {
-	if len(b) >= 4 && int(b[3]) >= MinLgK && int(b[3]) <= MaxLgK {
+	compressed := len(b) >= 8 && b[1] == serialVersionCompressed
+	if !compressed && len(b) >= 4 && int(b[3]) >= MinLgK && int(b[3]) <= MaxLgK {
 		return Params{LgK: int(b[3])}
 	}
 	p := DefaultParams()
-	if len(b) >= 12 && b[0] >= 2 {
-		n := int(binary.LittleEndian.Uint32(b[8:]))
-		for p.LgK < MaxLgK && p.MaxRetained() < n {
-			p.LgK++
-		}
+	n := 0
+	switch {
+	case compressed:
+		n, _ = compressedCount(b)
+	case len(b) >= 12 && b[0] >= 2:
+		n = int(binary.LittleEndian.Uint32(b[8:]))
+	}
+	for p.LgK < MaxLgK && p.MaxRetained() < n {
+		p.LgK++
 	}
 	return p
 }
@@ -160,10 +179,12 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// DecodeParams decodes a compact theta sketch, serial version 3, as DataSketches'
-// Java, C++ and Python libraries write it, into a sketch with parameters p:
-// the format does not record lg_k, which decides how the sketch keeps
-// growing. It accepts
+// DecodeParams decodes a theta sketch as DataSketches' Java, C++ and
+// Python libraries write it, into a sketch with parameters p: the compact
+// format does not record lg_k, which decides how the sketch keeps growing.
+// It accepts serial version 4 (compressed; decodeCompressed in
+// compressed.go documents it), Java's update sketch (family 2;
+// decodeUpdate in update.go), and the compact sketch of serial version 3:
 //
 //   - the empty form: 8 bytes, preamble 1, the empty flag, seed hash 0
 //     (Java) or the hash of seed 9001 (C++, Python);
@@ -173,13 +194,13 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 //     exactly the declared number of hashes, ordered or not.
 //
 // Errors: fewer bytes than the preamble or the declared hashes need:
-// ErrTooShort. A serial version other than 3 (version 4, the compressed
-// form, included): ErrVersion. The seed hash of another seed, an invalid p,
-// or more hashes than p keeps (Params.MaxRetained): ErrParams. Another
-// family, the big-endian, unknown or missing compact flag, a preamble that
-// does not fit the flags, trailing bytes, or a hash that is zero, not
-// below theta, out of order or repeated: ErrCorrupt. Nothing is allocated
-// before the length is checked against the declared count.
+// ErrTooShort. A serial version other than 3 or 4: ErrVersion. The seed
+// hash of another seed, an invalid p, or more hashes than p keeps
+// (Params.MaxRetained): ErrParams. Another family, the big-endian, unknown
+// or missing compact flag, a preamble that does not fit the flags,
+// trailing bytes, or a hash that is zero, not below theta, out of order or
+// repeated: ErrCorrupt. Nothing is allocated before the length is checked
+// against the declared count.
 func DecodeParams(b []byte, p Params) (*Sketch, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -187,8 +208,13 @@ func DecodeParams(b []byte, p Params) (*Sketch, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("theta: preamble needs 8 bytes, have %d: %w", len(b), ErrTooShort)
 	}
-	if b[1] != serialVersion {
-		return nil, fmt.Errorf("theta: serial version %d at byte 1, want 3: %w", b[1], ErrVersion)
+	switch {
+	case b[1] == serialVersionCompressed:
+		return decodeCompressed(b, p)
+	case b[1] != serialVersion:
+		return nil, fmt.Errorf("theta: serial version %d at byte 1, want 3 or 4: %w", b[1], ErrVersion)
+	case b[2] == familyUpdate:
+		return decodeUpdate(b, p)
 	}
 	if b[2] != familyCompact {
 		return nil, fmt.Errorf("theta: family %d at byte 2, want 3 (compact theta sketch): %w", b[2], ErrCorrupt)

@@ -149,12 +149,12 @@ func malformed() []malformedCase {
 		return c
 	}
 	good := exact(fOrdered, lo, hi)
-	return []malformedCase{
+	cases := []malformedCase{
 		{"nothing", nil, ErrTooShort},
 		{"seven bytes", good[:7], ErrTooShort},
-		{"serial version 4 (compressed)", withByte(good, 1, 4), ErrVersion},
+		{"serial version 5", withByte(good, 1, 5), ErrVersion},
 		{"serial version 1", withByte(good, 1, 1), ErrVersion},
-		{"family 2 (update sketch)", withByte(good, 2, 2), ErrCorrupt},
+		{"family 2 (update sketch) with 2 preamble longs", withByte(good, 2, 2), ErrCorrupt},
 		{"family 9 (tuple sketch)", withByte(good, 2, 9), ErrCorrupt},
 		{"big-endian flag", withByte(good, 5, fOrdered|flagBigEndian), ErrCorrupt},
 		{"unknown flag", withByte(good, 5, fOrdered|64), ErrCorrupt},
@@ -190,6 +190,7 @@ func malformed() []malformedCase {
 			return exact(fOrdered, hs...)
 		}(), ErrParams},
 	}
+	return append(cases, malformedCompressed()...)
 }
 
 // TestDecodeMalformed: each malformed input fails with its sentinel and
@@ -275,8 +276,9 @@ func validEncodings(tb testing.TB) [][]byte {
 		for i := range n {
 			s.AddInt(int64(i))
 		}
-		out = append(out, encode(tb, s))
+		out = append(out, encode(tb, s), s.AppendCompressed(nil))
 	}
+	out = append(out, updateTable(5, 6, 0, 3, 1, MaxTheta, HashInt(1), HashInt(2), HashInt(3)))
 	return out
 }
 
@@ -363,7 +365,7 @@ func TestDecodeParamsOf(t *testing.T) {
 	if err != nil || d.Params().LgK != 14 || d.Retained() != s.Retained() || s.Retained() <= (Params{LgK: 13}).MaxRetained() {
 		t.Errorf("Decode of %d hashes: %v, %v; want lg_k 14", s.Retained(), d, err)
 	}
-	for _, b := range [][]byte{nil, {0x14, 0x8e, 0x7f}, {2, 3, 9, 1, 0, 0x1a, 0xcc, 0x93}, {1, 4, 3, 0, 0, 0x1e, 0xcc, 0x93}} {
+	for _, b := range [][]byte{nil, {0x14, 0x8e, 0x7f}, {2, 3, 9, 1, 0, 0x1a, 0xcc, 0x93}, {3, 4, 3, 0, 0, 0x1e, 0xcc, 0x93}, {0xc2, 3, 2, 12, 5, 0, 0xcc, 0x93}} {
 		if Sniff(b) {
 			t.Errorf("Sniff(%x) = true", b)
 		}

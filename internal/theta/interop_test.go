@@ -17,13 +17,14 @@ import (
 
 // pyResult is what the script reports about a sketch.
 type pyResult struct {
-	Bytes    string    `json:"bytes"`
-	Estimate float64   `json:"estimate"`
-	Theta64  uint64    `json:"theta64"`
-	Retained int       `json:"retained"`
-	Empty    bool      `json:"empty"`
-	Lower    []float64 `json:"lower"`
-	Upper    []float64 `json:"upper"`
+	Bytes      string    `json:"bytes"`
+	Compressed string    `json:"compressed"`
+	Estimate   float64   `json:"estimate"`
+	Theta64    uint64    `json:"theta64"`
+	Retained   int       `json:"retained"`
+	Empty      bool      `json:"empty"`
+	Lower      []float64 `json:"lower"`
+	Upper      []float64 `json:"upper"`
 }
 
 func requireDataSketches(tb testing.TB) {
@@ -88,6 +89,9 @@ func sameSketch(tb testing.TB, what string, s *Sketch, want pyResult) float64 {
 	tb.Helper()
 	if got := hexOf(tb, s); got != want.Bytes {
 		tb.Errorf("%s: bytes\n got %s\nwant %s", what, got, want.Bytes)
+	}
+	if got := hex.EncodeToString(s.AppendCompressed(nil)); got != want.Compressed {
+		tb.Errorf("%s: compressed bytes\n got %s\nwant %s", what, got, want.Compressed)
 	}
 	if s.Estimate() != want.Estimate || s.Theta64() != want.Theta64 || s.Retained() != want.Retained || s.IsEmpty() != want.Empty {
 		tb.Errorf("%s: estimate %v theta %d retained %d empty %t, want %v %d %d %t",
@@ -172,17 +176,30 @@ var builds = []build{
 // ids have the same bytes, estimate and bounds; each side decodes the
 // other's bytes to the same sketch.
 func TestInteropBuild(t *testing.T) {
-	ops := make([]map[string]any, 0, 2*len(builds))
+	ops := make([]map[string]any, 0, 3*len(builds))
 	for _, b := range builds {
 		stored := hex.EncodeToString(b.sketch(t).AppendStored(nil))
-		ops = append(ops, b.op(), map[string]any{"op": "read", "sketch": stored})
+		compressed := hex.EncodeToString(b.sketch(t).AppendCompressed(nil))
+		ops = append(ops, b.op(), map[string]any{"op": "read", "sketch": stored}, map[string]any{"op": "read", "sketch": compressed})
 	}
 	var res []pyResult
 	runPython(t, ops, &res)
 	worst := 0.0
 	for i, b := range builds {
 		ours := b.sketch(t)
-		built, read := res[2*i], res[2*i+1]
+		built, read := res[3*i], res[3*i+1]
+		// The library reads the compressed bytes written here as the same
+		// sketch (serial version 4 wherever it writes version 4 itself).
+		worst = max(worst, sameSketch(t, b.name+": compressed form read by the library", ours, res[3*i+2]))
+		packed, err := hex.DecodeString(built.Compressed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec, err := Decode(packed); err != nil {
+			t.Errorf("%s: Decode(library compressed bytes %.40s...): %v", b.name, built.Compressed, err)
+		} else {
+			worst = max(worst, sameSketch(t, b.name+": library compressed bytes decoded here", dec, built))
+		}
 		worst = max(worst, sameSketch(t, b.name+": built here vs built by the library", ours, built))
 		// The library reads the stored form (lg_k in byte 3) as the same
 		// sketch and writes it back with byte 3 zero: our MarshalBinary.

@@ -3,6 +3,7 @@
 // them): elements are built with the DOM API, styles come from app.css
 // and, for computed sizes, the CSSOM.
 import { layoutThree, layoutTwo, lensPath, radius } from './layout.js';
+import { addDays, dayOf, midnight, stamp } from './zone.js';
 
 const TOKEN_KEY = 'sketchd.read-token';
 const SVG = 'http://www.w3.org/2000/svg';
@@ -45,10 +46,24 @@ function bytes(n) {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
-function when(iso) {
+
+// when shows instant iso as a date and time in time zone tz (UTC unless
+// given: a series' times are in its own zone) with the zone's offset at
+// that instant, and in its title the viewer's own local time.
+function when(iso, tz = 'UTC') {
   if (!iso) return '';
-  const t = el('time', { datetime: iso, title: iso }, `${iso.slice(0, 16).replace('T', ' ')} UTC`);
-  return t;
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  const yours = new Intl.DateTimeFormat(undefined, {
+    year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short',
+  }).format(new Date(ms));
+  return el('time', { datetime: iso, title: `${iso}${tz === 'UTC' ? '' : ` (${tz})`}; your time: ${yours}` }, stamp(ms, tz));
+}
+
+// latest is the latest of ISO instants (which may carry different
+// offsets), or undefined.
+function latest(isos) {
+  return isos.filter(Boolean).sort((a, b) => Date.parse(a) - Date.parse(b)).pop();
 }
 
 // ---- the API ----
@@ -184,13 +199,23 @@ async function route() {
       main.replaceChildren(content);
     } catch (err) {
       if (gen !== generation) return;
-      main.replaceChildren();
+      main.replaceChildren(errorPage(err));
       showProblem(err);
     }
     main.dataset.ready = String(gen);
     return;
   }
   main.replaceChildren(el('h1', {}, 'Not here'), el('p', {}, el('a', { href: '#/' }, 'Back to the sketches')));
+}
+
+// errorPage stands in for a view that could not be shown (a sketch that
+// does not exist, a refused token): the message above says why, and this
+// leads back.
+function errorPage(err) {
+  const missing = err instanceof Problem && err.status === 404;
+  return el('section', { class: 'detail', id: 'error-page' },
+    el('h1', {}, missing ? 'Not found' : 'This page could not be shown'),
+    el('p', {}, el('a', { href: '#/', id: 'back' }, 'Back to the sketches'), ' · ', el('a', { href: '#/overlap' }, 'Overlap')));
 }
 
 window.addEventListener('hashchange', () => {
@@ -208,17 +233,22 @@ window.addEventListener('hashchange', () => {
 // Theta and frequency sketches report bounds at two standard deviations;
 // half their half-width is one.
 const SAMPLED = new Set(['theta', 'freq']);
+// HLL sketches in other ecosystems' formats: an estimate with its relative
+// standard error and bounds at two standard deviations.
+const REGISTERS = new Set(['ds_hll', 'cpc', 'zeta_hll', 'airlift_hll']);
+// distinct says whether a kind counts distinct ids, so that it overlaps.
+const distinct = (type) => type === 'hll' || type === 'theta' || REGISTERS.has(type);
 
 function estimateOf(s) {
-  if (s.type === 'hll') return { value: s.cardinality, error: s.cardinality * s.std_error };
+  if (s.type === 'hll' || REGISTERS.has(s.type)) return { value: s.cardinality, error: s.cardinality * s.std_error };
   if (SAMPLED.has(s.type)) return { value: s.cardinality, error: (s.upper_bound - s.lower_bound) / 4 };
   return { value: s.total, error: 0 };
 }
 
 function estimateCell(s) {
   const { value, error } = estimateOf(s);
-  if (s.type === 'hll') {
-    return [el('span', { class: 'est' }, count(value)), error > 0 ? el('span', { class: 'err' }, ` ± ${count(error)}`) : el('span', { class: 'err muted' }, ' exact')];
+  if (s.type === 'hll' || REGISTERS.has(s.type)) {
+    return [el('span', { class: 'est' }, count(value)), error > 0 ? el('span', { class: 'err' }, ` ± ${count(error)} (1σ)`) : el('span', { class: 'err muted' }, ' exact')];
   }
   if (s.type === 'cms') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' total')];
   if (SAMPLED.has(s.type)) {
@@ -229,11 +259,24 @@ function estimateCell(s) {
 
 // kindName names a sketch kind for people; kinds the console does not
 // know yet show their API name.
-const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency' })[type] || type;
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC', zeta_hll: 'ZetaSketch HLL++', airlift_hll: 'Trino HyperLogLog' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
-  const input = el('input', { id: 'prefix', type: 'search', value: prefix, spellcheck: 'false', autocomplete: 'off', maxlength: 200 });
+  const input = el('input', { id: 'prefix', type: 'search', value: prefix, spellcheck: 'false', autocomplete: 'off', maxlength: 200, list: 'prefix-names' });
+  // Suggestions: the names listed below and their prefixes up to each ':'.
+  const suggestions = el('datalist', { id: 'prefix-names' });
+  const suggested = new Set();
+  const suggest = (name) => {
+    const parts = name.split(':');
+    for (let i = 1; i <= parts.length; i++) {
+      const v = parts.slice(0, i).join(':') + (i < parts.length ? ':' : '');
+      if (!suggested.has(v) && suggested.size < 500) {
+        suggested.add(v);
+        suggestions.append(el('option', { value: v }));
+      }
+    }
+  };
   const form = el('form', { role: 'search', class: 'search' }, el('label', { for: 'prefix' }, 'Name starts with'), input, el('button', { type: 'submit' }, 'Search'));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -247,7 +290,7 @@ async function listView(prefix) {
       el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Select to compare')),
       el('th', { scope: 'col' }, 'Name'),
       el('th', { scope: 'col' }, 'Kind'),
-      el('th', { scope: 'col', class: 'num' }, 'Estimate ± error'),
+      el('th', { scope: 'col', class: 'num' }, 'Estimate (± 1σ, or 95% range)'),
       el('th', { scope: 'col' }, 'Representation'),
       el('th', { scope: 'col', class: 'num' }, 'Size'),
       el('th', { scope: 'col' }, 'Last update'))),
@@ -273,7 +316,8 @@ async function listView(prefix) {
     if (after) q.set('after', after);
     const page = await api('GET', `/v1/sketches?${q}`);
     for (const s of page.sketches) {
-      const box = s.type === 'hll' || s.type === 'theta'
+      suggest(s.name);
+      const box = distinct(s.type)
         ? el('input', { type: 'checkbox', value: s.name, 'aria-label': `Select ${s.name} to compare`, onchange: update })
         : '';
       tbody.append(el('tr', { 'data-name': s.name },
@@ -294,10 +338,15 @@ async function listView(prefix) {
   };
   more.addEventListener('click', () => load().catch(showProblem));
   await load();
-  section.append(el('h1', {}, 'Sketches'), form, status, el('div', { class: 'table-wrap' }, table), el('p', { class: 'actions' }, more, compare));
+  const note = el('p', { class: 'muted', id: 'estimate-note' },
+    '± 1σ is one standard error (HyperLogLog): the true count is within it about two times in three. Theta and frequency rows give the 95% range instead; Count-Min rows their exact total.');
+  section.append(el('h1', {}, 'Sketches'), form, suggestions, status, el('div', { class: 'table-wrap' }, table), note, el('p', { class: 'actions' }, more, compare));
   update();
   const series = await seriesList(prefix);
-  if (series) section.append(series);
+  if (series) {
+    for (const a of series.querySelectorAll('tbody tr')) suggest(a.dataset.name);
+    section.append(series);
+  }
   return section;
 }
 
@@ -315,14 +364,14 @@ async function seriesList(prefix) {
   }
   if (page.series.length === 0) return null;
   const rows = page.series.map((s) => {
-    const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
+    const newest = latest(s.levels.map((l) => l.newest));
     return el('tr', { 'data-name': s.name },
       el('th', { scope: 'row', 'data-label': 'Name' }, el('a', { href: `#/series/${encodeURIComponent(s.name)}` }, s.name)),
       el('td', { 'data-label': 'Kind' }, kindName(s.type)),
       el('td', { 'data-label': 'Levels' }, s.levels.map((l) => `${l.level} (${l.buckets})`).join(', ')),
       el('td', { 'data-label': 'Time zone' }, s.tz),
       el('td', { class: 'num', 'data-label': 'Size' }, bytes(s.size_bytes)),
-      el('td', { 'data-label': 'Newest bucket' }, when(newest)));
+      el('td', { 'data-label': 'Newest bucket' }, when(newest, s.tz)));
   });
   return el('div', { class: 'series-list' },
     el('h2', {}, 'Series'),
@@ -342,6 +391,7 @@ async function sketchView(name) {
   if (s.type === 'hll') return hllView(s);
   if (s.type === 'cms') return cmsView(s);
   if (SAMPLED.has(s.type)) return sampledView(s);
+  if (REGISTERS.has(s.type)) return registersView(s);
   // A kind this page does not know yet: what every sketch has.
   return el('section', { class: 'detail' },
     el('h1', {}, s.name),
@@ -386,6 +436,44 @@ function hllView(s) {
     el('p', {}, copy, token() ? el('span', { class: 'muted' }, ' Set SKETCHD_TOKEN to your read token first.') : ''),
     el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
   return section;
+}
+
+// registersView shows an HLL sketch in another ecosystem's format, with
+// what reads its bytes.
+function registersView(s) {
+  const { value, error } = estimateOf(s);
+  const about = {
+    ds_hll: ['DataSketches HLL sketch: distinct ids',
+      `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} registers), ${s.tgt_type}`,
+      'The bytes are DataSketches\' HLL format, read by Spark (hll_sketch_estimate), Druid, Hive, Impala and the DataSketches libraries: '],
+    cpc: ['CPC sketch (DataSketches): distinct ids',
+      `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} rows)`,
+      'The bytes are DataSketches\' CPC format, read by Pinot, Hive, Impala and the DataSketches libraries: '],
+    zeta_hll: [`ZetaSketch HLL++ sketch (BigQuery HLL_COUNT): distinct ${s.value_type === 'string' ? 'string' : s.value_type === 'int64' ? 'INT64' : ''} ids`,
+      `precision ${s.precision} (${intFmt.format(2 ** s.precision)} registers), sparse precision ${s.sparse_precision || 'none'}; ${intFmt.format(s.num_values)} values added`,
+      'The bytes are what BigQuery\'s HLL_COUNT.INIT writes, read by HLL_COUNT.MERGE and HLL_COUNT.EXTRACT, Beam\'s HllCount and ZetaSketch: '],
+    airlift_hll: ['Trino HyperLogLog (airlift): distinct ids',
+      `${s.index_bits} index bits (${intFmt.format(2 ** s.index_bits)} buckets)`,
+      'The bytes are Trino\'s and Presto\'s HyperLogLog type, what approx_set writes and merge and cardinality read (cast them from varbinary): '],
+  }[s.type];
+  const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
+  download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
+  return el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, about[0]),
+    facts([
+      ['Estimate', [count(value), ' distinct ids'], 'estimate'],
+      ['Error', error > 0 ? `± ${count(error)} (one standard error, ${pct(s.std_error)})` : 'exact', 'error'],
+      ['95% bounds', `${count(s.lower_bound)} – ${count(s.upper_bound)}`, 'bounds'],
+      ['Representation', s.representation],
+      ['Parameters', about[1]],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+      ['Last update', when(s.updated_at)],
+      ['On /metrics', s.metric ? 'yes' : 'no'],
+    ]),
+    el('h2', {}, 'Take it elsewhere'),
+    el('p', {}, about[2], download));
 }
 
 // sampledView shows a theta or frequency sketch (DataSketches' formats),
@@ -540,34 +628,6 @@ function topBars(items, epsN) {
 
 // ---- series ----
 
-// tzOffset is the offset of time zone tz from UTC at instant ms, in ms.
-function tzOffset(tz, ms) {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
-  }).formatToParts(new Date(ms));
-  const v = Object.fromEntries(parts.map((p) => [p.type, Number(p.value)]));
-  return Date.UTC(v.year, v.month - 1, v.day, v.hour, v.minute, v.second) - Math.floor(ms / 1000) * 1000;
-}
-
-// midnight is the instant a calendar day (YYYY-MM-DD) starts in tz.
-function midnight(day, tz) {
-  const [y, m, d] = day.split('-').map(Number);
-  const guess = Date.UTC(y, m - 1, d);
-  let t = guess - tzOffset(tz, guess);
-  t = guess - tzOffset(tz, t); // again, in case the offset changed (DST)
-  return new Date(t);
-}
-
-// dayOf is the calendar day (YYYY-MM-DD) of instant iso in tz.
-function dayOf(iso, tz) {
-  return new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(iso));
-}
-
-function addDays(day, n) {
-  const [y, m, d] = day.split('-').map(Number);
-  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10);
-}
-
 // The lines of a daily series chart: the count of each day and the
 // distinct counts over the trailing 7 and 30 days.
 const LINES = [
@@ -586,14 +646,14 @@ async function seriesView(name, q) {
       ['Levels', s.levels.map((l) => `${l.level}: ${l.buckets} bucket${l.buckets === 1 ? '' : 's'}, kept ${l.retention}`).join('; ')],
       ['Late adds', `up to ${s.late_limit}`],
       ['Size', bytes(s.size_bytes)],
-      ['Created', when(s.created_at)],
+      ['Created', when(s.created_at, s.tz)],
     ]));
   const daily = s.levels.find((l) => l.level === 'day') || s.levels.find((l) => l.level === 'hour');
   if (!daily) {
     section.append(el('p', {}, 'This series keeps no hourly or daily buckets, so it has no daily chart.'));
     return section;
   }
-  const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
+  const newest = latest(s.levels.map((l) => l.newest));
   const lastDay = newest ? dayOf(newest, s.tz) : dayOf(new Date().toISOString(), s.tz);
   const to = q.get('to') || lastDay;
   const from = q.get('from') || addDays(to, -29);
@@ -612,7 +672,18 @@ async function seriesView(name, q) {
   if (!(from <= to)) throw new Problem(400, 'Bad range', 'the first day comes after the last one', '');
   const range = new URLSearchParams({ from: midnight(from, s.tz).toISOString(), to: midnight(addDays(to, 1), s.tz).toISOString(), step: 'P1D' });
   const lines = await Promise.all(LINES.map((l) => api('GET', `${path}/timeseries?${range}&window=${l.window}`).then((r) => ({ ...l, r }))));
-  section.append(seriesChart(s, lines));
+  // The axis fits all lines, or one: at one line's own scale its error
+  // band, often a percent or less of its value, is tall enough to see.
+  const fitTo = el('select', { id: 'chart-fit' },
+    el('option', { value: 'all' }, 'all lines'),
+    LINES.map((l) => el('option', { value: l.window }, l.label)));
+  let chart = seriesChart(s, lines, 'all');
+  fitTo.addEventListener('change', () => {
+    const next = seriesChart(s, lines, fitTo.value);
+    chart.replaceWith(next);
+    chart = next;
+  });
+  section.append(el('p', { class: 'inline' }, el('label', { for: 'chart-fit' }, 'Fit the axis to'), ' ', fitTo), chart);
   if (!distinct && s.params.topk > 0) {
     const rq = new URLSearchParams({ from: range.get('from'), to: range.get('to') });
     const [top, total] = await Promise.all([
@@ -637,42 +708,65 @@ function valueOf(p) {
   return { v: p.total || 0, e: 0 };
 }
 
-function seriesChart(s, lines) {
-  const CW = 900;
-  const CH = 360;
-  const m = { l: 70, r: 20, t: 16, b: 46 };
+function seriesChart(s, lines, fitTo) {
+  // On a phone the drawing is narrower in its own units, so that its text
+  // (13 units) stays readable once scaled to the screen.
+  const small = narrow();
+  const CW = small ? 420 : 900;
+  const CH = small ? 400 : 360;
+  const m = small ? { l: 52, r: 12, t: 16, b: 40 } : { l: 70, r: 20, t: 16, b: 46 };
   const n = lines[0].r.points.length;
-  const top = Math.max(1, ...lines.flatMap((l) => l.r.points.map((p) => { const { v, e } = valueOf(p); return v + e; })));
-  // Gridlines at round numbers: a step of 1, 2 or 5 × 10^k, four or so.
-  const unit = 10 ** Math.floor(Math.log10(top / 4));
-  const tick = [1, 2, 5, 10].map((f) => f * unit).find((t) => top / t <= 5);
-  const max = Math.ceil(top / tick) * tick;
+  const fitted = fitTo === 'all' ? lines : lines.filter((l) => l.window === fitTo);
+  const ends = fitted.flatMap((l) => l.r.points.map((p) => { const { v, e } = valueOf(p); return [Math.max(0, v - e), v + e]; }));
+  const top = Math.max(1, ...ends.map((b) => b[1]));
+  const bottom = Math.min(top, ...ends.map((b) => b[0]));
+  // The axis spans the values, not 0 to the top, once they stay well
+  // above zero: error bands of a percent or two are then tall enough to
+  // see. Gridlines at round numbers: a step of 1, 2 or 5 × 10^k.
+  const fromZero = bottom < top / 3;
+  const span = fromZero ? top : Math.max(top - bottom, top * 0.02);
+  const unit = 10 ** Math.floor(Math.log10(span / 4));
+  const tick = [1, 2, 5, 10].map((f) => f * unit).find((t) => span / t <= 5);
+  const min = fromZero ? 0 : Math.floor(bottom / tick) * tick;
+  const max = Math.max(min + tick, Math.ceil(top / tick) * tick);
   const x = (i) => m.l + (n <= 1 ? (CW - m.l - m.r) / 2 : (i * (CW - m.l - m.r)) / (n - 1));
-  const y = (v) => CH - m.b - (v / max) * (CH - m.t - m.b);
+  const y = (v) => CH - m.b - ((v - min) / (max - min)) * (CH - m.t - m.b);
   const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'series-chart', role: 'img', 'aria-labelledby': 'chart-title' },
     svg('title', { id: 'chart-title' }, `${s.name}: ${s.type === 'cms' ? 'total' : 'distinct'} count per day, and over the trailing 7 and 30 days`));
   // Grid and axes.
-  for (let v = 0; v <= max + tick / 2; v += tick) {
+  for (let v = min; v <= max + tick / 2; v += tick) {
     root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(v), y2: y(v) }),
       svg('text', { class: 'tick', x: m.l - 8, y: y(v) + 4, 'text-anchor': 'end' }, count(v)));
   }
-  const every = Math.max(1, Math.ceil(n / 8));
+  const every = Math.max(1, Math.ceil(n / (small ? 4 : 8)));
+  // A day that has not ended yet (today) is still filling: marked, so
+  // its lower value is not read as a drop.
+  const lastPoint = lines[0].r.points[n - 1];
+  if (lastPoint && new Date(lastPoint.end).getTime() > Date.now()) {
+    const half = n <= 1 ? (CW - m.l - m.r) / 2 : (CW - m.l - m.r) / (n - 1) / 2;
+    root.append(svg('rect', { class: 'partial', id: 'partial-day', x: x(n - 1) - half, y: m.t, width: half + m.r, height: CH - m.t - m.b },
+      svg('title', {}, `${dayOf(lastPoint.start, s.tz)} is not over yet: its counts so far`)),
+    svg('text', { class: 'tick partial-label', x: x(n - 1) - 4, y: m.t + 12, 'text-anchor': 'end' }, 'so far'));
+  }
   lines[0].r.points.forEach((p, i) => {
     if (i % every === 0 || (i === n - 1 && i % every > every / 2)) {
       root.append(svg('text', { class: 'tick', x: x(i), y: CH - m.b + 20, 'text-anchor': 'middle' }, dayOf(p.start, s.tz).slice(5)));
     }
   });
+  // Lines beyond an axis fitted to another one are cut at the plot's edge.
+  const plot = svg('g', { 'clip-path': 'url(#plot-area)' });
+  root.append(svg('defs', {}, svg('clipPath', { id: 'plot-area' }, svg('rect', { x: m.l - 4, y: m.t - 4, width: CW - m.l - m.r + 8, height: CH - m.t - m.b + 8 }))), plot);
   for (const l of lines) {
     const pts = l.r.points.map((p, i) => ({ i, ...valueOf(p) }));
     if (pts.some((p) => p.e > 0)) {
       const upper = pts.map((p) => `${x(p.i)},${y(p.v + p.e)}`);
       const lower = pts.slice().reverse().map((p) => `${x(p.i)},${y(Math.max(0, p.v - p.e))}`);
-      root.append(svg('polygon', { class: `band ${l.cls}`, points: [...upper, ...lower].join(' ') }));
+      plot.append(svg('polygon', { class: `band ${l.cls}`, points: [...upper, ...lower].join(' '), 'data-window': l.window }));
     }
-    root.append(svg('polyline', { class: `line ${l.cls}`, points: pts.map((p) => `${x(p.i)},${y(p.v)}`).join(' '), 'data-window': l.window },
+    plot.append(svg('polyline', { class: `line ${l.cls}`, points: pts.map((p) => `${x(p.i)},${y(p.v)}`).join(' '), 'data-window': l.window },
       svg('title', {}, l.label)));
     for (const p of pts) {
-      root.append(svg('circle', { class: `dot ${l.cls}`, cx: x(p.i), cy: y(p.v), r: 2.5 },
+      plot.append(svg('circle', { class: `dot ${l.cls}`, cx: x(p.i), cy: y(p.v), r: 2.5 },
         svg('title', {}, `${l.label} to ${dayOf(l.r.points[p.i].start, s.tz)}: ${count(p.v)}${p.e ? ` ± ${count(p.e)}` : ''}`)));
     }
   }
@@ -683,9 +777,11 @@ function seriesChart(s, lines) {
     return [`Last ${l.label}`, `${count(v)}${e ? ` ± ${count(e)}` : ''}`, `last-${l.window}`];
   });
   const key = (cls, text) => el('li', {}, svg('svg', { viewBox: '0 0 24 12', width: 24, height: 12, 'aria-hidden': 'true' }, svg('line', { class: `line ${cls}`, x1: 0, x2: 24, y1: 6, y2: 6 })), text);
+  const widest = Math.max(0, ...lines.flatMap((l) => l.r.points.map((p) => { const { v, e } = valueOf(p); return v > 0 ? e / v : 0; })));
   return el('figure', { class: 'chart-figure' }, root,
     el('figcaption', {}, el('ul', { class: 'legend' }, lines.map((l) => key(l.cls, l.label)),
-      s.type !== 'cms' ? el('li', {}, 'bands: ± one standard error') : null), facts(last.filter(Boolean))));
+      s.type !== 'cms' ? el('li', { id: 'band-note' }, `bands: ± one standard error (at most ± ${pct(widest)} here)`) : null,
+      !fromZero ? el('li', {}, `the axis starts at ${count(min)}`) : null), facts(last.filter(Boolean))));
 }
 
 // ---- overlap ----
@@ -710,8 +806,8 @@ async function resolveOperand(v) {
   const o = parseOperand(v);
   if (o.kind === 'sketch') {
     const s = await api('GET', sketchPath(o.name));
-    if (s.type !== 'hll' && s.type !== 'theta') {
-      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog or theta sketches.`, '');
+    if (!distinct(s.type)) {
+      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog sketches.`, '');
     }
     return { ...s, op: s.name };
   }
@@ -719,8 +815,8 @@ async function resolveOperand(v) {
     throw new Problem(400, 'Bad range', `“${v}” is not a series range: give a series and its first and last day.`, '');
   }
   const sr = await api('GET', seriesPath(o.name));
-  if (sr.type !== 'hll' && sr.type !== 'theta') {
-    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog or theta.`, '');
+  if (!distinct(sr.type)) {
+    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog.`, '');
   }
   const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
   const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
@@ -738,8 +834,8 @@ async function overlapView(values) {
       throw err;
     }),
   ]);
-  const hlls = list.sketches.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
-  const seriesNames = seriesPage.series.filter((s) => s.type === 'hll' || s.type === 'theta').map((s) => s.name);
+  const hlls = list.sketches.filter((s) => distinct(s.type)).map((s) => s.name);
+  const seriesNames = seriesPage.series.filter((s) => distinct(s.type)).map((s) => s.name);
   const fields = ['a', 'b', 'c'].map((id, i) => {
     const o = values[i] ? parseOperand(values[i]) : { kind: 'sketch', name: '' };
     const kind = el('select', { id: `kind-${id}`, 'aria-label': `Set ${id.toUpperCase()} is a` },
@@ -761,7 +857,18 @@ async function overlapView(values) {
       if (!n) return '';
       return kind.value === 'series' ? `~${n}/${from.value}/${to.value}` : n;
     };
-    return { el: el('div', { class: 'field' }, el('label', { for: name.id }, `Set ${id.toUpperCase()}`), el('span', { class: 'operand' }, kind, name), range), value };
+    const problem = el('span', { class: 'field-error', id: `err-${id}`, hidden: true });
+    // A mistake is shown beside its set, which stays as typed.
+    const mark = (text) => {
+      problem.textContent = text;
+      problem.hidden = false;
+      name.setAttribute('aria-invalid', 'true');
+      name.setAttribute('aria-describedby', problem.id);
+    };
+    return {
+      el: el('div', { class: 'field' }, el('label', { for: name.id }, `Set ${id.toUpperCase()}`), el('span', { class: 'operand' }, kind, name), range, problem),
+      value, mark, input: name,
+    };
   });
   const form = el('form', { class: 'pick' },
     el('datalist', { id: 'hll-names' }, hlls.map((n) => el('option', { value: n }))),
@@ -773,17 +880,56 @@ async function overlapView(values) {
     const picked = fields.map((f) => f.value()).filter(Boolean);
     location.hash = `#/overlap?${picked.map((v) => `s=${encodeURIComponent(v)}`).join('&')}`;
   });
-  section.append(el('p', { class: 'muted' }, 'Pick two or three HyperLogLog or theta sketches, or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form);
+  const formError = el('div', { class: 'form-error', id: 'overlap-error', role: 'alert', hidden: true });
+  section.append(el('p', { class: 'muted' }, 'Pick two or three distinct-count sketches (HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog), or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form, formError);
   if (values.length < 2) return section;
 
-  const sets = await Promise.all(values.map(resolveOperand));
+  // A set that cannot be read, or is of another kind than set A, is
+  // marked in the form; the form stays, so it can be fixed in place.
+  const settled = await Promise.allSettled(values.map(resolveOperand));
+  let bad = false;
+  settled.forEach((r, i) => {
+    if (r.status === 'rejected') {
+      if (!(r.reason instanceof Problem)) throw r.reason;
+      fields[i].mark(r.reason.status === 404 ? `No such ${parseOperand(values[i]).kind}: ${r.reason.detail}` : r.reason.detail);
+      bad = true;
+    }
+  });
+  if (!bad) {
+    const kinds = settled.map((r) => r.value.type);
+    kinds.forEach((k, i) => {
+      if (k !== kinds[0]) {
+        fields[i].mark(`This is a ${kindName(k)} sketch and set A a ${kindName(kinds[0])} one: an overlap compares sketches of one kind.`);
+        bad = true;
+      }
+    });
+  }
+  if (bad) {
+    formError.replaceChildren(el('strong', {}, 'Fix the marked set and compare again.'));
+    formError.hidden = false;
+    const first = fields.find((f) => f.input.getAttribute('aria-invalid') === 'true');
+    if (first) first.input.focus({ preventScroll: true });
+    return section;
+  }
+  const sets = settled.map((r) => r.value);
   const ops = sets.map((s) => s.op);
-  const x = await api('POST', '/v1/intersection', { sketches: ops });
+  let x;
+  let pairs = [];
+  try {
+    x = await api('POST', '/v1/intersection', { sketches: ops });
+    if (sets.length === 3) {
+      pairs = await Promise.all([[0, 1], [0, 2], [1, 2]].map(([i, j]) => api('POST', '/v1/intersection', { sketches: [ops[i], ops[j]] })));
+    }
+  } catch (err) {
+    if (!(err instanceof Problem)) throw err;
+    formError.replaceChildren(el('strong', {}, `${err.status} ${err.title}.`), ' ', err.detail);
+    formError.hidden = false;
+    return section;
+  }
   const result = el('div', { class: 'result' });
   if (sets.length === 2) {
     result.append(vennTwo(sets, x), numbersTwo(sets, x));
   } else {
-    const pairs = await Promise.all([[0, 1], [0, 2], [1, 2]].map(([i, j]) => api('POST', '/v1/intersection', { sketches: [ops[i], ops[j]] })));
     const drawn = vennThree(sets, x, pairs);
     result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
   }
@@ -977,21 +1123,98 @@ function vennThree(sets, x, pairs) {
       svg('circle', { class: 'lens lens-estimate triple', cx: placed[0].x, cy: placed[0].y, r: placed[0].r, 'clip-path': 'url(#clip-c)' })));
   }
   const center = { x: (placed[0].x + placed[1].x + placed[2].x) / 3, y: (placed[0].y + placed[1].y + placed[2].y) / 3 };
-  placed.forEach((c, i) => {
-    const dir = c.x < center.x - 1 ? -1 : c.x > center.x + 1 ? 1 : 0;
-    root.append(labelFor(sets[i], c, dir, i));
-  });
-  if (x.spurious) root.append(svg('text', { class: 'lens-note', x: center.x, y: center.y, 'text-anchor': 'middle' }, 'spurious'));
+  if (x.spurious) {
+    root.append(svg('text', { class: 'lens-note', x: center.x, y: center.y, 'text-anchor': 'middle' }, 'spurious'));
+  } else {
+    // The region common to all three carries its number, at the point
+    // deepest inside all three circles.
+    const p = deepestPoint(placed);
+    root.append(svg('g', {}, svg('title', {}, `in all three: ${count(x.estimate)} ± ${count(x.error)}`),
+      svg('text', { class: 'lens-label triple-label', id: 'triple-label', x: p.x, y: p.y, 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, count(x.estimate))));
+  }
+  const boxes = placeLabels(sets, placed, center);
+  boxes.forEach((b, i) => root.append(svg('text', { class: `label label-${COLORS[i]}`, x: b.tx, y: b.ty, 'text-anchor': b.anchor }, b.text)));
+  // The drawing grows to hold labels pushed beyond it.
+  const minX = Math.min(0, ...boxes.map((b) => b.x - 4));
+  const minY = Math.min(0, ...boxes.map((b) => b.y - 4));
+  const maxX = Math.max(W, ...boxes.map((b) => b.x + b.w + 4));
+  const maxY = Math.max(H, ...boxes.map((b) => b.y + b.h + 4));
+  root.setAttribute('viewBox', `${minX} ${minY} ${maxX - minX} ${maxY - minY}`);
   return { figure: el('figure', { class: 'venn-figure' }, root, legend(sets, false)), layout };
+}
+
+// narrow says the page is laid out for a phone (app.css's breakpoint),
+// where the drawing's text is larger in drawing units.
+const narrow = () => window.matchMedia('(max-width: 640px)').matches;
+
+// deepestPoint is the point that lies deepest inside all the circles
+// (the largest least margin to their edges), found on a grid over the
+// smallest circle.
+function deepestPoint(cs) {
+  const s = cs.reduce((a, c) => (c.r < a.r ? c : a));
+  let best = { x: s.x, y: s.y, m: -Infinity };
+  for (let i = 0; i <= 60; i++) {
+    for (let j = 0; j <= 60; j++) {
+      const x = s.x - s.r + (2 * s.r * i) / 60;
+      const y = s.y - s.r + (2 * s.r * j) / 60;
+      const m = Math.min(...cs.map((c) => c.r - Math.hypot(x - c.x, y - c.y)));
+      if (m > best.m) best = { x, y, m };
+    }
+  }
+  return best;
+}
+
+// placeLabels puts each set's name and estimate above or below its
+// circle (the drawing fills its width, so never beside it): below for a
+// circle below the middle, above for one above it; circles side by side
+// take turns. Labels that would overlap are moved further out, and the
+// drawing grows to hold them. Text widths are estimated from the font
+// size (0.62 em a character, generous for the page's sans-serif).
+function placeLabels(sets, placed, center) {
+  const fs = narrow() ? 24 : 15;
+  const max = narrow() ? 18 : 32;
+  const order = placed.map((c, i) => i).sort((i, j) => placed[i].x - placed[j].x);
+  const boxes = sets.map((s, i) => {
+    const c = placed[i];
+    const name = s.name.length > max ? `${s.name.slice(0, max - 1)}…` : s.name;
+    const text = `${name} · ${count(estimateOf(s).value)}`;
+    const w = text.length * fs * 0.62;
+    const h = fs * 1.25;
+    const dy = c.y - center.y;
+    const up = Math.abs(dy) > 0.3 * c.r ? dy < 0 : order.indexOf(i) % 2 === 0;
+    const x = Math.min(Math.max(4, c.x - w / 2), Math.max(4, W - 4 - w));
+    const y = up ? c.y - c.r - 6 - h : c.y + c.r + 6;
+    return { text, x, y, w, h, up };
+  });
+  const overlap = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+  for (let round = 0; round < 10; round++) {
+    let moved = false;
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = 0; j < i; j++) {
+        const a = boxes[j];
+        const b = boxes[i];
+        if (!overlap(a, b)) continue;
+        b.y = b.up ? a.y - b.h - 2 : a.y + a.h + 2;
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+  for (const b of boxes) {
+    b.anchor = 'middle';
+    b.tx = b.x + b.w / 2;
+    b.ty = b.y + b.h * 0.78;
+  }
+  return boxes;
 }
 
 function numbersThree(sets, x, pairs, layout) {
   const n = sets.map((s) => s.name);
   const rows = [[0, 1], [0, 2], [1, 2]].map(([i, j], k) => el('tr', {},
-    el('th', { scope: 'row' }, `${n[i]} ∩ ${n[j]}`),
-    el('td', { class: 'num' }, count(pairs[k].estimate)),
-    el('td', { class: 'num' }, `${count(pairs[k].lower)} – ${count(pairs[k].upper)}`),
-    el('td', { class: 'pair-verdict', 'data-verdict': pairs[k].verdict }, verdictLabel(pairs[k].verdict))));
+    el('th', { scope: 'row' }, el('span', { class: 'pair-name' }, n[i]), ' ∩ ', el('span', { class: 'pair-name' }, n[j])),
+    el('td', { class: 'num', 'data-label': 'Estimate' }, count(pairs[k].estimate)),
+    el('td', { class: 'num', 'data-label': 'Bounds' }, `${count(pairs[k].lower)} – ${count(pairs[k].upper)}`),
+    el('td', { class: 'pair-verdict', 'data-verdict': pairs[k].verdict, 'data-label': 'Verdict' }, verdictLabel(pairs[k].verdict))));
   return el('div', { class: 'numbers' },
     verdict(x),
     facts([

@@ -2,6 +2,8 @@ package bolt
 
 import (
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // acquire returns the entry for name, loading it from bbolt if it is not
@@ -63,7 +65,8 @@ func (s *DB) load(name string) (*state, error) {
 		return err
 	})
 	if err != nil {
-		return nil, &unreadableError{name: name, path: s.path, err: err}
+		s.reportUnreadable([]byte(name), err, "read")
+		return nil, damaged(name, s.path, err)
 	}
 	return st, nil
 }
@@ -151,6 +154,14 @@ func (s *DB) markDirty(e *entry, memDelta int64) {
 	} else {
 		s.dirty[e] = struct{}{}
 		s.dirtyBytes.Add(e.mem.Load())
+		if series, ok := bucketSeriesName(e.name); ok {
+			m := s.dirtyBuckets[series]
+			if m == nil {
+				m = map[*entry]struct{}{}
+				s.dirtyBuckets[series] = m
+			}
+			m[e] = struct{}{}
+		}
 	}
 	s.dirtyMu.Unlock()
 }
@@ -225,17 +236,21 @@ func (s *DB) loadStats(tx *bbolt.Tx) error {
 	})
 }
 
-// recordKey reads a record's kind and the representation in its stored
-// bytes (written by this package, so as Representation says) without
-// decoding the sketch.
-func recordKey(rec []byte) (countKey, error) {
-	kind, err := recordKind(rec)
+// recordKey reads a sketch record's kind and the representation in its
+// stored bytes (written by this package, so as Representation says)
+// without decoding the sketch, once its checksum matches.
+func recordKey(name string, rec []byte) (countKey, error) {
+	body, err := checkRecord2(name, rec)
+	if err != nil {
+		return countKey{}, err
+	}
+	kind, err := sketch.ByTag(rec[1])
 	if err != nil {
 		return countKey{}, err
 	}
 	key := countKey{typ: string(kind.Type)}
 	if kind.Representation != nil {
-		if key.rep, err = kind.Representation(rec[recordHeaderLen:]); err != nil {
+		if key.rep, err = kind.Representation(body); err != nil {
 			return countKey{}, err
 		}
 	}

@@ -2,13 +2,14 @@ package bolt
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/sketchd/sketchd/internal/idem"
 )
 
 // snapshot is the record of one changed sketch (rec nil: deleted) as it
@@ -30,7 +31,7 @@ func (sn *snapshot) take() {
 	e := sn.e
 	sn.taken, sn.gen, sn.keep = true, e.gen, e.unreadable
 	if e.st != nil {
-		sn.rec = appendRecord(nil, e.st)
+		sn.rec = appendRecord(nil, e.name, e.st)
 		sn.metric = e.st.metric
 	}
 	e.snap = nil
@@ -45,6 +46,8 @@ func (s *DB) takeDirty() []*snapshot {
 	s.dirtyMu.Lock()
 	dirty := s.dirty
 	s.dirty = map[*entry]struct{}{}
+	s.flushing, s.flushingBuckets = dirty, s.dirtyBuckets
+	s.dirtyBuckets = map[string]map[*entry]struct{}{}
 	s.dirtyBytes.Store(0)
 	s.dirtyMu.Unlock()
 	snaps := make([]*snapshot, 0, len(dirty))
@@ -96,6 +99,15 @@ func (s *DB) abandon(snaps []*snapshot) {
 		s.markDirty(sn.e, 0)
 		sn.e.mu.Unlock()
 	}
+	s.settled()
+}
+
+// settled forgets the entries a checkpoint took (DB.flushing): they are
+// in bbolt now, or back in the dirty set.
+func (s *DB) settled() {
+	s.dirtyMu.Lock()
+	s.flushing, s.flushingBuckets = nil, nil
+	s.dirtyMu.Unlock()
 }
 
 // commitCheckpoint writes the filled snapshots and the log position they
@@ -108,8 +120,14 @@ func (s *DB) abandon(snaps []*snapshot) {
 // would count CMS increments twice. Its memory is bounded by the cache
 // setting: the snapshots are encoded records of dirty sketches, and
 // writes are refused while those pass twice the cache size.
-func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
+//
+// keys are the idempotency keys added (and removed, nil) since the last
+// checkpoint, up to lsn: they go in the same transaction.
+func (s *DB) commitCheckpoint(snaps []*snapshot, keys map[idem.ID]*idem.Record, lsn uint64) error {
 	err := s.bdb.Update(func(tx *bbolt.Tx) error {
+		if err := writeKeys(tx, keys); err != nil {
+			return err
+		}
 		metric := tx.Bucket(bucketMetric)
 		for _, sn := range snaps {
 			if sn.keep {
@@ -148,12 +166,14 @@ func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
 				return err
 			}
 		}
-		return tx.Bucket(bucketMeta).Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, lsn))
+		return tx.Bucket(bucketMeta).Put(keyCheckpoint, appendCheckpoint(nil, lsn))
 	})
 	if err != nil {
 		s.abandon(snaps)
+		s.keys.giveBack(keys)
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
+	s.settled()
 	for _, sn := range snaps {
 		sn.e.mu.Lock()
 		if sn.e.gen == sn.gen {
@@ -192,7 +212,8 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	if s.wal.err() != nil {
 		return s.recoverLog()
 	}
-	if s.wal.lastLSN() == s.checkpointed && s.dirtyCount() == 0 {
+	s.keys.sweep(s.opts.Now())
+	if s.wal.lastLSN() == s.checkpointed && s.dirtyCount() == 0 && !s.keys.pending() {
 		return nil
 	}
 	start := time.Now()
@@ -207,6 +228,7 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	lsn := s.wal.lastLSN()
 	keep := s.wal.rotate(next)
 	snaps := s.takeDirty()
+	keys := s.keys.takeChanges()
 	s.cp.Unlock()
 	if keep != next {
 		if err := s.wal.discard(next); err != nil {
@@ -215,10 +237,11 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	}
 	if err := s.wal.waitDurable(lsn); err != nil {
 		s.abandon(snaps)
+		s.keys.giveBack(keys)
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
 	fill(snaps)
-	if err := s.commitCheckpoint(snaps, lsn); err != nil {
+	if err := s.commitCheckpoint(snaps, keys, lsn); err != nil {
 		return err
 	}
 	s.checkpointed = lsn

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -93,6 +95,47 @@ func (s *DB) writeMarker(lsn uint64) error {
 	return nil
 }
 
+// The data file's checkpoint position (meta checkpoint_lsn) says which
+// log records it reflects: a wrong one would replay records twice or skip
+// them. It is kept as the big-endian uint64 and the CRC-32C of those 8
+// bytes (schema version 5; 8 bytes without a checksum before).
+
+// appendCheckpoint appends the stored form of checkpoint position lsn.
+func appendCheckpoint(b []byte, lsn uint64) []byte {
+	b = binary.BigEndian.AppendUint64(b, lsn)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[len(b)-8:], crcTable))
+}
+
+// decodeCheckpoint reads a stored checkpoint position; none (nil) is 0, a
+// new file's.
+func decodeCheckpoint(v []byte) (uint64, error) {
+	switch {
+	case v == nil:
+		return 0, nil
+	case len(v) != 12:
+		return 0, fmt.Errorf("checkpoint position of %d bytes, want 12", len(v))
+	case crc32.Checksum(v[:8], crcTable) != binary.BigEndian.Uint32(v[8:]):
+		return 0, fmt.Errorf("checkpoint position fails its checksum")
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// damagedCheckpoint handles a data file whose checkpoint position cannot
+// be read: a refusal, or with RecoverPastDamage the position the log's
+// marker holds (the last checkpoint the log saw committed).
+func (s *DB) damagedCheckpoint(cpErr error) (uint64, error) {
+	if !s.opts.RecoverPastDamage {
+		return 0, fmt.Errorf("store: refusing to open %s: its checkpoint position (which log records it reflects) is damaged: %v. Restore the data file and its log from the same backup, or start with -recover-past-damage to take the position from the log's checkpoint marker (Count-Min counts changed after it may then count twice)", s.path, cpErr)
+	}
+	m, ok, err := readMarker(s.walDir)
+	if err != nil || !ok {
+		s.opts.Logger.Warn("recovering past damage: the data file's checkpoint position is damaged and the log has no readable marker; replaying the whole log (Count-Min counts in it may count twice)", "data", s.path, "err", cpErr)
+		return 0, nil
+	}
+	s.opts.Logger.Warn("recovering past damage: the data file's checkpoint position is damaged; taking the log marker's (Count-Min counts changed after it may count twice)", "data", s.path, "err", cpErr, "lsn", m.lsn)
+	return m.lsn, nil
+}
+
 // checkDataFile refuses to let bbolt create a new file where the log says
 // one existed: a missing or zero-length data file beside a log marker.
 func checkDataFile(path, walDir string) error {
@@ -128,6 +171,9 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 			db, err = nil, damagedFile(path, fmt.Sprint(r))
 		}
 	}()
+	if err := checkPages(path); err != nil {
+		return nil, err
+	}
 	// A large first mapping: bbolt remaps as the file grows and, during a
 	// write transaction, copies every node of it out of the old mapping; a
 	// checkpoint of a million new sketches then remapped several times.
@@ -141,8 +187,8 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is locked by another process (is another sketchd running on it?)", path)
 	}
-	if err != nil {
-		return nil, damagedFile(path, err.Error())
+	if err := openError(path, err); err != nil {
+		return nil, err
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -176,6 +222,105 @@ func openBolt(path string, timeout time.Duration) (db *bbolt.DB, err error) {
 		return nil, damagedFile(path, errors.Join(problems...).Error())
 	}
 	return db, nil
+}
+
+// openError says why the data file at path could not be opened: what the
+// system refused (permissions, a missing folder, a read-only file
+// system) as what it is, anything else as damage. nil for nil.
+func openError(path string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("store: cannot open data file %s: permission denied (%w). Nothing is damaged: give the user sketchd runs as (uid %d) read and write access to the file and its folder %s, or choose another -data", path, err, os.Geteuid(), filepath.Dir(path))
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store: cannot create data file %s: its folder %s does not exist (%w). Create it, or choose another -data", path, filepath.Dir(path), err)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("store: cannot open data file %s for writing: the file system is read-only (%w). Nothing is damaged: mount it read-write, or choose another -data", path, err)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("store: cannot open data file %s: a part of its path is not a folder (%w). Choose another -data", path, err)
+	}
+	return damagedFile(path, err.Error())
+}
+
+// bbolt's meta page, as bbolt lays it out (page header, then meta):
+// magic, version and page size at 16, 20 and 24 (uint32), the page
+// high-water mark at 56 and the transaction id at 64 (uint64), and an
+// FNV-64a checksum of bytes 16-71 at 72; all little-endian.
+const (
+	boltMagic   = 0xED0CDAED
+	boltVersion = 2
+)
+
+// boltMeta is what checkPages reads of one meta page.
+type boltMeta struct {
+	pageSize  int64
+	highWater int64 // pages in use
+	txid      uint64
+}
+
+// readBoltMeta parses the meta page in b, if it is valid.
+func readBoltMeta(b []byte) (boltMeta, bool) {
+	if len(b) < 80 || binary.LittleEndian.Uint32(b[16:]) != boltMagic || binary.LittleEndian.Uint32(b[20:]) != boltVersion {
+		return boltMeta{}, false
+	}
+	h := fnv.New64a()
+	h.Write(b[16:72])
+	if h.Sum64() != binary.LittleEndian.Uint64(b[72:]) {
+		return boltMeta{}, false
+	}
+	return boltMeta{
+		pageSize:  int64(binary.LittleEndian.Uint32(b[24:])),
+		highWater: int64(binary.LittleEndian.Uint64(b[56:])),
+		txid:      binary.LittleEndian.Uint64(b[64:]),
+	}, true
+}
+
+// checkPages refuses a data file shorter than the pages its newest valid
+// meta page (the one bbolt would use) says are in use: bbolt maps the
+// file and would fault reading past its end. A missing or empty file, or
+// one without a valid meta page, is left to bbolt (and checkDataFile).
+func checkPages(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return openError(path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil
+	}
+	first := make([]byte, 80)
+	n, _ := f.ReadAt(first, 0)
+	pageSize := int64(os.Getpagesize())
+	m0, ok0 := readBoltMeta(first[:n])
+	if ok0 {
+		pageSize = m0.pageSize
+	}
+	if size < 2*pageSize {
+		return fmt.Errorf("store: data file %s is truncated: it has %d bytes, and a bbolt file holds at least its two %d-byte meta pages (%d bytes). Restore it from a backup (sketchd never repairs it in place)", path, size, pageSize, 2*pageSize)
+	}
+	second := make([]byte, 80)
+	n, _ = f.ReadAt(second, pageSize)
+	m1, ok1 := readBoltMeta(second[:n])
+	m := m0
+	switch {
+	case ok0 && ok1 && m1.txid > m0.txid, !ok0 && ok1:
+		m = m1
+	case !ok0 && !ok1:
+		return nil // bbolt says it is invalid
+	}
+	if need := m.highWater * m.pageSize; size < need {
+		return fmt.Errorf("store: data file %s is truncated: it has %d bytes, its pages need %d (%d pages of %d bytes, says its newest valid meta page, transaction %d). Restore it from a backup (sketchd never repairs it in place)", path, size, need, m.highWater, m.pageSize, m.txid)
+	}
+	return nil
 }
 
 // touchAll reads the first and last byte of every key and value in the
@@ -312,6 +457,11 @@ func (s *DB) rebuild() error {
 		s.changed(e, before)
 		e.mu.Unlock()
 	}
+	// The idempotency keys: bbolt's, then the durable log's.
+	s.keys.reset()
+	if err := s.bdb.View(func(tx *bbolt.Tx) error { return s.loadKeys(tx, s.opts.Now()) }); err != nil {
+		return err
+	}
 	s.wal.mu.Lock()
 	segs := append([]*segment(nil), s.wal.segs...)
 	s.wal.mu.Unlock()
@@ -349,9 +499,10 @@ func (s *DB) recoverLog() error {
 	s.cp.Lock()
 	lsn := s.wal.lastLSN()
 	snaps := s.takeDirty()
+	keys := s.keys.takeChanges()
 	s.cp.Unlock()
 	fill(snaps)
-	if err := s.commitCheckpoint(snaps, lsn); err != nil {
+	if err := s.commitCheckpoint(snaps, keys, lsn); err != nil {
 		return errors.Join(failure, s.wal.discard(seg), err)
 	}
 	s.checkpointed = lsn

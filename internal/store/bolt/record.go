@@ -2,22 +2,50 @@ package bolt
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"time"
+	"unsafe"
 
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
-// A record is how a sketch is kept in the sketches bucket (schema version
-// 1, see migrations/v1.go): format byte, kind tag (sketch.Kind.Tag), flags
-// byte, created and updated times as big-endian Unix nanoseconds, then the
-// sketch in its kind's encoding (the HLL storage format, the CMS format).
+// A record is how an entry is kept in bbolt (sketches, series definitions
+// and series buckets alike) and in a log put:
+//
+//	byte 0      record format: 2 (1 before schema version 5, see below)
+//	byte 1      kind tag (sketch.Kind.Tag)
+//	byte 2      flags (bit 0: estimate exported on /metrics)
+//	bytes 3-10  created, big-endian Unix nanoseconds
+//	bytes 11-18 updated, big-endian Unix nanoseconds
+//	...         the body: the sketch in its kind's encoding (the HLL
+//	            storage format, the CMS format, ...), or a series
+//	            definition (appendDef)
+//	last 4      format 2 only: CRC-32C (Castagnoli), big-endian, of the
+//	            entry's key followed by every byte of the record before it
+//
+// The checksum covers the key, so a value that moved to another key (a
+// flipped bit in a bucket's start time, a page of one sketch read for
+// another) fails it too. appendRecord writes it and decodeEntry checks it
+// before anything else, so no reader of a stored value can skip it.
+//
+// Format 1 is format 2 without the checksum. Schema version 5
+// (migrations/v5.go) rewrote every stored record to format 2; format 1 is
+// still read from log puts written before it (decodeLogged), whose log
+// record carries a checksum of its own.
 const (
-	recordFormat    = 1
+	recordFormat    = 2
+	recordFormatV1  = 1
 	recordHeaderLen = 3 + 8 + 8
+	recordCRCLen    = 4
 	flagMetric      = 1
 )
+
+// errChecksum is the error of a stored record whose checksum does not
+// match its bytes.
+var errChecksum = errors.New("checksum mismatch")
 
 // state is one entry's full state: what a record holds and what the cache
 // keeps decoded. An entry is a sketch, a series bucket (a sketch too) or
@@ -29,19 +57,31 @@ type state struct {
 	created, updated time.Time
 }
 
-// appendRecord appends st's record to b.
-func appendRecord(b []byte, st *state) []byte {
+// appendRecord appends the record of st, kept under the entry key key,
+// to b.
+func appendRecord(b []byte, key string, st *state) []byte {
 	var flags byte
 	if st.metric {
 		flags |= flagMetric
 	}
+	start := len(b)
 	b = append(b, recordFormat, st.kind().Tag, flags)
 	b = binary.BigEndian.AppendUint64(b, uint64(st.created.UnixNano()))
 	b = binary.BigEndian.AppendUint64(b, uint64(st.updated.UnixNano()))
 	if st.def != nil {
-		return appendDef(b, st.def)
+		b = appendDef(b, st.def)
+	} else {
+		b = st.sk.AppendBinary(b)
 	}
-	return st.sk.AppendBinary(b)
+	return binary.BigEndian.AppendUint32(b, recordCRC(key, b[start:]))
+}
+
+// recordCRC is the checksum of a record's bytes rec (without the
+// checksum) kept under key.
+func recordCRC(key string, rec []byte) uint32 {
+	// The key's bytes are only read: no copy of them.
+	k := unsafe.Slice(unsafe.StringData(key), len(key))
+	return crc32.Update(crc32.Update(0, crcTable, k), crcTable, rec)
 }
 
 // kind is the kind of the sketch, or of a series' buckets.
@@ -52,30 +92,56 @@ func (st *state) kind() *sketch.Kind {
 	return st.sk.Kind()
 }
 
-// decodeEntry parses the record of the entry key: a series definition or
-// a sketch.
+// decodeEntry parses the stored record of the entry key (a sketch, a
+// series definition or a series bucket) as strictly as an upload. It
+// accepts format 2 only, and checks the checksum before anything else:
+// errChecksum (wrapped) when it does not match. Other errors name what is
+// wrong: a record too short for its header and checksum, an unknown
+// format, flags or kind, a body its kind refuses. The returned state
+// shares no memory with rec.
 func decodeEntry(key string, rec []byte) (*state, error) {
-	if key == "" || key[0] != prefixSeries {
-		return decodeRecord(rec)
-	}
-	kind, err := recordKind(rec)
+	body, err := checkRecord2(key, rec)
 	if err != nil {
 		return nil, err
 	}
-	st := &state{
-		created: time.Unix(0, int64(binary.BigEndian.Uint64(rec[3:]))).UTC(),
-		updated: time.Unix(0, int64(binary.BigEndian.Uint64(rec[11:]))).UTC(),
-	}
-	if st.def, err = decodeDef(kind, rec[recordHeaderLen:]); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return decodeBody(key, rec, body)
 }
 
-// decodeRecord parses a sketch record as strictly as an upload. The
-// returned state shares no memory with rec.
-func decodeRecord(rec []byte) (*state, error) {
-	kind, err := recordKind(rec)
+// decodeLogged is decodeEntry for the record of a log put, which may also
+// be format 1 (no checksum) if an older binary wrote the log.
+func decodeLogged(key string, rec []byte) (*state, error) {
+	if len(rec) > 0 && rec[0] == recordFormatV1 {
+		if len(rec) < recordHeaderLen {
+			return nil, fmt.Errorf("record of %d bytes, header needs %d", len(rec), recordHeaderLen)
+		}
+		return decodeBody(key, rec, rec[recordHeaderLen:])
+	}
+	return decodeEntry(key, rec)
+}
+
+// checkRecord2 checks a format-2 record's length, format and checksum and
+// returns its body.
+func checkRecord2(key string, rec []byte) ([]byte, error) {
+	if len(rec) < recordHeaderLen+recordCRCLen {
+		return nil, fmt.Errorf("record of %d bytes, header and checksum need %d", len(rec), recordHeaderLen+recordCRCLen)
+	}
+	if rec[0] != recordFormat {
+		return nil, fmt.Errorf("record format %d, want %d", rec[0], recordFormat)
+	}
+	end := len(rec) - recordCRCLen
+	if got, want := binary.BigEndian.Uint32(rec[end:]), recordCRC(key, rec[:end]); got != want {
+		return nil, fmt.Errorf("%w: stored %08x, computed %08x over %d bytes", errChecksum, got, want, end)
+	}
+	return rec[recordHeaderLen:end], nil
+}
+
+// decodeBody decodes a record whose length and checksum were checked:
+// its flags, kind and body.
+func decodeBody(key string, rec, body []byte) (*state, error) {
+	if rec[2]&^flagMetric != 0 {
+		return nil, fmt.Errorf("record flags %#x unknown", rec[2])
+	}
+	kind, err := sketch.ByTag(rec[1])
 	if err != nil {
 		return nil, err
 	}
@@ -84,24 +150,17 @@ func decodeRecord(rec []byte) (*state, error) {
 		created: time.Unix(0, int64(binary.BigEndian.Uint64(rec[3:]))).UTC(),
 		updated: time.Unix(0, int64(binary.BigEndian.Uint64(rec[11:]))).UTC(),
 	}
-	if st.sk, err = kind.Decode(rec[recordHeaderLen:]); err != nil {
+	if key != "" && key[0] == prefixSeries {
+		st.metric = false
+		if st.def, err = decodeDef(kind, body); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	if st.sk, err = kind.Decode(body); err != nil {
 		return nil, err
 	}
 	return st, nil
-}
-
-// recordKind checks a record's header and returns its kind.
-func recordKind(rec []byte) (*sketch.Kind, error) {
-	if len(rec) < recordHeaderLen {
-		return nil, fmt.Errorf("record of %d bytes, header needs %d", len(rec), recordHeaderLen)
-	}
-	if rec[0] != recordFormat {
-		return nil, fmt.Errorf("record format %d, want %d", rec[0], recordFormat)
-	}
-	if rec[2]&^flagMetric != 0 {
-		return nil, fmt.Errorf("record flags %#x unknown", rec[2])
-	}
-	return sketch.ByTag(rec[1])
 }
 
 func (st *state) typ() sketch.Type { return st.sk.Kind().Type }

@@ -1,16 +1,20 @@
 package bolt
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/migrations"
@@ -49,6 +53,19 @@ func bucketKey(name string, k series.Key) string {
 
 // bucketPrefix is the key prefix of all of name's buckets.
 func bucketPrefix(name string) string { return string(prefixBucket) + name + "\x00" }
+
+// bucketSeriesName returns the series of a bucket's entry key, and false
+// for the key of anything else.
+func bucketSeriesName(key string) (string, bool) {
+	if key == "" || key[0] != prefixBucket {
+		return "", false
+	}
+	i := strings.IndexByte(key, 0)
+	if i < 0 {
+		return "", false
+	}
+	return key[1:i], true
+}
 
 // parseBucketKey reads a bucket key's level and start (in UTC).
 func parseBucketKey(key string) (series.Level, time.Time, error) {
@@ -188,44 +205,57 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 			if !e.st.def.Same(spec) {
 				return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, e.st.def, spec)
 			}
-			return nil
+			// The buckets listed before the locks, as they are now.
+			sts := make([]*state, len(stale))
+			for i, k := range stale {
+				sts[i] = t.entry(k).st
+			}
+			info, err = seriesInfo(name, e.st, stale, sts)
+			t.res = idem.Result{Series: info}
+			return err
 		}
 		for _, k := range stale {
 			if be := t.entry(k); be.st != nil {
 				t.delete(be)
 			}
 		}
-		t.put(e, &state{def: spec, created: t.now, updated: t.now})
+		st := &state{def: spec, created: t.now, updated: t.now}
+		t.put(e, st)
 		created = true
-		return nil
+		info, err = seriesInfo(name, st, nil, nil)
+		t.res = idem.Result{Series: info, Created: true}
+		return err
 	})
 	if err != nil {
 		return series.Info{}, false, err
 	}
-	info, err = s.DescribeSeries(ctx, name)
-	return info, created, err
+	return info, created, nil
 }
 
 // bucketKeys lists the keys of name's buckets that exist: those in bbolt,
-// with the changes since the last checkpoint laid over them.
+// with the changes since the last committed checkpoint laid over them
+// (read first, so that a checkpoint moving an entry into bbolt meanwhile
+// cannot hide it).
 func (s *DB) bucketKeys(name string) ([]string, error) {
 	prefix := bucketPrefix(name)
 	keys := map[string]bool{}
+	for _, e := range s.dirtyBucketsOf(name) {
+		e.mu.Lock()
+		keys[e.name] = e.st != nil
+		e.mu.Unlock()
+	}
 	err := s.bdb.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketBuckets).Cursor()
 		p := []byte(prefix[1:])
-		for k, _ := c.Seek(p); k != nil && strings.HasPrefix(string(k), string(p)); k, _ = c.Next() {
-			keys[string(prefixBucket)+string(k)] = true
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+			if key := string(prefixBucket) + string(k); !hasKey(keys, key) {
+				keys[key] = true
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	for _, e := range s.dirtyEntries(prefix) {
-		e.mu.Lock()
-		keys[e.name] = e.st != nil
-		e.mu.Unlock()
 	}
 	out := make([]string, 0, len(keys))
 	for k, ok := range keys {
@@ -237,15 +267,115 @@ func (s *DB) bucketKeys(name string) ([]string, error) {
 	return out, nil
 }
 
-// dirtyEntries returns the entries changed since the last checkpoint whose
-// keys start with prefix.
+func hasKey(m map[string]bool, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// bucketsIn lists the keys of name's buckets inside runs that may exist,
+// in the order of the runs and by start within each: bbolt's keys in each
+// run's range (a seek and a step per key found, whatever the span) and
+// the entries changed since the last committed checkpoint, read first as
+// bucketKeys does. A key may name a bucket deleted since; its state says.
+func (s *DB) bucketsIn(name string, runs []series.Run) ([]string, error) {
+	type found struct {
+		run   int
+		start int64
+		key   string
+	}
+	var keys []found
+	for _, e := range s.dirtyBucketsOf(name) {
+		e.mu.Lock()
+		exists := e.st != nil
+		e.mu.Unlock()
+		if !exists {
+			continue
+		}
+		l, start, err := parseBucketKey(e.name)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range runs {
+			if r.Count > 0 && r.Contains(l, start) {
+				keys = append(keys, found{i, start.Unix(), e.name})
+			}
+		}
+	}
+	err := s.bdb.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketBuckets).Cursor()
+		for i, r := range runs {
+			if r.Count == 0 {
+				continue
+			}
+			p := []byte(bucketPrefix(name)[1:] + string([]byte{byte(r.Level)}))
+			for _, span := range unixSpans(r.First.Unix(), r.Last.Unix()) {
+				for k, _ := c.Seek(binary.BigEndian.AppendUint64(slices.Clip(p), span[0])); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+					if len(k) != len(p)+8 {
+						continue // not a bucket key of this level
+					}
+					start := binary.BigEndian.Uint64(k[len(p):])
+					if start > span[1] {
+						break
+					}
+					keys = append(keys, found{i, int64(start), string(prefixBucket) + string(k)})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(keys, func(a, b found) int {
+		return cmp.Or(cmp.Compare(a.run, b.run), cmp.Compare(a.start, b.start), strings.Compare(a.key, b.key))
+	})
+	out := make([]string, 0, len(keys))
+	for i, k := range keys {
+		if i == 0 || k.key != keys[i-1].key {
+			out = append(out, k.key)
+		}
+	}
+	return out, nil
+}
+
+// unixSpans turns the Unix seconds [a, b] into the spans of stored key
+// values (uint64, big-endian) that hold them in order: times before 1970
+// are negative, stored above every later one.
+func unixSpans(a, b int64) [][2]uint64 {
+	if a < 0 && b >= 0 {
+		return [][2]uint64{{uint64(a), math.MaxUint64}, {0, uint64(b)}}
+	}
+	return [][2]uint64{{uint64(a), uint64(b)}}
+}
+
+// dirtyBucketsOf returns the buckets of series name changed since the
+// last committed checkpoint (dirty, or taken by a checkpoint still
+// running).
+func (s *DB) dirtyBucketsOf(name string) []*entry {
+	s.dirtyMu.Lock()
+	defer s.dirtyMu.Unlock()
+	var out []*entry
+	for e := range s.dirtyBuckets[name] {
+		out = append(out, e)
+	}
+	for e := range s.flushingBuckets[name] {
+		out = append(out, e)
+	}
+	return out
+}
+
+// dirtyEntries returns the entries changed since the last committed
+// checkpoint (dirty, or taken by a checkpoint still running) whose keys
+// start with prefix.
 func (s *DB) dirtyEntries(prefix string) []*entry {
 	s.dirtyMu.Lock()
 	defer s.dirtyMu.Unlock()
 	var out []*entry
-	for e := range s.dirty {
-		if strings.HasPrefix(e.name, prefix) {
-			out = append(out, e)
+	for _, set := range []map[*entry]struct{}{s.dirty, s.flushing} {
+		for e := range set {
+			if strings.HasPrefix(e.name, prefix) {
+				out = append(out, e)
+			}
 		}
 	}
 	return out
@@ -282,38 +412,48 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 	if err != nil {
 		return series.Info{}, err
 	}
-	info := series.Info{Name: name, Spec: spec, CreatedAt: created}
+	var info series.Info
+	err = s.viewKeys(ctx, keys, func(sts []*state) error {
+		var err error
+		info, err = seriesInfo(name, &state{def: spec, created: created}, keys, sts)
+		return err
+	})
+	return info, err
+}
+
+// seriesInfo describes the series name whose definition is def and whose
+// buckets are keys, with states sts (nil for a missing one).
+func seriesInfo(name string, def *state, keys []string, sts []*state) (series.Info, error) {
+	spec := def.def
+	info := series.Info{Name: name, Spec: spec, CreatedAt: def.created}
 	for _, ls := range spec.Levels {
 		info.Levels = append(info.Levels, series.LevelInfo{Level: ls.Level, Retention: ls.Retention})
 	}
-	err = s.viewKeys(ctx, keys, func(sts []*state) error {
-		for i, st := range sts {
-			if st == nil {
+	for i, st := range sts {
+		if st == nil {
+			continue
+		}
+		l, start, err := parseBucketKey(keys[i])
+		if err != nil {
+			return series.Info{}, err
+		}
+		for j := range info.Levels {
+			li := &info.Levels[j]
+			if li.Level != l {
 				continue
 			}
-			l, start, err := parseBucketKey(keys[i])
-			if err != nil {
-				return err
+			li.Buckets++
+			li.Bytes += int64(st.sk.SizeBytes())
+			start = start.In(spec.Location())
+			if li.Oldest.IsZero() || start.Before(li.Oldest) {
+				li.Oldest = start
 			}
-			for j := range info.Levels {
-				li := &info.Levels[j]
-				if li.Level != l {
-					continue
-				}
-				li.Buckets++
-				li.Bytes += int64(st.sk.SizeBytes())
-				start = start.In(spec.Location())
-				if li.Oldest.IsZero() || start.Before(li.Oldest) {
-					li.Oldest = start
-				}
-				if start.After(li.Newest) {
-					li.Newest = start
-				}
+			if start.After(li.Newest) {
+				li.Newest = start
 			}
 		}
-		return nil
-	})
-	return info, err
+	}
+	return info, nil
 }
 
 // viewKeys runs fn with the states of keys, in order, repeats allowed
@@ -355,7 +495,7 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 	for i, k := range keys {
 		j, _ := slices.BinarySearch(uniq, k)
 		if sts[i] = es[j].st; sts[i] == nil && es[j].unreadable {
-			return &unreadableError{name: k, path: s.path, err: errors.New("being deleted")}
+			return damaged(k, s.path, errors.New("being deleted"))
 		}
 	}
 	return fn(sts)
@@ -364,22 +504,35 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 // ListSeries returns up to limit series whose names start with prefix and
 // sort after after, in name order, and whether more follow.
 func (s *DB) ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error) {
+	infos, more, _, err := s.ListSeriesSkipping(ctx, prefix, after, limit)
+	return infos, more, err
+}
+
+// ListSeriesSkipping is ListSeries that also returns the names (quoted,
+// safe to print) of the series it skipped because a stored record of
+// theirs (the definition or a bucket) is damaged.
+func (s *DB) ListSeriesSkipping(ctx context.Context, prefix, after string, limit int) (infos []series.Info, more bool, skipped []string, err error) {
 	names, more, err := s.listKeys(ctx, string(prefixSeries), bucketSeries, prefix, after, limit)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	out := make([]series.Info, 0, len(names))
+	infos = make([]series.Info, 0, len(names))
 	for _, n := range names {
 		info, err := s.DescribeSeries(ctx, n)
-		if sketch.KindOf(err) == sketch.NotFound {
+		switch sketch.KindOf(err) {
+		case sketch.NotFound:
 			continue // deleted since
+		case sketch.Damaged:
+			s.unreadable.Add(1)
+			skipped = append(skipped, quoteName([]byte(n)))
+			continue
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
-		out = append(out, info)
+		infos = append(infos, info)
 	}
-	return out, more, nil
+	return infos, more, skipped, nil
 }
 
 // listKeys lists up to limit names (without keyPrefix) of one keyspace
@@ -429,9 +582,10 @@ func (s *DB) listKeys(ctx context.Context, keyPrefix string, bucket []byte, pref
 	return names[:min(limit, len(names))], more, nil
 }
 
-// DeleteSeries removes name and its buckets. Adds stop once the definition
-// is gone; a bucket an add created while the keys were listed is removed
-// by a second pass.
+// DeleteSeries removes name and its buckets, also those whose stored
+// records are damaged (and a damaged definition). Adds stop once the
+// definition is gone; a bucket an add created while the keys were listed
+// is removed by a second pass.
 func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 	key := seriesKey(name)
 	for pass := 0; ; pass++ {
@@ -442,17 +596,24 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 		if pass > 0 && len(keys) == 0 {
 			return nil
 		}
-		err = s.update(ctx, append([]string{key}, keys...), func(t *tx) error {
+		if pass == 1 {
+			// Only the first pass is the delete an idempotency key
+			// guards; later ones sweep buckets up.
+			ctx = idem.Without(ctx)
+		}
+		err = s.write(ctx, append([]string{key}, keys...), s.acquireAllTolerant, func(t *tx) error {
 			e := t.entry(key)
 			if pass == 0 {
-				if e.st == nil {
+				if e.st == nil && !e.unreadable {
 					return seriesNotFound(name)
 				}
 				t.delete(e)
+				e.unreadable = false
 			}
 			for _, k := range keys {
-				if be := t.entry(k); be.st != nil {
+				if be := t.entry(k); be.st != nil || be.unreadable {
 					t.delete(be)
+					be.unreadable = false
 				}
 			}
 			return nil
@@ -516,6 +677,7 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 					return err // unreachable: checked above
 				}
 			}
+			t.res.Added = sketch.Added{Type: kind.Type, Accepted: b.Len()}
 			return nil
 		})
 		if err == errSeriesChanged {
@@ -525,23 +687,26 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 	}
 }
 
-// ViewSeries calls plan with name's spec, then fn with the planned buckets
-// (nil where a bucket holds nothing), all locked against writes.
-func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error {
+// ViewSeries calls plan with name's spec, then fn with the stored
+// buckets inside the runs it returned (in run order, by start within
+// each), all locked against writes. Only buckets that exist are looked
+// up, loaded and cached: a run spanning a century of empty hours costs a
+// seek.
+func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error {
 	for {
 		spec, _, err := s.series(name)
 		if err != nil {
 			return err
 		}
-		ks, err := plan(spec)
+		runs, err := plan(spec)
 		if err != nil {
 			return err
 		}
-		keys := make([]string, len(ks)+1)
-		keys[0] = seriesKey(name)
-		for i, k := range ks {
-			keys[i+1] = bucketKey(name, k)
+		found, err := s.bucketsIn(name, runs)
+		if err != nil {
+			return err
 		}
+		keys := append([]string{seriesKey(name)}, found...)
 		err = s.viewKeys(ctx, keys, func(sts []*state) error {
 			if sts[0] == nil {
 				return seriesNotFound(name)
@@ -549,13 +714,18 @@ func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec
 			if sts[0].def != spec {
 				return errSeriesChanged
 			}
-			sks := make([]sketch.Sketch, len(ks))
+			bs := make([]series.Bucket, 0, len(found))
 			for i, st := range sts[1:] {
-				if st != nil {
-					sks[i] = st.sk
+				if st == nil {
+					continue // deleted since the scan
 				}
+				l, start, err := parseBucketKey(found[i])
+				if err != nil {
+					return err
+				}
+				bs = append(bs, series.Bucket{Key: series.Key{Level: l, Start: start.In(spec.Location())}, Sketch: st.sk})
 			}
-			return fn(spec, sks)
+			return fn(spec, bs)
 		})
 		if err != errSeriesChanged {
 			return err

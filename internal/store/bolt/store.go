@@ -54,12 +54,23 @@
 // Damage is loud and nothing damaged is deleted. A log record that fails
 // its check anywhere but the torn tail of the last segment stops Open with
 // the file and offset (see walread.go); Options.RecoverPastDamage starts
-// past it, keeping the damaged segments aside. The data file and the log
-// share an identity and the last checkpoint position (see integrity.go),
-// so a data file that went back in time, or lost its log, is refused. A
-// damaged bbolt file is an error naming it, never a panic. A sketch whose
-// record cannot be decoded fails reads of it, is skipped (and reported)
-// by List, and can be deleted.
+// past it, keeping the damaged segments aside and logging what it dropped
+// (bytes, intact records, the sketches they touch). The data file and the
+// log share an identity and the last checkpoint position (see
+// integrity.go), so a data file that went back in time, or lost its log,
+// is refused. A damaged or truncated bbolt file is an error naming it,
+// never a panic. Every stored record carries a checksum of its key and
+// bytes (record.go), checked wherever one is decoded: a record that fails
+// it, or cannot be decoded, fails reads of its entry with a Damaged error
+// naming it, is skipped (and reported) by listings, and can be deleted
+// (unreadable.go). CheckFiles checks a closed store offline
+// (checkfiles.go).
+//
+// # Idempotency keys
+//
+// A write under an idempotency key logs the key, the request's fingerprint
+// and its answer in its own record, so the key is exactly as durable as the
+// write (keys.go).
 //
 // # Memory
 //
@@ -81,8 +92,8 @@
 //
 // gate (shared by writes, exclusive by Close) -> entry locks, in name
 // order -> cp (shared by writers, exclusive while a checkpoint notes its
-// position) -> the log's mutex. cacheMu, dirtyMu and statsMu are leaves,
-// taken briefly under any of these. cpRun serialises checkpoints and is
+// position) -> the log's mutex. cacheMu, dirtyMu, statsMu and the
+// idempotency keys' mutex are leaves, taken briefly under any of these. cpRun serialises checkpoints and is
 // taken before cp and before any entry lock; a checkpoint holds no entry
 // lock while it holds cp, so a reader holding entries never stalls it,
 // and reads of several sketches work on copies, so writers wait for a
@@ -93,7 +104,6 @@ import (
 	"bytes"
 	"container/list"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -139,6 +149,13 @@ type Options struct {
 	Observer    Observer
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
+	// KeyWindow is how long an idempotency key is remembered after its
+	// write commits (default 24h).
+	KeyWindow time.Duration
+	// KeyBytes bounds the memory (and bbolt space) of the idempotency
+	// keys kept, their answers included (default 256 MiB); past it the
+	// oldest keys are dropped before their window runs out.
+	KeyBytes int64
 	// RecoverPastDamage lets Open start past a damaged write-ahead log (it
 	// replays up to the damage, keeps the damaged segments aside and logs
 	// what it dropped) or a log that does not match the data file (lost,
@@ -170,6 +187,12 @@ func (o *Options) setDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.KeyWindow <= 0 {
+		o.KeyWindow = 24 * time.Hour
+	}
+	if o.KeyBytes <= 0 {
+		o.KeyBytes = 256 << 20
+	}
 }
 
 var (
@@ -195,8 +218,10 @@ type DB struct {
 	// tainted is set from a log failure until memory is rebuilt from what
 	// is durable; meanwhile reads are refused too.
 	tainted atomic.Bool
-	// unreadable counts records skipped because they could not be decoded.
-	unreadable atomic.Int64
+	// unreadable counts records skipped because they could not be decoded;
+	// checksumFailures, records read whose checksum did not match.
+	unreadable       atomic.Int64
+	checksumFailures atomic.Int64
 
 	// cp orders writers against checkpoints: writers hold it shared while
 	// they change sketches and append to the log, a checkpoint holds it
@@ -215,6 +240,17 @@ type DB struct {
 	dirtyMu    sync.Mutex
 	dirty      map[*entry]struct{}
 	dirtyBytes atomic.Int64
+	// flushing is the dirty set a running checkpoint took, until its copy
+	// is in bbolt (or back in dirty): a scan of bbolt laid over dirty and
+	// flushing, read in that order, misses no entry.
+	flushing map[*entry]struct{}
+	// dirtyBuckets and flushingBuckets index the series buckets among
+	// dirty and flushing by series name, so a read of one series looks at
+	// its own changed buckets, not at every changed entry.
+	dirtyBuckets, flushingBuckets map[string]map[*entry]struct{}
+
+	// keys are the idempotency keys (keys.go).
+	keys *keyTable
 
 	statsMu   sync.Mutex
 	counts    map[countKey]int
@@ -278,9 +314,10 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	s := &DB{
 		opts: opts, path: path, walDir: walDir, bdb: bdb,
-		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
+		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{}, dirtyBuckets: map[string]map[*entry]struct{}{},
 		counts: map[countKey]int{}, estimates: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
+		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
 	}
 	if err := s.openSafely(); err != nil {
 		closeQuietly(bdb)
@@ -316,18 +353,26 @@ func (s *DB) open() error {
 		s.opts.Logger.Info("migrated store", "path", s.path, "from_version", from, "to_version", to)
 	}
 	var checkpoint uint64
+	var cpErr error
 	if err := s.bdb.View(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyCheckpoint); len(v) == 8 {
-			checkpoint = binary.BigEndian.Uint64(v)
-		}
+		checkpoint, cpErr = decodeCheckpoint(meta.Get(keyCheckpoint))
 		s.storeID = bytes.Clone(meta.Get(keyStoreID))
+		if err := s.loadKeys(tx, s.opts.Now()); err != nil {
+			return err
+		}
 		return s.loadStats(tx)
 	}); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	if len(s.storeID) != 16 {
 		return damagedFile(s.path, fmt.Sprintf("store identity of %d bytes", len(s.storeID)))
+	}
+	if cpErr != nil {
+		var err error
+		if checkpoint, err = s.damagedCheckpoint(cpErr); err != nil {
+			return err
+		}
 	}
 	// A store that had its identity before this open must have its log.
 	fresh := from < migrations.VersionStoreID
@@ -351,7 +396,7 @@ func (s *DB) open() error {
 	// Make bbolt reflect everything replayed, then start a clean log.
 	snaps := s.takeDirty()
 	fill(snaps)
-	if err := s.commitCheckpoint(snaps, sc.last); err != nil {
+	if err := s.commitCheckpoint(snaps, s.keys.takeChanges(), sc.last); err != nil {
 		return err
 	}
 	s.checkpointed = sc.last
@@ -377,30 +422,36 @@ func (s *DB) open() error {
 // replayLog replays segs after checkpoint. Damage stops it with an error
 // naming the file and offset, unless RecoverPastDamage is set: then it
 // replays up to the damage, renames the damaged segment and every later
-// one to <name>.damaged (kept, never deleted) and logs what was dropped.
+// one to <name>.damaged (kept, never deleted) and logs what was dropped:
+// bytes, the intact (acknowledged) records among them and the sketches
+// they touch.
 func (s *DB) replayLog(segs []*segment, checkpoint uint64) (walScan, error) {
 	apply := s.replayRecord
 	if s.opts.RecoverPastDamage {
-		apply = func(lsn uint64, payload []byte) error {
-			if err := s.replayRecord(lsn, payload); err != nil {
-				s.opts.Logger.Warn("recovering past damage: dropped a log record that does not apply", "lsn", lsn, "err", err)
-			}
-			return nil
-		}
+		apply = s.replayRecordRecovering
 	}
 	sc, err := scanWAL(segs, checkpoint, math.MaxUint64, apply)
 	var damage *walDamage
 	switch {
 	case errors.As(err, &damage) && s.opts.RecoverPastDamage:
-		dropped := []any{"file", damage.seg.path, "offset", damage.offset, "reason", damage.reason, "replayed_to_lsn", sc.last}
+		loss, lerr := damage.lost(sc.last)
+		if lerr != nil {
+			return sc, fmt.Errorf("store: reading the damaged log: %w", lerr)
+		}
+		dropped := []any{"file", damage.seg.path, "offset", damage.offset, "reason", damage.reason, "replayed_to_lsn", sc.last,
+			"dropped_bytes", loss.bytes, "dropped_intact_records", loss.records}
+		if loss.records > 0 {
+			dropped = append(dropped, "dropped_lsns", fmt.Sprintf("%d-%d", loss.firstLSN, loss.lastLSN), "touched", loss.touched)
+		}
+		var keptAs []string
 		for _, seg := range append([]*segment{damage.seg}, damage.later...) {
-			fi, _ := os.Stat(seg.path)
 			if err := os.Rename(seg.path, seg.path+".damaged"); err != nil {
 				return sc, fmt.Errorf("store: keeping the damaged log segment: %w", err)
 			}
-			dropped = append(dropped, "kept_as", seg.path+".damaged", "bytes", fi.Size())
+			keptAs = append(keptAs, seg.path+".damaged")
 		}
-		s.opts.Logger.Warn("recovering past damage: dropped the write-ahead log from the damage on", dropped...)
+		dropped = append(dropped, "kept_as", keptAs)
+		s.opts.Logger.Warn("recovering past damage: dropped the write-ahead log from the damage on; the dropped intact records were acknowledged writes, now lost", dropped...)
 		kept := segs[:0:0]
 		for _, seg := range segs {
 			if seg != damage.seg && !slices.Contains(damage.later, seg) {
@@ -410,14 +461,18 @@ func (s *DB) replayLog(segs []*segment, checkpoint uint64) (walScan, error) {
 		copy(segs, kept)
 		segs = segs[:len(kept)]
 	case errors.As(err, &damage):
-		return sc, fmt.Errorf("store: %w: acknowledged writes after it would be lost, so the store does not start. Every log file is kept as it is; restore the log from a backup, or start with -recover-past-damage to replay up to the damage and keep the damaged segments aside", err)
+		lost := "acknowledged writes after it would be lost"
+		if loss, lerr := damage.lost(sc.last); lerr == nil {
+			lost = fmt.Sprintf("%d intact records (acknowledged writes, in %d bytes from the damage on) would be lost", loss.records, loss.bytes)
+		}
+		return sc, fmt.Errorf("store: %w: %s, so the store does not start. Every log file is kept as it is; restore the log from a backup, or start with -recover-past-damage to replay up to the damage and keep the damaged segments aside", err, lost)
 	case err != nil && s.opts.RecoverPastDamage:
 		s.opts.Logger.Warn("recovering past damage: stopped replaying the write-ahead log", "err", err, "replayed_to_lsn", sc.last)
 	case err != nil:
-		return sc, fmt.Errorf("store: replay %s: %w", s.walDir, err)
+		return sc, fmt.Errorf("store: replay %s: %w. The store does not start: acknowledged writes in the log cannot be applied. Restore the data file and its log from the same backup, or start with -recover-past-damage to apply what applies and log what is dropped", s.walDir, err)
 	}
 	if sc.tornBytes > 0 {
-		s.opts.Logger.Warn("write-ahead log ends in a torn record, never acknowledged: dropped", "file", sc.tornPath, "offset", sc.tornAt, "bytes", sc.tornBytes)
+		s.opts.Logger.Warn("write-ahead log ends in a torn record: dropped. A crash during a write leaves one, never acknowledged; a truncated or zeroed tail looks the same, so the dropped bytes may include acknowledged writes", "file", sc.tornPath, "offset", sc.tornAt, "bytes", sc.tornBytes)
 	}
 	if sc.records > 0 {
 		s.opts.Logger.Info("replayed write-ahead log", "records", sc.records, "from_lsn", checkpoint+1, "to_lsn", sc.last)
@@ -440,6 +495,37 @@ func (s *DB) replayRecord(_ uint64, payload []byte) error {
 	})
 }
 
+// replayRecordRecovering is replayRecord for RecoverPastDamage: the
+// operations of a record that apply are applied, those that do not
+// (their sketch is damaged, or missing) are dropped, and the record's
+// every sketch and each dropped operation are logged. A record that does
+// not parse is dropped whole, naming the sketches it could read.
+func (s *DB) replayRecordRecovering(lsn uint64, payload []byte) error {
+	if err := decodeOps(payload, nil); err != nil {
+		names := map[string]bool{}
+		opNames(payload, names)
+		s.opts.Logger.Warn("recovering past damage: dropped a log record that does not parse", "lsn", lsn, "touched", sortedLabels(names), "err", err)
+		return nil
+	}
+	names := map[string]bool{}
+	var dropped []string
+	decodeOps(payload, func(o *op) error {
+		names[o.name] = true
+		if err := s.replay(*o); err != nil {
+			what := o.typ.String()
+			if o.typ == opAdd {
+				what = fmt.Sprintf("add of %d bytes of changes", len(o.delta))
+			}
+			dropped = append(dropped, fmt.Sprintf("%s to %s: %v", what, entryLabel(o.name), err))
+		}
+		return nil
+	})
+	if len(dropped) > 0 {
+		s.opts.Logger.Warn("recovering past damage: dropped operations of a log record that do not apply; its other operations applied", "lsn", lsn, "touched", sortedLabels(names), "dropped", dropped)
+	}
+	return nil
+}
+
 func (t opType) String() string {
 	switch t {
 	case opPut:
@@ -450,6 +536,8 @@ func (t opType) String() string {
 		return "add"
 	case opMetric:
 		return "metric"
+	case opKey:
+		return "idempotency key"
 	}
 	return fmt.Sprintf("op %d", byte(t))
 }
@@ -457,9 +545,20 @@ func (t opType) String() string {
 // replay applies one logged operation, at open or while memory is rebuilt
 // after a log failure (writers excluded).
 func (s *DB) replay(o op) error {
+	if o.typ == opKey {
+		id, err := decodeKeyID([]byte(o.name))
+		if err != nil {
+			return err
+		}
+		rec := o.key
+		rec.Answer = bytes.Clone(rec.Answer)
+		s.keys.restore(id, rec, s.opts.Now(), true)
+		return nil
+	}
 	acquire := s.acquire
-	if o.typ == opDelete {
-		acquire = s.acquireTolerant // a delete of an unreadable record
+	if o.typ == opDelete || o.typ == opPut {
+		// A delete of an unreadable record, or a put that replaces it.
+		acquire = s.acquireTolerant
 	}
 	e, err := acquire(o.name)
 	if err != nil {
@@ -471,11 +570,11 @@ func (s *DB) replay(o op) error {
 	before := e.summary()
 	switch o.typ {
 	case opPut:
-		st, err := decodeEntry(o.name, o.rec)
+		st, err := decodeLogged(o.name, o.rec)
 		if err != nil {
 			return err
 		}
-		e.st = st
+		e.st, e.unreadable = st, false
 	case opDelete:
 		e.st, e.unreadable = nil, false
 	case opAdd:
@@ -546,20 +645,15 @@ func (s *DB) Ready() bool {
 // Path returns the bbolt file's path.
 func (s *DB) Path() string { return s.path }
 
-// Check runs bbolt's consistency check on the closed file at path,
-// read-only, and returns every problem it finds.
+// Check runs CheckFiles on the closed store at path and returns its
+// problems as an error (nil when it found none).
 func Check(path string) error {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	r, err := CheckFiles(path)
 	if err != nil {
-		return fmt.Errorf("store: check %s: %w", path, err)
+		return err
 	}
-	defer db.Close()
-	var errs []error
-	db.View(func(tx *bbolt.Tx) error {
-		for err := range tx.Check() {
-			errs = append(errs, err)
-		}
+	if r.Clean() {
 		return nil
-	})
-	return errors.Join(errs...)
+	}
+	return errors.New(r.String())
 }

@@ -24,7 +24,8 @@ import (
 var ctx = context.Background()
 
 // openStore opens a store in a temporary directory; on cleanup it closes
-// it and checks the bbolt file's consistency.
+// it and checks the store's files (Check): a test that leaves damage on
+// purpose removes it before it ends.
 func openStore(tb testing.TB, opts Options) (*DB, string) {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "sketchd.db")
@@ -47,11 +48,12 @@ func reopen(tb testing.TB, path string, opts Options) *DB {
 	return s
 }
 
-// checkFile runs bbolt's consistency check on a closed file.
+// checkFile runs Check on a closed store: bbolt's consistency check, every
+// record's checksum and decoding, and the log.
 func checkFile(tb testing.TB, path string) {
 	tb.Helper()
 	if err := Check(path); err != nil {
-		tb.Errorf("bbolt check: %v", err)
+		tb.Errorf("store check: %v", err)
 	}
 }
 
@@ -238,6 +240,8 @@ func TestTornTail(t *testing.T) {
 	if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("Open with a damaged middle segment = %v, want an error", err)
 	}
+	os.Remove(bad)
+	os.Remove(good)
 }
 
 func TestSecondOpenFailsFast(t *testing.T) {
@@ -325,8 +329,8 @@ func TestColdLoads(t *testing.T) {
 		return tx.Bucket(bucketSketches).Put([]byte("broken"), []byte{1, 1, 0})
 	})
 	for range 3 {
-		if _, err := s.Describe(ctx, "broken"); err == nil || sketch.KindOf(err) != sketch.Internal {
-			t.Fatalf("Describe(unreadable) = %v, want an internal error", err)
+		if _, err := s.Describe(ctx, "broken"); err == nil || sketch.KindOf(err) != sketch.Damaged {
+			t.Fatalf("Describe(unreadable) = %v, want a Damaged error", err)
 		}
 	}
 	s.cacheMu.Lock()
@@ -335,7 +339,7 @@ func TestColdLoads(t *testing.T) {
 	if cached {
 		t.Error("a failed load left an entry in the cache")
 	}
-	good := appendRecord(nil, &state{sk: sketch.NewHLL(mustHLL(t, hllParams(10))), created: time.Now(), updated: time.Now()})
+	good := appendRecord(nil, "broken", &state{sk: sketch.NewHLL(mustHLL(t, hllParams(10))), created: time.Now(), updated: time.Now()})
 	s.bdb.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketSketches).Put([]byte("broken"), good) })
 	if _, err := s.Describe(ctx, "broken"); err != nil {
 		t.Errorf("Describe after repair = %v", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"slices"
 )
 
 // Reading the log at open. A record that fails its check (short, a length
@@ -144,4 +145,93 @@ func intactAfter(b []byte, seen uint64) bool {
 		}
 	}
 	return false
+}
+
+// walLoss is what replay drops past a damaged record: the bytes from it
+// on (and every later segment holding data), the intact records among
+// them, which were acknowledged writes, and the entries those touch.
+type walLoss struct {
+	bytes             int64
+	records           int    // intact records dropped
+	firstLSN, lastLSN uint64 // their LSNs (0 when none)
+	touched           []string
+}
+
+// lost reads what replay drops past d, having read records up to LSN
+// seen. Intact records are found as intactAfter finds them (a length that
+// fits, a plausible LSN, a matching checksum), each skipped whole once
+// found.
+func (d *walDamage) lost(seen uint64) (walLoss, error) {
+	var l walLoss
+	names := map[string]bool{}
+	for i, seg := range append([]*segment{d.seg}, d.later...) {
+		data, err := os.ReadFile(seg.path)
+		if err != nil {
+			return l, fmt.Errorf("wal: %w", err)
+		}
+		from := 0
+		if i == 0 {
+			from = d.offset
+		}
+		l.bytes += int64(len(data) - from)
+		intactRecords(data[from:], seen, func(lsn uint64, payload []byte) {
+			l.records++
+			if l.firstLSN == 0 {
+				l.firstLSN = lsn
+			}
+			l.lastLSN = lsn
+			seen = max(seen, lsn)
+			opNames(payload, names)
+		})
+	}
+	l.touched = sortedLabels(names)
+	return l, nil
+}
+
+// intactRecords calls fn for every intact record in b with an LSN above
+// seen (and within 2^32 of it), in order, skipping over each one found.
+func intactRecords(b []byte, seen uint64, fn func(lsn uint64, payload []byte)) {
+	for i := 0; i+walRecordHeader+8 <= len(b); {
+		size := binary.BigEndian.Uint32(b[i:])
+		if size < 8 || int(size) > len(b)-i-walRecordHeader {
+			i++
+			continue
+		}
+		lsn := binary.BigEndian.Uint64(b[i+walRecordHeader:])
+		if lsn <= seen || lsn-seen > 1<<32 {
+			i++
+			continue
+		}
+		payload := b[i+walRecordHeader : i+walRecordHeader+int(size)]
+		if crc32.Checksum(payload, crcTable) != binary.BigEndian.Uint32(b[i+4:]) {
+			i++
+			continue
+		}
+		fn(lsn, payload[8:])
+		seen = lsn
+		i += walRecordHeader + int(size)
+	}
+}
+
+// opNames adds the entry keys a record payload (after its LSN) touches to
+// names, as far as it parses.
+func opNames(payload []byte, names map[string]bool) {
+	decodeOps(payload, func(o *op) error {
+		names[o.name] = true
+		return nil
+	})
+}
+
+// sortedLabels returns the labels (entryLabel) of the keys in names, in
+// key order.
+func sortedLabels(names map[string]bool) []string {
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		keys[i] = entryLabel(k)
+	}
+	return keys
 }

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -28,8 +29,19 @@ type bucketCache struct {
 	bytes int64
 	lru   *list.List // of *cached, most recently used first
 	byKey map[bucketKey]*list.Element
+	// bySeries indexes byKey by series (and definition), so a read finds
+	// the buckets it holds of a range without a lookup per bucket the
+	// range spans.
+	bySeries map[seriesRef]map[bucketKey]struct{}
 
 	hits, misses atomic.Uint64
+}
+
+// seriesRef names one series as a bucketKey does: its name and the
+// version of its definition.
+type seriesRef struct {
+	series string
+	def    int64
 }
 
 // bucketKey names a bucket. The series' own version (its definition row's
@@ -50,20 +62,35 @@ type cached struct {
 }
 
 func newBucketCache(max int64) *bucketCache {
-	return &bucketCache{max: max, lru: list.New(), byKey: map[bucketKey]*list.Element{}}
+	return &bucketCache{max: max, lru: list.New(), byKey: map[bucketKey]*list.Element{}, bySeries: map[seriesRef]map[bucketKey]struct{}{}}
 }
 
-// get returns the cached bucket under k, if any.
-func (c *bucketCache) get(k bucketKey) (version int64, sk sketch.Sketch, ok bool) {
+// heldBucket is a cached bucket a read may reuse.
+type heldBucket struct {
+	key     bucketKey
+	version int64
+	sk      sketch.Sketch
+}
+
+// heldIn returns the cached buckets of the series ref that lie in one of
+// runs: a pass over what the cache holds of that series, however long
+// the runs are.
+func (c *bucketCache) heldIn(ref seriesRef, runs []series.Run) []heldBucket {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.byKey[k]
-	if !ok {
-		return 0, nil, false
+	var out []heldBucket
+	for k := range c.bySeries[ref] {
+		for _, r := range runs {
+			if r.Count > 0 && r.Contains(k.level, time.Unix(0, k.startNs)) {
+				e := c.byKey[k]
+				c.lru.MoveToFront(e)
+				b := e.Value.(*cached)
+				out = append(out, heldBucket{key: k, version: b.version, sk: b.sk})
+				break
+			}
+		}
 	}
-	c.lru.MoveToFront(e)
-	b := e.Value.(*cached)
-	return b.version, b.sk, true
+	return out
 }
 
 // put caches sk, which no one may change from then on, as the bucket k at
@@ -77,6 +104,11 @@ func (c *bucketCache) put(k bucketKey, version int64, sk sketch.Sketch) {
 		return
 	}
 	c.byKey[k] = c.lru.PushFront(&cached{key: k, version: version, sk: sk, size: size})
+	ref := seriesRef{k.series, k.def}
+	if c.bySeries[ref] == nil {
+		c.bySeries[ref] = map[bucketKey]struct{}{}
+	}
+	c.bySeries[ref][k] = struct{}{}
 	c.bytes += size
 	for c.bytes > c.max {
 		c.removeLocked(c.lru.Back().Value.(*cached).key)
@@ -98,6 +130,10 @@ func (c *bucketCache) removeLocked(k bucketKey) {
 	c.bytes -= e.Value.(*cached).size
 	c.lru.Remove(e)
 	delete(c.byKey, k)
+	ref := seriesRef{k.series, k.def}
+	if delete(c.bySeries[ref], k); len(c.bySeries[ref]) == 0 {
+		delete(c.bySeries, ref)
+	}
 }
 
 // size returns the bytes and buckets held.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -131,7 +132,13 @@ func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context,
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
 	defer cancel()
-	tx, err := s.pool.Begin(tctx)
+	// The connection is held past COMMIT, for finish.
+	conn, err := s.pool.Acquire(tctx)
+	if err != nil {
+		return s.classify(ctx, err, what)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(tctx)
 	if err != nil {
 		return s.classify(ctx, err, what)
 	}
@@ -144,10 +151,7 @@ func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context,
 		}
 		return s.classify(ctx, err, what)
 	}
-	if err := tx.Commit(tctx); err != nil {
-		return s.classify(ctx, err, what)
-	}
-	return nil
+	return s.classify(ctx, s.finish(tctx, conn.Conn(), tx.Commit(tctx)), what)
 }
 
 // CreateSeries creates the series name with spec; the same spec again
@@ -173,33 +177,43 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 	if err != nil {
 		return series.Info{}, false, err
 	}
+	g := idem.From(ctx)
 	err = s.inTx(ctx, "create series", func(ctx context.Context, tx pgx.Tx) error {
 		created = false
+		now := s.opts.Now()
+		if err := s.claimInTx(ctx, tx, g, now); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO sketchd_series (name, kind, params, proto, tz, levels, late_limit, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
-			name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), s.opts.Now().UTC())
+			name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), now.UTC())
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 1 {
 			created = true
-			_, err := tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name)
+			if _, err := tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name); err != nil {
+				return err
+			}
+		} else {
+			have, err := readDef(ctx, tx, name, "FOR SHARE")
+			if err != nil {
+				return err
+			}
+			if !have.spec.Same(spec) {
+				return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, have.spec, spec)
+			}
+		}
+		// The description as this transaction leaves the series.
+		if info, err = describeSeries(ctx, tx, name); err != nil {
 			return err
 		}
-		have, err := readDef(ctx, tx, name, "FOR SHARE")
-		if err != nil {
-			return err
-		}
-		if !have.spec.Same(spec) {
-			return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, have.spec, spec)
-		}
-		return nil
+		return answerInTx(ctx, tx, g, idem.Result{Series: info, Created: created})
 	})
 	if err != nil {
 		return series.Info{}, false, err
 	}
-	info, err = s.DescribeSeries(ctx, name)
-	return info, created, err
+	return info, created, nil
 }
 
 // DescribeSeries returns name's spec and, per level, its buckets.
@@ -210,6 +224,20 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 	var info series.Info
 	// One snapshot for the definition and its buckets.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		info, err = describeSeries(ctx, tx, name)
+		return err
+	})
+	if err != nil {
+		return series.Info{}, s.classify(ctx, err, "describe series")
+	}
+	return info, nil
+}
+
+// describeSeries describes name as tx sees it.
+func describeSeries(ctx context.Context, tx pgx.Tx, name string) (series.Info, error) {
+	var info series.Info
+	err := func() error {
 		d, err := readDef(ctx, tx, name, "")
 		if err != nil {
 			return err
@@ -241,11 +269,8 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 			}
 		}
 		return rows.Err()
-	})
-	if err != nil {
-		return series.Info{}, s.classify(ctx, err, "describe series")
-	}
-	return info, nil
+	}()
+	return info, err
 }
 
 // ListSeries returns up to limit series whose names start with prefix and
@@ -296,7 +321,11 @@ func (s *DB) seriesNames(ctx context.Context, prefix, after string, limit int) (
 
 // DeleteSeries removes name and its buckets in one transaction.
 func (s *DB) DeleteSeries(ctx context.Context, name string) error {
+	g := idem.From(ctx)
 	return s.inTx(ctx, "delete series", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.claimInTx(ctx, tx, g, s.opts.Now()); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `DELETE FROM sketchd_series WHERE name = $1`, name)
 		if err != nil {
 			return err
@@ -304,8 +333,10 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 		if tag.RowsAffected() == 0 {
 			return seriesNotFound(name)
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name); err != nil {
+			return err
+		}
+		return answerInTx(ctx, tx, g, idem.Result{})
 	})
 }
 
@@ -435,10 +466,11 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 			adds[i] = &bucketAdd{series: name, key: k, params: d.spec.Params, b: b}
 		}
 		slices.SortFunc(adds, compareBuckets)
+		added := sketch.Added{Type: kind.Type, Accepted: b.Len()}
 		if kind.Type == sketch.TypeHLL {
-			err = s.addHLLSeries(ctx, name, d, adds)
+			err = s.addHLLSeries(ctx, name, d, adds, added)
 		} else {
-			err = s.addSeriesLocked(ctx, name, d, adds, now.UTC())
+			err = s.addSeriesLocked(ctx, name, d, adds, now, added)
 		}
 		if errors.Is(err, errSeriesChanged) {
 			continue
@@ -446,7 +478,7 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		if err != nil {
 			return sketch.Added{}, err
 		}
-		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, nil
+		return added, nil
 	}
 }
 
@@ -461,27 +493,39 @@ type seriesOp struct {
 	d     def
 	keys  []series.Key
 	delta sketch.Sketch
+	// guard is the add's idempotency key, sealed already, if any.
+	guard *idem.Guard
 	err   error
 	done  chan struct{}
 }
 
 // addHLLSeries queues an HLL add for seriesLoop, which commits the adds
-// waiting on this node together, and waits for its outcome.
-func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd) error {
-	if len(adds) == 0 {
+// waiting on this node together, and waits for its outcome. Under an
+// idempotency key the answer (of added) is sealed first: it does not
+// depend on the transaction.
+func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, added sketch.Added) error {
+	g := idem.From(ctx)
+	if g != nil {
+		if _, err := g.Seal(idem.Result{Added: added}); err != nil {
+			return err
+		}
+	}
+	if len(adds) == 0 && g == nil {
 		return nil
 	}
 	delta, err := d.spec.Params.New()
 	if err != nil {
 		return err
 	}
-	if err := delta.Check(adds[0].b); err != nil {
-		return err
+	if len(adds) > 0 {
+		if err := delta.Check(adds[0].b); err != nil {
+			return err
+		}
+		if err := sketch.Absorb(delta, adds[0].b); err != nil {
+			return err
+		}
 	}
-	if err := sketch.Absorb(delta, adds[0].b); err != nil {
-		return err
-	}
-	o := &seriesOp{name: name, d: d, delta: delta, done: make(chan struct{})}
+	o := &seriesOp{name: name, d: d, delta: delta, guard: g, done: make(chan struct{})}
 	for _, a := range adds {
 		o.keys = append(o.keys, a.key)
 	}
@@ -569,8 +613,18 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 	// Released inside a failed transaction, the connection is destroyed.
 	defer conn.Release()
 	now := s.opts.Now().UTC()
+	var keyed []*seriesOp
+	for _, o := range group {
+		if o.guard != nil {
+			keyed = append(keyed, o)
+		}
+	}
+	slices.SortStableFunc(keyed, func(a, b *seriesOp) int { return compareIDs(a.guard.ID, b.guard.ID) })
 	var b pgx.Batch
 	b.Queue("BEGIN")
+	for _, o := range keyed {
+		queueRecord(&b, o.guard, now, s.expiredBefore(now))
+	}
 	for _, n := range names {
 		b.Queue(checkDefSQL, n, defs[n].created)
 	}
@@ -579,31 +633,39 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 	}
 	b.Queue("COMMIT")
 	res := conn.SendBatch(ctx, &b)
-	var tag pgconn.CommandTag
-	for i := range b.Len() {
-		if tag, err = res.Exec(); err != nil {
+	for i := range b.Len() - 1 {
+		if _, err = res.Exec(); err != nil {
 			res.Close()
 			var pe *pgconn.PgError
-			if i >= 1 && i <= len(names) && errors.As(err, &pe) && pe.Code == "22012" {
+			k := len(keyed)
+			switch {
+			case i >= 1 && i <= k && keyTaken(err):
+				return idem.ErrTaken
+			case i > k && i <= k+len(names) && errors.As(err, &pe) && pe.Code == "22012":
 				return errSeriesChanged
 			}
 			return s.classifyWrite(err)
 		}
 	}
-	if err := res.Close(); err != nil {
-		return s.classifyWrite(err)
+	tag, err := res.Exec()
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	if tag.String() != "COMMIT" {
+	if err == nil && tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
 	}
-	return nil
+	return s.classifyWrite(s.finish(ctx, conn.Conn(), err))
 }
 
 // addSeriesLocked writes an add to a series of another kind: the
 // definition locked FOR SHARE, then each bucket locked, changed in Go and
 // written back, in (level, start) order.
-func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time) error {
+func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time, added sketch.Added) error {
+	g := idem.From(ctx)
 	return s.inTx(ctx, "add to series", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.claimInTx(ctx, tx, g, now); err != nil {
+			return err
+		}
 		have, err := readDef(ctx, tx, name, "FOR SHARE")
 		if err != nil {
 			return err
@@ -611,7 +673,10 @@ func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bu
 		if !have.same(d) {
 			return errSeriesChanged
 		}
-		return writeBuckets(ctx, tx, adds, now, func(_ *bucketAdd, _ *state, err error) error { return err })
+		if err := writeBuckets(ctx, tx, adds, now.UTC(), func(_ *bucketAdd, _ *state, err error) error { return err }); err != nil {
+			return err
+		}
+		return answerInTx(ctx, tx, g, idem.Result{Added: added})
 	})
 }
 
@@ -629,12 +694,13 @@ func (s *DB) knownDef(ctx context.Context, name string, fresh bool) (d def, cach
 	return d, false, nil
 }
 
-// ViewSeries calls plan with name's spec, then fn with the planned buckets
-// (nil where a bucket holds nothing), read in one statement that checks
-// the definition plan saw, so they are one committed state. The
-// definition and the buckets come from the node's caches where their rows
-// are unchanged (bucketCache); fn gets copies.
-func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Key, error), fn func(*series.Spec, []sketch.Sketch) error) error {
+// ViewSeries calls plan with name's spec, then fn with the stored
+// buckets inside the runs it returned, read in one statement that checks
+// the definition plan saw, so they are one committed state. The statement
+// asks for each run by range, so its cost follows the buckets stored
+// there; the definition and the buckets come from the node's caches where
+// their rows are unchanged (bucketCache). fn gets copies.
+func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error {
 	for fresh := false; ; fresh = true {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -643,7 +709,7 @@ func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec
 		if err != nil {
 			return err
 		}
-		ks, err := plan(d.spec)
+		runs, err := plan(d.spec)
 		if err != nil {
 			if cached {
 				// The plan may have failed only for a definition since
@@ -652,7 +718,7 @@ func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec
 			}
 			return err
 		}
-		sks, err := s.readBuckets(ctx, name, d, ks)
+		bs, err := s.readRuns(ctx, name, d, runs)
 		if errors.Is(err, errSeriesChanged) {
 			continue
 		}
@@ -662,7 +728,7 @@ func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec
 			}
 			return err
 		}
-		return fn(d.spec, sks)
+		return fn(d.spec, bs)
 	}
 }
 
@@ -671,64 +737,61 @@ type bucketID struct {
 	start int64
 }
 
-// readBucketsSQL reads the definition's version and, for each key (level,
-// start) with the version of the row the node holds (-1 for none), the
-// row's version and its bytes unless that version is the one held. A
-// missing series gives no row; a series without those buckets one row of
-// NULLs after the version.
-const readBucketsSQL = `SELECT d.xmin::text::bigint, k.i, k.xmin, CASE WHEN k.xmin = k.held THEN NULL ELSE coalesce(hll_send(k.hll), k.data) END
+// readRunsSQL reads the definition's version and, for each run (level,
+// first start, last start) in order, the buckets stored in it by start:
+// level, start, the row's version and its bytes unless that version is
+// the one the node holds (the held arrays: level, start, version). A
+// missing series gives no row; a series without such buckets one row of
+// NULLs after the version. Each run is a range scan of the primary key:
+// the lateral subquery (kept apart by OFFSET 0) gives the planner no
+// other way, even in a generic plan that cannot see how few runs there
+// are (a hash join over every bucket of the series, otherwise).
+const readRunsSQL = `SELECT d.xmin::text::bigint, k.i, k.level, k.start, k.xmin, CASE WHEN k.xmin = k.held THEN NULL ELSE coalesce(hll_send(k.hll), k.data) END
 FROM sketchd_series d LEFT JOIN (
-	SELECT w.i, w.held, b.xmin::text::bigint AS xmin, b.hll, b.data
-	FROM unnest($2::text[], $3::timestamptz[], $4::bigint[]) WITH ORDINALITY AS w(level, start, held, i)
-	JOIN sketchd_series_buckets b ON b.series = $1 AND b.level = w.level AND b.start = w.start
+	SELECT r.i, b.level, b.start, b.xmin, h.held, b.hll, b.data
+	FROM unnest($2::text[], $3::timestamptz[], $4::timestamptz[]) WITH ORDINALITY AS r(level, first, last, i)
+	CROSS JOIN LATERAL (SELECT level, start, xmin::text::bigint AS xmin, hll, data FROM sketchd_series_buckets
+		WHERE series = $1 AND level = r.level AND start >= r.first AND start <= r.last OFFSET 0) b
+	LEFT JOIN unnest($5::text[], $6::timestamptz[], $7::bigint[]) AS h(level, start, held) ON h.level = b.level AND h.start = b.start
 ) k ON true
-WHERE d.name = $1`
+WHERE d.name = $1
+ORDER BY k.i, k.start`
 
-// readBuckets reads the buckets ks of the series d describes, in one
-// statement that also checks the definition's version: a series gone is
-// NotFound, one changed or created anew errSeriesChanged.
-func (s *DB) readBuckets(ctx context.Context, name string, d def, ks []series.Key) ([]sketch.Sketch, error) {
-	// The distinct keys, what the cache holds of each, and where each
-	// key of ks is among them.
-	type want struct {
-		key  bucketKey
-		held int64
-		sk   sketch.Sketch
-	}
-	var wants []want
-	at := make([]int, len(ks))
-	index := map[bucketKey]int{}
+// readRuns reads the buckets stored in runs of the series d describes, in
+// one statement that also checks the definition's version: a series gone
+// is NotFound, one changed or created anew errSeriesChanged.
+func (s *DB) readRuns(ctx context.Context, name string, d def, runs []series.Run) ([]series.Bucket, error) {
 	var levels []string
-	var starts []time.Time
-	var held []int64
-	for i, k := range ks {
-		key := bucketKey{series: name, def: d.version, level: k.Level, startNs: k.Start.UnixNano()}
-		j, ok := index[key]
-		if !ok {
-			j = len(wants)
-			index[key] = j
-			w := want{key: key, held: -1}
-			if v, sk, ok := s.buckets.get(key); ok {
-				w.held, w.sk = v, sk
-			}
-			wants = append(wants, w)
-			levels, starts, held = append(levels, k.Level.String()), append(starts, k.Start), append(held, w.held)
+	var firsts, lasts []time.Time
+	for _, r := range runs {
+		if r.Count > 0 {
+			levels, firsts, lasts = append(levels, r.Level.String()), append(firsts, r.First), append(lasts, r.Last)
 		}
-		at[i] = j
 	}
-	rows, err := s.pool.Query(ctx, readBucketsSQL, name, levels, starts, held)
+	ref := seriesRef{name, d.version}
+	held := s.buckets.heldIn(ref, runs)
+	byID := make(map[bucketID]heldBucket, len(held))
+	hLevels, hStarts, hVersions := make([]string, len(held)), make([]time.Time, len(held)), make([]int64, len(held))
+	for i, h := range held {
+		byID[bucketID{h.key.level, h.key.startNs}] = h
+		hLevels[i], hStarts[i], hVersions[i] = h.key.level.String(), time.Unix(0, h.key.startNs), h.version
+	}
+	rows, err := s.pool.Query(ctx, readRunsSQL, name, levels, firsts, lasts, hLevels, hStarts, hVersions)
 	if err != nil {
 		return nil, s.classify(ctx, err, "read series")
 	}
 	defer rows.Close()
-	kind := d.spec.Params.Kind()
-	found := make([]sketch.Sketch, len(wants))
+	kind, loc := d.spec.Params.Kind(), d.spec.Location()
+	var bs []series.Bucket
 	seen := false
+	found := make(map[bucketID]sketch.Sketch, len(held)) // each read once, should runs overlap
 	for rows.Next() {
 		var version int64
 		var i, xmin *int64
+		var level *string
+		var start *time.Time
 		var b []byte
-		if err := rows.Scan(&version, &i, &xmin, &b); err != nil {
+		if err := rows.Scan(&version, &i, &level, &start, &xmin, &b); err != nil {
 			return nil, s.classify(ctx, err, "read series")
 		}
 		if version != d.version {
@@ -738,27 +801,31 @@ func (s *DB) readBuckets(ctx context.Context, name string, d def, ks []series.Ke
 		if i == nil {
 			continue
 		}
-		if *i < 1 || *i > int64(len(wants)) {
-			return nil, sketch.Errorf(sketch.Internal, "a bucket of series %q came back as key %d of %d", name, *i, len(wants))
+		l, err := series.ParseLevel(*level)
+		if err != nil {
+			return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q has level %q", name, *level))
 		}
-		w := &wants[*i-1]
-		if b == nil {
-			if w.sk == nil || *xmin != w.held {
-				return nil, sketch.Errorf(sketch.Internal, "bucket %s %s of series %q came back without its bytes",
-					w.key.level, time.Unix(0, w.key.startNs).UTC().Format(time.RFC3339), name)
+		key := bucketKey{series: name, def: d.version, level: l, startNs: start.UnixNano()}
+		id := bucketID{l, key.startNs}
+		sk := found[id]
+		switch {
+		case sk != nil:
+		case b == nil:
+			h, ok := byID[id]
+			if !ok || *xmin != h.version {
+				return nil, sketch.Errorf(sketch.Internal, "bucket %s %s of series %q came back without its bytes", l, start.UTC().Format(time.RFC3339), name)
 			}
 			s.buckets.hits.Add(1)
-			found[*i-1] = w.sk
-			continue
+			sk = h.sk
+		default:
+			s.buckets.misses.Add(1)
+			if sk, err = kind.Decode(b); err != nil {
+				return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("bucket %s %s of series %q does not decode", l, start.UTC().Format(time.RFC3339), name))
+			}
+			s.buckets.put(key, *xmin, sk)
 		}
-		s.buckets.misses.Add(1)
-		sk, err := kind.Decode(b)
-		if err != nil {
-			return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("bucket %s %s of series %q does not decode",
-				w.key.level, time.Unix(0, w.key.startNs).UTC().Format(time.RFC3339), name))
-		}
-		s.buckets.put(w.key, *xmin, sk)
-		found[*i-1] = sk
+		found[id] = sk
+		bs = append(bs, series.Bucket{Key: series.Key{Level: l, Start: start.In(loc)}, Sketch: sk.Clone()})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.classify(ctx, err, "read series")
@@ -766,23 +833,12 @@ func (s *DB) readBuckets(ctx context.Context, name string, d def, ks []series.Ke
 	if !seen {
 		return nil, seriesNotFound(name)
 	}
-	sks := make([]sketch.Sketch, len(ks))
-	for j, w := range wants {
-		if found[j] == nil && w.sk != nil {
-			s.buckets.drop(w.key) // the row is gone (expired)
+	for _, h := range held {
+		if found[bucketID{h.key.level, h.key.startNs}] == nil {
+			s.buckets.drop(h.key) // the row is gone (expired)
 		}
 	}
-	copies := make([]sketch.Sketch, len(wants))
-	for i, j := range at {
-		if found[j] == nil {
-			continue
-		}
-		if copies[j] == nil {
-			copies[j] = found[j].Clone()
-		}
-		sks[i] = copies[j]
-	}
-	return sks, nil
+	return bs, nil
 }
 
 // ExpireSeries removes, in every series, the buckets whose end is at or
@@ -923,9 +979,13 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 
 	counts := map[sketch.Type]int{}
 	var written []*row
+	g := idem.From(ctx)
 	err := s.inTx(ctx, "add events", func(ctx context.Context, ptx pgx.Tx) error {
 		clear(counts)
 		t := &tx{rows: make([]*row, len(names)), now: now.UTC()}
+		if err := s.claimInTx(ctx, ptx, g, now); err != nil {
+			return err
+		}
 		if err := lockSketches(ctx, ptx, t, names); err != nil {
 			return err
 		}
@@ -956,15 +1016,17 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 		}
 		if wb.Len() > 0 {
 			if err := ptx.SendBatch(ctx, &wb).Close(); err != nil {
-				var pe *pgconn.PgError
-				if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
-					return errRetry
-				}
-				return err
+				return raced(err)
 			}
 		}
 		written = t.rows
-		return nil
+		// A series counts its events once, not once per level.
+		for _, ev := range events {
+			for _, sn := range ev.Series {
+				counts[defs[sn].spec.Params.Kind().Type]++
+			}
+		}
+		return answerInTx(ctx, ptx, g, idem.Result{Counts: counts})
 	})
 	if err != nil {
 		return nil, err
@@ -974,12 +1036,6 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 			s.kinds.Delete(r.name)
 		} else {
 			s.remember(r.name, r.st.sk)
-		}
-	}
-	// A series counts its events once, not once per level.
-	for _, ev := range events {
-		for _, sn := range ev.Series {
-			counts[defs[sn].spec.Params.Kind().Type]++
 		}
 	}
 	return counts, nil
@@ -1000,7 +1056,9 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 	var lb pgx.Batch
 	for i, n := range names {
 		t.rows[i] = &row{name: n}
-		lb.Queue(lockSQL, n, true)
+		// Events only add ids: an HLL is read as its parameters and
+		// written back as hll_union with a delta, as the committer does.
+		lb.Queue(lockSQL, n, false)
 	}
 	res := ptx.SendBatch(ctx, &lb)
 	defer res.Close()
@@ -1015,8 +1073,7 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 		if err != nil {
 			return err
 		}
-		r.had, r.st = true, st
-		if st.sk, r.delta, err = decodeLocked(kind, b, true); err != nil {
+		if err := r.locked(st, kind, b, false); err != nil {
 			return err
 		}
 	}

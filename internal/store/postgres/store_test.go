@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/store/postgres"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
 	"github.com/sketchd/sketchd/internal/store/storetest"
+	"github.com/sketchd/sketchd/internal/theta"
 	pgmigrations "github.com/sketchd/sketchd/migrations/postgres"
 )
 
@@ -281,5 +283,29 @@ func TestMigrationsOnce(t *testing.T) {
 	}
 	if name != "x" || card < 950 || card > 1050 || params != `{"log2m": 14, "sparse": true, "regwidth": 5, "expthresh": -1}` {
 		t.Errorf("SQL reads %q, %v, %s", name, card, params)
+	}
+	// Every kind's params read as docs/postgres.md shows them, with the
+	// names a create body uses.
+	for name, spec := range map[string]sketch.Spec{
+		"t": {Params: sketch.ThetaParams{Params: theta.Params{LgK: 10}}},
+		"f": {Params: sketch.FreqParams{Params: freq.Params{LgK: 11}}},
+		"c": {Params: sketch.CMSParams{Params: cms.Params{Width: 100, Depth: 3}}},
+	} {
+		if _, _, err := dbs[0].Create(ctx, name, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{
+		"t": `theta {"lg_k": 10}`,
+		"f": `freq {"lg_k": 11}`,
+		"c": `cms {"topk": 0, "depth": 3, "width": 100, "conservative": false}`,
+	} {
+		var kind string
+		if err := dbs[1].Pool().QueryRow(ctx, "SELECT kind, params::text FROM sketchd_sketches WHERE name = $1", name).Scan(&kind, &params); err != nil {
+			t.Fatal(err)
+		}
+		if got := kind + " " + params; got != want {
+			t.Errorf("SQL reads %s for %s, want %s", got, name, want)
+		}
 	}
 }

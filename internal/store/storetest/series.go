@@ -33,14 +33,20 @@ func hllParams11() sketch.Params {
 }
 
 // bucketBytes returns the encodings of the buckets keys of name (nil for
-// an empty one).
+// an empty one), each read as a run of one bucket.
 func bucketBytes(tb testing.TB, s SeriesStore, name string, keys ...series.Key) [][]byte {
 	tb.Helper()
 	out := make([][]byte, len(keys))
-	err := s.ViewSeries(ctx, name, func(*series.Spec) ([]series.Key, error) { return keys, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
-		for i, sk := range sks {
-			if sk != nil {
-				out[i] = sk.AppendBinary(nil)
+	runs := make([]series.Run, len(keys))
+	for i, k := range keys {
+		runs[i] = series.Run{Level: k.Level, First: k.Start, Last: k.Start, Count: 1}
+	}
+	err := s.ViewSeries(ctx, name, func(*series.Spec) ([]series.Run, error) { return runs, nil }, func(_ *series.Spec, bs []series.Bucket) error {
+		for _, b := range bs {
+			for i, k := range keys {
+				if k.Level == b.Level && k.Start.Equal(b.Start) {
+					out[i] = b.Sketch.AppendBinary(nil)
+				}
 			}
 		}
 		return nil
@@ -61,6 +67,7 @@ var seriesTests = []struct {
 	{"SeriesCMS", testSeriesCMS},
 	{"SeriesDeleteRecreate", testSeriesDeleteRecreate},
 	{"SeriesExpire", testSeriesExpire},
+	{"SeriesRuns", testSeriesRuns},
 }
 
 func testSeriesLifecycle(t *testing.T, in *Instance) {
@@ -198,10 +205,10 @@ func testSeriesAdd(t *testing.T, in *Instance) {
 	}
 	// A plan's error comes back as is; a missing series is NotFound.
 	sentinel := sketch.Errorf(sketch.Invalid, "plan")
-	if err := seriesOf(in).ViewSeries(ctx, "s", func(*series.Spec) ([]series.Key, error) { return nil, sentinel }, nil); err != sentinel {
+	if err := seriesOf(in).ViewSeries(ctx, "s", func(*series.Spec) ([]series.Run, error) { return nil, sentinel }, nil); err != sentinel {
 		t.Errorf("plan's error came back as %v", err)
 	}
-	err = seriesOf(in).ViewSeries(ctx, "none", func(*series.Spec) ([]series.Key, error) { return nil, nil }, func(*series.Spec, []sketch.Sketch) error { return nil })
+	err = seriesOf(in).ViewSeries(ctx, "none", func(*series.Spec) ([]series.Run, error) { return nil, nil }, func(*series.Spec, []series.Bucket) error { return nil })
 	mustKind(t, err, sketch.NotFound, "view a missing series")
 }
 
@@ -216,10 +223,14 @@ func testSeriesCMS(t *testing.T, in *Instance) {
 	_, err = seriesOf(in).AddSeries(ctx, "c", now.Add(-time.Minute), Ints(0, 5))
 	must(t, err, "add ids")
 	k := series.Key{Level: series.Day, Start: series.Day.Start(now.Add(-time.Minute), spec.Location())}
-	err = seriesOf(in).ViewSeries(ctx, "c", func(*series.Spec) ([]series.Key, error) { return []series.Key{k}, nil }, func(_ *series.Spec, sks []sketch.Sketch) error {
-		c, ok := sketch.CMSOf(sks[0])
+	run := []series.Run{{Level: k.Level, First: k.Start, Last: k.Start, Count: 1}}
+	err = seriesOf(in).ViewSeries(ctx, "c", func(*series.Spec) ([]series.Run, error) { return run, nil }, func(_ *series.Spec, bs []series.Bucket) error {
+		if len(bs) != 1 {
+			t.Fatalf("day bucket: %d buckets, want 1", len(bs))
+		}
+		c, ok := sketch.CMSOf(bs[0].Sketch)
 		if !ok || c.Total() != 12 {
-			t.Errorf("day bucket: %v, want a cms with total 12", sks[0])
+			t.Errorf("day bucket: %v, want a cms with total 12", bs[0].Sketch)
 		}
 		return nil
 	})
@@ -291,4 +302,97 @@ func testSeriesExpire(t *testing.T, in *Instance) {
 			t.Errorf("after expiry and reopen, level %s has %d buckets, want %d", l.Level, l.Buckets, want)
 		}
 	}
+}
+
+// testSeriesRuns: a read by runs returns exactly the stored buckets
+// inside them, in run order and by start within each, across 1970 (whose
+// earlier starts are negative Unix times), whether the buckets are fresh
+// or settled, and whatever the runs span: a century of hours holding four
+// buckets gives those four.
+func testSeriesRuns(t *testing.T, in *Instance) {
+	spec := &series.Spec{Params: hllParams11(), TZ: "Europe/Berlin", Levels: []series.LevelSpec{
+		{Level: series.Hour, Retention: series.Duration{Years: 100}},
+		{Level: series.Month, Retention: series.Duration{Years: 100}},
+	}, LateLimit: series.Duration{Years: 100}}
+	must(t, spec.Validate(), "validate")
+	_, _, err := seriesOf(in).CreateSeries(ctx, "century", spec)
+	must(t, err, "create")
+	loc := spec.Location()
+	now := time.Now()
+	stamps := []time.Time{
+		time.Date(1931, 3, 1, 10, 20, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 22, 30, 0, 0, time.UTC),
+		time.Date(1970, 1, 1, 0, 30, 0, 0, time.UTC), // the hour starting at Unix 0
+		now.Add(-2 * time.Hour),
+	}
+	hours := make([]series.Key, len(stamps))
+	for i, ts := range stamps {
+		_, err := seriesOf(in).AddSeries(ctx, "century", ts, Ints(int64(i*10), int64(i*10+3)))
+		must(t, err, "add")
+		hours[i] = series.Key{Level: series.Hour, Start: series.Hour.Start(ts, loc)}
+	}
+	if hours[2].Start.Unix() != 0 {
+		t.Fatalf("the 1970 hour starts at Unix %d", hours[2].Start.Unix())
+	}
+	run := func(l series.Level, first, last time.Time) series.Run {
+		return series.Run{Level: l, First: l.Start(first, loc), Last: l.Start(last, loc), Count: 1}
+	}
+	read := func(runs ...series.Run) []series.Bucket {
+		t.Helper()
+		var got []series.Bucket
+		err := seriesOf(in).ViewSeries(ctx, "century", func(*series.Spec) ([]series.Run, error) { return runs, nil }, func(_ *series.Spec, bs []series.Bucket) error {
+			for _, b := range bs {
+				got = append(got, series.Bucket{Key: b.Key, Sketch: b.Sketch.Clone()})
+			}
+			return nil
+		})
+		must(t, err, "view")
+		return got
+	}
+	check := func(when, what string, got []series.Bucket, want ...int) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Errorf("%s: %s: %d buckets, want %d", when, what, len(got), len(want))
+			return
+		}
+		for i, w := range want {
+			b := got[i]
+			if b.Level != series.Hour || !b.Start.Equal(hours[w].Start) || b.Start.Location().String() != loc.String() {
+				t.Errorf("%s: %s: bucket %d is %s %v, want hour %v in %v", when, what, i, b.Level, b.Start, hours[w].Start, loc)
+				continue
+			}
+			if !bytes.Equal(b.Sketch.AppendBinary(nil), hllOf(t, 11, Ints(int64(w*10), int64(w*10+3)).IDs...)) {
+				t.Errorf("%s: %s: the bucket of %v holds other ids", when, what, b.Start)
+			}
+		}
+	}
+	century := run(series.Hour, now.AddDate(-99, 0, 0), now)
+	for _, when := range []string{"fresh", "settled", "reopened"} {
+		switch when {
+		case "settled":
+			in.Settle(t)
+		case "reopened":
+			in.Reopen(t)
+		}
+		check(when, "a century of hours", read(century), 0, 1, 2, 3)
+		check(when, "1969 to Unix 0", read(run(series.Hour, time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC), hours[2].Start)), 1, 2)
+		check(when, "up to before Unix 0", read(run(series.Hour, hours[0].Start, hours[2].Start.Add(-time.Hour))), 0, 1)
+		check(when, "runs in their order", read(run(series.Hour, hours[3].Start, now), run(series.Hour, hours[0].Start, hours[1].Start)), 3, 0, 1)
+		check(when, "an empty run", read(run(series.Hour, hours[0].Start.Add(time.Hour), hours[1].Start.Add(-time.Hour))))
+		check(when, "no runs", read())
+		months := read(run(series.Month, now.AddDate(-99, 0, 0), now))
+		if len(months) != 4 || months[0].Level != series.Month || !months[0].Start.Equal(series.Month.Start(stamps[0], loc)) {
+			t.Errorf("%s: a century of months: %d buckets, first %+v", when, len(months), months[0].Key)
+		}
+		if got := read(run(series.Day, now.AddDate(-99, 0, 0), now)); len(got) != 0 {
+			t.Errorf("%s: a level the series does not keep gave %d buckets", when, len(got))
+		}
+	}
+	// A bucket gone by retention is not read.
+	x, err := seriesOf(in).ExpireSeries(ctx, stamps[0].AddDate(100, 1, 0))
+	must(t, err, "expire")
+	if x.Buckets < 2 {
+		t.Fatalf("expired %+v, want the 1931 hour and month", x)
+	}
+	check("expired", "a century of hours", read(century), 1, 2, 3)
 }

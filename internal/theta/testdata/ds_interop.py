@@ -11,8 +11,10 @@ Operations:
   {"op": "intersect", "sketches": [hex, ...]}
   {"op": "anotb", "sketches": [a_hex, b_hex]}
   {"op": "jaccard", "sketches": [a_hex, b_hex]}
-Every result describes a sketch (bytes, estimate, theta64, retained, empty,
-bounds at 1..3 standard deviations), except jaccard's [lower, est, upper].
+Every result describes a sketch (bytes, compressed: the bytes of
+serialize(compress=True), estimate, theta64, retained, empty, bounds at
+1..3 standard deviations), except jaccard's [lower, est, upper]. "read"
+takes any serialization deserialize accepts (compressed included).
 """
 import json
 import sys
@@ -23,6 +25,7 @@ import datasketches as ds
 def describe(sk):
     return {
         "bytes": sk.serialize().hex(),
+        "compressed": sk.serialize(True).hex(),
         "estimate": sk.get_estimate(),
         "theta64": sk.theta64,
         "retained": sk.num_retained,

@@ -1,0 +1,146 @@
+"""Drive a live sketchd through a Python client generated from api/openapi.yaml.
+
+Run by TestGeneratedPythonClient (cmd/sketchd/pyclient_test.go) as
+    python3 generated_client.py BASE_URL
+with the package openapi-python-client generated (sketchd_client) on
+PYTHONPATH. Every call goes through the generated code with its default
+settings: the bodies are the generated models, the answers are parsed by
+the generated parsers. It prints one line per check and exits non-zero on
+the first that fails.
+"""
+
+import datetime
+import sys
+
+from sketchd_client import Client
+from sketchd_client.api.ingest import add_ids
+from sketchd_client.api.queries import intersection, union
+from sketchd_client.api.series import add_to_series, create_series, series_count
+from sketchd_client.api.sketches import create_sketch, describe_sketch
+from sketchd_client.models import (
+    CMS,
+    HLL,
+    Accepted,
+    AddHashes,
+    AddIds,
+    AddItems,
+    CountedID,
+    CreateCMS,
+    CreateCPC,
+    CreateDSHLL,
+    CreateFreq,
+    CreateHLL,
+    CreateTheta,
+    CreateZetaHLL,
+    CreateAirliftHLL,
+    Intersection,
+    IntersectionBody,
+    Problem,
+    Registers,
+    Sampled,
+    SeriesCount,
+    SeriesRequest,
+    SeriesRequestLevels,
+    ThetaIntersection,
+    UnionBody,
+    UnionHLL,
+)
+
+
+def check(cond, what, got):
+    if not cond:
+        print(f"FAIL {what}: got {got!r}", flush=True)
+        sys.exit(1)
+    print(f"ok   {what}", flush=True)
+
+
+def main(base):
+    c = Client(base_url=base, raise_on_unexpected_status=True)
+
+    # Create every kind with the generated model's defaults: each body
+    # carries its kind's type and only its kind's parameters.
+    made = {}
+    for name, body, want in [
+        ("py:hll", CreateHLL(), HLL),
+        ("py:hll2", CreateHLL(), HLL),
+        ("py:cms", CreateCMS(), CMS),
+        ("py:theta", CreateTheta(), Sampled),
+        ("py:freq", CreateFreq(), Sampled),
+        ("py:ds_hll", CreateDSHLL(), Registers),
+        ("py:cpc", CreateCPC(), Registers),
+        ("py:zeta_hll", CreateZetaHLL(), Registers),
+        ("py:airlift_hll", CreateAirliftHLL(), Registers),
+    ]:
+        r = create_sketch.sync_detailed(name, client=c, body=body)
+        check(r.status_code == 201 and isinstance(r.parsed, want), f"create {name} with defaults", (r.status_code, r.content))
+        made[name] = r.parsed
+    h = made["py:hll"]
+    check((h.log2m, h.regwidth, h.expthresh, h.sparse) == (14, 5, -1, True), "HLL defaults", h)
+    m = made["py:cms"]
+    check((m.width, m.depth, m.conservative, m.topk) == (2719, 5, False, 0), "Count-Min defaults", m)
+    check(made["py:theta"].lg_k == 12 and made["py:theta"].type_.value == "theta", "theta defaults", made["py:theta"])
+    check(made["py:freq"].lg_k == 12 and made["py:freq"].type_.value == "freq", "freq defaults", made["py:freq"])
+    d = made["py:ds_hll"]
+    check((d.type_.value, d.lg_k, d.tgt_type.value) == ("ds_hll", 12, "HLL_4"), "DataSketches HLL defaults", d)
+    check((made["py:cpc"].type_.value, made["py:cpc"].lg_k) == ("cpc", 11), "CPC defaults", made["py:cpc"])
+    z = made["py:zeta_hll"]
+    check((z.type_.value, z.precision, z.sparse_precision, z.value_type.value) == ("zeta_hll", 15, 20, "unknown"), "ZetaSketch HLL++ defaults", z)
+    a = made["py:airlift_hll"]
+    check((a.type_.value, a.index_bits, a.representation) == ("airlift_hll", 12, "SPARSE"), "airlift HyperLogLog defaults", a)
+
+    # Add through each named variant of AddRequest.
+    r = add_ids.sync_detailed("py:hll", client=c, body=AddIds(ids=[1001, 1002, "alice@example.com"]))
+    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 3, "add ids", r.content)
+    r = add_ids.sync_detailed("py:hll", client=c, body=AddHashes(hashes=[123456789]))
+    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 1, "add hashes", r.content)
+    r = add_ids.sync_detailed("py:hll2", client=c, body=AddIds(ids=[1002, 1003]))
+    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 2, "add ids to a second sketch", r.content)
+    r = add_ids.sync_detailed("py:cms", client=c, body=AddItems(items=[CountedID(id="alice", count=3), CountedID(id=42, count=1)]))
+    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 2, "add counted items", r.content)
+    r = add_ids.sync_detailed("py:theta", client=c, body=AddIds(ids=list(range(1, 101))))
+    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 100, "add ids to theta", r.content)
+
+    # Describe.
+    r = describe_sketch.sync_detailed("py:hll", client=c)
+    d = r.parsed
+    check(isinstance(d, HLL) and d.cardinality == 4 and d.representation.value == "EXPLICIT", "describe", r.content)
+    r = describe_sketch.sync_detailed("py:cms", client=c)
+    check(isinstance(r.parsed, CMS) and r.parsed.total == 4, "describe a Count-Min", r.content)
+
+    # Union and intersection.
+    r = union.sync_detailed(client=c, body=UnionBody(sketches=["py:hll", "py:hll2"]))
+    check(isinstance(r.parsed, UnionHLL) and r.parsed.cardinality == 5, "union", r.content)
+    r = intersection.sync_detailed(client=c, body=IntersectionBody(sketches=["py:hll", "py:hll2"]))
+    x = r.parsed
+    check(isinstance(x, Intersection) and x.lower <= 1 <= x.upper and len(x.terms) == 3, "intersection", r.content)
+
+    # A series: create, add, count.
+    levels = SeriesRequestLevels.from_dict({"hour": "P14D", "day": "P400D"})
+    r = create_series.sync_detailed("py:active", client=c, body=SeriesRequest(levels=levels))
+    check(r.status_code == 201 and r.parsed.type_.value == "hll", "create a series", r.content)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    r = add_to_series.sync_detailed("py:active", client=c, body=AddIds(ids=[1, 2, 3]), ts=now)
+    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 3, "series add", r.content)
+    r = add_to_series.sync_detailed("py:active", client=c, body=AddIds(ids=[3, 4]), ts=now - datetime.timedelta(days=1))
+    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 2, "series add a day late", r.content)
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    r = series_count.sync_detailed("py:active", client=c, from_=day - datetime.timedelta(days=7), to=day + datetime.timedelta(days=1))
+    check(isinstance(r.parsed, SeriesCount) and r.parsed.cardinality == 4, "series count", r.content)
+
+    # Problems decode as Problem, with the status and type the spec names.
+    r = describe_sketch.sync_detailed("py:missing", client=c)
+    p = r.parsed
+    check(r.status_code == 404 and isinstance(p, Problem) and p.type_ == "urn:sketchd:problem:not-found" and p.status == 404,
+          "a missing sketch decodes as a Problem", r.content)
+    r = create_sketch.sync_detailed("py:bad", client=c, body=CreateHLL(log2m=30))
+    p = r.parsed
+    check(r.status_code == 400 and isinstance(p, Problem) and "log2m" in p.detail, "a bad parameter decodes as a Problem naming it", r.content)
+    r = intersection.sync_detailed(client=c, body=IntersectionBody(sketches=["py:hll", "py:theta"]))
+    check(r.status_code == 409 and isinstance(r.parsed, Problem), "an HLL with a theta sketch is a conflict", r.content)
+    r = create_sketch.sync_detailed("py:hll", client=c, body=CreateCMS())
+    check(r.status_code == 409 and isinstance(r.parsed, Problem), "creating again as another kind is a conflict", r.content)
+    print("generated client: every check passed")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

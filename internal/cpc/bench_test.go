@@ -1,0 +1,135 @@
+package cpc
+
+import (
+	"testing"
+
+	dscpc "github.com/apache/datasketches-go/cpc"
+
+	"github.com/sketchd/sketchd/internal/hll"
+)
+
+// The benchmarks measure this package, the library called directly, and
+// sketchd's own postgresql-hll engine at 2^12 registers, in one run: add
+// an int64 with its hash, union 100 sketches, estimate with bounds (what
+// describe computes), decode.
+
+const benchLgK = 12
+
+func filled(b *testing.B, lo int64) *Sketch {
+	s, err := New(Params{LgK: benchLgK})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for v := lo; v < lo+100_000; v++ {
+		s.AddInt(v)
+	}
+	return s
+}
+
+func filledHLL(b *testing.B, lo int64) *hll.Sketch {
+	p := hll.DefaultParams()
+	p.Log2m = benchLgK
+	s, err := hll.New(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for v := lo; v < lo+100_000; v++ {
+		s.AddInt64(v)
+	}
+	return s
+}
+
+func BenchmarkAddInt(b *testing.B) {
+	b.Run("impl=cpc", func(b *testing.B) {
+		s := filled(b, 0)
+		b.ReportAllocs()
+		v := int64(0)
+		for b.Loop() {
+			s.AddInt(v)
+			v++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ids/s")
+	})
+	b.Run("impl=library", func(b *testing.B) {
+		s, _ := dscpc.NewCpcSketch(benchLgK, Seed)
+		for v := range int64(100_000) {
+			s.UpdateInt64(v)
+		}
+		b.ReportAllocs()
+		v := int64(0)
+		for b.Loop() {
+			s.UpdateInt64(v)
+			v++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ids/s")
+	})
+	b.Run("impl=hll", func(b *testing.B) {
+		s := filledHLL(b, 0)
+		b.ReportAllocs()
+		v := int64(0)
+		for b.Loop() {
+			s.AddInt64(v)
+			v++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ids/s")
+	})
+}
+
+func BenchmarkUnion100(b *testing.B) {
+	cs := make([]*Sketch, 100)
+	hs := make([]*hll.Sketch, 100)
+	for i := range cs {
+		cs[i] = filled(b, int64(i)*50_000)
+		hs[i] = filledHLL(b, int64(i)*50_000)
+	}
+	b.Run("impl=cpc", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Union(Params{LgK: benchLgK}, cs...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=hll", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := hll.Union(hs...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkDescribe(b *testing.B) {
+	s := filled(b, 0)
+	b.Run("impl=cpc", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = s.Estimate()
+			s.LowerBound(2)
+			s.UpperBound(2)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	img, _ := filled(b, 0).MarshalBinary()
+	b.Run("impl=cpc", func(b *testing.B) {
+		b.SetBytes(int64(len(img)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Decode(img); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=library", func(b *testing.B) {
+		b.SetBytes(int64(len(img)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := dscpc.NewCpcSketchFromSlice(img, Seed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

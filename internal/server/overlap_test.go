@@ -125,3 +125,21 @@ func TestOverlapOfSeriesRanges(t *testing.T) {
 		t.Errorf("weeks: exactly %+v, only here %+v; want 20,000 in one week, 20,000 in two, none in three", o.Exactly, o.OnlyHere)
 	}
 }
+
+// TestOverlapOfPrefixes: a prefix operand counts as the union of the
+// sketches it names (a data center kept as one sketch per day, say), with
+// the prefix as its label.
+func TestOverlapOfPrefixes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// eu: ids 0..99 over two sketches; us: ids 50..149.
+	for name, r := range map[string][2]int64{"eu:mon": {0, 60}, "eu:tue": {40, 100}, "us": {50, 150}} {
+		must(t, e.send(t, http.MethodPost, "/v1/sketches/"+name+"/add?create=true", "application/octet-stream", octetIDs(idRange(r[0], r[1])...)), http.StatusOK, "add to "+name)
+	}
+	var o overlapAnswer
+	decode(t, must(t, e.postJSON(t, "/v1/overlap", `{"sketches":[{"prefix":"eu:"},"us"]}`), http.StatusOK, "overlap").Body, &o)
+	if len(o.Exactly) != 2 || o.Exactly[0].Estimate != 100 || o.Exactly[1].Estimate != 50 || o.Exactly[1].Verdict != "exact" ||
+		len(o.OnlyHere) != 2 || o.OnlyHere[0].Operand != "eu:*" || o.OnlyHere[0].Estimate != 50 {
+		t.Errorf("overlap of eu:* and us: exactly %+v, only here %+v; want 100 in one, 50 in both, 50 only in eu:*", o.Exactly, o.OnlyHere)
+	}
+}

@@ -821,7 +821,7 @@ async function resolveOperand(v) {
   const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
   const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
   const { v: est, e: err } = valueOf(c);
-  return { name: `${sr.name} ${o.from}–${o.to}`, type: 'hll', cardinality: est, std_error: est > 0 ? err / est : 0, op };
+  return { name: `${sr.name} ${o.from}–${o.to}`, type: sr.type, cardinality: est, std_error: est > 0 ? err / est : 0, op };
 }
 
 async function overlapView(values) {
@@ -933,8 +933,8 @@ async function overlapView(values) {
     const drawn = vennThree(sets, x, pairs);
     result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
   }
-  // Theta sketches have no overlap counts (HLL only).
-  if (x.lg_k === undefined) result.append(regionsTable(sets, await api('POST', '/v1/overlap', { sketches: ops })));
+  // POST /v1/overlap counts hll sketches only; other kinds have no regions.
+  if (sets.every((s) => s.type === 'hll')) result.append(regionsTable(sets, await api('POST', '/v1/overlap', { sketches: ops })));
   section.append(result);
   return section;
 }

@@ -308,6 +308,11 @@ type overlapEstimates struct {
 // (computed by numerical integration of the t density).
 var studentT997 = map[int]float64{8: 4.53, 16: 3.586, 32: 3.261}
 
+// roundingFloor is the relative size below which a signed sum of unions
+// is rounding, not users (overlapEstimates.figure): above 4,096 terms
+// times float64's epsilon (2.2e-16), the worst case of their sum.
+const roundingFloor = 1e-12
+
 // newOverlapEstimates estimates the lattice of unions of regs at p.
 func newOverlapEstimates(regs [][]uint8, p hll.Params, depth int) *overlapEstimates {
 	e := &overlapEstimates{p: p, z: envelopeZ}
@@ -362,12 +367,21 @@ func (e *overlapEstimates) union() Figure {
 // estimate is clamped to [0, the union's estimate], the upper bound to
 // uMax (the union's).
 func (e *overlapEstimates) figure(c []float64, uMax float64) Figure {
+	// dot is Σ c_D·V_D. Where leaving operands out changes no register
+	// the unions are equal and the sum is 0, but summed in floating point
+	// it leaves rounding of the order of the terms' magnitude times the
+	// machine epsilon times their number (at most 4,096): below
+	// roundingFloor of that magnitude, far below one user, it is 0.
 	dot := func(v []float64) float64 {
-		s := 0.0
+		s, mag := 0.0, 0.0
 		for i, ci := range c {
 			if ci != 0 {
 				s += ci * v[i]
+				mag += math.Abs(ci * v[i])
 			}
+		}
+		if math.Abs(s) <= roundingFloor*mag {
+			return 0
 		}
 		return s
 	}

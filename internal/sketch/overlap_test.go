@@ -347,3 +347,43 @@ func TestOverlapErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlapIdenticalUnions: when leaving operands out changes no
+// register (every set is the same), the counts of users in fewer than all
+// of them are sums of equal unions with signs that cancel. They must be 0
+// and spurious, not the rounding left over from sums of large binomials
+// times the union, with bounds that exclude 0.
+func TestOverlapIdenticalUnions(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(29, 6))
+	for _, tt := range []struct{ n, log2m int }{{12, 11}, {12, 14}, {5, 14}, {64, 14}} {
+		h := fill(newHLL(t, tt.log2m, false), randomHashes(rng, 300_000))
+		hs := make([]*hll.Sketch, tt.n)
+		for i := range hs {
+			hs[i] = h
+		}
+		o, err := EstimateOverlap(labelsFor(tt.n), asSketches(hs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero := func(what string, f Figure) {
+			t.Helper()
+			if f.RawEstimate != 0 || f.Estimate != 0 || f.Lower != 0 || f.Verdict != VerdictSpurious {
+				t.Errorf("%d sets at log2m %d: %s = %+v, want 0, spurious", tt.n, tt.log2m, what, f)
+			}
+		}
+		for k, f := range o.Exactly {
+			if k+1 < tt.n {
+				zero(fmt.Sprintf("exactly %d", k+1), f)
+			}
+		}
+		for i, f := range o.OnlyHere {
+			zero(fmt.Sprintf("only in %d", i), f)
+		}
+		if o.Complete {
+			if f := o.Exactly[tt.n-1]; math.Abs(f.Estimate-o.Union.Estimate) > 1e-6*o.Union.Estimate {
+				t.Errorf("%d sets: exactly %d = %v, want the union %v", tt.n, tt.n, f.Estimate, o.Union.Estimate)
+			}
+		}
+	}
+}

@@ -248,16 +248,20 @@ type IntersectionRequest struct {
 }
 
 // Intersection is an intersection estimate with its error envelope and a
-// verdict: read Reliable and Warnings before trusting Estimate, and
-// Spurious before reading any overlap into it.
+// verdict: read Verdict (or Reliable) and Warnings before trusting
+// Estimate, and Spurious before reading any overlap into it.
 type Intersection struct {
-	Estimate         float64  `json:"estimate"` // RawEstimate clamped to [0, smallest set]
-	RawEstimate      float64  `json:"raw_estimate"`
-	Error            float64  `json:"error"` // one standard deviation
-	Lower            float64  `json:"lower"`
-	Upper            float64  `json:"upper"`
-	Spurious         bool     `json:"spurious"`
-	Reliable         bool     `json:"reliable"`
+	Estimate    float64 `json:"estimate"` // RawEstimate clamped to [0, smallest set]
+	RawEstimate float64 `json:"raw_estimate"`
+	Error       float64 `json:"error"` // one standard deviation
+	Lower       float64 `json:"lower"`
+	Upper       float64 `json:"upper"`
+	Spurious    bool    `json:"spurious"`
+	Reliable    bool    `json:"reliable"` // Verdict is VerdictReliable or VerdictExact
+	// Verdict is one of the Verdict constants; VerdictText says it for
+	// people ("Not reliable. The estimate is above its noise, but …").
+	Verdict          string   `json:"verdict"`
+	VerdictText      string   `json:"verdict_text"`
 	Warnings         []string `json:"warnings"`
 	Terms            []Term   `json:"terms"`
 	Overlap          float64  `json:"overlap"`
@@ -274,6 +278,23 @@ type Intersection struct {
 	ANotB   *Bounded `json:"a_not_b,omitempty"`
 	BNotA   *Bounded `json:"b_not_a,omitempty"`
 }
+
+// The verdicts of an answer built from sketches (docs/intersection.md,
+// "Verdicts"), strongest first.
+const (
+	// VerdictExact: the count has no error.
+	VerdictExact = "exact"
+	// VerdictReliable: the bounds span at most half the estimate (and
+	// for two HLL sketches the overlap and size ratio are inside the
+	// cutoffs); such bounds held the truth in at least 95% of answers in
+	// every cell of the simulation.
+	VerdictReliable = "reliable"
+	// VerdictNotReliable: above its noise, but the bounds are too wide or
+	// the sets outside the trustworthy range; Warnings say which.
+	VerdictNotReliable = "not_reliable"
+	// VerdictSpurious: cannot be told from zero.
+	VerdictSpurious = "spurious"
+)
 
 // Term is one union of inclusion-exclusion and its estimate.
 type Term struct {
@@ -298,6 +319,70 @@ func (c *Client) Intersection(ctx context.Context, req IntersectionRequest) (*In
 		return nil, err
 	}
 	return into[Intersection](ctx, c, cl)
+}
+
+// OverlapRequest counts how 2 to 64 HLL sketches or series ranges
+// overlap.
+type OverlapRequest struct {
+	Sketches []Operand `json:"sketches"`
+}
+
+// Overlap is how N sets overlap (docs/intersection.md, "Users in several
+// sets"): Exactly[k−1] counts the users in exactly k sets, AtLeast[k−1]
+// those in at least k, OnlyHere[i] those of operand i in no other, and
+// Regions (up to 8 operands) every region of the Venn diagram. When
+// Complete is false the request's bound on unions cut the counts short
+// (Warnings say where).
+type Overlap struct {
+	Sets     int             `json:"sets"`
+	Log2m    int             `json:"log2m"`
+	Union    OverlapCount    `json:"union"`
+	Exactly  []OverlapK      `json:"exactly"`
+	AtLeast  []OverlapK      `json:"at_least"`
+	OnlyHere []OverlapOnly   `json:"only_here"`
+	Regions  []OverlapRegion `json:"regions,omitempty"`
+	Complete bool            `json:"complete"`
+	Unions   int             `json:"unions"`
+	Warnings []string        `json:"warnings"`
+}
+
+// OverlapCount is one count of an overlap with its one-sigma Error,
+// bounds and Verdict (one of the Verdict constants).
+type OverlapCount struct {
+	Estimate    float64 `json:"estimate"`
+	RawEstimate float64 `json:"raw_estimate"`
+	Error       float64 `json:"error"`
+	Lower       float64 `json:"lower"`
+	Upper       float64 `json:"upper"`
+	Verdict     string  `json:"verdict"`
+}
+
+// OverlapK counts the users in exactly (or at least) K sets.
+type OverlapK struct {
+	K int `json:"k"`
+	OverlapCount
+}
+
+// OverlapOnly counts the users of Operand in no other operand.
+type OverlapOnly struct {
+	Operand string `json:"operand"`
+	OverlapCount
+}
+
+// OverlapRegion counts the users in exactly Operands and no other.
+type OverlapRegion struct {
+	Operands []string `json:"operands"`
+	OverlapCount
+}
+
+// Overlap counts the users in exactly k and in at least k of the
+// operands, and in each one only (POST /v1/overlap).
+func (c *Client) Overlap(ctx context.Context, req OverlapRequest) (*Overlap, error) {
+	cl, err := jsonCall(http.MethodPost, "/v1/overlap", req, true, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	return into[Overlap](ctx, c, cl)
 }
 
 // FoldRequest folds an HLL to Log2m (4..17, at most its own) and Regwidth

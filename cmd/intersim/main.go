@@ -2,13 +2,16 @@
 // (inclusion–exclusion and the joint maximum-likelihood estimator) on
 // random sets of known overlap: the median and 95th-percentile relative
 // error, the coverage of the [lower, upper] envelope and how often the
-// "reliable" flag is right, over a grid of overlaps, cardinality ratios
-// and register counts. It prints Markdown tables and draws PNG plots for
-// docs/intersection.md.
+// "reliable" verdict is right, over a grid of overlaps, cardinality ratios
+// and register counts, for pairs and for 3 to 8 sets; and how the verdict's
+// width limit trades reliable answers for their coverage. It prints
+// Markdown tables and draws PNG plots for docs/intersection.md.
 //
 // Usage:
 //
 //	go run ./cmd/intersim -runs 100 -small 1000000 -img docs/img > results.md
+//	go run ./cmd/intersim -sets 3,4,8 -runs 100 -small 100000 -ratios 1,10,100 > k.md
+//	go run ./cmd/intersim -overlap -sets 2,3,4,8,16,64 -log2m 11,14 -runs 40 > overlap.md
 package main
 
 import (
@@ -20,10 +23,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 func main() {
@@ -46,14 +52,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log2ms := fs.String("log2m", "11,13,14,16", "register counts (log2m), comma separated")
 	ratios := fs.String("ratios", "1,2,10,100,1000", "cardinality ratios |B|/|A|")
 	overlaps := fs.String("overlaps", "0.0001,0.001,0.01,0.05,0.1,0.2,0.5,1", "overlaps |A∩B|/|A|")
+	sets := fs.String("sets", "2", "numbers of sets intersected, comma separated: 2 (pairs, both methods) and 3..8 (inclusion–exclusion)")
+	shares := fs.String("shares", "0,0.5", "for 3 or more sets: share of the smallest set's ids outside the intersection that pairs of sets share")
 	img := fs.String("img", "", "directory for PNG plots (none if empty)")
 	dump := fs.String("csv", "", "file to write every observation to as CSV (none if empty)")
 	replay := fs.String("replay", "", "read the observations from a CSV written by -csv instead of simulating (grid flags must match)")
+	overlap := fs.Bool("overlap", false, "simulate POST /v1/overlap's counts instead of intersections (-sets up to 64, -structures, -users, -log2m, -runs, -seed)")
+	structs := fs.String("structures", "dc2,dc5,dc20,random", "with -overlap: populations, comma separated (dc2, dc5, dc20, random)")
+	users := fs.Int("users", 1_000_000, "with -overlap: users in the union")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	g := grid{runs: *runs, small: *small, seed: *seed}
 	var err error
+	if g.sets, err = parseList(*sets, strconv.Atoi); err != nil {
+		return fmt.Errorf("-sets: %w", err)
+	}
+	if *overlap {
+		og := ovGrid{sets: g.sets, structures: strings.Split(*structs, ","), users: *users, runs: *runs, seed: *seed}
+		if og.log2ms, err = parseList(*log2ms, strconv.Atoi); err != nil {
+			return fmt.Errorf("-log2m: %w", err)
+		}
+		start := time.Now()
+		if err := runOverlap(ctx, og, max(*workers, 1), stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "intersim: overlap grid in %s\n", time.Since(start).Round(time.Second))
+		return nil
+	}
+	if g.shares, err = parseList(*shares, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
+		return fmt.Errorf("-shares: %w", err)
+	}
 	if g.log2ms, err = parseList(*log2ms, strconv.Atoi); err != nil {
 		return fmt.Errorf("-log2m: %w", err)
 	}
@@ -80,13 +109,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	elapsed := time.Since(start)
-	fmt.Fprintf(stderr, "intersim: %d runs x %d ratios in %s\n", g.runs, len(g.ratios), elapsed.Round(time.Second))
+	fmt.Fprintf(stderr, "intersim: %d runs x %d ratios x %d set counts in %s\n", g.runs, len(g.ratios), len(g.sets), elapsed.Round(time.Second))
 	if *dump != "" {
 		if err := writeCSV(*dump, res); err != nil {
 			return err
 		}
 	}
-	if *img != "" {
+	if *img != "" && slices.Contains(g.sets, 2) {
 		if err := plotAll(*img, g, res); err != nil {
 			return err
 		}
@@ -102,6 +131,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func (g grid) validate() error {
 	if g.runs < 1 || g.small < 1 {
 		return errors.New("-runs and -small must be positive")
+	}
+	for _, k := range g.sets {
+		if k < sketch.MinIntersect || k > sketch.MaxIntersect {
+			return fmt.Errorf("-sets %d outside %d..%d", k, sketch.MinIntersect, sketch.MaxIntersect)
+		}
+	}
+	for _, p := range g.shares {
+		if !(p >= 0 && p <= 1) {
+			return fmt.Errorf("-shares %g outside [0, 1]", p)
+		}
 	}
 	for _, lg := range g.log2ms {
 		if lg < 4 || lg > genLog2m {
@@ -121,9 +160,9 @@ func (g grid) validate() error {
 	return nil
 }
 
-// simulate runs every (run, ratio) unit on workers goroutines.
+// simulate runs every (set count, run, ratio) unit on workers goroutines.
 func simulate(ctx context.Context, g grid, workers int) (results, error) {
-	type job struct{ run, ri int }
+	type job struct{ k, run, ri int }
 	jobs := make(chan job)
 	var mu sync.Mutex
 	all := results{}
@@ -134,7 +173,13 @@ func simulate(ctx context.Context, g grid, workers int) (results, error) {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				r, err := g.unit(j.run, j.ri)
+				var r results
+				var err error
+				if j.k == 2 {
+					r, err = g.unit(j.run, j.ri)
+				} else {
+					r, err = g.kunit(j.run, j.k, j.ri)
+				}
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -149,13 +194,15 @@ func simulate(ctx context.Context, g grid, workers int) (results, error) {
 	var err error
 feed:
 	// Largest ratios first: they take longest.
-	for ri := len(g.ratios) - 1; ri >= 0; ri-- {
-		for run := range g.runs {
-			select {
-			case jobs <- job{run, ri}:
-			case <-ctx.Done():
-				err = ctx.Err()
-				break feed
+	for _, k := range g.sets {
+		for ri := len(g.ratios) - 1; ri >= 0; ri-- {
+			for run := range g.runs {
+				select {
+				case jobs <- job{k, run, ri}:
+				case <-ctx.Done():
+					err = ctx.Err()
+					break feed
+				}
 			}
 		}
 	}

@@ -73,7 +73,7 @@ func plotMetric(path string, g grid, res results, lg int, title, ylabel string, 
 		for mi, m := range methods() {
 			var pts plotter.XYs
 			for _, o := range g.overlaps[1:] {
-				c := res[cellKey{lg, r, o}]
+				c := res[cellKey{2, lg, r, o, 0}]
 				if c == nil {
 					continue
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 
@@ -19,11 +20,13 @@ const regwidth = 5
 
 // grid is the experiment: every combination of its lists.
 type grid struct {
+	sets     []int // numbers of sets intersected: 2 (pairs, both methods) and 3..8
 	log2ms   []int
 	ratios   []int
-	overlaps []float64 // overlap = |A∩B| / min(|A|, |B|); 0 = disjoint
+	overlaps []float64 // overlap = |∩| / smallest set; 0 = disjoint
+	shares   []float64 // k ≥ 3: share of the smallest set's other ids shared by pairs
 	runs     int
-	small    int // |A|, the smaller set; |B| = ratio·|A|
+	small    int // |A|, the smallest set; the largest is ratio·|A|
 	seed     uint64
 }
 
@@ -42,12 +45,35 @@ type obs struct {
 	lower, upper     float64
 	reliable, spurio bool
 	overlap, ratio   float64 // as estimated
+	// width is the bounds' relative width; anyWidth whether every
+	// condition of "reliable" but the width's holds, so that the
+	// report can judge other width limits (sketch.ReliableWithin).
+	width    float64
+	anyWidth bool
 }
 
-// cellKey names a grid cell.
+// obsOf records the answer r for an intersection of size truth.
+func obsOf(r sketch.Intersection, truth float64) obs {
+	return obs{
+		truth: truth, est: r.Estimate, raw: r.RawEstimate, err: r.Error,
+		lower: r.Lower, upper: r.Upper, reliable: r.Reliable, spurio: r.Spurious,
+		overlap: r.Overlap, ratio: r.CardinalityRatio,
+		width: r.RelativeWidth, anyWidth: r.ReliableWithin(math.Inf(1)),
+	}
+}
+
+// reliableWithin is the verdict the answer would have had with bounds
+// allowed to span maxWidth of the estimate.
+func (o obs) reliableWithin(maxWidth float64) bool {
+	return o.anyWidth && o.width <= maxWidth
+}
+
+// cellKey names a grid cell: k sets at log2m, the largest ratio times
+// the smallest, sharing overlap of the smallest (and, for k ≥ 3, pairs
+// sharing share of the rest).
 type cellKey struct {
-	log2m, ratio int
-	overlap      float64
+	k, log2m, ratio int
+	overlap, share  float64
 }
 
 // results holds every observation, per cell and method.
@@ -179,11 +205,7 @@ func (g grid) unit(run, ri int) (results, error) {
 				if err != nil {
 					return nil, fmt.Errorf("run %d ratio %d overlap %g log2m %d %s: %w", run, ratio, o, lg, m, err)
 				}
-				out.add(cellKey{lg, ratio, o}, mi, obs{
-					truth: float64(nx), est: r.Estimate, raw: r.RawEstimate, err: r.Error,
-					lower: r.Lower, upper: r.Upper, reliable: r.Reliable, spurio: r.Spurious,
-					overlap: r.Overlap, ratio: r.CardinalityRatio,
-				})
+				out.add(cellKey{2, lg, ratio, o, 0}, mi, obsOf(r, float64(nx)))
 			}
 		}
 	}
@@ -200,6 +222,7 @@ type stats struct {
 	relRight       int     // … of which covered and within tolerance
 	spurious       float64 // share flagged spurious
 	p95Norm        float64 // 95th percentile of |raw-truth|/Δ
+	medWidth       float64 // median relative width of the bounds
 }
 
 // rightTolerance: a reliable answer is "right" when the truth is inside
@@ -210,6 +233,7 @@ func summarise(os []obs) stats {
 	s := stats{n: len(os)}
 	rel := make([]float64, 0, len(os))
 	norm := make([]float64, 0, len(os))
+	widths := make([]float64, 0, len(os))
 	covered, spur := 0, 0
 	for _, o := range os {
 		d := o.est - o.truth
@@ -232,6 +256,7 @@ func summarise(os []obs) stats {
 		} else {
 			norm = append(norm, 0)
 		}
+		widths = append(widths, o.width)
 		in := o.lower <= o.truth && o.truth <= o.upper
 		if in {
 			covered++
@@ -251,6 +276,7 @@ func summarise(os []obs) stats {
 	}
 	s.medRel, s.p95Rel = quantile(rel, 0.5), quantile(rel, 0.95)
 	s.p95Norm = quantile(norm, 0.95)
+	s.medWidth = quantile(widths, 0.5)
 	if s.n > 0 {
 		s.coverage = float64(covered) / float64(s.n)
 		s.spurious = float64(spur) / float64(s.n)

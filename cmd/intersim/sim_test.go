@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"math/bits"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // TestSketchOfFold checks the simulation's shortcut: registers hashed at
@@ -57,11 +60,13 @@ func TestSketchOfFold(t *testing.T) {
 func TestRunSmallGrid(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
-	args := []string{"-runs", "2", "-small", "20000", "-ratios", "1,10", "-overlaps", "0.1,1", "-log2m", "11"}
+	args := []string{"-runs", "2", "-small", "20000", "-ratios", "1,10", "-overlaps", "0.1,1", "-log2m", "11", "-sets", "2,3"}
 	if err := run(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("run(%v) = %v, stderr %s", args, err, errOut.String())
 	}
-	for _, want := range []string{"### Summary", "### m = 2048 (log2m 11)", "| 10 | 0.1 | 2000 |"} {
+	for _, want := range []string{"### Summary: two sets", "### m = 2048 (log2m 11)", "| 10 | 0.1 | 2000 |",
+		"### Summary: 3 sets", "#### 3 sets, m = 2048 (log2m 11)", "| 10 | 0.5 | 1 | 20000 |", "### Verdicts: the width limit",
+		"| 3 | inclusion_exclusion | **0.5** |", "| 2 | mle | none |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -75,6 +80,9 @@ func TestRunBadFlags(t *testing.T) {
 		{"-log2m", "17"},
 		{"-overlaps", "0"},
 		{"-ratios", "x"},
+		{"-sets", "9"},
+		{"-sets", "1"},
+		{"-shares", "1.5"},
 	} {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), args, &out, &errOut); err == nil {
@@ -88,7 +96,7 @@ func TestRunBadFlags(t *testing.T) {
 func TestReplay(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "obs.csv")
-	grid := []string{"-runs", "2", "-small", "5000", "-ratios", "1,3", "-overlaps", "0.2,1", "-log2m", "11,12"}
+	grid := []string{"-runs", "2", "-small", "5000", "-ratios", "1,3", "-overlaps", "0.2,1", "-log2m", "11,12", "-sets", "2,4"}
 	var direct, replayed, errOut bytes.Buffer
 	if err := run(context.Background(), append(slices.Clone(grid), "-csv", path), &direct, &errOut); err != nil {
 		t.Fatalf("run: %v, stderr %s", err, errOut.String())
@@ -100,5 +108,152 @@ func TestReplay(t *testing.T) {
 	_, r, _ := strings.Cut(replayed.String(), "\n")
 	if d != r {
 		t.Errorf("replayed report differs:\n%s\nwant:\n%s", r, d)
+	}
+}
+
+// TestDrawSets checks the k-set layout against its description by
+// counting the drawn ids: every set holds small ids, core of them in all
+// sets, chunk in each pair alone.
+func TestDrawSets(t *testing.T) {
+	t.Parallel()
+	const k, small, core, chunk = 4, 5000, 700, 400
+	gen := splitmix64{s: 9}
+	masks := map[uint64]uint64{}
+	drawSets(&gen, k, small, core, chunk, func(mask, h uint64) { masks[h] |= mask })
+	sizes := make([]int, k)
+	byMask := map[uint64]int{}
+	for _, m := range masks {
+		byMask[m]++
+		for i := range k {
+			if m&(1<<i) != 0 {
+				sizes[i]++
+			}
+		}
+	}
+	if !slices.Equal(sizes, []int{small, small, small, small}) {
+		t.Errorf("set sizes %v, want %d each", sizes, small)
+	}
+	if byMask[1<<k-1] != core {
+		t.Errorf("%d ids in every set, want %d", byMask[1<<k-1], core)
+	}
+	for i := range k {
+		for j := i + 1; j < k; j++ {
+			if n := byMask[1<<i|1<<j]; n != chunk {
+				t.Errorf("%d ids in sets %d and %d alone, want %d", n, i, j, chunk)
+			}
+		}
+		if n := byMask[1<<i]; n != small-core-(k-1)*chunk {
+			t.Errorf("%d ids in set %d alone, want %d", n, i, small-core-(k-1)*chunk)
+		}
+	}
+	if got := sizesFor(3, 1000, 100); !slices.Equal(got, []int{1000, 10000, 100000}) {
+		t.Errorf("sizesFor(3, 1000, 100) = %v", got)
+	}
+}
+
+// TestSetsVerdicts runs one unit of three sets and checks that every
+// recorded verdict is the width rule's: reliable exactly when every other
+// condition holds and the bounds span at most sketch.MaxRelativeWidth of
+// the estimate; and that the set sizes are as asked (the largest is
+// ratio times the smallest, as the sketches estimate it).
+func TestSetsVerdicts(t *testing.T) {
+	t.Parallel()
+	g := grid{sets: []int{3}, log2ms: []int{14}, ratios: []int{4}, overlaps: []float64{0, 0.3, 1}, shares: []float64{0, 0.5}, runs: 1, small: 30000, seed: 3}
+	res, err := g.kunit(0, 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 6 {
+		t.Fatalf("%d cells, want 6", len(res))
+	}
+	reliable := 0
+	for key, c := range res {
+		if len(c[0]) != 1 || len(c[1]) != 0 {
+			t.Fatalf("cell %+v: %d and %d observations, want one inclusion–exclusion answer", key, len(c[0]), len(c[1]))
+		}
+		o := c[0][0]
+		if o.truth > 0 && math.Abs(o.ratio/4-1) > 0.05 {
+			t.Errorf("cell %+v: estimated ratio %g, want about 4", key, o.ratio)
+		}
+		if o.reliable != o.reliableWithin(sketch.MaxRelativeWidth) {
+			t.Errorf("cell %+v: reliable %v but reliableWithin(%g) %v (width %g)", key, o.reliable, sketch.MaxRelativeWidth, o.reliableWithin(sketch.MaxRelativeWidth), o.width)
+		}
+		if o.reliable {
+			reliable++
+			if o.width > sketch.MaxRelativeWidth || o.lower > o.truth || o.truth > o.upper {
+				t.Errorf("cell %+v: reliable with bounds [%g, %g] (%g wide) for %g", key, o.lower, o.upper, o.width, o.truth)
+			}
+		}
+	}
+	if reliable == 0 {
+		t.Error("no reliable answer; full overlap of three sets of similar size should be")
+	}
+}
+
+// TestMembershipStructures checks the overlap populations against their
+// descriptions: every user in at least one set; in the data-center
+// structures the share in several sets is as named and never more than
+// four; in "random" each set holds about 30% of the users.
+func TestMembershipStructures(t *testing.T) {
+	t.Parallel()
+	const n, users = 8, 200_000
+	for s, multi := range map[string]float64{"dc2": 0.02, "dc5": 0.05, "dc20": 0.2, "random": -1} {
+		g := splitmix64{s: 5}
+		several, inSet0 := 0, 0
+		for range users {
+			m := membership(s, n, &g)
+			if m == 0 || m >= 1<<n {
+				t.Fatalf("%s: membership %b", s, m)
+			}
+			if c := bits.OnesCount64(m); c > 1 {
+				several++
+				if multi >= 0 && c > 4 {
+					t.Fatalf("%s: a user in %d sets", s, c)
+				}
+			}
+			if m&1 != 0 {
+				inSet0++
+			}
+		}
+		share := float64(several) / users
+		if multi >= 0 && math.Abs(share-multi) > 0.005 {
+			t.Errorf("%s: %.4f of users in several sets, want %g", s, share, multi)
+		}
+		if multi < 0 {
+			// P(in set 0 | in at least one) = 0.3 / (1 − 0.7^8).
+			if want := 0.3 / (1 - math.Pow(0.7, n)); math.Abs(float64(inSet0)/users-want) > 0.005 {
+				t.Errorf("random: %.4f of users in set 0, want %.4f", float64(inSet0)/users, want)
+			}
+		}
+	}
+	truth := ovTruth(map[uint64]int{0b001: 5, 0b011: 3, 0b111: 2}, 3)
+	for _, c := range []struct {
+		kind string
+		k    uint64
+		want float64
+	}{{"union", 0, 10}, {"exactly", 1, 5}, {"exactly", 2, 3}, {"at_least", 2, 5}, {"only_here", 0, 5}, {"only_here", 1, 0}, {"region", 0b011, 3}} {
+		if got := truth(c.kind, c.k); got != c.want {
+			t.Errorf("truth(%s, %d) = %g, want %g", c.kind, c.k, got, c.want)
+		}
+	}
+}
+
+// TestRunOverlapGrid runs a tiny overlap grid end to end.
+func TestRunOverlapGrid(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	args := []string{"-overlap", "-sets", "3,12", "-structures", "dc5,random", "-users", "20000", "-log2m", "11", "-runs", "2"}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("run(%v) = %v, stderr %s", args, err, errOut.String())
+	}
+	for _, want := range []string{"### Summary: overlap counts", "| exactly 1 |", "| 12 | random | 11 | only here |", "| 3 | dc5 | 11 | region |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, bad := range [][]string{{"-overlap", "-sets", "65"}, {"-overlap", "-structures", "nope"}, {"-overlap", "-users", "0"}} {
+		if err := run(context.Background(), bad, &out, &errOut); err == nil {
+			t.Errorf("run(%v) = nil error, want one", bad)
+		}
 	}
 }

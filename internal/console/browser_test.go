@@ -316,10 +316,8 @@ func TestBrowser(t *testing.T) {
 		if got := tb.text(t, "#ov-error"); got != "± "+count(x.Error) {
 			t.Errorf("#ov-error shows %q, want ± %s", got, count(x.Error))
 		}
-		verdict := tb.text(t, "#verdict")
-		if x.Reliable && !strings.HasPrefix(verdict, "Reliable.") || strings.Contains(verdict, "Spurious") {
-			t.Errorf("verdict %q for %+v", verdict, x)
-		}
+		tb.sameVerdict(t, x)
+		tb.sameRegions(t, s, "newsletter:oct", "checkout:oct")
 		type shape struct {
 			Circles int
 			Lenses  int
@@ -351,7 +349,8 @@ func TestBrowser(t *testing.T) {
 		}
 		tb.open(t, s.url, "/overlap?s=newsletter:oct&s=churned:sep")
 		tb.wait(t, "#verdict")
-		if v := tb.text(t, "#verdict"); !strings.HasPrefix(v, "Spurious.") {
+		tb.sameVerdict(t, x)
+		if v := tb.text(t, "#verdict p"); !strings.HasPrefix(v, "Spurious.") {
 			t.Errorf("verdict %q, want it to say spurious", v)
 		}
 		n := eval[int](t, tb, `document.querySelectorAll('#venn .lens-estimate, #venn .lens-upper').length`)
@@ -374,6 +373,17 @@ func TestBrowser(t *testing.T) {
 		if got := tb.text(t, "#ov-estimate"); got != count(x.Estimate) {
 			t.Errorf("#ov-estimate %q, want %q", got, count(x.Estimate))
 		}
+		tb.sameVerdict(t, x)
+		// Each pair's verdict is the API's for that pair.
+		pairs := eval[[]string](t, tb, `[...document.querySelectorAll('table.pairs td[data-verdict]')].map(td => td.dataset.verdict)`)
+		names := []string{"newsletter:oct", "checkout:oct", "support:oct"}
+		for k, ij := range [][2]int{{0, 1}, {0, 2}, {1, 2}} {
+			want := s.intersect(t, names[ij[0]], names[ij[1]]).Verdict
+			if k >= len(pairs) || pairs[k] != want {
+				t.Errorf("pair %s ∩ %s: the table shows verdicts %v, the API says %q", names[ij[0]], names[ij[1]], pairs, want)
+			}
+		}
+		tb.sameRegions(t, s, names...)
 		circles := eval[int](t, tb, `document.querySelectorAll('#venn circle.set').length`)
 		if circles != 3 {
 			t.Errorf("%d circles, want 3", circles)
@@ -607,6 +617,94 @@ func TestBrowser(t *testing.T) {
 	})
 }
 
+// sameVerdict fails the test unless the overlap page shows the API's
+// verdict x as the API words it, and the API's warnings.
+func (tb *tab) sameVerdict(t *testing.T, x intersection) {
+	t.Helper()
+	if x.Verdict == "" || x.VerdictText == "" {
+		t.Fatalf("the API gives no verdict: %+v", x)
+	}
+	type shown struct {
+		Verdict, Text string
+		Warnings      []string
+	}
+	got := eval[shown](t, tb, `(() => { const v = document.getElementById('verdict'); return {
+		Verdict: v.dataset.verdict, Text: v.querySelector('p').textContent,
+		Warnings: [...v.querySelectorAll('.warnings li')].map(li => li.textContent)}; })()`)
+	if got.Verdict != x.Verdict || got.Text != x.VerdictText || strings.Join(got.Warnings, "\n") != strings.Join(x.Warnings, "\n") {
+		t.Errorf("the page shows verdict %q %q with warnings %q; the API says %q %q with %q", got.Verdict, got.Text, got.Warnings, x.Verdict, x.VerdictText, x.Warnings)
+	}
+}
+
+// sameRegions fails the test unless the overlap page's regions table
+// shows, row for row, the API's regions of the overlap of names: the
+// count with its error, the bounds and the verdict.
+func (tb *tab) sameRegions(t *testing.T, s *site, names ...string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"sketches": names})
+	var o struct {
+		Regions []struct {
+			Operands                      []string
+			Estimate, Error, Lower, Upper float64
+			Verdict                       string
+		}
+	}
+	s.call(t, "POST", "/v1/overlap", "application/json", body, &o)
+	if want := 1<<len(names) - 1; len(o.Regions) != want {
+		t.Fatalf("the API gives %d regions for %d sets, want %d", len(o.Regions), len(names), want)
+	}
+	type row struct{ Operands, Label, Estimate, Bounds, Verdict string }
+	got := eval[[]row](t, tb, `[...document.querySelectorAll('#regions tbody tr')].map(tr => ({Operands: tr.dataset.operands,
+		Label: tr.querySelector('th').textContent, Estimate: tr.querySelector('.region-estimate').textContent,
+		Bounds: tr.querySelector('.region-bounds').textContent, Verdict: tr.querySelector('.region-verdict').dataset.verdict}))`)
+	if len(got) != len(o.Regions) {
+		t.Fatalf("the page shows %d regions, the API %d", len(got), len(o.Regions))
+	}
+	for i, r := range o.Regions {
+		want := row{Operands: strings.Join(r.Operands, "|"), Estimate: count(r.Estimate) + " ± " + count(r.Error),
+			Bounds: count(r.Lower) + " – " + count(r.Upper), Verdict: r.Verdict}
+		g := got[i]
+		g.Label = ""
+		if g != want {
+			t.Errorf("region %d shows %+v, the API says %+v", i, got[i], want)
+		}
+	}
+	if got[0].Label != "only "+names[0] {
+		t.Errorf("the first region is labelled %q, want %q", got[0].Label, "only "+names[0])
+	}
+}
+
+// TestBrowserWideThreeWay reproduces a reported page: a 3-way overlap of
+// about 31,000 ± 4,900 (bounds about 2.8× apart) was shown as "Reliable.
+// The overlap is large enough…". The page must show the API's verdict,
+// which the width of the bounds decides.
+func TestBrowserWideThreeWay(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	for i, name := range []string{"web", "ios", "android"} {
+		s.hllOf(t, name, 0, 31_000)
+		lo := (i + 1) * 1_000_000
+		s.addRange(t, name, lo, lo+106_000)
+	}
+	x := s.intersect(t, "web", "ios", "android")
+	if x.Spurious || x.Lower > 31_000 || x.Upper < 31_000 || x.Upper/x.Lower < 2.2 {
+		t.Fatalf("fixture: %+v, want bounds about 2.8× apart around 31,000", x)
+	}
+	if x.Verdict != "not_reliable" {
+		t.Fatalf("the API's verdict is %q, want not_reliable", x.Verdict)
+	}
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/overlap?s=web&s=ios&s=android")
+	tb.wait(t, "#verdict")
+	tb.sameVerdict(t, x)
+	if v := tb.text(t, "#verdict p"); !strings.HasPrefix(v, "Not reliable.") {
+		t.Errorf("verdict %q, want it to start with Not reliable.", v)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-three-wide")
+	tb.noErrors(t, nil)
+}
+
 // TestBrowserTheta: theta sketches are listed with their bounds, shown,
 // and drawn in the overlap view with the API's numbers.
 func TestBrowserTheta(t *testing.T) {
@@ -642,6 +740,7 @@ func TestBrowserTheta(t *testing.T) {
 			t.Errorf("%s shows %q, want %q (API %v)", id, got, count(v), v)
 		}
 	}
+	tb.sameVerdict(t, x)
 	if n := eval[int](t, tb, `document.querySelectorAll('#venn circle.set').length + 10 * document.querySelectorAll('#venn path.lens-estimate').length`); n != 12 {
 		t.Errorf("the Venn has %d circles + 10×lenses, want 2 circles and 1 lens", n)
 	}

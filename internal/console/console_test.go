@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -213,5 +214,28 @@ func TestConsoleNeedsNoToken(t *testing.T) {
 	}
 	if resp, _ := get(t, s.url+"/v1/sketches", nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /v1/sketches without a token = %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestVerdictIsTheAPIs: the page shows the API's verdict and words
+// (verdict, verdict_text) and decides nothing itself: no script reads the
+// reliable flag or writes a verdict sentence of its own. The browser
+// tests check what is shown; this catches a rule creeping back into the
+// scripts where no browser test looks.
+func TestVerdictIsTheAPIs(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"assets/app.js", "assets/layout.js"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, re := range []*regexp.Regexp{
+			regexp.MustCompile(`\.reliable\b`),
+			regexp.MustCompile(`['"` + "`" + `](Not reliable|Reliable|Spurious|Exact)\.`),
+		} {
+			if m := re.FindString(string(b)); m != "" {
+				t.Errorf("%s decides a verdict itself (%q): show the API's verdict and verdict_text", name, m)
+			}
+		}
 	}
 }

@@ -153,13 +153,15 @@ type intersection struct {
 		Error        *float64
 		Lower, Upper *float64
 	} `json:"jaccard"`
-	Estimate float64  `json:"estimate"`
-	Error    float64  `json:"error"`
-	Lower    float64  `json:"lower"`
-	Upper    float64  `json:"upper"`
-	Spurious bool     `json:"spurious"`
-	Reliable bool     `json:"reliable"`
-	Warnings []string `json:"warnings"`
+	Estimate    float64  `json:"estimate"`
+	Error       float64  `json:"error"`
+	Lower       float64  `json:"lower"`
+	Upper       float64  `json:"upper"`
+	Spurious    bool     `json:"spurious"`
+	Reliable    bool     `json:"reliable"`
+	Verdict     string   `json:"verdict"`
+	VerdictText string   `json:"verdict_text"`
+	Warnings    []string `json:"warnings"`
 }
 
 func (s *site) intersect(tb testing.TB, names ...string) intersection {

@@ -196,6 +196,13 @@ func (s *Sketch) StdError() float64 {
 	return 0
 }
 
+// SumEstimate returns the estimate of a sketch at p in register form whose
+// registers M have sum = Σ 2^-M[j] and zeros registers at 0: the number
+// Estimate gives for such registers (the same formula, summed by the
+// caller). It lets a caller that sums registers its own way, such as a
+// small slice of them, skip building a histogram.
+func SumEstimate(p Params, sum float64, zeros int) float64 { return registerEstimate(p, sum, zeros) }
+
 // registerEstimate is multiset_card for sum = Σ 2^-M[j] and zeros = #{j:
 // M[j] = 0}, with the departures documented on Estimate.
 func registerEstimate(p Params, sum float64, zeros int) float64 {

@@ -396,6 +396,18 @@ func TestRegisterEstimate(t *testing.T) {
 		if got, want := RegisterEstimate(p, ra, nil), u.Estimate(); got != want {
 			t.Fatalf("case %d (%v): RegisterEstimate of the union's registers %v, want %v", i, p, got, want)
 		}
+		// The same registers summed one by one: dyadic sums this short
+		// are exact, so the estimate is the same number.
+		sum, zeros := 0.0, 0
+		for _, v := range ra {
+			sum += math.Ldexp(1, -int(v))
+			if v == 0 {
+				zeros++
+			}
+		}
+		if got, want := SumEstimate(p, sum, zeros), u.Estimate(); got != want {
+			t.Fatalf("case %d (%v): SumEstimate of the union's registers %v, want %v", i, p, got, want)
+		}
 	}
 	if checked < 100 {
 		t.Fatalf("only %d of 300 cases had a union in register form", checked)

@@ -501,6 +501,17 @@ func badInputCases(f fixture) []badCase {
 	add("intersection with missing", "POST", "/v1/intersection", js, `{"sketches":["h","nope"]}`, 404)
 	add("intersection bad method", "POST", "/v1/intersection", js, `{"sketches":["h","he"],"method":"guess"}`, 400)
 	add("intersection malformed", "POST", "/v1/intersection", js, `{"sketches":["h","he"]`, 400)
+	add("overlap of 1", "POST", "/v1/overlap", js, `{"sketches":["h"]}`, 400)
+	add("overlap of 65", "POST", "/v1/overlap", js, `{"sketches":[`+strings.Repeat(`"h",`, 64)+`"h"]}`, 400)
+	add("overlap with cms", "POST", "/v1/overlap", js, `{"sketches":["h","c"]}`, 409)
+	add("overlap of cms", "POST", "/v1/overlap", js, `{"sketches":["c","c"]}`, 409)
+	add("overlap with missing", "POST", "/v1/overlap", js, `{"sketches":["h","nope"]}`, 404)
+	add("overlap malformed", "POST", "/v1/overlap", js, `{"sketches":["h","he"]`, 400)
+	add("overlap unknown field", "POST", "/v1/overlap", js, `{"sketches":["h","he"],"method":"mle"}`, 400)
+	add("overlap empty operand", "POST", "/v1/overlap", js, `{"sketches":["h",{}]}`, 400)
+	add("overlap too large", "POST", "/v1/overlap", js, `{"sketches":["h","he"]`+pad+`}`, 413)
+	add("overlap text/plain", "POST", "/v1/overlap", "text/plain", `{"sketches":["h","he"]}`, 415)
+	add("overlap query", "POST", "/v1/overlap?k=2", js, `{"sketches":["h","he"]}`, 400)
 	add("fold up", "POST", "/v1/sketches/h/fold", js, `{"log2m":12}`, 409)
 	add("fold to 3", "POST", "/v1/sketches/h/fold", js, `{"log2m":3}`, 400)
 	add("fold without log2m", "POST", "/v1/sketches/h/fold", js, `{"into":"x"}`, 400)
@@ -608,6 +619,7 @@ func badInputCases(f fixture) []badCase {
 		{"GET", "/v1/union"},
 		{"PUT", "/v1/union"},
 		{"GET", "/v1/intersection"},
+		{"GET", "/v1/overlap"},
 		{"GET", "/v1/events"},
 		{"DELETE", "/v1/events"},
 		{"PUT", "/v1/sketches/h/add"},

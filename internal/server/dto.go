@@ -661,6 +661,8 @@ type intersectionResponse struct {
 	Upper            float64  `json:"upper"`
 	Spurious         bool     `json:"spurious"`
 	Reliable         bool     `json:"reliable"`
+	Verdict          string   `json:"verdict"`
+	VerdictText      string   `json:"verdict_text"`
 	Warnings         []string `json:"warnings"`
 	Terms            []term   `json:"terms"`
 	Overlap          float64  `json:"overlap"`
@@ -676,7 +678,7 @@ func intersectionDTO(x sketch.Intersection) intersectionResponse {
 	out := intersectionResponse{
 		Estimate: finite(x.Estimate), RawEstimate: finite(x.RawEstimate), Error: finite(x.Error),
 		Lower: finite(x.Lower), Upper: finite(x.Upper), Spurious: x.Spurious, Reliable: x.Reliable,
-		Warnings: x.Warnings, Overlap: finite(x.Overlap), CardinalityRatio: finite(x.CardinalityRatio),
+		Verdict: string(x.Verdict), VerdictText: x.VerdictText, Warnings: x.Warnings, Overlap: finite(x.Overlap), CardinalityRatio: finite(x.CardinalityRatio),
 		Log2m: x.Log2m, Method: string(x.Method),
 		Jaccard: boundedDTO(x.Jaccard), ANotB: boundedDTO(x.ANotB), BNotA: boundedDTO(x.BNotA),
 	}
@@ -725,6 +727,8 @@ type thetaIntersectionResponse struct {
 	Upper            float64      `json:"upper"`
 	Spurious         bool         `json:"spurious"`
 	Reliable         bool         `json:"reliable"`
+	Verdict          string       `json:"verdict"`
+	VerdictText      string       `json:"verdict_text"`
 	Warnings         []string     `json:"warnings"`
 	Terms            []term       `json:"terms"`
 	Overlap          float64      `json:"overlap"`
@@ -773,13 +777,23 @@ func thetaIntersectionDTO(labels []string, ts []*theta.Sketch) (thetaIntersectio
 		resp.CardinalityRatio = large / small
 	}
 	resp.Spurious = b.Lower == 0
-	resp.Reliable = !resp.Spurious && x.Retained() >= minRetained
+	// In exact mode (theta 1) the sketch holds every hash: the count is
+	// exact, whatever its size.
+	v, text := sketch.JudgeBounds(b.Estimate, b.Lower, b.Upper, x.Theta() >= 1 && b.Lower == b.Upper)
 	switch {
+	case v == sketch.VerdictExact:
 	case resp.Spurious:
 		resp.Warnings = append(resp.Warnings, "the lower bound is 0: the sets may not overlap at all")
-	case !resp.Reliable:
+	case x.Retained() < minRetained:
+		v = sketch.VerdictNotReliable
+		text = fmt.Sprintf("Not reliable. Only %d sampled users are in the intersection: its bounds are wide.", x.Retained())
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("only %d sampled users are in the intersection: its bounds are wide", x.Retained()))
+	case v == sketch.VerdictNotReliable:
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("the bounds span %.0f%% of the estimate; an answer is reliable only when they span at most %.0f%% of it (%d sampled users are in the intersection)",
+			100*sketch.RelativeWidth(b.Estimate, b.Lower, b.Upper), 100*sketch.MaxRelativeWidth, x.Retained()))
 	}
+	resp.Verdict, resp.VerdictText = string(v), text
+	resp.Reliable = v == sketch.VerdictReliable || v == sketch.VerdictExact
 	if len(ts) == 2 {
 		j := theta.Jaccard(ts[0], ts[1])
 		resp.Jaccard = &thetaBounds{Estimate: j.Estimate, Error: (j.Upper - j.Lower) / 4, Lower: j.Lower, Upper: j.Upper}
@@ -838,4 +852,70 @@ type unionSampledResponse struct {
 	Into        string   `json:"into,omitempty"`
 	Matched     int      `json:"matched,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+}
+
+type overlapRequest struct {
+	Sketches []operand `json:"sketches"`
+}
+
+// figure is one count of an overlap.
+type figure struct {
+	Estimate    float64 `json:"estimate"`
+	RawEstimate float64 `json:"raw_estimate"`
+	Error       float64 `json:"error"`
+	Lower       float64 `json:"lower"`
+	Upper       float64 `json:"upper"`
+	Verdict     string  `json:"verdict"`
+}
+
+type countFigure struct {
+	K int `json:"k"`
+	figure
+}
+
+type operandFigure struct {
+	Operand string `json:"operand"`
+	figure
+}
+
+type regionFigure struct {
+	Operands []string `json:"operands"`
+	figure
+}
+
+// overlapResponse is how N sets overlap (sketch.Overlap).
+type overlapResponse struct {
+	Sets     int             `json:"sets"`
+	Log2m    int             `json:"log2m"`
+	Union    figure          `json:"union"`
+	Exactly  []countFigure   `json:"exactly"`
+	AtLeast  []countFigure   `json:"at_least"`
+	OnlyHere []operandFigure `json:"only_here"`
+	Regions  []regionFigure  `json:"regions,omitempty"`
+	Complete bool            `json:"complete"`
+	Unions   int             `json:"unions"`
+	Warnings []string        `json:"warnings"`
+}
+
+func figureDTO(f sketch.Figure) figure {
+	return figure{Estimate: finite(f.Estimate), RawEstimate: finite(f.RawEstimate), Error: finite(f.Error),
+		Lower: finite(f.Lower), Upper: finite(f.Upper), Verdict: string(f.Verdict)}
+}
+
+func overlapDTO(labels []string, o sketch.Overlap) overlapResponse {
+	out := overlapResponse{Sets: o.Sets, Log2m: o.Log2m, Union: figureDTO(o.Union), Complete: o.Complete, Unions: o.Unions,
+		Exactly: []countFigure{}, AtLeast: []countFigure{}, OnlyHere: []operandFigure{}, Warnings: append([]string{}, o.Warnings...)}
+	for i, f := range o.Exactly {
+		out.Exactly = append(out.Exactly, countFigure{K: i + 1, figure: figureDTO(f)})
+	}
+	for i, f := range o.AtLeast {
+		out.AtLeast = append(out.AtLeast, countFigure{K: i + 1, figure: figureDTO(f)})
+	}
+	for i, f := range o.OnlyHere {
+		out.OnlyHere = append(out.OnlyHere, operandFigure{Operand: labels[i], figure: figureDTO(f)})
+	}
+	for _, r := range o.Regions {
+		out.Regions = append(out.Regions, regionFigure{Operands: r.Members, figure: figureDTO(r.Figure)})
+	}
+	return out
 }

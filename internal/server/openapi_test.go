@@ -273,6 +273,8 @@ func TestResponsesMatchSchemas(t *testing.T) {
 		{name: "problem 400", r: e.postJSON(t, "/v1/sketches/h1/add", `{"ids":[1.5]}`), want: 400, problem: true},
 		{name: "problem 409", r: e.get(t, "/v1/sketches/h1/top"), want: 409, problem: true},
 		{name: "problem 415", r: e.send(t, "POST", "/v1/union", "text/csv", "a"), want: 415, problem: true},
+		{name: "overlap of 2", r: e.postJSON(t, "/v1/overlap", `{"sketches":["h1","h2"]}`), want: 200},
+		{name: "overlap of 3", r: e.postJSON(t, "/v1/overlap", `{"sketches":["h1","h2","u"]}`), want: 200},
 	}
 	for _, p := range probes {
 		if p.r.Status != p.want {

@@ -64,6 +64,7 @@ func (s *Server) routes() http.Handler {
 		// A union stored "into" a sketch is a write; the handler checks.
 		read.With(s.idempotent).Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))
+		read.Post("/overlap", s.handle(s.handleOverlap))
 		write.Post("/sketches/{name}/fold", s.handle(s.handleFold))
 		read.Get("/sketches/{name}/raw", s.handle(s.handleRawGet))
 		write.Put("/sketches/{name}/raw", s.handle(s.handleRawPut))

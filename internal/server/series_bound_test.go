@@ -96,4 +96,12 @@ func TestSeriesReadsBounded(t *testing.T) {
 	refused("a union of two ranges", e.postJSON(t, "/v1/union", `{"sketches":[`+half+`,`+half+`]}`), "with the 12000 of this request's other series ranges", "-max-series-buckets")
 	long := fmt.Sprintf(`{"series":"century","from":"1930-01-01T00:00:00Z","to":%q}`, end.Format(time.RFC3339))
 	refused("an intersection of century ranges", e.postJSON(t, "/v1/intersection", `{"sketches":[`+strings.Repeat(long+",", 7)+long+`]}`), "-max-series-buckets")
+	short := fmt.Sprintf(`{"series":"century","from":%q,"to":%q}`, end.Add(-48*time.Hour).Format(time.RFC3339), end.Format(time.RFC3339))
+	var o overlapAnswer
+	decode(t, must(t, e.postJSON(t, "/v1/overlap", `{"sketches":[`+half+`,`+short+`]}`), http.StatusOK, "an overlap within the budget").Body, &o)
+	if !o.Exactly[1].covers(3) || o.Exactly[1].Verdict != "exact" {
+		t.Errorf("overlap of two ranges holding ids 1..3: exactly 2 = %+v, want exactly 3", o.Exactly[1])
+	}
+	refused("an overlap of two ranges", e.postJSON(t, "/v1/overlap", `{"sketches":[`+half+`,`+half+`]}`), "with the 12000 of this request's other series ranges", "-max-series-buckets")
+	refused("an overlap of 64 century ranges", e.postJSON(t, "/v1/overlap", `{"sketches":[`+strings.Repeat(long+",", 63)+long+`]}`), "-max-series-buckets")
 }

@@ -112,11 +112,22 @@ type Intersection struct {
 	// reaches zero: the sets may well be disjoint. (For the MLE, Lower is
 	// also 0 when a likelihood-ratio test cannot reject disjoint sets.)
 	Spurious bool
-	// Reliable is true when the estimate is not spurious and the overlap
-	// and cardinality ratio lie inside DESIGN.md's practical cutoffs for
-	// the number of registers; Warnings say why not, in plain words.
+	// RelativeWidth is (Upper − Lower) / Estimate: 0 when exact, +Inf
+	// when the estimate is 0 but the bounds are not.
+	RelativeWidth float64
+	// Reliable is true when Verdict is VerdictReliable or VerdictExact:
+	// the estimate is not spurious, the bounds span at most
+	// MaxRelativeWidth of it and, for two sketches, the overlap and
+	// cardinality ratio lie inside DESIGN.md's practical cutoffs for the
+	// number of registers. Warnings say why not, in plain words.
 	Reliable bool
 	Warnings []string
+	// Verdict is the answer's verdict; VerdictText says it in one or two
+	// sentences for people, starting with the verdict ("Reliable. …").
+	Verdict     Verdict
+	VerdictText string
+	// anyWidth: every condition of Reliable holds but the width's.
+	anyWidth bool
 	// Terms are the 2^k-1 unions of inclusion–exclusion (reported for
 	// either method), ordered by size then input order. A term estimated
 	// by the raw HLL formula (between about 2.5m and 16m) has that
@@ -219,7 +230,7 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	if err != nil {
 		return Intersection{}, err
 	}
-	res := Intersection{Log2m: log2m, Method: method, Warnings: []string{}}
+	res := Intersection{Log2m: log2m, Method: method}
 	res.Terms = make([]Term, len(terms))
 	for i, t := range terms {
 		res.Terms[i] = Term{Sketches: t.names, Cardinality: t.card}
@@ -285,10 +296,11 @@ func finish(res *Intersection, ops []operand, est pairExtras, exact, folded bool
 		res.CardinalityRatio = maxOp.card / minOp.card
 	}
 	res.Spurious = res.Estimate <= spuriousFactor*res.Error || res.Lower <= 0
+	res.RelativeWidth = RelativeWidth(res.Estimate, res.Lower, res.Upper)
 	if len(ops) == 2 {
 		res.Jaccard, res.ANotB, res.BNotA = est.jaccard, est.aNotB, est.bNotA
 	}
-	res.Reliable, res.Warnings = judge(*res, exact, folded, est.undetermined)
+	judge(res, len(ops), exact, folded, est.undetermined)
 }
 
 // ParseMethod returns the Method named s; "" gives "" (the default,

@@ -36,16 +36,38 @@ func debiased(s *hll.Sketch, est float64, buf []uint8) (float64, []uint8) {
 		return est, buf
 	}
 	p := s.Params()
-	m := float64(p.NumRegisters())
-	if p.Log2m < debiasMinLog2m || est > debiasMaxLoad*m || est < 2*m {
-		// Below 2m linear counting is always the branch taken (the raw
-		// estimate would be above 2.5m only with a 25% overshoot).
+	if !inDebiasBand(p, est) {
 		return est, buf
 	}
 	buf = s.Registers(buf)
+	return debiasedRegisters(p, est, buf, nil), buf
+}
+
+// inDebiasBand reports whether an estimate may carry the raw estimator's
+// bias. Below 2m linear counting is always the branch taken (the raw
+// estimate would be above 2.5m only with a 25% overshoot).
+func inDebiasBand(p hll.Params, est float64) bool {
+	m := float64(p.NumRegisters())
+	return p.Log2m >= debiasMinLog2m && est <= debiasMaxLoad*m && est >= 2*m
+}
+
+// debiasedRegisters is debiased for the registers max(a[i], b[i]) (b nil:
+// a alone) of a sketch at p whose postgresql-hll estimate is est.
+func debiasedRegisters(p hll.Params, est float64, a, b []uint8) float64 {
+	if !inDebiasBand(p, est) {
+		return est
+	}
+	m := float64(p.NumRegisters())
 	var hist [256]int
-	for _, v := range buf {
-		hist[v]++
+	if b == nil {
+		for _, v := range a {
+			hist[v]++
+		}
+	} else {
+		b = b[:len(a)]
+		for i, v := range a {
+			hist[max(v, b[i])]++
+		}
 	}
 	sum, zeros := 0.0, hist[0]
 	for v, n := range hist {
@@ -56,12 +78,12 @@ func debiased(s *hll.Sketch, est float64, buf []uint8) (float64, []uint8) {
 	alpha := 0.7213 / (1 + 1.079/m)
 	raw := alpha * m * m / sum
 	if zeros != 0 && raw < 2.5*m {
-		return est, buf // linear counting: unbiased
+		return est // linear counting: unbiased
 	}
 	load := raw / m
 	if load > debiasMaxLoad || raw != est {
 		// Negligible bias, or the large-range correction was applied.
-		return est, buf
+		return est
 	}
 	// Find the load L whose expected Σ2^-M/m equals alpha/load, i.e.
 	// whose expected raw estimate is the observed one; E[2^-K] falls as L
@@ -77,7 +99,7 @@ func debiased(s *hll.Sketch, est float64, buf []uint8) (float64, []uint8) {
 			hi = mid
 		}
 	}
-	return m * (lo + hi) / 2, buf
+	return m * (lo + hi) / 2
 }
 
 // meanInvPow2 returns E[2^-K] for one register under the Poisson model

@@ -49,14 +49,29 @@ func cutoffs(log2m int) (minOverlap, maxRatio float64, extrapolated bool) {
 	return last.minOverlap, last.maxRatio, false
 }
 
-// judge decides Reliable and writes the warnings, most important first.
+// judge decides r's verdict (Verdict, VerdictText, Reliable) and writes
+// its warnings, most important first, for an intersection of k sketches.
 // An exact answer is reliable and needs none.
-func judge(r Intersection, exact, folded, undetermined bool) (bool, []string) {
-	w := []string{}
+//
+// The verdict comes from the envelope itself: a reliable answer's bounds
+// span at most MaxRelativeWidth of its estimate. For two sketches the
+// answer must also lie inside DESIGN.md's practical cutoffs (overlap and
+// cardinality ratio for the number of registers), which were measured for
+// pairs; for three or more they do not apply (and the width rule is the
+// stricter one there: inclusion–exclusion's envelope adds the errors of
+// all 2^k−1 unions, so narrow bounds need a large overlap of sets of
+// similar size).
+func judge(r *Intersection, k int, exact, folded, undetermined bool) {
+	r.Warnings = []string{}
 	if exact {
-		return true, w
+		r.Reliable, r.anyWidth = true, true
+		r.Verdict = VerdictExact
+		r.VerdictText = "Exact. One set is empty or every set is held as an exact list of hashes, so this count has no error."
+		return
 	}
+	w := []string{}
 	m := 1 << r.Log2m
+	pair := k == 2
 	minOverlap, maxRatio, extrapolated := cutoffs(r.Log2m)
 	if undetermined {
 		w = append(w, "the registers do not show how the sets overlap (one sketch's registers dominate the other's everywhere); the bounds span every possible size")
@@ -64,14 +79,23 @@ func judge(r Intersection, exact, folded, undetermined bool) (bool, []string) {
 	if r.Spurious {
 		w = append(w, fmt.Sprintf("the estimate (%.0f) cannot be told from zero with an error of ±%.0f: the sets may not overlap at all", r.Estimate, r.Error))
 	}
-	if r.Overlap < minOverlap {
-		w = append(w, fmt.Sprintf("the intersection is %s of the smallest set; with %d registers an intersection smaller than %s of the smallest set is not trustworthy", percent(r.Overlap), m, percent(minOverlap)))
+	wide := r.RelativeWidth > MaxRelativeWidth
+	if wide && !r.Spurious {
+		w = append(w, widthWarning(r.Lower, r.Upper, r.RelativeWidth))
 	}
-	if r.CardinalityRatio > maxRatio {
-		w = append(w, fmt.Sprintf("the largest set is %.3g times the smallest; with %d registers an intersection is trustworthy only up to a ratio of %.3g", r.CardinalityRatio, m, maxRatio))
-	}
-	if extrapolated {
-		w = append(w, fmt.Sprintf("%d registers are fewer than the 8192 the cutoffs were measured for; the limits were tightened to match", m))
+	outside := false
+	if pair {
+		if r.Overlap < minOverlap {
+			outside = true
+			w = append(w, fmt.Sprintf("the intersection is %s of the smallest set; with %d registers an intersection smaller than %s of the smallest set is not trustworthy", percent(r.Overlap), m, percent(minOverlap)))
+		}
+		if r.CardinalityRatio > maxRatio {
+			outside = true
+			w = append(w, fmt.Sprintf("the largest set is %.3g times the smallest; with %d registers an intersection is trustworthy only up to a ratio of %.3g", r.CardinalityRatio, m, maxRatio))
+		}
+		if extrapolated {
+			w = append(w, fmt.Sprintf("%d registers are fewer than the 8192 the cutoffs were measured for; the limits were tightened to match", m))
+		}
 	}
 	if r.RawEstimate < 0 || r.RawEstimate > r.Estimate {
 		w = append(w, fmt.Sprintf("the raw estimate (%.0f) fell outside zero to the smallest set and was clamped", r.RawEstimate))
@@ -79,8 +103,43 @@ func judge(r Intersection, exact, folded, undetermined bool) (bool, []string) {
 	if folded {
 		w = append(w, fmt.Sprintf("the sketches were folded to %d registers (log2m %d) to compare them, so the error is that of the smallest sketch", m, r.Log2m))
 	}
-	reliable := !undetermined && !r.Spurious && r.Overlap >= minOverlap && r.CardinalityRatio <= maxRatio
-	return reliable, w
+	r.Warnings = w
+	r.anyWidth = !undetermined && !r.Spurious && !outside
+	r.Reliable = r.anyWidth && !wide
+	bounds := fmt.Sprintf("(%s to %s)", countText(r.Lower), countText(r.Upper))
+	switch {
+	case r.Spurious:
+		r.Verdict = VerdictSpurious
+		r.VerdictText = fmt.Sprintf("Spurious. The estimate (%s ± %s) cannot be told from zero: its bounds %s reach 0, so the sets may not overlap at all. Do not act on it.",
+			countText(r.Estimate), countText(r.Error), bounds)
+	case r.Reliable:
+		r.Verdict = VerdictReliable
+		r.VerdictText = fmt.Sprintf("Reliable. The bounds %s span %s of the estimate (reliable answers span at most %s)",
+			bounds, widthText(r.RelativeWidth), percent(MaxRelativeWidth))
+		if pair {
+			r.VerdictText += ", and the overlap and the sizes of the sets are inside the range measured for sketches of this precision"
+		}
+		r.VerdictText += "."
+	default:
+		r.Verdict = VerdictNotReliable
+		why := "the sets lie outside the range where sketches of this precision are trustworthy"
+		switch {
+		case undetermined:
+			why = "the registers cannot show how the sets overlap"
+		case wide:
+			why = fmt.Sprintf("its bounds %s span %s of it, more than the %s a reliable answer may span", bounds, widthText(r.RelativeWidth), percent(MaxRelativeWidth))
+		}
+		r.VerdictText = "Not reliable. The estimate is above its noise, but " + why + "; see the warnings."
+	}
+}
+
+// ReliableWithin reports whether the answer would be reliable if its
+// bounds could span up to maxWidth of the estimate instead of
+// MaxRelativeWidth, everything else unchanged: x.Reliable equals
+// x.ReliableWithin(MaxRelativeWidth). cmd/intersim uses it to show how
+// the limit trades reliable answers for their coverage.
+func (x Intersection) ReliableWithin(maxWidth float64) bool {
+	return x.anyWidth && x.RelativeWidth <= maxWidth
 }
 
 // percent formats a share for a warning: 0.0123 → "1.23%".

@@ -35,7 +35,7 @@ func TestIntersectSimulation(t *testing.T) {
 	)
 	log2ms := []int{11, 12}
 	ratios := []int{1, 4, 10}
-	overlaps := []float64{0, 0.02, 0.1, 0.3, 1}
+	overlaps := []float64{0, 0.02, 0.1, 0.3, 0.6, 1}
 	methods := []Method{MethodInclusionExclusion, MethodMLE}
 	type key struct {
 		log2m, ratio int
@@ -139,5 +139,79 @@ func TestIntersectSimulation(t *testing.T) {
 	t.Logf("MLE median relative error below inclusion–exclusion's in %d of %d cells", mleBetter, compared)
 	if mleBetter*2 <= compared {
 		t.Errorf("MLE better in %d of %d cells, want most", mleBetter, compared)
+	}
+}
+
+// TestIntersectSimulationSets is the small-scale version of cmd/intersim
+// -sets 3,4: three and four sketches of random hashes sharing a known
+// core, two register counts. It asserts the verdict's bars in
+// docs/intersection.md: no disjoint core passes as reliable, every
+// reliable answer's bounds span at most MaxRelativeWidth of its estimate,
+// and at least 95% of reliable answers' bounds hold the truth.
+func TestIntersectSimulationSets(t *testing.T) {
+	t.Parallel()
+	const (
+		runs  = 6
+		small = 20000
+	)
+	rng := rand.New(rand.NewPCG(11, 17))
+	reliable, covered, disjointReliable, answers := 0, 0, 0, 0
+	for _, k := range []int{3, 4} {
+		names := []string{"a", "b", "c", "d"}[:k]
+		for range runs {
+			for _, ratio := range []int{1, 4} {
+				for _, o := range []float64{0, 0.1, 0.5, 1} {
+					core := randomHashes(rng, int(o*small))
+					sets := make([]*hll.Sketch, k)
+					for i := range sets {
+						size := small
+						if i == k-1 {
+							size = ratio * small
+						}
+						sets[i] = fill(newHLL(t, 13, false), core, randomHashes(rng, size-len(core)))
+					}
+					for _, lg := range []int{11, 13} {
+						folded := make([]*hll.Sketch, k)
+						for i, s := range sets {
+							f, err := s.Fold(lg, 5)
+							if err != nil {
+								t.Fatal(err)
+							}
+							folded[i] = f
+						}
+						r, err := Intersect(names, folded, "")
+						if err != nil {
+							t.Fatal(err)
+						}
+						answers++
+						truth := float64(len(core))
+						if r.Reliable != (r.Verdict == VerdictReliable) || r.Reliable && r.RelativeWidth > MaxRelativeWidth {
+							t.Errorf("k=%d log2m %d ratio %d overlap %g: reliable %v verdict %q width %.2f", k, lg, ratio, o, r.Reliable, r.Verdict, r.RelativeWidth)
+						}
+						if !r.Reliable {
+							continue
+						}
+						if truth == 0 {
+							disjointReliable++
+							continue
+						}
+						reliable++
+						if r.Lower <= truth && truth <= r.Upper {
+							covered++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d answers: %d reliable, %d of them covered; %d disjoint cores reliable", answers, reliable, covered, disjointReliable)
+	if disjointReliable > 0 {
+		t.Errorf("%d answers for sets with nothing in common were reliable", disjointReliable)
+	}
+	if reliable < 20 {
+		t.Errorf("only %d reliable answers, want at least 20 to judge coverage", reliable)
+	}
+	if covered*100 < reliable*95 {
+		t.Errorf("bounds covered %d of %d reliable answers, want at least 95%%", covered, reliable)
 	}
 }

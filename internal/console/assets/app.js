@@ -952,7 +952,7 @@ async function resolveOperand(v) {
   const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
   const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
   const { v: est, e: err } = valueOf(c);
-  return { name: `${sr.name} ${o.from}–${o.to}`, type: 'hll', cardinality: est, std_error: est > 0 ? err / est : 0, op };
+  return { name: `${sr.name} ${o.from}–${o.to}`, type: sr.type, cardinality: est, std_error: est > 0 ? err / est : 0, op };
 }
 
 async function overlapView(values) {
@@ -1064,6 +1064,8 @@ async function overlapView(values) {
     const drawn = vennThree(sets, x, pairs);
     result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
   }
+  // POST /v1/overlap counts hll sketches only; other kinds have no regions.
+  if (sets.every((s) => s.type === 'hll')) result.append(regionsTable(sets, await api('POST', '/v1/overlap', { sketches: ops })));
   section.append(result);
   return section;
 }
@@ -1160,22 +1162,41 @@ function legend(sets, band) {
     band ? item('lens lens-upper', 'lens band: lower to upper bound (the lens is the estimate)') : null));
 }
 
+// regionsTable lists every region of the diagram (users in exactly these
+// sets) with the API's count, error, bounds and verdict (POST /v1/overlap).
+function regionsTable(sets, o) {
+  const nameOf = new Map(o.only_here.map((f, i) => [f.operand, sets[i].name]));
+  const label = (operands) => {
+    const names = operands.map((op) => nameOf.get(op) || op);
+    if (names.length === 1) return `only ${names[0]}`;
+    if (names.length === sets.length) return names.length === 2 ? 'both' : 'all three';
+    return `${names.join(' and ')}, not ${sets.map((s) => s.name).filter((n) => !names.includes(n)).join(' or ')}`;
+  };
+  const rows = (o.regions || []).map((r) => el('tr', { 'data-operands': r.operands.join('|') },
+    el('th', { scope: 'row' }, label(r.operands)),
+    el('td', { class: 'num region-estimate' }, `${count(r.estimate)} ± ${count(r.error)}`),
+    el('td', { class: 'num region-bounds' }, `${count(r.lower)} – ${count(r.upper)}`),
+    el('td', { class: 'region-verdict', 'data-verdict': r.verdict }, verdictLabel(r.verdict))));
+  return el('div', { class: 'regions', id: 'regions' },
+    el('h2', {}, 'Regions'),
+    el('p', { class: 'muted' }, 'Users in exactly these sets, counted from unions of the sketches, each with its error (one standard deviation), bounds and verdict.'),
+    el('div', { class: 'table-wrap' }, el('table', { class: 'regions' },
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Region'), el('th', { scope: 'col', class: 'num' }, 'Users'),
+        el('th', { scope: 'col', class: 'num' }, 'Bounds'), el('th', { scope: 'col' }, 'Verdict'))),
+      el('tbody', {}, rows))));
+}
+
+// verdict shows the API's verdict and its words as they are: the page
+// decides nothing about how far an answer can be trusted.
 function verdict(x) {
-  const items = [];
-  let cls;
-  let text;
-  if (x.spurious) {
-    cls = 'spurious';
-    text = [el('strong', {}, 'Spurious.'), ` The estimate (${count(x.estimate)}) is within 1.2 × its error (${count(x.error)}) of zero: these sketches cannot tell this overlap from none. Do not act on it.`];
-  } else if (x.reliable) {
-    cls = 'reliable';
-    text = [el('strong', {}, 'Reliable.'), ' The overlap is large enough, and the sets close enough in size, for sketches of this precision.'];
-  } else {
-    cls = 'unreliable';
-    text = [el('strong', {}, 'Not reliable.'), ' The estimate is above its noise, but outside the range where sketches of this precision are trustworthy; see the warnings.'];
-  }
-  for (const w of x.warnings || []) items.push(el('li', {}, w));
-  return el('div', { class: `verdict ${cls}`, id: 'verdict' }, el('p', {}, text), items.length ? el('ul', { class: 'warnings', id: 'warnings' }, items) : null);
+  const items = (x.warnings || []).map((w) => el('li', {}, w));
+  return el('div', { class: `verdict ${x.verdict}`, id: 'verdict', 'data-verdict': x.verdict }, el('p', {}, x.verdict_text),
+    items.length ? el('ul', { class: 'warnings', id: 'warnings' }, items) : null);
+}
+
+// verdictLabel names a verdict in a table cell.
+function verdictLabel(v) {
+  return String(v).replace('_', ' ');
 }
 
 function methodText(x) {
@@ -1324,7 +1345,7 @@ function numbersThree(sets, x, pairs, layout) {
     el('th', { scope: 'row' }, el('span', { class: 'pair-name' }, n[i]), ' ∩ ', el('span', { class: 'pair-name' }, n[j])),
     el('td', { class: 'num', 'data-label': 'Estimate' }, count(pairs[k].estimate)),
     el('td', { class: 'num', 'data-label': 'Bounds' }, `${count(pairs[k].lower)} – ${count(pairs[k].upper)}`),
-    el('td', { 'data-label': 'Verdict' }, pairs[k].spurious ? 'spurious' : pairs[k].reliable ? 'reliable' : 'not reliable')));
+    el('td', { class: 'pair-verdict', 'data-verdict': pairs[k].verdict, 'data-label': 'Verdict' }, verdictLabel(pairs[k].verdict))));
   return el('div', { class: 'numbers' },
     verdict(x),
     facts([

@@ -46,6 +46,27 @@ func TestSeriesCalls(t *testing.T) {
 	if _, err := c.AddSeriesInts(ctx, "dau", today.Add(-30*24*time.Hour), []int64{9}); !client.IsUnprocessable(err) {
 		t.Fatalf("AddSeriesInts 30 days late = %v, want unprocessable (422)", err)
 	}
+	// Backfill: with late_limit P60D, 30 days late goes to days only.
+	if _, _, err := c.CreateSeries(ctx, "hist", client.SeriesRequest{Levels: map[string]string{client.LevelHour: "P14D", client.LevelDay: "P400D"}}); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.ChangeSeries(ctx, "hist", client.SeriesChange{LateLimit: "P60D"})
+	if err != nil || ch.LateLimit != "P60D" || ch.Levels[0].Retention != "P14D" {
+		t.Fatalf("ChangeSeries(late_limit P60D) = %+v, %v", ch, err)
+	}
+	ba, err := c.BackfillSeries(ctx, "hist", today.Add(-30*24*time.Hour), []client.ID{client.Int(9)})
+	if err != nil || ba.Accepted != 1 || len(ba.Levels) != 1 || ba.Levels[0] != client.LevelDay || len(ba.Warnings) != 1 {
+		t.Fatalf("BackfillSeries 30 days late = %+v, %v; want the day level only, with a warning", ba, err)
+	}
+	if _, err := c.ChangeSeries(ctx, "hist", client.SeriesChange{Levels: map[string]string{client.LevelMonth: "P5Y"}}); !client.IsInvalid(err) {
+		t.Fatalf("ChangeSeries(a level not kept) = %v, want invalid", err)
+	}
+	if ch, err = c.ChangeSeries(ctx, "hist", client.SeriesChange{LateLimit: "P7D"}); err != nil || ch.LateLimit != "P7D" {
+		t.Fatalf("ChangeSeries(late_limit P7D) = %+v, %v", ch, err)
+	}
+	if err := c.DeleteSeries(ctx, "hist"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.AddSeriesInts(ctx, "dau", today, []int64{9}, client.WithCreate()); err == nil || client.StatusOf(err) != 0 {
 		t.Fatalf("AddSeriesInts with WithCreate = %v, want an error before sending", err)
 	}

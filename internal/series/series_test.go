@@ -151,11 +151,31 @@ func TestBuckets(t *testing.T) {
 	if _, err := s.Buckets(now.AddDate(0, 0, -8), now); sketch.KindOf(err) != sketch.Unprocessable {
 		t.Errorf("8 days late (limit P7D) = %v, want Invalid", err)
 	}
-	// A late limit longer than the finest level keeps is refused; the
-	// default shrinks to it.
-	s2 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}, LateLimit: Duration{Days: 2}}
+	// A late limit longer than the finest level keeps is a backfill
+	// window: an add older than the hour level's retention goes to days
+	// only. One past the coarsest level's retention is refused; the
+	// default shrinks to the finest level's.
+	s2 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}, LateLimit: Duration{Days: 20}}
+	if err := s2.Validate(); err != nil {
+		t.Fatalf("late limit P20D over hours kept P1D and days P30D = %v", err)
+	}
+	keys, err = s2.Buckets(now.Add(-36*time.Hour), now)
+	if err != nil || len(keys) != 1 || keys[0] != (Key{Day, Day.Start(now.Add(-36*time.Hour), s2.loc)}) {
+		t.Errorf("36 hours late over hours kept P1D = %v, %v; want the day bucket only", keys, err)
+	}
+	added := s2.AddedTo(sketch.Added{Accepted: 3}, keys)
+	if !slices.Equal(added.Levels, []Level{Day}) || len(added.Skipped) != 1 || added.Skipped[0].Level != Hour {
+		t.Errorf("AddedTo = %+v, want day taken and hour skipped", added)
+	}
+	s2.LateLimit = Duration{Days: 31}
 	if err := s2.Validate(); sketch.KindOf(err) != sketch.Invalid {
-		t.Errorf("late limit P2D over an hour level kept P1D = %v, want Invalid", err)
+		t.Errorf("late limit P31D over days kept P30D = %v, want Invalid", err)
+	}
+	// No level keeps the time (a spec changed behind Validate's back):
+	// 422, not an add that writes nothing.
+	s2.LateLimit = Duration{Days: 60}
+	if _, err := s2.Buckets(now.AddDate(0, 0, -45), now); sketch.KindOf(err) != sketch.Unprocessable {
+		t.Errorf("45 days late over days kept P30D = %v, want Unprocessable", err)
 	}
 	s2.LateLimit = Duration{}
 	if err := s2.Validate(); err != nil || s2.LateLimit != (Duration{Days: 1}) {
@@ -356,5 +376,42 @@ func TestTimeseries(t *testing.T) {
 	}
 	if _, err := s.Timeseries(from, to, Duration{Minutes: 1}, Duration{Days: 7}, now); sketch.KindOf(err) != sketch.Unprocessable {
 		t.Errorf("more than MaxPoints = %v, want Unprocessable", err)
+	}
+}
+
+func TestChanged(t *testing.T) {
+	s := testSpec(t, "Europe/Berlin", LevelSpec{Hour, Duration{Days: 14}}, LevelSpec{Day, Duration{Days: 400}}, LevelSpec{Month, Duration{Years: 5}})
+	late := Duration{Days: 90}
+	c, err := s.Changed(Change{LateLimit: &late, Retentions: map[Level]Duration{Hour: {Days: 30}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LateLimit != late || c.Levels[0].Retention != (Duration{Days: 30}) || c.Levels[1].Retention != (Duration{Days: 400}) || c.Location() == nil {
+		t.Errorf("Changed = %s", c)
+	}
+	if s.LateLimit != (Duration{Days: 7}) || s.Levels[0].Retention != (Duration{Days: 14}) {
+		t.Errorf("Changed changed its receiver: %s", s)
+	}
+	if c.Same(s) {
+		t.Error("a changed spec is the Same as the old one")
+	}
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	if _, err := s.Buckets(now.AddDate(0, 0, -60), now); sketch.KindOf(err) != sketch.Unprocessable {
+		t.Errorf("60 days late under P7D = %v", err)
+	}
+	if keys, err := c.Buckets(now.AddDate(0, 0, -60), now); err != nil || len(keys) != 2 {
+		t.Errorf("60 days late under P90D with hours kept P30D = %v, %v; want day and month", keys, err)
+	}
+	for name, ch := range map[string]Change{
+		"a level not kept":          {Retentions: map[Level]Duration{Week: {Days: 30}}},
+		"coarser keeps less":        {Retentions: map[Level]Duration{Day: {Days: 10}}},
+		"zero retention":            {Retentions: map[Level]Duration{Day: {}}},
+		"zero late limit":           {LateLimit: &Duration{}},
+		"late past the coarsest":    {LateLimit: &Duration{Years: 6}},
+		"coarsest under late limit": {LateLimit: &late, Retentions: map[Level]Duration{Hour: {Days: 1}, Day: {Days: 2}, Month: {Days: 60}}},
+	} {
+		if _, err := s.Changed(ch); sketch.KindOf(err) != sketch.Invalid {
+			t.Errorf("%s: Changed = %v, want Invalid", name, err)
+		}
 	}
 }

@@ -240,6 +240,14 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 // addBody reads an id body in any format (?id_type in q) and answers what
 // add, the store's write, applied, counting it in the metrics.
 func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(sketch.Input) (sketch.Added, error)) error {
+	return s.addBodyAnswer(w, r, q, func(in sketch.Input) (sketch.Added, any, error) {
+		a, err := add(in)
+		return a, addResponse{Accepted: a.Accepted}, err
+	})
+}
+
+// addBodyAnswer is addBody whose write also gives the answer's body.
+func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(sketch.Input) (sketch.Added, any, error)) error {
 	format, lines, err := s.idFormat(r, q)
 	if err != nil {
 		return err
@@ -251,12 +259,12 @@ func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]
 	defer s.putBody(body)
 	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
 	defer in.release()
-	added, err := add(in)
+	added, resp, err := add(in)
 	if err != nil {
 		return err
 	}
 	s.metrics.Ingested(string(added.Type), added.Accepted)
-	return writeJSON(w, http.StatusOK, addResponse{Accepted: added.Accepted})
+	return writeJSON(w, http.StatusOK, resp)
 }
 
 // bodyInput is an id body parsed on demand in the form the sketch's kind

@@ -65,6 +65,7 @@ func (s *Server) routes() http.Handler {
 		read.Get("/series", s.handle(s.handleSeriesList))
 		write.Put("/series/{name}", s.handle(s.handleSeriesCreate))
 		read.Get("/series/{name}", s.handle(s.handleSeriesDescribe))
+		write.Patch("/series/{name}", s.handle(s.handleSeriesChange))
 		write.Delete("/series/{name}", s.handle(s.handleSeriesDelete))
 		write.Post("/series/{name}/add", s.handle(s.handleSeriesAdd))
 		read.Get("/series/{name}/count", s.handle(s.handleSeriesCount))
@@ -88,7 +89,7 @@ func allowedMethods(mux *chi.Mux, r *http.Request) []string {
 		path = r.URL.Path
 	}
 	var out []string
-	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodPatch, http.MethodDelete} {
 		if mux.Find(chi.NewRouteContext(), m, path) != "" {
 			out = append(out, m)
 			if m == http.MethodGet {

@@ -103,10 +103,17 @@ type SeriesStore interface {
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error)
 	// DeleteSeries removes name and all its buckets.
 	DeleteSeries(ctx context.Context, name string) error
-	// AddSeries adds in's ids, stamped ts, to one bucket per level
-	// (series.Spec.Buckets at the backend's clock: a ts too late or too
-	// far ahead is Invalid and changes nothing), all in one atomic write.
-	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error)
+	// AddSeries adds in's ids, stamped ts, to one bucket per level that
+	// keeps ts (series.Spec.Buckets at the backend's clock: a ts too late,
+	// too far ahead or kept by no level is Unprocessable and changes
+	// nothing), all in one atomic write. It says which levels took them.
+	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error)
+	// ChangeSeries applies c to name's definition (series.Spec.Changed:
+	// a change the spec refuses is Invalid and changes nothing) and
+	// returns the new description. Writes and reads that follow use the
+	// new definition; buckets a shorter retention leaves out go at the
+	// next ExpireSeries.
+	ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error)
 	// ViewSeries calls plan with name's spec, then fn with the spec and
 	// the stored buckets inside the runs plan returned (a bucket no add
 	// reached is not stored), in the runs' order and by start within

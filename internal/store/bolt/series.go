@@ -603,22 +603,22 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 // created anew between the look and the write.
 var errSeriesChanged = errors.New("the series changed")
 
-// AddSeries adds in's ids stamped ts to one bucket per level, creating
-// the buckets it needs, in one durable write.
-func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error) {
+// AddSeries adds in's ids stamped ts to one bucket per level that keeps
+// ts, creating the buckets it needs, in one durable write.
+func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error) {
 	for {
 		spec, _, err := s.series(name)
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		keys, err := spec.Buckets(ts, s.opts.Now())
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		kind := spec.Params.Kind()
 		b, err := kind.Prepare(in)
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		names := []string{seriesKey(name)}
 		for _, k := range keys {
@@ -657,8 +657,35 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		if err == errSeriesChanged {
 			continue
 		}
-		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, err
+		if err != nil {
+			return series.Added{}, err
+		}
+		return spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys), nil
 	}
+}
+
+// ChangeSeries applies c to name's definition in one durable write; a
+// change to what the definition already is writes nothing.
+func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error) {
+	key := seriesKey(name)
+	err := s.update(ctx, []string{key}, func(t *tx) error {
+		e := t.entry(key)
+		if e.st == nil {
+			return seriesNotFound(name)
+		}
+		spec, err := e.st.def.Changed(c)
+		if err != nil {
+			return err
+		}
+		if !spec.Same(e.st.def) {
+			t.put(e, &state{def: spec, created: e.st.created, updated: t.now})
+		}
+		return nil
+	})
+	if err != nil {
+		return series.Info{}, err
+	}
+	return s.DescribeSeries(ctx, name)
 }
 
 // ViewSeries calls plan with name's spec, then fn with the stored

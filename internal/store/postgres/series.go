@@ -165,11 +165,7 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 	if err != nil {
 		return series.Info{}, false, err
 	}
-	levels := make([]levelJSON, len(spec.Levels))
-	for i, l := range spec.Levels {
-		levels[i] = levelJSON{l.Level.String(), l.Retention.String()}
-	}
-	lj, err := json.Marshal(levels)
+	lj, err := levelsJSON(spec)
 	if err != nil {
 		return series.Info{}, false, err
 	}
@@ -200,6 +196,42 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 	}
 	info, err = s.DescribeSeries(ctx, name)
 	return info, created, err
+}
+
+// ChangeSeries applies c to name's definition in one transaction that
+// locks it FOR UPDATE (adds, which lock it FOR SHARE, wait). A change to
+// what the definition already is writes nothing.
+func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error) {
+	err := s.inTx(ctx, "change series", func(ctx context.Context, tx pgx.Tx) error {
+		d, err := readDef(ctx, tx, name, "FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		spec, err := d.spec.Changed(c)
+		if err != nil || spec.Same(d.spec) {
+			return err
+		}
+		lj, err := levelsJSON(spec)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE sketchd_series SET levels = $2, late_limit = $3 WHERE name = $1`, name, lj, spec.LateLimit.String())
+		return err
+	})
+	s.defs.drop(name)
+	if err != nil {
+		return series.Info{}, err
+	}
+	return s.DescribeSeries(ctx, name)
+}
+
+// levelsJSON is the levels column of spec.
+func levelsJSON(spec *series.Spec) ([]byte, error) {
+	levels := make([]levelJSON, len(spec.Levels))
+	for i, l := range spec.Levels {
+		levels[i] = levelJSON{l.Level.String(), l.Retention.String()}
+	}
+	return json.Marshal(levels)
 }
 
 // DescribeSeries returns name's spec and, per level, its buckets.
@@ -402,20 +434,21 @@ func writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Ti
 	return flush()
 }
 
-// AddSeries adds in's ids stamped ts to one bucket per level, creating
-// the buckets it needs, in one transaction: the definition locked FOR
-// SHARE (a delete waits), then the buckets in (level, start) order.
-func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error) {
+// AddSeries adds in's ids stamped ts to one bucket per level that keeps
+// ts, creating the buckets it needs, in one transaction: the definition
+// locked FOR SHARE (a delete or change waits), then the buckets in
+// (level, start) order.
+func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error) {
 	for fresh := false; ; fresh = true {
 		if err := ctx.Err(); err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		// The definition as the node last read it; the write's own
 		// transaction checks it is still the stored one (errSeriesChanged
 		// reads it again).
 		d, cached, err := s.knownDef(ctx, name, fresh)
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		now := s.opts.Now()
 		keys, err := d.spec.Buckets(ts, now)
@@ -423,12 +456,12 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 			if cached {
 				continue // perhaps only under a definition since replaced
 			}
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		kind := d.spec.Params.Kind()
 		b, err := kind.Prepare(in)
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		adds := make([]*bucketAdd, len(keys))
 		for i, k := range keys {
@@ -444,15 +477,17 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 			continue
 		}
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
-		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, nil
+		return d.spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys), nil
 	}
 }
 
 // checkDefSQL locks a series' definition FOR SHARE and fails (division by
-// zero, which aborts the transaction) unless it is the one created at $2.
-const checkDefSQL = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sketchd_series WHERE name = $1 AND created_at = $2 FOR SHARE) d`
+// zero, which aborts the transaction) unless it is the one created at $2
+// and last changed by transaction $3 (its xmin: a definition changed
+// since, by ChangeSeries on any node, fails it).
+const checkDefSQL = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sketchd_series WHERE name = $1 AND created_at = $2 AND xmin::text::bigint = $3 FOR SHARE) d`
 
 // seriesOp is one HLL series add waiting for seriesLoop: its buckets
 // (sorted) and the delta of its ids, built and checked by the caller.
@@ -572,7 +607,7 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	for _, n := range names {
-		b.Queue(checkDefSQL, n, defs[n].created)
+		b.Queue(checkDefSQL, n, defs[n].created, defs[n].version)
 	}
 	for _, bk := range buckets {
 		b.Queue(upsertHLL, bk.name, bk.key.Level.String(), bk.key.Start, bk.delta.AppendBinary(nil), now)

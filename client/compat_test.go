@@ -33,9 +33,10 @@ var (
 	tAccepted = reflect.TypeFor[struct {
 		Accepted int `json:"accepted"`
 	}]()
-	tSketch  = reflect.TypeFor[client.Sketch]()
-	tSeries  = reflect.TypeFor[client.Series]()
-	tAddBody = reflect.TypeFor[struct {
+	tSketch   = reflect.TypeFor[client.Sketch]()
+	tSeries   = reflect.TypeFor[client.Series]()
+	tImported = reflect.TypeFor[client.BucketsImported]()
+	tAddBody  = reflect.TypeFor[struct {
 		IDs    []client.ID   `json:"ids"`
 		Hashes []int64       `json:"hashes"`
 		Items  []client.Item `json:"items"`
@@ -98,6 +99,10 @@ var compat = map[string]operation{
 		request:  tAddBody,
 		response: reflect.TypeFor[client.SeriesAdded](),
 	},
+	"PUT /v1/series/{name}/buckets":                  {methods: []string{"ImportBuckets"}, params: []string{"format", "fold"}, response: tImported},
+	"POST /v1/series/{name}/buckets":                 {methods: []string{"MergeBuckets"}, params: []string{"format", "fold"}, response: tImported},
+	"PUT /v1/series/{name}/buckets/{level}/{start}":  {methods: []string{"PutBucket"}, params: []string{"format", "fold"}, response: tImported},
+	"POST /v1/series/{name}/buckets/{level}/{start}": {methods: []string{"MergeBucket"}, params: []string{"format", "fold"}, response: tImported},
 	"GET /v1/series/{name}/count": {methods: []string{"SeriesCount", "SeriesCountBuckets"}, params: []string{"from", "to", "id", "id_type", "buckets"},
 		response: reflect.TypeFor[client.SeriesCount]()},
 	"GET /v1/series/{name}/timeseries": {methods: []string{"SeriesTimeseries"}, params: []string{"from", "to", "step", "window"},

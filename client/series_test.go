@@ -189,3 +189,49 @@ func TestMergeRawFold(t *testing.T) {
 		t.Fatalf("MergeRaw with WithFold = %+v, %v; want log2m 10 folded from 14, 3 ids", sk, err)
 	}
 }
+
+// TestImportBuckets: sketches downloaded from one sketch become buckets
+// of a series, one at a time and in bulk, and the series counts them.
+func TestImportBuckets(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	if _, _, err := c.CreateSeries(ctx, "h", client.SeriesRequest{Levels: map[string]string{client.LevelDay: "P400D", client.LevelMonth: "P5Y"}}); err != nil {
+		t.Fatal(err)
+	}
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -50)
+	var bulk []client.BucketImport
+	for i := range 5 {
+		ids := make([]int64, 100)
+		for j := range ids {
+			ids[j] = int64(i*50 + j) // 300 distinct over the five days
+		}
+		name := "d" + string(rune('0'+i))
+		if _, err := c.AddInts(ctx, name, ids, client.WithCreate()); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := c.Raw(ctx, name, client.RawOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bulk = append(bulk, client.BucketImport{Level: client.LevelDay, Start: day.AddDate(0, 0, i), Data: raw.Data})
+	}
+	got, err := c.PutBucket(ctx, "h", client.LevelDay, day, bulk[0].Data)
+	if err != nil || len(got.Buckets) != 2 || got.Buckets[0].Action != "replaced" || got.Buckets[1].Action != "rolled_up" {
+		t.Fatalf("PutBucket = %+v, %v; want the day replaced, its month rolled up", got, err)
+	}
+	if got, err = c.ImportBuckets(ctx, "h", bulk[1:]); err != nil || len(got.Buckets) < 5 {
+		t.Fatalf("ImportBuckets = %+v, %v", got, err)
+	}
+	cnt, err := c.SeriesCount(ctx, "h", day, day.AddDate(0, 0, 5))
+	if err != nil || cnt.Cardinality != 300 {
+		t.Fatalf("SeriesCount over the imported days = %+v, %v; want 300", cnt, err)
+	}
+	if _, err = c.MergeBucket(ctx, "h", client.LevelDay, day.Add(time.Hour), bulk[0].Data); !client.IsInvalid(err) {
+		t.Fatalf("MergeBucket inside a day = %v, want invalid", err)
+	}
+	if got, err = c.MergeBuckets(ctx, "h", bulk[:1]); err != nil || got.Buckets[0].Action != "merged" {
+		t.Fatalf("MergeBuckets = %+v, %v", got, err)
+	}
+}

@@ -415,3 +415,63 @@ func TestChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestImportWrites: an hour rolls up into its day, week and month; a
+// week into nothing (it does not lie inside a month); a coarser bucket
+// named by the import is not rolled into; roll-ups into one bucket are
+// unioned; writes come in (level, start) order.
+func TestImportWrites(t *testing.T) {
+	s := testSpec(t, "Europe/Berlin", LevelSpec{Hour, Duration{Days: 14}}, LevelSpec{Day, Duration{Days: 400}}, LevelSpec{Week, Duration{Days: 400}}, LevelSpec{Month, Duration{Years: 5}})
+	loc := s.Location()
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	h1 := Hour.Start(now.Add(-30*time.Hour), loc)
+	h2 := Hour.Next(h1, loc)
+	sk := func() sketch.Sketch {
+		v, err := s.Params.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ws, err := s.ImportWrites([]Import{{Key{Hour, h2}, sk()}, {Key{Hour, h1}, sk()}}, true, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range ws {
+		got = append(got, fmt.Sprintf("%s %s %s", w.Level, w.Start.Format("01-02T15"), w.Action))
+	}
+	want := []string{
+		"hour " + h1.Format("01-02T15") + " replaced", "hour " + h2.Format("01-02T15") + " replaced",
+		"day " + Day.Start(h1, loc).Format("01-02T15") + " rolled_up",
+		"week " + Week.Start(h1, loc).Format("01-02T15") + " rolled_up",
+		"month " + Month.Start(h1, loc).Format("01-02T15") + " rolled_up",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("two hours:\n got %v\nwant %v", got, want)
+	}
+	// A week starting 2026-09-28 spans two months: no roll-up.
+	w := Week.Start(time.Date(2026, 9, 30, 12, 0, 0, 0, loc), loc)
+	ws, err = s.ImportWrites([]Import{{Key{Week, w}, sk()}}, false, now)
+	if err != nil || len(ws) != 1 || ws[0].Action != Merged {
+		t.Errorf("a week = %+v, %v; want it merged alone", ws, err)
+	}
+	// The day named with its hour takes no roll-up.
+	d := Day.Start(h1, loc)
+	ws, err = s.ImportWrites([]Import{{Key{Hour, h1}, sk()}, {Key{Day, d}, sk()}}, true, now)
+	if err != nil || len(ws) != 4 || ws[1].Level != Day || ws[1].Action != Replaced {
+		t.Errorf("an hour and its day = %+v, %v; want hour, day replaced, week and month rolled up", ws, err)
+	}
+	// Expired coarser buckets take nothing; an expired named one is 422.
+	old := Day.Start(now.AddDate(0, 0, -300), loc)
+	s2 := testSpec(t, "UTC", LevelSpec{Day, Duration{Days: 400}}, LevelSpec{Week, Duration{Days: 400}})
+	if _, err := s2.ImportWrites([]Import{{Key{Day, now.AddDate(0, 0, -500).Truncate(24 * time.Hour)}, sk()}}, true, now); sketch.KindOf(err) != sketch.Unprocessable {
+		t.Errorf("an expired day = %v, want Unprocessable", err)
+	}
+	if ws, err := s.ImportWrites([]Import{{Key{Day, old}, sk()}}, true, now); err != nil || len(ws) != 3 {
+		t.Errorf("a day 300 days old = %+v, %v; want day, week, month", ws, err)
+	}
+	if _, err := s.ImportWrites(make([]Import, MaxImports+1), true, now); sketch.KindOf(err) != sketch.TooLarge {
+		t.Errorf("%d imports = %v, want TooLarge", MaxImports+1, err)
+	}
+}

@@ -73,6 +73,10 @@ func (s *Server) routes() http.Handler {
 		read.Get("/series/{name}/top", s.handle(s.handleSeriesTop))
 		read.Get("/series/{name}/frequency_report", s.handle(s.handleSeriesFrequencyReport))
 		read.Get("/series/{name}/raw", s.handle(s.handleSeriesRaw))
+		write.Put("/series/{name}/buckets", s.handle(s.handleBucketsImport(true)))
+		write.Post("/series/{name}/buckets", s.handle(s.handleBucketsImport(false)))
+		write.Put("/series/{name}/buckets/{level}/{start}", s.handle(s.handleBucketImport(true)))
+		write.Post("/series/{name}/buckets/{level}/{start}", s.handle(s.handleBucketImport(false)))
 	})
 	s.patterns = map[string]bool{}
 	chi.Walk(r, func(_, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {

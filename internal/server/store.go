@@ -122,6 +122,16 @@ type SeriesStore interface {
 	// cache entry or memory for an absent bucket. fn must not keep or
 	// change them; plan's and fn's errors are returned as they are.
 	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error
+	// ImportSeries writes buckets of name in one atomic, durable write:
+	// prepare gets name's spec and returns the buckets to import, at its
+	// parameters; the backend plans them with series.Spec.ImportWrites at
+	// its clock (whose errors it returns, changing nothing) and applies
+	// each write: a replaced bucket takes the sketch as its state, a
+	// merged or rolled-up one the union of its state and the sketch. It
+	// returns the writes applied, in (level, start) order. prepare's
+	// error is returned as is; it may be called again if the series
+	// changes meanwhile, and must not keep the spec.
+	ImportSeries(ctx context.Context, name string, replace bool, prepare func(*series.Spec) ([]series.Import, error)) ([]series.Write, error)
 	// ExpireSeries removes every bucket whose level's retention has run
 	// out at now, in every series, and says how much it removed.
 	ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error)

@@ -797,3 +797,64 @@ func (s *DB) expire(ctx context.Context, name string, now time.Time) (series.Exp
 	}
 	return x, nil
 }
+
+// ImportSeries plans and applies an import into name's buckets in one
+// durable write (see server.SeriesStore): every bucket is computed first,
+// so a merge that fails changes nothing.
+func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepare func(*series.Spec) ([]series.Import, error)) ([]series.Write, error) {
+	for {
+		spec, _, err := s.series(name)
+		if err != nil {
+			return nil, err
+		}
+		imports, err := prepare(spec)
+		if err != nil {
+			return nil, err
+		}
+		writes, err := spec.ImportWrites(imports, replace, s.opts.Now())
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 1+len(writes))
+		names[0] = seriesKey(name)
+		for i, w := range writes {
+			names[i+1] = bucketKey(name, w.Key)
+		}
+		err = s.update(ctx, names, func(t *tx) error {
+			d := t.entry(names[0]).st
+			if d == nil {
+				return seriesNotFound(name)
+			}
+			if d.def != spec {
+				return errSeriesChanged
+			}
+			sts := make([]*state, len(writes))
+			for i, w := range writes {
+				old := t.entry(names[i+1]).st
+				st := &state{sk: w.Sketch.Clone(), created: t.now, updated: t.now}
+				if old != nil {
+					st.created = old.created
+					if w.Action != series.Replaced {
+						merged, err := sketch.MergedInto(name, old.sk, w.Sketch)
+						if err != nil {
+							return err
+						}
+						st.sk = merged
+					}
+				}
+				sts[i] = st
+			}
+			for i := range writes {
+				t.put(t.entry(names[i+1]), sts[i])
+			}
+			return nil
+		})
+		if err == errSeriesChanged {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return writes, nil
+	}
+}

@@ -1048,3 +1048,114 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 	}
 	return res.Close()
 }
+
+// ImportSeries plans and applies an import into name's buckets in one
+// transaction (see server.SeriesStore): the definition locked FOR SHARE
+// and checked to be the one the plan used, then each bucket in (level,
+// start) order: an HLL bucket upserted in its hll column (replaced, or
+// merged with hll_union), a bucket of another kind replaced, or locked,
+// merged in Go and written back.
+func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepare func(*series.Spec) ([]series.Import, error)) ([]series.Write, error) {
+	for fresh := false; ; fresh = true {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d, cached, err := s.knownDef(ctx, name, fresh)
+		if err != nil {
+			return nil, err
+		}
+		imports, err := prepare(d.spec)
+		if err != nil {
+			if cached {
+				continue // perhaps only under a definition since replaced
+			}
+			return nil, err
+		}
+		writes, err := d.spec.ImportWrites(imports, replace, s.opts.Now())
+		if err != nil {
+			if cached {
+				continue
+			}
+			return nil, err
+		}
+		now := s.opts.Now().UTC()
+		err = s.inTx(ctx, "import series buckets", func(ctx context.Context, tx pgx.Tx) error {
+			have, err := readDef(ctx, tx, name, "FOR SHARE")
+			if err != nil {
+				return err
+			}
+			if have.version != d.version || !have.same(d) {
+				return errSeriesChanged
+			}
+			return importBuckets(ctx, tx, name, d.spec.Params, writes, now)
+		})
+		if errors.Is(err, errSeriesChanged) {
+			continue
+		}
+		if err != nil {
+			if sketch.KindOf(err) == sketch.NotFound {
+				s.defs.drop(name)
+			}
+			return nil, err
+		}
+		return writes, nil
+	}
+}
+
+// replaceHLL replaces an HLL bucket's state, creating the bucket.
+const replaceHLL = `INSERT INTO sketchd_series_buckets AS b (series, level, start, hll, updated_at)
+VALUES ($1, $2, $3, $4::bytea::hll, $5)
+ON CONFLICT (series, level, start) DO UPDATE SET hll = EXCLUDED.hll, updated_at = EXCLUDED.updated_at`
+
+// importBuckets applies writes (in (level, start) order) within tx.
+func importBuckets(ctx context.Context, tx pgx.Tx, name string, params sketch.Params, writes []series.Write, now time.Time) error {
+	if params.Kind().Type == sketch.TypeHLL {
+		var b pgx.Batch
+		for _, w := range writes {
+			q := upsertHLL
+			if w.Action == series.Replaced {
+				q = replaceHLL
+			}
+			b.Queue(q, name, w.Level.String(), w.Start, w.Sketch.AppendBinary(nil), now)
+		}
+		return tx.SendBatch(ctx, &b).Close()
+	}
+	for _, w := range writes {
+		level := w.Level.String()
+		if w.Action == series.Replaced {
+			if _, err := tx.Exec(ctx, `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (series, level, start) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at`,
+				name, level, w.Start, w.Sketch.AppendBinary(nil), now); err != nil {
+				return err
+			}
+			continue
+		}
+		empty, err := params.New()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (series, level, start) DO NOTHING`,
+			name, level, w.Start, empty.AppendBinary(nil), now); err != nil {
+			return err
+		}
+		var data []byte
+		if err := tx.QueryRow(ctx, `SELECT data FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE`,
+			name, level, w.Start).Scan(&data); err != nil {
+			return err
+		}
+		cur, err := params.Kind().Decode(data)
+		if err != nil {
+			return sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q does not decode", name))
+		}
+		merged, err := sketch.MergedInto(name, cur, w.Sketch)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sketchd_series_buckets SET data = $4, updated_at = $5 WHERE series = $1 AND level = $2 AND start = $3`,
+			name, level, w.Start, merged.AppendBinary(nil), now); err != nil {
+			return err
+		}
+	}
+	return nil
+}

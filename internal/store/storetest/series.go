@@ -71,6 +71,7 @@ var seriesTests = []struct {
 	{"SeriesRuns", testSeriesRuns},
 	{"SeriesBackfill", testSeriesBackfill},
 	{"SeriesChange", testSeriesChange},
+	{"SeriesImport", testSeriesImport},
 }
 
 func testSeriesLifecycle(t *testing.T, in *Instance) {

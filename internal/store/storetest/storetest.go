@@ -55,6 +55,7 @@ type SeriesStore interface {
 	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error)
 	ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error)
 	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error
+	ImportSeries(ctx context.Context, name string, replace bool, prepare func(*series.Spec) ([]series.Import, error)) ([]series.Write, error)
 	ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error)
 }
 

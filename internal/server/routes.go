@@ -57,6 +57,8 @@ func (s *Server) routes() http.Handler {
 		// A union stored "into" a sketch is a write; the handler checks.
 		read.Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))
+		read.Post("/retention", s.handle(s.handleRetention))
+		read.Post("/funnel", s.handle(s.handleFunnel))
 		write.Post("/sketches/{name}/fold", s.handle(s.handleFold))
 		read.Get("/sketches/{name}/raw", s.handle(s.handleRawGet))
 		write.Put("/sketches/{name}/raw", s.handle(s.handleRawPut))

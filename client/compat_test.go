@@ -103,6 +103,8 @@ var compat = map[string]operation{
 	"POST /v1/series/{name}/buckets":                 {methods: []string{"MergeBuckets"}, params: []string{"format", "fold"}, response: tImported},
 	"PUT /v1/series/{name}/buckets/{level}/{start}":  {methods: []string{"PutBucket"}, params: []string{"format", "fold"}, response: tImported},
 	"POST /v1/series/{name}/buckets/{level}/{start}": {methods: []string{"MergeBucket"}, params: []string{"format", "fold"}, response: tImported},
+	"POST /v1/retention":                             {methods: []string{"Retention"}, request: reflect.TypeFor[client.RetentionRequest](), response: reflect.TypeFor[client.Retention]()},
+	"POST /v1/funnel":                                {methods: []string{"Funnel"}, request: reflect.TypeFor[client.FunnelRequest](), response: reflect.TypeFor[client.Funnel]()},
 	"GET /v1/series/{name}/count": {methods: []string{"SeriesCount", "SeriesCountBuckets"}, params: []string{"from", "to", "id", "id_type", "buckets"},
 		response: reflect.TypeFor[client.SeriesCount]()},
 	"GET /v1/series/{name}/timeseries": {methods: []string{"SeriesTimeseries"}, params: []string{"from", "to", "step", "window"},

@@ -235,3 +235,40 @@ func TestImportBuckets(t *testing.T) {
 		t.Fatalf("MergeBuckets = %+v, %v", got, err)
 	}
 }
+
+// TestRetentionAndFunnel: a daily retention table and a funnel over a
+// series, against the real server.
+func TestRetentionAndFunnel(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	if _, _, err := c.CreateSeries(ctx, "a", client.SeriesRequest{Levels: map[string]string{client.LevelDay: "P400D"}, LateLimit: "P30D"}); err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	first := today.AddDate(0, 0, -3)
+	for d := range 3 {
+		ids := make([]int64, 300)
+		for i := range ids {
+			ids[i] = int64(100*d + i)
+		}
+		if _, err := c.AddSeriesInts(ctx, "a", first.AddDate(0, 0, d).Add(time.Hour), ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := c.Retention(ctx, client.RetentionRequest{Series: "a", Period: client.PeriodDay, Start: first, Cohorts: 2, Periods: 2})
+	if err != nil || len(r.Cohorts) != 2 || len(r.Cohorts[0].Cells) != 2 || r.Cohorts[0].Cells[0].Estimate != 200 || r.Cohorts[0].Cells[1].Share.Estimate != 100.0/300 || !r.Cohorts[0].Cells[0].Reliable {
+		t.Fatalf("Retention = %+v, %v", r, err)
+	}
+	day := func(d int) client.Operand {
+		return client.Operand{Series: "a", From: first.AddDate(0, 0, d), To: first.AddDate(0, 0, d+1)}
+	}
+	f, err := c.Funnel(ctx, client.FunnelRequest{Steps: []client.Operand{day(0), day(1), day(2)}})
+	if err != nil || len(f.Steps) != 3 || f.Steps[0].Conversion != nil || f.Steps[2].Estimate != 100 || f.Steps[2].Conversion.Estimate != 0.5 || f.Steps[2].Overall.Estimate != 100.0/300 {
+		t.Fatalf("Funnel = %+v, %v", f, err)
+	}
+	if _, err := c.Funnel(ctx, client.FunnelRequest{Steps: []client.Operand{day(0)}}); !client.IsInvalid(err) {
+		t.Fatalf("Funnel of one step = %v, want invalid", err)
+	}
+}

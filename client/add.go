@@ -12,14 +12,16 @@ import (
 // Adding ids. The client cannot know whether a name holds an HLL or a
 // Count-Min sketch, so the method says which is meant:
 //
-//   - AddInts, AddStrings, AddIDs and AddHashes are HLL adds. They are
-//     retried, because an HLL register keeps its maximum: adding the same
-//     ids twice leaves the same sketch. (The server also takes ids for a
-//     Count-Min sketch, counting each once; sent through these methods a
-//     retry could count them twice. Use AddItems for Count-Min sketches.)
-//   - AddItems is the Count-Min add, with a count per id. It is sent once:
-//     if its answer is lost, the caller cannot tell whether the counts
-//     landed, and a retry would count them again. WithUnsafeRetry opts in.
+//   - AddInts, AddStrings, AddIDs and AddHashes are HLL adds (the server
+//     also takes ids for a Count-Min sketch, counting each once).
+//   - AddItems is the Count-Min add, with a count per id.
+//
+// Every add is retried: it carries an Idempotency-Key, so a retry after a
+// lost answer is answered from the first attempt and counts nothing
+// twice. With WithoutIdempotencyKeys, HLL adds are still retried (a
+// register keeps its maximum: adding the same ids twice leaves the same
+// sketch), but AddItems, and ids sent to a Count-Min sketch, are not:
+// without a key a retry would count them again (WithUnsafeRetry opts in).
 //
 // Every add answers only once the write is durable, with the number of
 // ids (or items) accepted. A body over the server's limits is IsTooLarge;
@@ -111,9 +113,9 @@ type Item struct {
 	Count int64 `json:"count"` // at least 1
 }
 
-// AddItems adds counted ids to a Count-Min sketch. It is not retried
-// unless opts has WithUnsafeRetry (see above); it is retried only when
-// the connection could not be opened at all.
+// AddItems adds counted ids to a Count-Min sketch. It is retried with its
+// Idempotency-Key; without keys, only when opts has WithUnsafeRetry or the
+// connection could not be opened at all (see above).
 func (c *Client) AddItems(ctx context.Context, name string, items []Item, opts ...CallOption) (int, error) {
 	body, err := itemsBody(items)
 	if err != nil {
@@ -150,7 +152,7 @@ func (c *Client) addBody(ctx context.Context, name, contentType string, body []b
 	}
 	r, err := c.do(ctx, call{
 		method: http.MethodPost, path: sketchPath(name, "add"), query: q, body: body, contentType: contentType,
-		idempotent: idempotent || cc.retryUnsafe, ok: []int{http.StatusOK},
+		idempotent: idempotent || cc.retryUnsafe, write: true, ok: []int{http.StatusOK},
 	})
 	if err != nil {
 		return 0, err
@@ -173,9 +175,10 @@ type Event struct {
 
 // AddEvents adds each event's id to each of its sketches and series, all
 // or nothing (POST /v1/events), and returns the number of events
-// accepted. They may be Count-Min sketches or series, so it is not
-// retried unless opts has WithUnsafeRetry; WithCreate creates missing
-// sketches (not series) as HLLs.
+// accepted. It is retried with its Idempotency-Key; without keys it is
+// not (they may be Count-Min sketches or series) unless opts has
+// WithUnsafeRetry. WithCreate creates missing sketches (not series) as
+// HLLs.
 func (c *Client) AddEvents(ctx context.Context, events []Event, opts ...CallOption) (int, error) {
 	cc := callOptions(opts)
 	cl, err := jsonCall(http.MethodPost, "/v1/events", struct {
@@ -187,6 +190,7 @@ func (c *Client) AddEvents(ctx context.Context, events []Event, opts ...CallOpti
 	if cc.create {
 		cl.query = url.Values{"create": {"true"}}
 	}
+	cl.write = true
 	r, err := c.do(ctx, cl)
 	if err != nil {
 		return 0, err

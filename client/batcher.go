@@ -60,9 +60,11 @@ type BatcherOptions struct {
 	// Create makes missing sketches as HLLs with the default parameters.
 	Create bool
 	// CountMin says the sketches are Count-Min sketches (each id counts
-	// once): flushes are then sent once and not retried, because a retry
-	// after a lost answer would count them twice. Without it flushes are
-	// HLL adds, retried as RetryPolicy says.
+	// once). Every flush is one request with an Idempotency-Key of its
+	// own, retried as RetryPolicy says, so a retry after a lost answer
+	// counts nothing twice. With WithoutIdempotencyKeys, Count-Min
+	// flushes are sent once and not retried (a retry would count them
+	// twice); HLL flushes are still retried.
 	CountMin bool
 	// OnError is called, from a background goroutine, for each request
 	// that failed after its retries, with the ids it carried. Those ids
@@ -674,7 +676,8 @@ func (b *Batcher) worker() {
 	}
 }
 
-// send makes one flush request, retried as safe unless CountMin.
+// send makes one flush request, with an Idempotency-Key of its own
+// (without keys, retried as safe unless CountMin).
 func (b *Batcher) send(bt *batch) error {
 	ctx, cancel := context.WithTimeout(b.sendCtx, b.opts.RequestTimeout)
 	defer cancel()

@@ -336,12 +336,13 @@ func TestBatcherCloseTimeout(t *testing.T) {
 	}
 }
 
-// TestBatcherCountMinNotRetried: a Count-Min batcher sends once.
+// TestBatcherCountMinNotRetried: without Idempotency-Keys a Count-Min
+// batcher sends once.
 func TestBatcherCountMinNotRetried(t *testing.T) {
 	t.Parallel()
 	f := newFaults("/add", 1, unavailable("0"))
 	s := startSketchd(t, f.wrap)
-	c := newClient(t, s, quick)
+	c := newClient(t, s, quick, client.WithoutIdempotencyKeys())
 	if _, _, err := c.Create(t.Context(), "c", client.CreateRequest{Type: client.TypeCMS}); err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,8 @@ type Client struct {
 	hc        *http.Client
 	userAgent string
 	retry     RetryPolicy
+	// noKeys turns Idempotency-Keys off (WithoutIdempotencyKeys).
+	noKeys bool
 }
 
 // Option configures a Client.
@@ -54,6 +56,16 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua
 // WithRetry replaces the retry policy (default DefaultRetryPolicy). A
 // policy with MaxAttempts 1 turns retries off.
 func WithRetry(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
+
+// WithoutIdempotencyKeys makes the client send writes without an
+// Idempotency-Key, as clients before them did: then only the writes that
+// are safe to repeat by nature (creates, HLL adds, union, fold, raw PUT,
+// deletes) are retried, and Count-Min adds, events and raw merges are
+// sent once unless they have WithUnsafeRetry. A server that predates
+// Idempotency-Key ignores the header, so a key protects nothing there; use
+// this option against such a server to keep counting writes from being
+// retried.
+func WithoutIdempotencyKeys() Option { return func(c *Client) { c.noKeys = true } }
 
 // New returns a client for the server at baseURL (such as
 // "http://localhost:8080"; a path prefix is kept, for a server behind a
@@ -148,8 +160,15 @@ type call struct {
 	// idempotent calls are retried on every retryable failure; others only
 	// when nothing can have reached the server.
 	idempotent bool
+	// write calls change the server: each is sent with an
+	// Idempotency-Key of its own, the same on every attempt, which makes
+	// every retry safe (the server applies the write once and replays
+	// its answer), so they are retried as idempotent calls are.
+	write bool
 	// ok lists the statuses that are answers rather than problems.
 	ok []int
+	// key is the write's Idempotency-Key (set by do).
+	key string
 }
 
 // response is a buffered answer.
@@ -181,6 +200,10 @@ func (cl *Client) do(ctx context.Context, c call) (*response, error) {
 	u.RawQuery = c.query.Encode()
 	target := u.String()
 	requestID := newRequestID()
+	if c.write && !cl.noKeys {
+		c.key = newKey()
+		c.idempotent = true
+	}
 	for attempt := 1; ; attempt++ {
 		resp, err := cl.send(ctx, c, target, requestID)
 		retryable, after := cl.classify(ctx, c, resp, err)
@@ -236,6 +259,9 @@ func (cl *Client) send(ctx context.Context, c call, target, requestID string) (*
 	}
 	req.Header.Set("User-Agent", cl.userAgent)
 	req.Header.Set("X-Request-ID", requestID)
+	if c.key != "" {
+		req.Header.Set("Idempotency-Key", `"`+c.key+`"`)
+	}
 	if cl.token != "" {
 		req.Header.Set("Authorization", "Bearer "+cl.token)
 	}
@@ -301,6 +327,7 @@ func create[T any](ctx context.Context, c *Client, path string, req any) (out *T
 	if err != nil {
 		return nil, false, err
 	}
+	cl.write = true
 	r, err := c.do(ctx, cl)
 	if err != nil {
 		return nil, false, err
@@ -316,6 +343,16 @@ func jsonCall(method, path string, in any, idempotent bool, ok ...int) (call, er
 		return call{}, fmt.Errorf("client: encoding the request: %w", err)
 	}
 	return call{method: method, path: path, body: b, contentType: "application/json", idempotent: idempotent, ok: ok}, nil
+}
+
+// newKey returns a random (version 4) UUID, the key the draft suggests.
+func newKey() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func newRequestID() string {

@@ -25,12 +25,17 @@
 //
 // # Retries
 //
-// See RetryPolicy for what is retried and why. In short: reads, creates,
-// HLL adds, union, fold, raw PUT and delete are retried on 503 (after the
-// server's Retry-After), on refused or reset connections and on
-// timeouts; Count-Min adds (AddItems), events and raw merges are sent
-// once unless the call has WithUnsafeRetry, because a retry after a lost
-// answer could count the same ids twice.
+// See RetryPolicy for what is retried and why. In short: every call is
+// retried on 503 (after the server's Retry-After), on refused or reset
+// connections and on timeouts. Every write is sent with an
+// Idempotency-Key of its own (a random UUID, the same on each attempt of
+// the call; a Batcher's flush is one call), so the server applies it once
+// even when an answer is lost and the call is retried: Count-Min adds,
+// events and raw merges included. Against a server that predates
+// Idempotency-Key, use WithoutIdempotencyKeys: then Count-Min adds,
+// events and raw merges are sent once unless the call has
+// WithUnsafeRetry, because a retry after a lost answer could count the
+// same ids twice.
 //
 // # Batching
 //

@@ -92,3 +92,70 @@ func TestDSHLL(t *testing.T) {
 		t.Fatalf("Union(d, e) = %+v, %v", u, err)
 	}
 }
+
+// TestZetaHLL: a ZetaSketch HLL++ sketch is created, added to, described
+// and unioned through the client with its own parameters.
+func TestZetaHLL(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	none := 0
+	sk, created, err := c.Create(ctx, "z", client.CreateRequest{Type: client.TypeZetaHLL, Precision: 12, SparsePrecision: &none})
+	if err != nil || !created || sk.Type != client.TypeZetaHLL || sk.Precision != 12 || sk.SparsePrecision != 0 || sk.Representation != "NORMAL" || sk.ValueType != "unknown" {
+		t.Fatalf("Create(zeta_hll) = %+v, %v, %v", sk, created, err)
+	}
+	if _, _, err := c.Create(ctx, "y", client.CreateRequest{Type: client.TypeZetaHLL}); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, 5000)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	for _, n := range []string{"z", "y"} {
+		if _, err := c.AddInts(ctx, n, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sk, err = c.Describe(ctx, "y"); err != nil || sk.Precision != 15 || sk.SparsePrecision != 20 || sk.Representation != "SPARSE" || sk.ValueType != "int64" || sk.NumValues != 5000 ||
+		sk.LowerBound > 5000 || sk.UpperBound < 5000 || sk.StdError <= 0 {
+		t.Fatalf("Describe(y) = %+v, %v", sk, err)
+	}
+	u, err := c.Union(ctx, client.UnionRequest{Sketches: client.Names("z", "y")})
+	if err != nil || u.Type != client.TypeZetaHLL || u.Precision != 12 || u.SparsePrecision != 0 || u.NumValues != 10000 || u.LowerBound > 5000 || u.UpperBound < 5000 {
+		t.Fatalf("Union(z, y) = %+v, %v", u, err)
+	}
+}
+
+// TestAirliftHLL: an airlift HyperLogLog is created, added to, described
+// and unioned through the client with its own parameters.
+func TestAirliftHLL(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	sk, created, err := c.Create(ctx, "a", client.CreateRequest{Type: client.TypeAirliftHLL, IndexBits: 10})
+	if err != nil || !created || sk.Type != client.TypeAirliftHLL || sk.IndexBits != 10 || sk.Representation != "SPARSE" {
+		t.Fatalf("Create(airlift_hll) = %+v, %v, %v", sk, created, err)
+	}
+	ids := make([]int64, 5000)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	if _, err := c.AddInts(ctx, "a", ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Create(ctx, "b", client.CreateRequest{Type: client.TypeAirliftHLL, IndexBits: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddInts(ctx, "b", ids[:100]); err != nil {
+		t.Fatal(err)
+	}
+	if sk, err = c.Describe(ctx, "a"); err != nil || sk.IndexBits != 10 || sk.Representation != "DENSE" || sk.LowerBound > 5000 || sk.UpperBound < 5000 || sk.StdError <= 0 {
+		t.Fatalf("Describe(a) = %+v, %v", sk, err)
+	}
+	u, err := c.Union(ctx, client.UnionRequest{Sketches: client.Names("a", "b")})
+	if err != nil || u.Type != client.TypeAirliftHLL || u.IndexBits != 10 || u.LowerBound > 5000 || u.UpperBound < 5000 {
+		t.Fatalf("Union(a, b) = %+v, %v", u, err)
+	}
+}

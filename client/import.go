@@ -103,5 +103,5 @@ func (c *Client) importCall(ctx context.Context, method, path string, body []byt
 		q.Set("format", cc.format)
 	}
 	return into[BucketsImported](ctx, c, call{method: method, path: path, query: q, body: body, contentType: contentType,
-		idempotent: cc.retryUnsafe, ok: []int{http.StatusOK}})
+		idempotent: cc.retryUnsafe, write: true, ok: []int{http.StatusOK}})
 }

@@ -31,6 +31,12 @@ const (
 	// whose bytes failed their checksum; retrying does not help.
 	KindDamaged  = "damaged"
 	KindInternal = "internal"
+	// KindKeyInFlight (409): a request with the call's Idempotency-Key
+	// is still running; the client retries it.
+	KindKeyInFlight = "idempotency-key-in-flight"
+	// KindKeyReused (422): the Idempotency-Key was sent before with
+	// another request.
+	KindKeyReused = "idempotency-key-reused"
 )
 
 // Problem is an error answer: sketchd's application/problem+json

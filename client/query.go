@@ -79,13 +79,15 @@ func (c *Client) Top(ctx context.Context, name string, k int) ([]TopItem, error)
 	return out.Items, decode(r, &out)
 }
 
-// Operand is a union or intersection operand: a sketch, or the range
-// [From, To) of a series (the union of its buckets there). Names makes
-// operands of sketch names.
+// Operand is a union or intersection operand: a sketch, the range
+// [From, To) of a series (the union of its buckets there), or the union
+// of every sketch whose name starts with Prefix, computed by the server
+// where the sketches are stored. Names makes operands of sketch names.
 type Operand struct {
 	Sketch   string    // a sketch's name, or
 	Series   string    // a series' name, with
-	From, To time.Time // the range
+	From, To time.Time // the range, or
+	Prefix   string    // the start of the names of the sketches to unite
 }
 
 // Names returns sketch operands.
@@ -103,6 +105,12 @@ func (o Operand) MarshalJSON() ([]byte, error) {
 	switch {
 	case o.Series != "" && o.Sketch != "":
 		return nil, fmt.Errorf("client: operand names both the sketch %q and the series %q", o.Sketch, o.Series)
+	case o.Prefix != "" && (o.Sketch != "" || o.Series != ""):
+		return nil, fmt.Errorf("client: operand gives the prefix %q and a sketch or series", o.Prefix)
+	case o.Prefix != "":
+		return json.Marshal(struct {
+			Prefix string `json:"prefix"`
+		}{o.Prefix})
 	case o.Series != "":
 		return json.Marshal(struct {
 			Series string    `json:"series"`
@@ -113,10 +121,13 @@ func (o Operand) MarshalJSON() ([]byte, error) {
 	return json.Marshal(o.Sketch)
 }
 
-// UnionRequest names the operands (1 to 1,000) to unite, and optionally a
-// sketch to store the union into (created or replaced; a write).
+// UnionRequest names the operands (1 to 1,000) to unite, or (Prefix,
+// in their place) the start of the names of the sketches to unite, and
+// optionally a sketch to store the union into (created or replaced; a
+// write). UnionPrefix fills in Prefix.
 type UnionRequest struct {
-	Sketches []Operand `json:"sketches"`
+	Sketches []Operand `json:"sketches,omitempty"`
+	Prefix   *string   `json:"prefix,omitempty"`
 	Into     string    `json:"into,omitempty"`
 }
 
@@ -148,7 +159,18 @@ type Union struct {
 	LgK     int    `json:"lg_k,omitempty"`
 	TgtType string `json:"tgt_type,omitempty"`
 
+	// zeta_hll unions: the union's precisions (the smallest of its
+	// inputs'), the first input's value type and every input's values.
+	Precision       int    `json:"precision,omitempty"`
+	SparsePrecision int    `json:"sparse_precision,omitempty"`
+	ValueType       string `json:"value_type,omitempty"`
+	NumValues       int64  `json:"num_values,omitempty"`
+	// airlift_hll unions: the first input's index bits.
+	IndexBits int `json:"index_bits,omitempty"`
+
 	Into string `json:"into,omitempty"`
+	// Matched is how many sketches a UnionPrefix took.
+	Matched int `json:"matched,omitempty"`
 	// Warnings says where a series operand's covered range differs from
 	// the one asked.
 	Warnings []string `json:"warnings,omitempty"`
@@ -158,10 +180,26 @@ type Union struct {
 // (POST /v1/union). HLLs of different log2m are folded to the smallest.
 // It is retried: storing the same union again gives the same sketch.
 func (c *Client) Union(ctx context.Context, req UnionRequest) (*Union, error) {
+	return c.union(ctx, req)
+}
+
+// UnionPrefix estimates the union of every sketch whose name starts with
+// prefix ("" for every sketch), all of one kind, storing it as into
+// unless into is "" (POST /v1/union with {"prefix"}). The server unions
+// them where they are stored (on PostgreSQL and Citus, in the database)
+// and leaves into out of the union, so storing a prefix's union under it
+// can be repeated. Matched says how many sketches it took; more than
+// 1,000,000 is an error (413). It is retried as Union is.
+func (c *Client) UnionPrefix(ctx context.Context, prefix, into string) (*Union, error) {
+	return c.union(ctx, UnionRequest{Prefix: &prefix, Into: into})
+}
+
+func (c *Client) union(ctx context.Context, req UnionRequest) (*Union, error) {
 	cl, err := jsonCall(http.MethodPost, "/v1/union", req, true, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
+	cl.write = req.Into != ""
 	r, err := c.do(ctx, cl)
 	if err != nil {
 		return nil, err
@@ -259,6 +297,7 @@ func (c *Client) Fold(ctx context.Context, name string, req FoldRequest) (*Sketc
 	if err != nil {
 		return nil, err
 	}
+	cl.write = true
 	return into[Sketch](ctx, c, cl)
 }
 

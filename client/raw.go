@@ -77,7 +77,7 @@ func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...C
 		q = url.Values{"format": {cc.format}}
 	}
 	r, err := c.do(ctx, call{method: http.MethodPut, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
-		idempotent: true, ok: []int{http.StatusOK, http.StatusCreated}})
+		idempotent: true, write: true, ok: []int{http.StatusOK, http.StatusCreated}})
 	if err != nil {
 		return nil, false, err
 	}
@@ -89,9 +89,9 @@ func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...C
 // (POST /v1/sketches/{name}/raw), which keeps its parameters: an HLL
 // upload with fewer registers is a conflict unless opts has WithFold,
 // and then the answer's FoldedFromLog2m says what the sketch had.
-// Merging a Count-Min sketch adds its counters, so MergeRaw is not
-// retried unless opts has WithUnsafeRetry (an HLL merge is safe to
-// repeat).
+// Merging a Count-Min sketch adds its counters; MergeRaw is retried with
+// its Idempotency-Key, and without keys only when opts has
+// WithUnsafeRetry (an HLL merge is safe to repeat).
 func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (*Sketch, error) {
 	cc := callOptions(opts)
 	q := url.Values{}
@@ -102,7 +102,7 @@ func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ..
 		q.Set("format", cc.format)
 	}
 	r, err := c.do(ctx, call{method: http.MethodPost, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
-		idempotent: cc.retryUnsafe, ok: []int{http.StatusOK}})
+		idempotent: cc.retryUnsafe, write: true, ok: []int{http.StatusOK}})
 	if err != nil {
 		return nil, err
 	}

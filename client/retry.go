@@ -18,15 +18,21 @@ import (
 // What is retried: a 503 answer (the server is overloaded or draining;
 // its Retry-After is honoured), a refused or reset connection, and a
 // timeout of the HTTP client or its connection, but never the caller's
-// own context ending. Only calls that are safe to repeat are retried:
-// reads, creates (the same parameters again answer 200), HLL adds (a
-// register keeps its maximum, so adding an id twice changes nothing),
-// union, fold, raw uploads that replace (PUT) and deletes. Count-Min
-// adds, events and raw merges (POST …/raw) add counters: if an answer
-// is lost after the server committed, a retry counts the same ids again,
-// so they are sent once unless the call has WithUnsafeRetry. Any call is
-// retried when its connection could not even be opened, because then
-// nothing reached the server.
+// own context ending. Every call is retried: reads, and every write,
+// because each write is sent with an Idempotency-Key of its own (the
+// same on each attempt), with which the server applies it once and
+// answers a retry with the first attempt's answer. A 409 saying an
+// earlier attempt is still running (KindKeyInFlight) is retried too.
+//
+// With WithoutIdempotencyKeys (for a server that predates them) only
+// calls safe to repeat by nature are retried: reads, creates (the same
+// parameters again answer 200), HLL adds (a register keeps its maximum,
+// so adding an id twice changes nothing), union, fold, raw uploads that
+// replace (PUT) and deletes. Count-Min adds, events and raw merges (POST
+// …/raw) add counters: if an answer is lost after the server committed,
+// a retry counts the same ids again, so they are sent once unless the
+// call has WithUnsafeRetry. Any call is retried when its connection could
+// not even be opened, because then nothing reached the server.
 type RetryPolicy struct {
 	// MaxAttempts counts the first attempt: 1 means no retries.
 	MaxAttempts int
@@ -86,6 +92,11 @@ func (cl *Client) classify(ctx context.Context, c call, resp *response, err erro
 		return c.idempotent && transient(err), 0
 	}
 	if resp.status == http.StatusServiceUnavailable && c.idempotent {
+		return true, retryAfter(resp.header.Get("Retry-After"), time.Now())
+	}
+	if resp.status == http.StatusConflict && c.key != "" && problemFrom(resp, c.method, c.path).Kind() == KindKeyInFlight {
+		// An earlier attempt of this call is still running: ask again
+		// once it has been answered, for its answer.
 		return true, retryAfter(resp.header.Get("Retry-After"), time.Now())
 	}
 	return false, 0

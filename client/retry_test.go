@@ -134,16 +134,25 @@ func TestRetryOn503(t *testing.T) {
 				}
 				return
 			}
-			// Not retried: the first 503 is the answer, nothing was added.
+			// With its Idempotency-Key a counting add is retried too.
+			if err != nil || n != 3 && n != 2 || f.seen.Load() != 3 || sk.Total != 3 {
+				t.Fatalf("add = %d, %v after %d requests, total %d; want 3 counted on the third request", n, err, f.seen.Load(), sk.Total)
+			}
+			// Without keys (a server that predates them) it is not
+			// retried: the first 503 is the answer, nothing was added.
+			c = newClient(t, s, quick, client.WithoutIdempotencyKeys())
+			f.reset(2, unavailable("0"))
+			n, err = tc.add(c)
+			sk, _ = c.Describe(ctx, "s")
 			var p *client.Problem
-			if !client.IsUnavailable(err) || !errors.As(err, &p) || p.RetryAfter != 0 || f.seen.Load() != 1 || sk.Total != 0 {
-				t.Fatalf("add = %d, %v after %d requests, total %d; want the 503 after one request", n, err, f.seen.Load(), sk.Total)
+			if !client.IsUnavailable(err) || !errors.As(err, &p) || p.RetryAfter != 0 || f.seen.Load() != 1 || sk.Total != 3 {
+				t.Fatalf("add without keys = %d, %v after %d requests, total %d; want the 503 after one request", n, err, f.seen.Load(), sk.Total)
 			}
 			// Opting in retries it like the others.
 			f.reset(2, unavailable("0"))
 			n, err = tc.add(c, client.WithUnsafeRetry())
 			sk, _ = c.Describe(ctx, "s")
-			if err != nil || n != 3 && n != 2 || f.seen.Load() != 3 || sk.Total != 3 {
+			if err != nil || n != 3 && n != 2 || f.seen.Load() != 3 || sk.Total != 6 {
 				t.Fatalf("add with WithUnsafeRetry = %d, %v after %d requests, total %d; want 3 counted on the third request", n, err, f.seen.Load(), sk.Total)
 			}
 		})
@@ -224,9 +233,14 @@ func TestRetryOnConnectionReset(t *testing.T) {
 		t.Fatalf("AddInts over resets = %d, %v after %d requests; want 2 on the third", n, err, f.seen.Load())
 	}
 	f.reset(2, reset)
+	if n, err := c.AddItems(ctx, "c", []client.Item{{ID: client.Int(1), Count: 1}}); err != nil || n != 1 || f.seen.Load() != 3 {
+		t.Fatalf("AddItems over resets = %d, %v after %d requests; want 1 on the third", n, err, f.seen.Load())
+	}
+	f.reset(2, reset)
+	c = newClient(t, s, quick, client.WithoutIdempotencyKeys())
 	_, err := c.AddItems(ctx, "c", []client.Item{{ID: client.Int(1), Count: 1}})
 	if err == nil || client.StatusOf(err) != 0 || f.seen.Load() != 1 {
-		t.Fatalf("AddItems over a reset = %v after %d requests; want the transport error after one", err, f.seen.Load())
+		t.Fatalf("AddItems without keys over a reset = %v after %d requests; want the transport error after one", err, f.seen.Load())
 	}
 }
 

@@ -39,6 +39,10 @@ type SeriesRequest struct {
 	TopK         int     `json:"topk,omitempty"`
 	LgK          int     `json:"lg_k,omitempty"`     // theta, freq and ds_hll series
 	TgtType      string  `json:"tgt_type,omitempty"` // ds_hll series
+	// zeta_hll series: Precision and SparsePrecision, as CreateRequest.
+	Precision       int  `json:"precision,omitempty"`
+	SparsePrecision *int `json:"sparse_precision,omitempty"`
+	IndexBits       int  `json:"index_bits,omitempty"` // airlift_hll series
 
 	// TZ is an IANA time zone name ("" is UTC).
 	TZ string `json:"tz,omitempty"`
@@ -109,7 +113,7 @@ func (c *Client) DescribeSeries(ctx context.Context, name string) (*Series, erro
 // DeleteSeries removes the series and all its buckets
 // (DELETE /v1/series/{name}). It is retried, as Delete is.
 func (c *Client) DeleteSeries(ctx context.Context, name string) error {
-	_, err := c.do(ctx, call{method: http.MethodDelete, path: seriesPath(name), idempotent: true, ok: []int{http.StatusNoContent}})
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: seriesPath(name), idempotent: true, write: true, ok: []int{http.StatusNoContent}})
 	return err
 }
 
@@ -133,6 +137,7 @@ func (c *Client) ChangeSeries(ctx context.Context, name string, req SeriesChange
 	if err != nil {
 		return nil, err
 	}
+	cl.write = true
 	return into[Series](ctx, c, cl)
 }
 
@@ -198,8 +203,8 @@ func (c *Client) AddSeriesHashes(ctx context.Context, name string, ts time.Time,
 	return c.addSeries(ctx, name, ts, "application/json", hashesBody(hashes), true, opts)
 }
 
-// AddSeriesItems adds counted ids to a Count-Min series; not retried
-// unless opts has WithUnsafeRetry.
+// AddSeriesItems adds counted ids to a Count-Min series; retried with its
+// Idempotency-Key (without keys, only with WithUnsafeRetry).
 func (c *Client) AddSeriesItems(ctx context.Context, name string, ts time.Time, items []Item, opts ...CallOption) (int, error) {
 	body, err := itemsBody(items)
 	if err != nil {
@@ -229,7 +234,7 @@ func (c *Client) addSeriesAnswer(ctx context.Context, name string, ts time.Time,
 	}
 	return into[SeriesAdded](ctx, c, call{
 		method: http.MethodPost, path: seriesPath(name, "add"), query: q, body: body, contentType: contentType,
-		idempotent: idempotent || cc.retryUnsafe, ok: []int{http.StatusOK},
+		idempotent: idempotent || cc.retryUnsafe, write: true, ok: []int{http.StatusOK},
 	})
 }
 

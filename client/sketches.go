@@ -17,6 +17,12 @@ const (
 	TypeFreq  = "freq"   // DataSketches' tuple sketch with a count per user: the frequency report
 	TypeDSHLL = "ds_hll" // DataSketches' HLL sketch: what Spark, Druid and Hive read
 	TypeCPC   = "cpc"    // DataSketches' CPC sketch: what Pinot, Hive and Impala read
+	// TypeZetaHLL is ZetaSketch's HLL++ sketch: what BigQuery's
+	// HLL_COUNT functions and Beam's HllCount read.
+	TypeZetaHLL = "zeta_hll"
+	// TypeAirliftHLL is airlift's HyperLogLog: what Trino's and Presto's
+	// approx_set and HyperLogLog type read.
+	TypeAirliftHLL = "airlift_hll"
 )
 
 // Sketch describes a stored sketch. Type says which of the groups of
@@ -61,6 +67,19 @@ type Sketch struct {
 	// PINNED, SLIDING), Cardinality with StdError and the bounds.
 	TgtType string `json:"tgt_type,omitempty"`
 
+	// zeta_hll: Precision, SparsePrecision (0: none), ValueType (the ids
+	// it counts: "int64", "string", or "unknown" before the first),
+	// NumValues (values added, repeats included), Representation
+	// (SPARSE, NORMAL), Cardinality with StdError and the bounds.
+	Precision       int    `json:"precision,omitempty"`
+	SparsePrecision int    `json:"sparse_precision,omitempty"`
+	ValueType       string `json:"value_type,omitempty"`
+	NumValues       int64  `json:"num_values,omitempty"`
+
+	// airlift_hll: IndexBits, Representation (SPARSE, DENSE), Cardinality
+	// with StdError and the bounds.
+	IndexBits int `json:"index_bits,omitempty"`
+
 	SizeBytes int       `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -97,6 +116,15 @@ type CreateRequest struct {
 	LgK     int    `json:"lg_k,omitempty"`
 	TgtType string `json:"tgt_type,omitempty"`
 
+	// zeta_hll sketches take Precision (10..24, default 15) and
+	// SparsePrecision (Precision..25, or 0 for none; nil is Precision+5,
+	// at most 25, as BigQuery writes).
+	Precision       int  `json:"precision,omitempty"`
+	SparsePrecision *int `json:"sparse_precision,omitempty"`
+
+	// airlift_hll sketches take IndexBits (4..16, default 12, approx_set's).
+	IndexBits int `json:"index_bits,omitempty"`
+
 	// Metric exports the estimate on /metrics.
 	Metric bool `json:"metric,omitempty"`
 }
@@ -104,9 +132,9 @@ type CreateRequest struct {
 // Create creates the sketch name (PUT /v1/sketches/{name}). created is
 // false when it already existed with the same type and parameters (then
 // only the metric flag is updated); other parameters are a conflict
-// (IsConflict). Create is retried: the same request again is harmless,
-// but a retry after a lost answer reports created false for the sketch
-// the first attempt made.
+// (IsConflict). Create is retried with its Idempotency-Key: a retry after
+// a lost answer gets the first attempt's answer (created true for the
+// sketch it made).
 func (c *Client) Create(ctx context.Context, name string, req CreateRequest) (s *Sketch, created bool, err error) {
 	return create[Sketch](ctx, c, sketchPath(name), req)
 }
@@ -117,11 +145,12 @@ func (c *Client) Describe(ctx context.Context, name string) (*Sketch, error) {
 	return into[Sketch](ctx, c, call{method: http.MethodGet, path: sketchPath(name), idempotent: true, ok: []int{http.StatusOK}})
 }
 
-// Delete removes the sketch (DELETE /v1/sketches/{name}). It is retried;
-// a retry after an answer was lost finds the sketch gone and reports
-// IsNotFound.
+// Delete removes the sketch (DELETE /v1/sketches/{name}). It is retried
+// with its Idempotency-Key: a retry after a lost answer gets the first
+// attempt's answer (without keys it finds the sketch gone and reports
+// IsNotFound).
 func (c *Client) Delete(ctx context.Context, name string) error {
-	_, err := c.do(ctx, call{method: http.MethodDelete, path: sketchPath(name), idempotent: true, ok: []int{http.StatusNoContent}})
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: sketchPath(name), idempotent: true, write: true, ok: []int{http.StatusNoContent}})
 	return err
 }
 

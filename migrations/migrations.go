@@ -25,8 +25,10 @@ const (
 	BucketMetric   = "metric"
 	BucketSeries   = "series"
 	BucketBuckets  = "series_buckets"
-	KeyVersion     = "schema_version"
-	KeyStoreID     = "store_id"
+	// BucketIdempotency holds the idempotency keys (schema version 5).
+	BucketIdempotency = "idempotency"
+	KeyVersion        = "schema_version"
+	KeyStoreID        = "store_id"
 )
 
 // VersionStoreID is the schema version that gave the store its identity
@@ -52,6 +54,7 @@ func Steps() []Step {
 		{Version: 3, Name: "create series and series_buckets buckets", Up: v3Series},
 		{Version: 4, Name: "give the store an identity its log shares", Up: v4StoreIdentity},
 		{Version: 5, Name: "checksum every stored record and the checkpoint position", Up: v5Checksums},
+		{Version: 6, Name: "create the idempotency bucket", Up: v6IdempotencyKeys},
 	}
 }
 

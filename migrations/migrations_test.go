@@ -128,7 +128,7 @@ func TestNewFile(t *testing.T) {
 		t.Fatalf("Run on a new file = %d, %d, %v; want 0, %d, nil", from, to, err, Latest())
 	}
 	db.View(func(tx *bolt.Tx) error {
-		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric, BucketSeries, BucketBuckets} {
+		for _, b := range []string{BucketMeta, BucketSketches, BucketMetric, BucketSeries, BucketBuckets, BucketIdempotency} {
 			if tx.Bucket([]byte(b)) == nil {
 				t.Errorf("bucket %s missing", b)
 			}
@@ -381,4 +381,40 @@ func TestV5ChecksumsEveryRecord(t *testing.T) {
 	check()
 	db.Update(func(tx *bolt.Tx) error { return v5Checksums(tx) })
 	check()
+}
+
+// TestV6AddsIdempotencyBucket upgrades testdata/v4.db: step 6 adds the
+// empty idempotency bucket, and the store identity stays.
+func TestV6AddsIdempotencyBucket(t *testing.T) {
+	db := openDB(t, copyFixture(t, "v4.db"))
+	id := storeID(t, db)
+	if len(id) != 16 {
+		t.Fatalf("v4.db has a store id of %d bytes", len(id))
+	}
+	if from, to, err := runUpTo(t, db, 5); err != nil || from != 4 || to != 5 {
+		t.Fatalf("Run on v4.db = %d, %d, %v; want 4, 5, nil", from, to, err)
+	}
+	db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(BucketIdempotency)) != nil {
+			t.Fatal("a version-5 file already has the idempotency bucket")
+		}
+		return nil
+	})
+	from, to, err := run(t, db)
+	if err != nil || from != 5 || to != Latest() || Latest() != 6 {
+		t.Fatalf("Run on a version-5 file = %d, %d, %v; want 5, 6, nil", from, to, err)
+	}
+	db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(BucketIdempotency))
+		if b == nil {
+			t.Fatal("bucket idempotency missing")
+		}
+		if k, _ := b.Cursor().First(); k != nil {
+			t.Errorf("bucket idempotency holds %q, want nothing", k)
+		}
+		return nil
+	})
+	if got := storeID(t, db); !bytes.Equal(got, id) {
+		t.Errorf("store id changed from %x to %x", id, got)
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/sketchd/sketchd/migrations"
 )
 
 // treeSums returns the SHA-256 and modification time of every file of
@@ -120,7 +122,7 @@ func TestCheckCommand(t *testing.T) {
 		return out
 	}
 	t.Run("clean", func(t *testing.T) {
-		out := expect(t, clean, 0, "no damage found", "schema version 5")
+		out := expect(t, clean, 0, "no damage found", fmt.Sprintf("schema version %d", migrations.Latest()))
 		if strings.Contains(out, "DAMAGED") {
 			t.Errorf("a clean store reported damaged:\n%s", out)
 		}

@@ -39,6 +39,8 @@ type config struct {
 	postgres           string
 	postgresMaxConns   int
 	recoverPastDamage  bool
+	keyWindow          time.Duration
+	keyBytes           int64
 
 	// drainDelaySet says -drain-delay (or SKETCHD_DRAIN_DELAY) was given:
 	// only then does a terminal's Ctrl-C wait for it.
@@ -161,6 +163,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
 	fs.IntVar(&c.postgresMaxConns, "postgres-max-conns", 8, "most connections this node opens to PostgreSQL (with -postgres)")
 	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
+	fs.DurationVar(&c.keyWindow, "idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered after its write, so a retry with it replays the answer")
+	fs.Int64Var(&c.keyBytes, "idempotency-max-bytes", 256<<20, "memory (bbolt) or table space (PostgreSQL) for the Idempotency-Keys kept, with their answers, in bytes; past it the oldest are dropped before their window ends")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
 	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
 	explainValues(fs)
@@ -203,6 +207,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-log-format %q must be json or text", c.logFormat)
 	case c.postgresMaxConns < 2 || c.postgresMaxConns > 1000:
 		return fmt.Errorf("-postgres-max-conns %d must be between 2 and 1000", c.postgresMaxConns)
+	case c.keyWindow < time.Second:
+		return fmt.Errorf("-idempotency-window %v is below 1s", c.keyWindow)
+	case c.keyBytes < 1<<20:
+		return fmt.Errorf("-idempotency-max-bytes %d is below 1 MiB", c.keyBytes)
 	case c.authMetrics && c.authTokens == "":
 		return errors.New("-auth-metrics needs -auth-tokens")
 	}

@@ -20,6 +20,9 @@ func TestConfigDefaults(t *testing.T) {
 	if c.addr != ":8080" || c.data != "sketchd.db" || c.logLevel != slog.LevelInfo || c.authTokens != "" {
 		t.Errorf("defaults = %+v, want :8080, sketchd.db, info, no auth", c)
 	}
+	if c.keyWindow != 24*time.Hour || c.keyBytes != 256<<20 {
+		t.Errorf("idempotency defaults = %v, %d; want 24h, 256 MiB", c.keyWindow, c.keyBytes)
+	}
 }
 
 // TestConfigPrecedence: a flag beats SKETCHD_<FLAG>, which beats the default.
@@ -63,6 +66,9 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-drain-delay", "-1s"}, nil, "-drain-delay"},
 		{[]string{"-max-series-buckets", "0"}, nil, "-max-series-buckets"},
 		{nil, map[string]string{"SKETCHD_MAX_SERIES_POINTS": "-3"}, "-max-series-points"},
+		{[]string{"-idempotency-window", "0s"}, nil, "-idempotency-window"},
+		{[]string{"-idempotency-max-bytes", "1000"}, nil, "-idempotency-max-bytes"},
+		{nil, map[string]string{"SKETCHD_IDEMPOTENCY_WINDOW": "a day"}, "SKETCHD_IDEMPOTENCY_WINDOW"},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(tt.args, env(tt.env), io.Discard)

@@ -193,6 +193,8 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		return postgres.Open(octx, cfg.postgres, postgres.Options{
 			MaxConns:   int32(cfg.postgresMaxConns),
 			CacheBytes: cfg.cacheBytes,
+			KeyWindow:  cfg.keyWindow,
+			KeyBytes:   cfg.keyBytes,
 			Logger:     log,
 			Observer:   obs,
 		})
@@ -202,6 +204,8 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		CheckpointInterval: cfg.checkpointInterval,
 		CacheBytes:         cfg.cacheBytes,
 		RecoverPastDamage:  cfg.recoverPastDamage,
+		KeyWindow:          cfg.keyWindow,
+		KeyBytes:           cfg.keyBytes,
 		Logger:             log,
 		Observer:           obs,
 	})

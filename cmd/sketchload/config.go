@@ -58,6 +58,7 @@ type config struct {
 	timeout    time.Duration
 	maxBackoff time.Duration
 	seed       uint64
+	keys       bool // send an Idempotency-Key with every add
 }
 
 // names returns the sketch (Redis: key) names the run spreads its load over.
@@ -111,6 +112,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "per-request timeout")
 	fs.DurationVar(&c.maxBackoff, "max-backoff", time.Second, "on 503/429 with Retry-After the worker pauses that long, at most this (0 = never pause)")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed (same seed, same ids)")
+	fs.BoolVar(&c.keys, "idempotency-keys", false, "send a new Idempotency-Key with every add (unique to the run), as the Go client does, to measure what keys cost")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
@@ -220,6 +222,9 @@ func (c *config) validate(set map[string]bool) error {
 	}
 	if c.rate < 0 || c.rate > 1e9 {
 		bad("-rate %v: want 0..1e9", c.rate)
+	}
+	if c.keys && (c.redis != "" || c.postgres != "") {
+		bad("-idempotency-keys applies to sketchd (-target)")
 	}
 	if c.redis != "" && c.create {
 		bad("-create has no meaning with -redis (PFADD creates keys)")

@@ -58,6 +58,7 @@ func TestParseConfig(t *testing.T) {
 		want string
 	}{
 		{[]string{"-c", "0"}, "-c 0"},
+		{[]string{"-redis", "127.0.0.1:6379", "-idempotency-keys"}, "-idempotency-keys"},
 		{[]string{"-batch", "-5"}, "-batch -5"},
 		{[]string{"-batch", "100000000"}, "-batch 100000000"},
 		{[]string{"-pipeline", "0"}, "-pipeline 0"},

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +33,9 @@ type httpDriver struct {
 	auth   string      // Authorization header value, "" for none
 	pool   [][]byte    // prebuilt bodies, read-only once built
 	closed atomic.Bool // close idle connections once
+	// keyPrefix starts each add's Idempotency-Key (with -idempotency-keys):
+	// random per run, so runs never replay each other's keys.
+	keyPrefix string
 }
 
 // newHTTPDriver sets up the transport: one for all workers, with an idle
@@ -59,6 +64,11 @@ func newHTTPDriver(cfg *config) *httpDriver {
 	}
 	if cfg.token != "" {
 		d.auth = "Bearer " + cfg.token
+	}
+	if cfg.keys {
+		var b [8]byte
+		rand.Read(b[:])
+		d.keyPrefix = "sketchload-" + hex.EncodeToString(b[:]) + "-"
 	}
 	for _, n := range d.names {
 		d.urls = append(d.urls, cfg.target+"/v1/sketches/"+url.PathEscape(n)+"/add"+cfg.format.query())
@@ -180,6 +190,10 @@ func (w *httpWorker) do(ctx context.Context, batch uint64, _ int) outcome {
 	req.Header.Set("Content-Type", d.ctype)
 	if d.auth != "" {
 		req.Header.Set("Authorization", d.auth)
+	}
+	if d.keyPrefix != "" {
+		// batch numbers every unit of the run once.
+		req.Header.Set("Idempotency-Key", d.keyPrefix+strconv.FormatUint(batch, 10))
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {

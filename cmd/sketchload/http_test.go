@@ -36,6 +36,7 @@ type fakeSketchd struct {
 	received  []int64          // every id of every add body, in arrival order
 	accepted  int64            // ids in adds answered 200
 	perSketch map[string]int64 // adds per sketch
+	keys      []string         // each add's Idempotency-Key
 }
 
 func newFakeSketchd(t testing.TB) *fakeSketchd {
@@ -129,6 +130,7 @@ func (f *fakeSketchd) add(w http.ResponseWriter, r *http.Request) {
 	}
 	f.adds++
 	n := f.adds
+	f.keys = append(f.keys, r.Header.Get("Idempotency-Key"))
 	f.bytes += int64(len(body))
 	f.received = append(f.received, ids...)
 	f.perSketch[name]++
@@ -261,6 +263,41 @@ func TestRunHTTPModes(t *testing.T) {
 		distinct := slices.Compact(slices.Sorted(slices.Values(fake.received)))
 		if len(distinct) != 40 || distinct[0] != 0 || distinct[39] != 39 {
 			t.Errorf("distinct ids %v, want 0…39 (4 bodies of 10)", head(distinct))
+		}
+	})
+	t.Run("idempotency keys", func(t *testing.T) {
+		t.Parallel()
+		fake := newFakeSketchd(t)
+		srv := httptest.NewServer(fake.handler())
+		defer srv.Close()
+		args := []string{"-target", srv.URL, "-create", "-c", "3", "-batch", "10", "-requests", "40", "-prebuilt", "4"}
+		if _, stderr, err := runJSON(t, t.Context(), append(args, "-idempotency-keys")...); err != nil {
+			t.Fatalf("run: %v (stderr %s)", err, stderr)
+		}
+		if _, stderr, err := runJSON(t, t.Context(), append(args, "-idempotency-keys")...); err != nil {
+			t.Fatalf("second run: %v (stderr %s)", err, stderr)
+		}
+		if _, stderr, err := runJSON(t, t.Context(), args...); err != nil {
+			t.Fatalf("run without keys: %v (stderr %s)", err, stderr)
+		}
+		srv.Close()
+		// Two runs with keys: 80 adds, each with a key of its own, none
+		// shared between the runs; the run without keys sends none.
+		keyed := map[string]bool{}
+		for i, k := range fake.keys {
+			if i >= 80 {
+				if k != "" {
+					t.Errorf("add %d without -idempotency-keys sent key %q", i, k)
+				}
+				continue
+			}
+			if k == "" || keyed[k] {
+				t.Errorf("add %d sent key %q: want a new key per add", i, k)
+			}
+			keyed[k] = true
+		}
+		if len(fake.keys) != 120 {
+			t.Errorf("%d adds, want 120", len(fake.keys))
 		}
 	})
 	t.Run("open loop at a fixed rate", func(t *testing.T) {

@@ -994,7 +994,7 @@ func TestBrowserRegisters(t *testing.T) {
 	type row struct{ Kind, Estimate, Rep string }
 	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
 		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
-	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError); len(rows) != 1 || rows[0].Kind != "DataSketches HLL" || rows[0].Estimate != est || rows[0].Rep != "HLL" {
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"; len(rows) != 1 || rows[0].Kind != "DataSketches HLL" || rows[0].Estimate != est || rows[0].Rep != "HLL" {
 		t.Errorf("rows %+v, want DataSketches HLL %q HLL", rows, est)
 	}
 	tb.open(t, s.url, "/sketch/spark:users")
@@ -1007,6 +1007,42 @@ func TestBrowserRegisters(t *testing.T) {
 	}
 	tb.readable(t)
 	tb.screenshot(t, "console-ds-hll")
+	tb.noErrors(t, nil)
+}
+
+// TestBrowserZetaHLL: a ZetaSketch HLL++ sketch is listed with its
+// estimate and error, and shown with its precisions, value type and
+// where its bytes go.
+func TestBrowserZetaHLL(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.call(t, "PUT", "/v1/sketches/bq:users", "application/json", []byte(`{"type":"zeta_hll","precision":12}`), nil)
+	s.addRange(t, "bq:users", 1, 30001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	want := s.list(t, "")
+	if len(want) != 1 {
+		t.Fatalf("API lists %+v", want)
+	}
+	w := want[0]
+	type row struct{ Kind, Estimate, Rep string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"; len(rows) != 1 || rows[0].Kind != "ZetaSketch HLL++" || rows[0].Estimate != est || rows[0].Rep != "NORMAL" {
+		t.Errorf("rows %+v, want ZetaSketch HLL++ %q NORMAL", rows, est)
+	}
+	tb.open(t, s.url, "/sketch/bq:users")
+	tb.wait(t, "#bounds")
+	if got := tb.text(t, "#bounds"); got != count(w.Lower)+" – "+count(w.Upper) {
+		t.Errorf("#bounds %q, want %s – %s", got, count(w.Lower), count(w.Upper))
+	}
+	if got := tb.text(t, "section.detail"); !strings.Contains(got, "precision 12 (4,096 registers), sparse precision 17; 30,000 values added") ||
+		!strings.Contains(got, "distinct INT64 ids") || !strings.Contains(got, "HLL_COUNT.MERGE") {
+		t.Errorf("detail %q lacks the parameters, value type or readers", got)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-zeta-hll")
 	tb.noErrors(t, nil)
 }
 
@@ -1039,5 +1075,36 @@ func TestBrowserRegistersOverlap(t *testing.T) {
 	}
 	tb.readable(t)
 	tb.screenshot(t, "console-ds-hll-overlap")
+	tb.noErrors(t, nil)
+}
+
+// TestBrowserAirliftHLL: a Trino HyperLogLog is listed with its estimate
+// and error, and shown with its index bits and where its bytes go.
+func TestBrowserAirliftHLL(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.call(t, "PUT", "/v1/sketches/trino:users", "application/json", []byte(`{"type":"airlift_hll"}`), nil)
+	s.addRange(t, "trino:users", 1, 30001)
+	tb := newTab(t, b)
+	tb.open(t, s.url, "/")
+	tb.wait(t, "table.sketches tbody tr")
+	want := s.list(t, "")
+	if len(want) != 1 {
+		t.Fatalf("API lists %+v", want)
+	}
+	w := want[0]
+	type row struct{ Kind, Estimate, Rep string }
+	rows := eval[[]row](t, tb, `[...document.querySelectorAll('table.sketches tbody tr')].map(tr => ({
+		Kind: tr.children[2].textContent, Estimate: tr.querySelector('.estimate').textContent, Rep: tr.children[4].textContent}))`)
+	if est := count(w.Cardinality) + " ± " + count(w.Cardinality*w.StdError) + " (1σ)"; len(rows) != 1 || rows[0].Kind != "Trino HyperLogLog" || rows[0].Estimate != est || rows[0].Rep != "DENSE" {
+		t.Errorf("rows %+v, want Trino HyperLogLog %q DENSE", rows, est)
+	}
+	tb.open(t, s.url, "/sketch/trino:users")
+	tb.wait(t, "#bounds")
+	if got := tb.text(t, "section.detail"); !strings.Contains(got, "12 index bits (4,096 buckets)") || !strings.Contains(got, "approx_set") {
+		t.Errorf("detail %q lacks the parameters or readers", got)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-airlift-hll")
 	tb.noErrors(t, nil)
 }

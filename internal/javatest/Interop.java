@@ -25,6 +25,32 @@
 //   cpc_build lgK lo hi strs     -> bytes, then a description
 //   cpc_read hex                 -> bytes, then a description
 //   cpc_union lgK hex...         -> the union's bytes, then a description
+//   zeta_build p sp kind lo hi reps strs -> bytes, then a description: a
+//                                   ZetaSketch HLL++ of precision p and
+//                                   sparse precision sp (-1: the builder's
+//                                   default, 0: noSparseMode) for kind
+//                                   longs (ids lo..hi-1) or strings (strs),
+//                                   each added reps times
+//   zeta_read hex                -> bytes (forProto, then serialized again), then a description
+//   zeta_union hex...            -> the first merged with the others in turn: bytes, then a description
+//   zeta_hash hex                -> ZetaSketch's hash (Fingerprint2011) of the bytes, as a long
+//   zeta_time op n               -> nanoseconds for n operations at precision 15, after as many
+//                                   to warm up: op add (a long into a normal sketch of 100,000),
+//                                   build (a sparse sketch of 5,000 longs, serialized), union (of
+//                                   100 normal sketches of 100,000), estimate (of one of them)
+//   airlift_build p lo hi strs   -> bytes, then a description: an airlift HyperLogLog of
+//                                   2^p buckets, ids lo..hi-1 (add(long)) then strs (add(Slice))
+//   airlift_read hex             -> bytes (newInstance, then serialized again), then a description
+//   airlift_union hex...         -> the first merged with the others in turn: bytes, then a description
+//   airlift_hash x               -> Murmur3Hash128.hash64 of a long ("l" and the number) or of bytes
+//                                   (hex, "-" for none)
+//   airlift_time op n            -> nanoseconds for n operations at 4,096 buckets, after as many
+//                                   to warm up: op add (a long into a dense sketch of 100,000),
+//                                   build (a sparse sketch of 300 longs, serialized), union (of
+//                                   100 dense sketches of 100,000), estimate (of one of them)
+// An airlift description is: the cardinality.
+// A ZetaSketch description is: the estimate (longResult), the number of
+// values, the normal and the sparse precision.
 // A CPC description is: estimate, lower bounds at 1..3, upper bounds at
 // 1..3 standard deviations (kappa), lg_k.
 // A theta description is: estimate, lower bounds at 1..3, upper bounds at
@@ -58,12 +84,25 @@ import org.apache.datasketches.tuple.aninteger.IntegerSummary;
 import org.apache.datasketches.tuple.aninteger.IntegerSummaryDeserializer;
 import org.apache.datasketches.tuple.aninteger.IntegerSummarySetOperations;
 
+import com.google.zetasketch.HyperLogLogPlusPlus;
+import io.airlift.slice.Murmur3Hash128;
+import io.airlift.slice.Slices;
+import io.airlift.stats.cardinality.HyperLogLog;
+import com.google.zetasketch.internal.hash.Hash;
+
 public final class Interop {
   private static final HexFormat HEX = HexFormat.of();
 
   public static void main(String[] args) throws Exception {
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    // Libraries that print (airlift's object-size library warns on
+    // stdout) must not break the one-line answers. That library's sizes
+    // come from field offsets; its attempts to attach to the JVM (seconds
+    // each) give it nothing it uses here.
+    System.setOut(System.err);
+    System.setProperty("jol.skipDynamicAttach", "true");
+    System.setProperty("jol.skipHotspotSAAttach", "true");
     String line;
     while ((line = in.readLine()) != null) {
       String[] t = line.trim().split(" ");
@@ -186,6 +225,72 @@ public final class Interop {
         }
         return cpc(u.getResult());
       }
+      case "zeta_build": {
+        HyperLogLogPlusPlus.Builder b = new HyperLogLogPlusPlus.Builder().normalPrecision(Integer.parseInt(t[1]));
+        int sp = Integer.parseInt(t[2]);
+        if (sp == 0) {
+          b.noSparseMode();
+        } else if (sp > 0) {
+          b.sparsePrecision(sp);
+        }
+        int reps = Integer.parseInt(t[6]);
+        if (t[3].equals("longs")) {
+          HyperLogLogPlusPlus<Long> h = b.buildForLongs();
+          for (int k = 0; k < reps; k++) {
+            for (long v = Long.parseLong(t[4]); v < Long.parseLong(t[5]); v++) {
+              h.add(v);
+            }
+          }
+          return zeta(h);
+        }
+        HyperLogLogPlusPlus<String> h = b.buildForStrings();
+        for (int k = 0; k < reps; k++) {
+          for (String v : strings(t[7])) {
+            h.add(v);
+          }
+        }
+        return zeta(h);
+      }
+      case "zeta_read":
+        return zeta(HyperLogLogPlusPlus.forProto(HEX.parseHex(t[1])));
+      case "zeta_union": {
+        @SuppressWarnings("unchecked")
+        HyperLogLogPlusPlus<Object> u = (HyperLogLogPlusPlus<Object>) HyperLogLogPlusPlus.forProto(HEX.parseHex(t[1]));
+        for (int i = 2; i < t.length; i++) {
+          u.merge(HEX.parseHex(t[i]));
+        }
+        return zeta(u);
+      }
+      case "airlift_build": {
+        HyperLogLog h = HyperLogLog.newInstance(1 << Integer.parseInt(t[1]));
+        for (long v = Long.parseLong(t[2]); v < Long.parseLong(t[3]); v++) {
+          h.add(v);
+        }
+        for (String s : strings(t[4])) {
+          h.add(Slices.utf8Slice(s));
+        }
+        return airlift(h);
+      }
+      case "airlift_read":
+        return airlift(HyperLogLog.newInstance(Slices.wrappedBuffer(HEX.parseHex(t[1]))));
+      case "airlift_union": {
+        HyperLogLog u = HyperLogLog.newInstance(Slices.wrappedBuffer(HEX.parseHex(t[1])));
+        for (int i = 2; i < t.length; i++) {
+          u.mergeWith(HyperLogLog.newInstance(Slices.wrappedBuffer(HEX.parseHex(t[i]))));
+        }
+        return airlift(u);
+      }
+      case "airlift_hash":
+        if (t[1].startsWith("l")) {
+          return List.of(Long.toString(Murmur3Hash128.hash64(Long.parseLong(t[1].substring(1)))));
+        }
+        return List.of(Long.toString(Murmur3Hash128.hash64(Slices.wrappedBuffer(t[1].equals("-") ? new byte[0] : HEX.parseHex(t[1])))));
+      case "airlift_time":
+        return List.of(Long.toString(airliftTime(t[1], Integer.parseInt(t[2]))));
+      case "zeta_time":
+        return List.of(Long.toString(zetaTime(t[1], Integer.parseInt(t[2]))));
+      case "zeta_hash":
+        return List.of(Long.toString(Hash.of(t[1].equals("-") ? new byte[0] : HEX.parseHex(t[1]))));
       default:
         throw new IllegalArgumentException("unknown request " + t[0]);
     }
@@ -220,6 +325,133 @@ public final class Interop {
     }
     r.add(Integer.toString(s.getRetainedEntries(true)));
     r.add(Long.toString(s.getThetaLong()));
+  }
+
+  private static long sink;
+
+  private static HyperLogLogPlusPlus<Long> zetaFilled(long lo) {
+    HyperLogLogPlusPlus<Long> h = new HyperLogLogPlusPlus.Builder().normalPrecision(15).buildForLongs();
+    for (long v = lo; v < lo + 100_000; v++) {
+      h.add(v);
+    }
+    return h;
+  }
+
+  private static long zetaTime(String op, int n) {
+    List<HyperLogLogPlusPlus<Long>> in = new ArrayList<>();
+    if (op.equals("union")) {
+      for (int i = 0; i < 100; i++) {
+        in.add(zetaFilled(i * 50_000L));
+      }
+    } else {
+      in.add(zetaFilled(0));
+    }
+    long elapsed = 0;
+    long v = 1L << 40;
+    for (int round = 0; round < 2; round++) {
+      long start = System.nanoTime();
+      for (int i = 0; i < n; i++) {
+        switch (op) {
+          case "add":
+            in.get(0).add(v++);
+            break;
+          case "build": {
+            HyperLogLogPlusPlus<Long> h = new HyperLogLogPlusPlus.Builder().normalPrecision(15).buildForLongs();
+            for (int k = 0; k < 5000; k++) {
+              h.add(v++);
+            }
+            sink += h.serializeToByteArray().length;
+            break;
+          }
+          case "union": {
+            HyperLogLogPlusPlus<Long> u = new HyperLogLogPlusPlus.Builder().normalPrecision(15).buildForLongs();
+            for (HyperLogLogPlusPlus<Long> h : in) {
+              u.merge(h);
+            }
+            sink += u.longResult();
+            break;
+          }
+          case "estimate":
+            sink += in.get(0).longResult();
+            break;
+          default:
+            throw new IllegalArgumentException("unknown timing " + op);
+        }
+      }
+      elapsed = System.nanoTime() - start;
+    }
+    return elapsed;
+  }
+
+  private static List<String> airlift(HyperLogLog h) {
+    List<String> r = new ArrayList<>();
+    r.add(hex(h.serialize().getBytes()));
+    r.add(Long.toString(h.cardinality()));
+    return r;
+  }
+
+  private static HyperLogLog airliftFilled(long lo) {
+    HyperLogLog h = HyperLogLog.newInstance(4096);
+    for (long v = lo; v < lo + 100_000; v++) {
+      h.add(v);
+    }
+    return h;
+  }
+
+  private static long airliftTime(String op, int n) {
+    List<HyperLogLog> in = new ArrayList<>();
+    if (op.equals("union")) {
+      for (int i = 0; i < 100; i++) {
+        in.add(airliftFilled(i * 50_000L));
+      }
+    } else {
+      in.add(airliftFilled(0));
+    }
+    long elapsed = 0;
+    long v = 1L << 40;
+    for (int round = 0; round < 2; round++) {
+      long start = System.nanoTime();
+      for (int i = 0; i < n; i++) {
+        switch (op) {
+          case "add":
+            in.get(0).add(v++);
+            break;
+          case "build": {
+            HyperLogLog h = HyperLogLog.newInstance(4096);
+            for (int k = 0; k < 300; k++) {
+              h.add(v++);
+            }
+            sink += h.serialize().length();
+            break;
+          }
+          case "union": {
+            HyperLogLog u = HyperLogLog.newInstance(4096);
+            for (HyperLogLog h : in) {
+              u.mergeWith(h);
+            }
+            sink += u.cardinality();
+            break;
+          }
+          case "estimate":
+            sink += in.get(0).cardinality();
+            break;
+          default:
+            throw new IllegalArgumentException("unknown timing " + op);
+        }
+      }
+      elapsed = System.nanoTime() - start;
+    }
+    return elapsed;
+  }
+
+  private static List<String> zeta(HyperLogLogPlusPlus<?> h) {
+    List<String> r = new ArrayList<>();
+    r.add(hex(h.serializeToByteArray()));
+    r.add(Long.toString(h.longResult()));
+    r.add(Long.toString(h.numValues()));
+    r.add(Integer.toString(h.getNormalPrecision()));
+    r.add(Integer.toString(h.getSparsePrecision()));
+    return r;
   }
 
   private static List<String> cpc(CpcSketch s) {

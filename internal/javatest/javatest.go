@@ -37,10 +37,22 @@ func (a Artifact) String() string { return a.Group + ":" + a.Name + ":" + a.Vers
 
 // Artifacts are the jars Interop.java is compiled and run against: Apache
 // DataSketches' Java library (the version the format issue measured, what
-// Druid uses) and its memory library.
+// Druid uses) and its memory library; ZetaSketch (BigQuery's HLL++; Guava
+// and protobuf are shaded into its jar) with fastutil, its one runtime
+// dependency; airlift's stats library (Trino's HyperLogLog) with slice,
+// Guava and JOL, which it runs on. airlift's current releases need Java
+// 25, on which DataSketches' memory library 3.0.2 does not run, so the
+// one JVM takes stats 240 (Java 17): its io.airlift.stats.cardinality
+// sources equal today's but for formatting (docs/formats.md).
 var Artifacts = []Artifact{
 	{"org.apache.datasketches", "datasketches-java", "6.1.1"},
 	{"org.apache.datasketches", "datasketches-memory", "3.0.2"},
+	{"com.google.zetasketch", "zetasketch", "0.1.0"},
+	{"it.unimi.dsi", "fastutil", "8.2.2"},
+	{"io.airlift", "stats", "240"},
+	{"io.airlift", "slice", "2.2"},
+	{"com.google.guava", "guava", "32.1.3-jre"},
+	{"org.openjdk.jol", "jol-core", "0.16"},
 }
 
 // JVM is a running Interop: requests are answered one at a time.
@@ -53,6 +65,10 @@ type JVM struct {
 // Shared starts one JVM on first use and hands the same one to every
 // later caller; a test package keeps one in a package-level variable.
 type Shared struct {
+	// Optimize starts the JVM with its optimizing compiler, for timings
+	// (by default only the quick one runs, which starts faster).
+	Optimize bool
+
 	once sync.Once
 	jvm  *JVM
 	err  error
@@ -64,7 +80,7 @@ type Shared struct {
 // missing, and fails it when the JVM cannot start.
 func (s *Shared) Get(tb testing.TB) *JVM {
 	tb.Helper()
-	s.once.Do(func() { s.jvm, s.skip, s.err = start() })
+	s.once.Do(func() { s.jvm, s.skip, s.err = start(s.Optimize) })
 	if s.skip != "" {
 		if os.Getenv("SKETCHD_REQUIRE_JAVA") == "1" {
 			tb.Fatalf("SKETCHD_REQUIRE_JAVA=1 but %s", s.skip)
@@ -101,7 +117,7 @@ func Jar(a Artifact) string {
 
 // start compiles Interop.java (once per source and classpath, cached in
 // the user's cache directory) and starts it. skip says what is missing.
-func start() (j *JVM, skip string, err error) {
+func start(optimize bool) (j *JVM, skip string, err error) {
 	for _, tool := range []string{"javac", "java"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, tool + " is not on PATH", nil
@@ -126,7 +142,12 @@ func start() (j *JVM, skip string, err error) {
 			return nil, "", err
 		}
 	}
-	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", dir+string(os.PathListSeparator)+cp, "Interop")
+	args := []string{"-Xshare:auto"}
+	if !optimize {
+		args = append(args, "-XX:TieredStopAtLevel=1")
+	}
+	args = append(args, "-cp", dir+string(os.PathListSeparator)+cp, "Interop")
+	cmd := exec.Command("java", args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -24,6 +24,8 @@
 //	sketchd_auth_failures_total{reason}                    counter    missing, unknown, forbidden
 //	sketchd_overload_rejections_total                      counter    503s under overload
 //	sketchd_panics_recovered_total                         counter    handler panics answered with 500
+//	sketchd_idempotency_replays_total                      counter    writes answered from their
+//	                                                                  Idempotency-Key's record
 //	sketchd_commit_batch_requests                          histogram  requests per WAL group commit, 1 .. 1024
 //	sketchd_commit_bytes                                   histogram  bytes per WAL group commit
 //	sketchd_commit_duration_seconds                        histogram  write + fdatasync, 50 µs .. 1 s;
@@ -39,13 +41,18 @@
 //	sketchd_sketches{kind,representation}                  gauge      representation EMPTY, EXPLICIT,
 //	                                                                  SPARSE, FULL for hll, "" for cms,
 //	                                                                  the mode (LIST, SET, HLL) for ds_hll,
-//	                                                                  the flavor (EMPTY .. SLIDING) for cpc
+//	                                                                  the flavor (EMPTY .. SLIDING) for cpc,
+//	                                                                  SPARSE or NORMAL for zeta_hll,
+//	                                                                  SPARSE or DENSE for airlift_hll
 //	sketchd_db_size_bytes                                  gauge      bbolt file size
 //	sketchd_wal_size_bytes                                 gauge      write-ahead log size
 //	sketchd_cache_entries                                  gauge      decoded sketches cached
 //	sketchd_cache_bytes                                    gauge      approximate cache memory
 //	sketchd_sketch_estimate{name}                          gauge      estimate of each sketch created
 //	                                                                  with "metric": true, and only those
+//	sketchd_idempotency_keys                               gauge      idempotency keys kept
+//	sketchd_idempotency_key_bytes                          gauge      approximate bytes they hold
+//	sketchd_idempotency_keys_evicted_total                 counter    keys dropped early by the bound
 //
 // # Label cardinality
 //

@@ -64,6 +64,7 @@ type Metrics struct {
 	authFailures  *prometheus.CounterVec
 	overloaded    prometheus.Counter
 	panics        prometheus.Counter
+	replays       prometheus.Counter
 
 	commitRequests prometheus.Histogram
 	commitBytes    prometheus.Histogram
@@ -124,6 +125,10 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		panics: f.NewCounter(prometheus.CounterOpts{
 			Name: "sketchd_panics_recovered_total",
 			Help: "Handler panics recovered and answered with a 500.",
+		}),
+		replays: f.NewCounter(prometheus.CounterOpts{
+			Name: "sketchd_idempotency_replays_total",
+			Help: "Write requests answered with the answer recorded for their Idempotency-Key, without applying them again.",
 		}),
 		commitRequests: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "sketchd_commit_batch_requests",
@@ -305,6 +310,14 @@ func (m *Metrics) PanicRecovered() {
 		return
 	}
 	m.panics.Inc()
+}
+
+// Replayed counts a write answered from its Idempotency-Key's record.
+func (m *Metrics) Replayed() {
+	if m == nil {
+		return
+	}
+	m.replays.Inc()
 }
 
 // AuthFailed counts a request refused by authentication for reason, one of

@@ -70,6 +70,8 @@ func (f *fakeSource) CacheStats() (entries int, bytes int64) { return f.cacheEnt
 
 func (f *fakeSource) PoolStats() (inUse, idle, max int) { return 3, 5, 16 }
 
+func (f *fakeSource) IdempotencyKeys() (keys int, bytes int64, evicted int64) { return 42, 4242, 7 }
+
 func (f *fakeSource) MetricEstimates(yield func(name string, estimate float64)) {
 	for _, s := range f.sketches {
 		if s.metric {
@@ -104,6 +106,7 @@ func newFakeSource(n int) *fakeSource {
 // exerciseAll calls every recording method at least once, with fixed
 // amounts that TestRecordedValues checks.
 func exerciseAll(m *metrics.Metrics) {
+	m.Replayed()
 	m.ObserveHTTP("/v1/sketches/{name}/add", "POST", 200, 3*time.Millisecond, 100, 20)
 	m.ObserveHTTP("/v1/sketches/{name}/add", "POST", 200, 3*time.Millisecond, 100, 20)
 	m.ObserveHTTP("/v1/sketches/{name}", "GET", 404, 20*time.Second, 0, 300)
@@ -188,34 +191,38 @@ func labelSets(mf *dto.MetricFamily) []map[string]string {
 
 // wantFamilies is every family New exports with a Source, and its type.
 var wantFamilies = map[string]dto.MetricType{
-	"sketchd_http_requests_total":           dto.MetricType_COUNTER,
-	"sketchd_http_request_duration_seconds": dto.MetricType_HISTOGRAM,
-	"sketchd_http_request_size_bytes":       dto.MetricType_HISTOGRAM,
-	"sketchd_http_response_size_bytes":      dto.MetricType_HISTOGRAM,
-	"sketchd_ingested_total":                dto.MetricType_COUNTER,
-	"sketchd_request_bodies_refused_total":  dto.MetricType_COUNTER,
-	"sketchd_auth_failures_total":           dto.MetricType_COUNTER,
-	"sketchd_overload_rejections_total":     dto.MetricType_COUNTER,
-	"sketchd_panics_recovered_total":        dto.MetricType_COUNTER,
-	"sketchd_commit_batch_requests":         dto.MetricType_HISTOGRAM,
-	"sketchd_commit_bytes":                  dto.MetricType_HISTOGRAM,
-	"sketchd_commit_duration_seconds":       dto.MetricType_HISTOGRAM,
-	"sketchd_checkpoint_sketches":           dto.MetricType_HISTOGRAM,
-	"sketchd_checkpoint_duration_seconds":   dto.MetricType_HISTOGRAM,
-	"sketchd_series_buckets_expired_total":  dto.MetricType_COUNTER,
-	"sketchd_series_expired_bytes_total":    dto.MetricType_COUNTER,
-	"sketchd_build_info":                    dto.MetricType_GAUGE,
-	"sketchd_sketches":                      dto.MetricType_GAUGE,
-	"sketchd_db_size_bytes":                 dto.MetricType_GAUGE,
-	"sketchd_wal_size_bytes":                dto.MetricType_GAUGE,
-	"sketchd_cache_entries":                 dto.MetricType_GAUGE,
-	"sketchd_cache_bytes":                   dto.MetricType_GAUGE,
-	"sketchd_sketch_estimate":               dto.MetricType_GAUGE,
-	"sketchd_db_commit_requests":            dto.MetricType_HISTOGRAM,
-	"sketchd_db_commit_rows":                dto.MetricType_HISTOGRAM,
-	"sketchd_db_commit_duration_seconds":    dto.MetricType_HISTOGRAM,
-	"sketchd_db_pool_connections":           dto.MetricType_GAUGE,
-	"sketchd_db_pool_max_connections":       dto.MetricType_GAUGE,
+	"sketchd_http_requests_total":            dto.MetricType_COUNTER,
+	"sketchd_http_request_duration_seconds":  dto.MetricType_HISTOGRAM,
+	"sketchd_http_request_size_bytes":        dto.MetricType_HISTOGRAM,
+	"sketchd_http_response_size_bytes":       dto.MetricType_HISTOGRAM,
+	"sketchd_ingested_total":                 dto.MetricType_COUNTER,
+	"sketchd_request_bodies_refused_total":   dto.MetricType_COUNTER,
+	"sketchd_auth_failures_total":            dto.MetricType_COUNTER,
+	"sketchd_overload_rejections_total":      dto.MetricType_COUNTER,
+	"sketchd_panics_recovered_total":         dto.MetricType_COUNTER,
+	"sketchd_commit_batch_requests":          dto.MetricType_HISTOGRAM,
+	"sketchd_commit_bytes":                   dto.MetricType_HISTOGRAM,
+	"sketchd_commit_duration_seconds":        dto.MetricType_HISTOGRAM,
+	"sketchd_checkpoint_sketches":            dto.MetricType_HISTOGRAM,
+	"sketchd_checkpoint_duration_seconds":    dto.MetricType_HISTOGRAM,
+	"sketchd_series_buckets_expired_total":   dto.MetricType_COUNTER,
+	"sketchd_series_expired_bytes_total":     dto.MetricType_COUNTER,
+	"sketchd_build_info":                     dto.MetricType_GAUGE,
+	"sketchd_sketches":                       dto.MetricType_GAUGE,
+	"sketchd_db_size_bytes":                  dto.MetricType_GAUGE,
+	"sketchd_wal_size_bytes":                 dto.MetricType_GAUGE,
+	"sketchd_cache_entries":                  dto.MetricType_GAUGE,
+	"sketchd_cache_bytes":                    dto.MetricType_GAUGE,
+	"sketchd_sketch_estimate":                dto.MetricType_GAUGE,
+	"sketchd_db_commit_requests":             dto.MetricType_HISTOGRAM,
+	"sketchd_db_commit_rows":                 dto.MetricType_HISTOGRAM,
+	"sketchd_db_commit_duration_seconds":     dto.MetricType_HISTOGRAM,
+	"sketchd_db_pool_connections":            dto.MetricType_GAUGE,
+	"sketchd_db_pool_max_connections":        dto.MetricType_GAUGE,
+	"sketchd_idempotency_replays_total":      dto.MetricType_COUNTER,
+	"sketchd_idempotency_keys":               dto.MetricType_GAUGE,
+	"sketchd_idempotency_key_bytes":          dto.MetricType_GAUGE,
+	"sketchd_idempotency_keys_evicted_total": dto.MetricType_COUNTER,
 }
 
 func TestFamilies(t *testing.T) {
@@ -458,6 +465,11 @@ func TestSourceFamilies(t *testing.T) {
 		{"sketchd_db_pool_connections", map[string]string{"state": "in_use"}, 3},
 		{"sketchd_db_pool_connections", map[string]string{"state": "idle"}, 5},
 		{"sketchd_db_pool_max_connections", map[string]string{}, 16},
+		{"sketchd_idempotency_keys", map[string]string{}, 42},
+		{"sketchd_idempotency_key_bytes", map[string]string{}, 4242},
+	}
+	if v := find(t, got["sketchd_idempotency_keys_evicted_total"], map[string]string{}).GetCounter().GetValue(); v != 7 {
+		t.Errorf("sketchd_idempotency_keys_evicted_total = %v, want 7", v)
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s%v", tt.name, tt.labels), func(t *testing.T) {

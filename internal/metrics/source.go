@@ -42,6 +42,15 @@ type PoolSource interface {
 	PoolStats() (inUse, idle, max int)
 }
 
+// KeySource is a backend that keeps idempotency keys.
+type KeySource interface {
+	// IdempotencyKeys reports the keys kept, the bytes they hold, and how
+	// many were dropped before their window ran out because the keys
+	// passed the backend's bound (a running total). On a shared database
+	// the first two count the whole database.
+	IdempotencyKeys() (keys int, bytes int64, evicted int64)
+}
+
 // sourceCollector turns a Source into gauges at scrape time, so that nothing
 // is kept up to date between scrapes and per-sketch gauges exist exactly for
 // the sketches opted in at that moment.
@@ -55,6 +64,9 @@ type sourceCollector struct {
 	poolConns    *prometheus.Desc
 	poolMax      *prometheus.Desc
 	estimate     *prometheus.Desc
+	keys         *prometheus.Desc
+	keyBytes     *prometheus.Desc
+	keysEvicted  *prometheus.Desc
 }
 
 func newSourceCollector(src Source) *sourceCollector {
@@ -79,6 +91,12 @@ func newSourceCollector(src Source) *sourceCollector {
 		estimate: prometheus.NewDesc("sketchd_sketch_estimate",
 			`Current estimate of each sketch created with "metric": true (cardinality for hll, total count for cms).`,
 			[]string{"name"}, nil),
+		keys: prometheus.NewDesc("sketchd_idempotency_keys",
+			"Idempotency keys kept (with the answer each replays).", nil, nil),
+		keyBytes: prometheus.NewDesc("sketchd_idempotency_key_bytes",
+			"Approximate bytes the idempotency keys kept hold (bounded by -idempotency-max-bytes).", nil, nil),
+		keysEvicted: prometheus.NewDesc("sketchd_idempotency_keys_evicted_total",
+			"Idempotency keys dropped before -idempotency-window ran out because the keys passed -idempotency-max-bytes.", nil, nil),
 	}
 }
 
@@ -92,6 +110,9 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.poolConns
 	ch <- c.poolMax
 	ch <- c.estimate
+	ch <- c.keys
+	ch <- c.keyBytes
+	ch <- c.keysEvicted
 }
 
 // sketchCount is one sketchd_sketches series.
@@ -139,6 +160,15 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constGauge(c.poolConns, float64(inUse), "in_use")
 		ch <- constGauge(c.poolConns, float64(idle), "idle")
 		ch <- constGauge(c.poolMax, float64(max))
+	}
+
+	if ks, ok := c.src.(KeySource); ok {
+		n, bytes, evicted := ks.IdempotencyKeys()
+		ch <- constGauge(c.keys, float64(n))
+		ch <- constGauge(c.keyBytes, float64(bytes))
+		if m, err := prometheus.NewConstMetric(c.keysEvicted, prometheus.CounterValue, float64(evicted)); err == nil {
+			ch <- m
+		}
 	}
 
 	var estimates []prometheus.Metric

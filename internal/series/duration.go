@@ -10,7 +10,8 @@ import (
 // Duration is an ISO 8601 duration with calendar parts (PnYnMnWnDTnHnMnS,
 // whole numbers only). Years, months, weeks and days are calendar units:
 // added in the series' time zone, a day is 23 or 25 hours across a DST
-// change and a month is as long as the month is.
+// change (from one local day's start to the next) and a month is as long
+// as the month is.
 type Duration struct {
 	Years, Months, Weeks, Days int
 	Hours, Minutes, Seconds    int
@@ -90,10 +91,27 @@ func ParseDuration(s string) (Duration, error) {
 // IsZero reports whether every part is 0.
 func (d Duration) IsZero() bool { return d == Duration{} }
 
-// AddTo returns t plus d (sign 1) or minus d (sign -1), the calendar parts
-// in t's location.
+// calendar reports whether d has years, months, weeks or days; clockTime
+// whether it has hours, minutes or seconds.
+func (d Duration) calendar() bool {
+	return d.Years != 0 || d.Months != 0 || d.Weeks != 0 || d.Days != 0
+}
+func (d Duration) clockTime() bool { return d.Hours != 0 || d.Minutes != 0 || d.Seconds != 0 }
+
+// AddTo returns t plus d (sign 1) or minus d (sign -1) in t's location,
+// as PostgreSQL adds an interval to a timestamptz: the calendar parts move
+// t's wall clock (clock: a day's start stands for its midnight), years and
+// months first, keeping the day of the month but not past the month's end
+// (January 31 plus P1M is the last of February), then weeks and days; the
+// result is where the zone's clocks show that wall time (wall), so a day
+// after a day's start is the next day's start even where one of them
+// begins at 01:00. The hours, minutes and seconds are then added as
+// elapsed time.
 func (d Duration) AddTo(t time.Time, sign int) time.Time {
-	t = t.AddDate(sign*d.Years, sign*d.Months, sign*(7*d.Weeks+d.Days))
+	if d.calendar() {
+		loc := t.Location()
+		t = wall(shift(clock(t, loc, sign), sign*d.Years, sign*d.Months, sign*(7*d.Weeks+d.Days)), loc)
+	}
 	return t.Add(time.Duration(sign) * (time.Duration(d.Hours)*time.Hour + time.Duration(d.Minutes)*time.Minute + time.Duration(d.Seconds)*time.Second))
 }
 

@@ -51,8 +51,9 @@ func (l Level) Valid() bool { return l >= Hour && l <= Month }
 // Start returns the start of the bucket of level l that holds t, in loc.
 // An hour bucket starts at the last whole local hour (or at an offset
 // change between it and t), so the repeated hour of a DST fall-back is
-// two buckets; days, weeks and months start at local
-// midnight (or the first instant after it, where midnight does not exist).
+// two buckets; days, weeks and months start where their first date
+// begins (wall: local midnight, or the DST change where midnight is
+// skipped, as in Santiago).
 func (l Level) Start(t time.Time, loc *time.Location) time.Time {
 	t = t.In(loc)
 	switch l {
@@ -60,37 +61,52 @@ func (l Level) Start(t time.Time, loc *time.Location) time.Time {
 		s := t.Add(-time.Duration(t.Minute())*time.Minute - time.Duration(t.Second())*time.Second - time.Duration(t.Nanosecond()))
 		// A change of offset by a part of an hour (Lord Howe's DST) starts
 		// a bucket of its own.
-		if zs, _ := t.ZoneBounds(); zs.After(s) {
-			return zs
+		if zs, _ := bounds(t); zs.After(s) {
+			if zs, _ = offsetBounds(t); zs.After(s) {
+				return zs.In(loc)
+			}
 		}
 		return s
 	case Day:
-		y, m, d := t.Date()
-		return date(y, m, d, loc)
+		_, _, _, s := dayOf(t, loc)
+		return s
 	case Week:
-		y, m, d := t.Date()
-		back := (int(t.Weekday()) + 6) % 7 // days since Monday
-		return date(y, m, d-back, loc)
+		y, m, d, s := dayOf(t, loc)
+		if back := (int(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Weekday()) + 6) % 7; back > 0 { // days since Monday
+			s = date(y, m, d-back, loc)
+		}
+		return s
 	case Month:
-		y, m, _ := t.Date()
-		return date(y, m, 1, loc)
+		y, m, d, s := dayOf(t, loc)
+		if d > 1 {
+			s = date(y, m, 1, loc)
+		}
+		return s
 	}
 	panic("series: invalid level")
 }
 
-// date is the first instant of local day y-m-d (normalised, so d may
-// overflow the month): midnight, or the DST change where midnight is
-// skipped.
-func date(y int, m time.Month, d int, loc *time.Location) time.Time {
-	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
-	noon := time.Date(y, m, d, 12, 0, 0, 0, loc)
-	if t.Day() != noon.Day() {
-		// Midnight does not exist (DST starts at 00:00, as in Santiago):
-		// the day starts at the change.
-		zs, _ := noon.ZoneBounds()
-		return zs
+// dayOf returns the local date whose day bucket holds t, and where it
+// starts: t's own date, or the one before where clocks went back across
+// midnight and t's date begins for good only later (Goose Bay fell back
+// from 00:01 to 23:01 until 2010: the minute after the first midnight
+// belongs to the day before).
+func dayOf(t time.Time, loc *time.Location) (y int, m time.Month, d int, start time.Time) {
+	y, m, d = t.Date()
+	for range 2 {
+		if start = date(y, m, d, loc); !start.After(t) {
+			break
+		}
+		y, m, d = time.Date(y, m, d-1, 0, 0, 0, 0, time.UTC).Date()
 	}
-	return t
+	return y, m, d, start
+}
+
+// date is where local date y-m-d (normalised, so d may overflow the
+// month) begins for good: its midnight, or the DST change where midnight
+// is skipped. A date the zone skips begins where the next one does.
+func date(y int, m time.Month, d int, loc *time.Location) time.Time {
+	return wall(time.Date(y, m, d, 0, 0, 0, 0, time.UTC), loc)
 }
 
 // Next returns the start of the bucket after the one starting at start.
@@ -98,16 +114,25 @@ func (l Level) Next(start time.Time, loc *time.Location) time.Time {
 	start = start.In(loc)
 	switch l {
 	case Hour:
-		// The next local whole hour: an hour later in absolute time for
-		// whole-hour zones, with Start re-aligning where a DST change
-		// shifts by less than an hour.
-		return l.Start(start.Add(time.Hour+time.Minute), loc)
+		// The next whole local hour, or the next offset change if it
+		// comes first (Lord Howe's half-hour changes, Goose Bay's at
+		// 00:01, a minute after the whole hour of midnight).
+		next := start.Add(time.Hour - time.Duration(start.Minute())*time.Minute - time.Duration(start.Second())*time.Second - time.Duration(start.Nanosecond()))
+		if _, end := bounds(start); !end.IsZero() && end.Before(next) {
+			if _, end = offsetBounds(start); !end.IsZero() && end.Before(next) {
+				return end.In(loc)
+			}
+		}
+		return next
 	case Day:
 		y, m, d := start.Date()
 		return date(y, m, d+1, loc)
 	case Week:
+		// From the Monday: a week whose Monday the zone skipped starts on
+		// the Tuesday.
 		y, m, d := start.Date()
-		return date(y, m, d+7, loc)
+		back := (int(start.Weekday()) + 6) % 7
+		return date(y, m, d-back+7, loc)
 	case Month:
 		y, m, _ := start.Date()
 		return date(y, m+1, 1, loc)

@@ -181,4 +181,11 @@ func (s *Spec) cover(a, b, now time.Time, bud *Budget, before int) ([]Key, bool,
 	return keys, true, nil
 }
 
-func stamp(t time.Time) string { return t.Format(time.RFC3339) }
+// stamp writes t for messages, in UTC where its offset has seconds
+// (RFC 3339 offsets are whole minutes).
+func stamp(t time.Time) string {
+	if _, off := t.Zone(); off%60 != 0 {
+		t = t.UTC()
+	}
+	return t.Format(time.RFC3339)
+}

@@ -86,13 +86,20 @@ func TestLevelEdges(t *testing.T) {
 }
 
 // TestLevelProperties: for random instants in several zones, Start(t) <= t
-// < Next(Start(t)), and Next is a bucket start.
+// < Next(Start(t)), Next is a bucket start, and an hour bucket starts at
+// a whole local hour or where the offset changes, also in years a zone's
+// TZ rule serves (after 2037), where Go reports a period boundary at
+// every new year.
 func TestLevelProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, zone := range []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "America/Santiago"} {
+	for _, zone := range []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "America/Santiago", "America/St_Johns", "America/Goose_Bay", "Pacific/Apia"} {
 		loc := mustLoc(t, zone)
-		for range 3000 {
-			tm := time.Unix(1_700_000_000+r.Int64N(200_000_000), 0)
+		for i := range 3000 {
+			tm := time.Unix(1_200_000_000+r.Int64N(1_400_000_000), 0)
+			if i%3 == 0 {
+				// Around a new year, UTC.
+				tm = time.Date(2000+r.IntN(60), 12, 31, 12, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(int64(24 * time.Hour))))
+			}
 			for _, l := range Levels {
 				s := l.Start(tm, loc)
 				n := l.Next(s, loc)
@@ -101,6 +108,10 @@ func TestLevelProperties(t *testing.T) {
 				}
 				if !l.Aligned(n, loc) || !l.Aligned(s, loc) {
 					t.Fatalf("%s %s: %v or %v is not aligned", zone, l, s, n)
+				}
+				_, before := s.Add(-time.Second).In(loc).Zone()
+				if _, off := s.In(loc).Zone(); l == Hour && s.In(loc).Minute() != 0 && before == off {
+					t.Fatalf("%s: hour bucket %v starts neither at a whole hour nor at an offset change", zone, s.In(loc))
 				}
 			}
 		}
@@ -376,6 +387,69 @@ func TestTimeseries(t *testing.T) {
 	}
 	if _, err := s.Timeseries(from, to, Duration{Minutes: 1}, Duration{Days: 7}, now); sketch.KindOf(err) != sketch.Unprocessable {
 		t.Errorf("more than MaxPoints = %v, want Unprocessable", err)
+	}
+}
+
+// TestTimeseriesSkippedMidnight: in Santiago, 2026-09-06 starts at 01:00
+// (DST skips 00:00–01:00). A daily line's points and windows start at the
+// local days' starts, 00:00, 01:00 and 00:00, whether it is answered from
+// day buckets or from hour buckets; a day later than that day's start is
+// the next day's midnight, not 01:00.
+func TestTimeseriesSkippedMidnight(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	now := at("2026-11-25T12:00:00Z")
+	days := []time.Time{at("2026-09-05T00:00:00-04:00"), at("2026-09-06T01:00:00-03:00"), at("2026-09-07T00:00:00-03:00"), at("2026-09-08T00:00:00-03:00")}
+	for _, levels := range [][]LevelSpec{
+		{{Day, Duration{Days: 400}}},
+		{{Hour, Duration{Days: 120}}},
+		{{Hour, Duration{Days: 120}}, {Day, Duration{Days: 400}}},
+	} {
+		s := testSpec(t, "America/Santiago", levels...)
+		for _, from := range days[:3] {
+			ts, err := s.Timeseries(from, days[3], Duration{Days: 1}, Duration{Days: 1}, now)
+			if err != nil {
+				t.Fatalf("%s: daily line from %v: %v", s, from, err)
+			}
+			var i int
+			for i = range days {
+				if days[i].Equal(from) {
+					break
+				}
+			}
+			if len(ts.Points) != 3-i {
+				t.Fatalf("%s: daily line from %v has %d points, want %d", s, from, len(ts.Points), 3-i)
+			}
+			for j, p := range ts.Points {
+				if want := days[i+j]; !p.Start.Equal(want) || !p.WindowFrom.Equal(want) || !p.End.Equal(days[i+j+1]) {
+					t.Errorf("%s: point %d = [%v, %v) window from %v; want [%v, %v)", s, j, p.Start, p.End, p.WindowFrom, want, days[i+j+1])
+				}
+			}
+		}
+	}
+	loc := mustLoc(t, "America/Santiago")
+	if got := (Duration{Days: 1}).AddTo(days[1].In(loc), -1); !got.Equal(days[0]) {
+		t.Errorf("a day before %v = %v, want %v", days[1], got, days[0])
+	}
+	if got := (Duration{Weeks: 1}).AddTo(days[0].In(loc), 1); !got.Equal(at("2026-09-12T00:00:00-03:00")) {
+		t.Errorf("a week after %v = %v", days[0], got)
+	}
+}
+
+// TestAddToFarPast: a step back before year 1 keeps the wall clock, in a
+// zone whose earliest period has no start (UTC) as in one that has.
+func TestAddToFarPast(t *testing.T) {
+	for _, zone := range []string{"UTC", "Europe/Berlin"} {
+		loc := mustLoc(t, zone)
+		got := (Duration{Years: 10000}).AddTo(time.Date(2026, 11, 25, 12, 0, 0, 0, loc), -1).In(loc)
+		if y, m, d := got.Date(); y != -7974 || m != 11 || d != 25 || got.Hour() != 12 {
+			t.Errorf("%s: 2026-11-25 12:00 minus P10000Y = %v, want -7974-11-25 12:00", zone, got)
+		}
 	}
 }
 

@@ -50,11 +50,10 @@ func (s *Spec) TimeseriesWithin(from, to time.Time, step, window Duration, now t
 	from = from.In(s.loc)
 	var pts []Point
 	for t := from; t.Before(to); {
-		end := step.AddTo(t, 1)
+		end, wf := s.step(t, step, window)
 		if !end.After(t) {
 			return Timeseries{}, sketch.Errorf(sketch.Invalid, "step %s does not advance", step)
 		}
-		wf := window.AddTo(end, -1)
 		if !wf.Before(end) {
 			return Timeseries{}, sketch.Errorf(sketch.Invalid, "window %s is empty", window)
 		}
@@ -117,6 +116,22 @@ func (ts Timeseries) Run() Run {
 		return Run{Level: ts.Level}
 	}
 	return Run{Level: ts.Level, First: ts.Elements[0].Start, Last: ts.Elements[n-1].Start, Count: n}
+}
+
+// step returns the end of the step from t and the start of the window
+// that ends with it. Where step and window are whole calendar units
+// (P1D, P7D, P1M), both are taken on the wall clock the step reaches, as
+// PostgreSQL steps dates: the window reaches back from the date the step
+// ended on, even where that date was skipped and its start is the next
+// one's (Kiritimati's 1994-12-31: December's P1M window is December, and
+// the 30th's P1D window is the 30th).
+func (s *Spec) step(t time.Time, step, window Duration) (end, windowFrom time.Time) {
+	if !step.calendar() || step.clockTime() || !window.calendar() || window.clockTime() {
+		end = step.AddTo(t, 1)
+		return end, window.AddTo(end, -1)
+	}
+	w := shift(clock(t, s.loc, 1), step.Years, step.Months, 7*step.Weeks+step.Days)
+	return wall(w, s.loc), wall(shift(w, -window.Years, -window.Months, -(7*window.Weeks+window.Days)), s.loc)
 }
 
 func (s *Spec) levelNames() string {

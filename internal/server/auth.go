@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -178,9 +179,17 @@ func (s *Server) require(need role) func(http.Handler) http.Handler {
 				s.writeProblem(w, r, sketch.Errorf(sketch.Forbidden, "this route needs a write token"))
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRole, got)))
+			ctx := context.WithValue(r.Context(), keyRole, got)
+			next.ServeHTTP(w, r.WithContext(withScope(ctx, tokenScope(token))))
 		})
 	}
+}
+
+// tokenScope is the scope of a token's idempotency keys: half of its
+// SHA-256 digest, in hex, so the token itself is never stored.
+func tokenScope(token string) string {
+	d := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(d[:16])
 }
 
 // bearerToken returns the token of an Authorization header using the

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -107,6 +108,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 			s.putBody(b)
 			return nil, s.bodyError(r, err, limit)
 		}
+	}
+	if g := idem.From(r.Context()); g != nil {
+		g.Fingerprint = fingerprint(r, b.buf)
 	}
 	if err := s.takeWriteSlot(r.Context()); err != nil {
 		s.putBody(b)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/airlift"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/cpc"
 	"github.com/sketchd/sketchd/internal/dshll"
@@ -14,6 +15,7 @@ import (
 	"github.com/sketchd/sketchd/internal/ingest"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/theta"
+	"github.com/sketchd/sketchd/internal/zeta"
 )
 
 // createRequest is the body of PUT /v1/sketches/{name}. Absent fields take
@@ -32,17 +34,22 @@ type createRequest struct {
 	TopK         *int     `json:"topk"`
 	LgK          *int     `json:"lg_k"`
 	TgtType      *string  `json:"tgt_type"`
+	Precision    *int     `json:"precision"`
+	SparsePrec   *int     `json:"sparse_precision"`
+	IndexBits    *int     `json:"index_bits"`
 	Metric       *bool    `json:"metric"`
 }
 
 // kindFields names the create fields each kind takes.
 var kindFields = map[sketch.Type]string{
-	sketch.TypeHLL:   "log2m regwidth expthresh sparse",
-	sketch.TypeCMS:   "width depth epsilon delta conservative topk",
-	sketch.TypeTheta: "lg_k",
-	sketch.TypeFreq:  "lg_k",
-	sketch.TypeDSHLL: "lg_k tgt_type",
-	sketch.TypeCPC:   "lg_k",
+	sketch.TypeHLL:        "log2m regwidth expthresh sparse",
+	sketch.TypeCMS:        "width depth epsilon delta conservative topk",
+	sketch.TypeTheta:      "lg_k",
+	sketch.TypeFreq:       "lg_k",
+	sketch.TypeDSHLL:      "lg_k tgt_type",
+	sketch.TypeCPC:        "lg_k",
+	sketch.TypeZetaHLL:    "precision sparse_precision",
+	sketch.TypeAirliftHLL: "index_bits",
 }
 
 // foreignField returns a field set in c that a sketch of type typ does
@@ -52,10 +59,11 @@ func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
 		"log2m": c.Log2m != nil, "regwidth": c.Regwidth != nil, "expthresh": c.Expthresh != nil, "sparse": c.Sparse != nil,
 		"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil, "delta": c.Delta != nil,
 		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "lg_k": c.LgK != nil,
-		"tgt_type": c.TgtType != nil,
+		"tgt_type": c.TgtType != nil, "precision": c.Precision != nil, "sparse_precision": c.SparsePrec != nil,
+		"index_bits": c.IndexBits != nil,
 	}
 	own := " " + kindFields[typ] + " "
-	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL} {
+	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL, sketch.TypeZetaHLL, sketch.TypeAirliftHLL} {
 		for _, f := range strings.Fields(kindFields[other]) {
 			if set[f] && !strings.Contains(own, " "+f+" ") {
 				return f, other
@@ -140,6 +148,18 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		p := cpc.DefaultParams()
 		setInt(&p.LgK, c.LgK)
 		sp.Params = sketch.CPCParams{Params: p}
+	case sketch.TypeZetaHLL:
+		// A precision alone takes BigQuery's sparse precision for it.
+		p := zeta.DefaultParams()
+		if c.Precision != nil {
+			p = zeta.ParamsFor(*c.Precision)
+		}
+		setInt(&p.SparsePrecision, c.SparsePrec)
+		sp.Params = sketch.ZetaParams{Params: p}
+	case sketch.TypeAirliftHLL:
+		p := airlift.DefaultParams()
+		setInt(&p.IndexBits, c.IndexBits)
+		sp.Params = sketch.AirliftParams{Params: p}
 	default:
 		if _, err := sketch.Lookup(typ); err != nil {
 			return sp, err
@@ -227,6 +247,15 @@ func describe(in sketch.Info) any {
 		r := registersOf(in)
 		r.LgK = &p.LgK
 		return r
+	case sketch.ZetaParams:
+		r := registersOf(in)
+		r.Precision, r.SparsePrecision = &p.Precision, &p.SparsePrecision
+		r.ValueType, r.NumValues = in.ValueType, &in.Total
+		return r
+	case sketch.AirliftParams:
+		r := registersOf(in)
+		r.IndexBits = &p.IndexBits
+		return r
 	case sketch.FreqParams:
 		imp := in.Total
 		return sampledResponse{Name: in.Name, Type: string(sketch.TypeFreq), LgK: p.LgK, Cardinality: in.Cardinality,
@@ -258,23 +287,30 @@ type sampledResponse struct {
 }
 
 // registersResponse describes a sketch of the HLL family in another
-// ecosystem's format (ds_hll, cpc; zeta_hll and airlift_hll to come): the
+// ecosystem's format (ds_hll, cpc, zeta_hll, airlift_hll): the
 // estimate with its relative standard error and its bounds at two
-// standard deviations, the representation, and the kind's parameters.
+// standard deviations, the representation, and the kind's parameters; a
+// zeta_hll sketch also the type of ids it counts and how many values
+// were added.
 type registersResponse struct {
-	Name           string    `json:"name,omitempty"`
-	Type           string    `json:"type"`
-	LgK            *int      `json:"lg_k,omitempty"`
-	TgtType        string    `json:"tgt_type,omitempty"`
-	Representation string    `json:"representation"`
-	Cardinality    float64   `json:"cardinality"`
-	StdError       float64   `json:"std_error"`
-	Lower          float64   `json:"lower_bound"`
-	Upper          float64   `json:"upper_bound"`
-	SizeBytes      int       `json:"size_bytes"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-	Metric         bool      `json:"metric"`
+	Name            string    `json:"name,omitempty"`
+	Type            string    `json:"type"`
+	LgK             *int      `json:"lg_k,omitempty"`
+	TgtType         string    `json:"tgt_type,omitempty"`
+	Precision       *int      `json:"precision,omitempty"`
+	SparsePrecision *int      `json:"sparse_precision,omitempty"`
+	ValueType       string    `json:"value_type,omitempty"`
+	NumValues       *int64    `json:"num_values,omitempty"`
+	IndexBits       *int      `json:"index_bits,omitempty"`
+	Representation  string    `json:"representation"`
+	Cardinality     float64   `json:"cardinality"`
+	StdError        float64   `json:"std_error"`
+	Lower           float64   `json:"lower_bound"`
+	Upper           float64   `json:"upper_bound"`
+	SizeBytes       int       `json:"size_bytes"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	Metric          bool      `json:"metric"`
 }
 
 func registersOf(in sketch.Info) registersResponse {
@@ -286,16 +322,22 @@ func registersOf(in sketch.Info) registersResponse {
 // unionRegistersResponse is the union of sketches of the HLL family in
 // another ecosystem's format.
 type unionRegistersResponse struct {
-	Type           string   `json:"type"`
-	LgK            *int     `json:"lg_k,omitempty"`
-	TgtType        string   `json:"tgt_type,omitempty"`
-	Representation string   `json:"representation"`
-	Cardinality    float64  `json:"cardinality"`
-	StdError       float64  `json:"std_error"`
-	Lower          float64  `json:"lower_bound"`
-	Upper          float64  `json:"upper_bound"`
-	Into           string   `json:"into,omitempty"`
-	Warnings       []string `json:"warnings,omitempty"`
+	Type            string   `json:"type"`
+	LgK             *int     `json:"lg_k,omitempty"`
+	TgtType         string   `json:"tgt_type,omitempty"`
+	Precision       *int     `json:"precision,omitempty"`
+	SparsePrecision *int     `json:"sparse_precision,omitempty"`
+	ValueType       string   `json:"value_type,omitempty"`
+	NumValues       *int64   `json:"num_values,omitempty"`
+	IndexBits       *int     `json:"index_bits,omitempty"`
+	Representation  string   `json:"representation"`
+	Cardinality     float64  `json:"cardinality"`
+	StdError        float64  `json:"std_error"`
+	Lower           float64  `json:"lower_bound"`
+	Upper           float64  `json:"upper_bound"`
+	Into            string   `json:"into,omitempty"`
+	Matched         int      `json:"matched,omitempty"`
+	Warnings        []string `json:"warnings,omitempty"`
 }
 
 // unionRegisters describes u as a union answer, or false when it is not of
@@ -308,7 +350,8 @@ func unionRegisters(u sketch.Sketch, into string, warnings []string) (unionRegis
 	if !ok {
 		return unionRegistersResponse{}, false
 	}
-	return unionRegistersResponse{Type: d.Type, LgK: d.LgK, TgtType: d.TgtType, Representation: d.Representation,
+	return unionRegistersResponse{Type: d.Type, LgK: d.LgK, TgtType: d.TgtType, Precision: d.Precision, SparsePrecision: d.SparsePrecision,
+		ValueType: d.ValueType, NumValues: d.NumValues, IndexBits: d.IndexBits, Representation: d.Representation,
 		Cardinality: d.Cardinality, StdError: d.StdError, Lower: d.Lower, Upper: d.Upper, Into: into, Warnings: warnings}, true
 }
 
@@ -380,7 +423,10 @@ type topResponse struct {
 
 type unionRequest struct {
 	Sketches []operand `json:"sketches"`
-	Into     string    `json:"into"`
+	// Prefix, in place of Sketches, unions every sketch whose name
+	// starts with it.
+	Prefix *string `json:"prefix"`
+	Into   string  `json:"into"`
 }
 
 // unionResponse is the union of HLL sketches; StdError is relative.
@@ -391,6 +437,8 @@ type unionResponse struct {
 	Regwidth       int     `json:"regwidth"`
 	Representation string  `json:"representation"`
 	Into           string  `json:"into,omitempty"`
+	// Matched is how many sketches a prefix union took.
+	Matched int `json:"matched,omitempty"`
 	// Warnings say where a series range's covered range differs from
 	// the one asked for.
 	Warnings []string `json:"warnings,omitempty"`
@@ -403,6 +451,7 @@ type unionCMSResponse struct {
 	Width    int      `json:"width"`
 	Depth    int      `json:"depth"`
 	Into     string   `json:"into,omitempty"`
+	Matched  int      `json:"matched,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -604,5 +653,6 @@ type unionSampledResponse struct {
 	Retained    int      `json:"retained"`
 	Theta       float64  `json:"theta"`
 	Into        string   `json:"into,omitempty"`
+	Matched     int      `json:"matched,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
 }

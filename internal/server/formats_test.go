@@ -107,6 +107,7 @@ func TestUploadNamesItsFormat(t *testing.T) {
 	kll := []byte{2, 2, 15, 0, 200, 0, 8, 0}
 	zeta := []byte{0x08, 0x70, 0x10, 0x03}
 	airlift := []byte{3, 12, 0, 0}
+	airliftBad := []byte{2, 12, 2, 0, 0x40, 0, 0, 0, 0x40, 0, 0, 0}
 	hllBad := []byte{0x14, 0x8e, 0x7f, 0}
 	for _, c := range []struct {
 		name, query string
@@ -117,8 +118,9 @@ func TestUploadNamesItsFormat(t *testing.T) {
 		{"theta union", "", javaUnion, []string{"DataSketches theta union", "family 4", "does not read"}},
 		{"damaged DataSketches HLL", "", dsHLL, []string{"DataSketches HLL", "not a valid ds_hll", "8 coupons at byte 6"}},
 		{"DataSketches KLL", "", kll, []string{"DataSketches KLL", "family 15", "does not read"}},
-		{"ZetaSketch", "", zeta, []string{"ZetaSketch", "does not read"}},
-		{"airlift", "", airlift, []string{"airlift", "does not read"}},
+		{"damaged ZetaSketch", "", zeta, []string{"ZetaSketch", "not a valid zeta_hll", "encoding version 1"}},
+		{"cut airlift", "", airlift, []string{"airlift HyperLogLog", "not a valid airlift_hll", "dense image of 4 bytes"}},
+		{"damaged airlift", "", airliftBad, []string{"airlift HyperLogLog", "not a valid airlift_hll", "sparse entry 1 at byte 8 is not above"}},
 		{"damaged hll", "", hllBad, []string{"postgresql-hll", "not a valid hll"}},
 		{"garbage", "", []byte("hello world"), []string{"no format sketchd recognizes", "0x68656c6c6f20776f"}},
 		{"theta named hll", "?format=hll", compressed, []string{"not a valid hll", "looks like a DataSketches theta"}},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -43,17 +45,16 @@ func (s *Server) handleBucketImport(replace bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writes, err := ss.ImportSeries(r.Context(), name, replace, func(spec *series.Spec) ([]series.Import, error) {
-			c, err := sketch.Conform(sk, spec.Params, fold)
-			if err != nil {
-				return nil, sketch.Prefixed(err, fmt.Sprintf("series %q: ", name))
-			}
-			return []series.Import{{Key: series.Key{Level: level, Start: start}, Sketch: c}}, nil
+		return s.commit(w, r, importRendered, func(ctx context.Context) (idem.Result, error) {
+			writes, err := ss.ImportSeries(ctx, name, replace, func(spec *series.Spec) ([]series.Import, error) {
+				c, err := sketch.Conform(sk, spec.Params, fold)
+				if err != nil {
+					return nil, sketch.Prefixed(err, fmt.Sprintf("series %q: ", name))
+				}
+				return []series.Import{{Key: series.Key{Level: level, Start: start}, Sketch: c}}, nil
+			})
+			return idem.Result{Writes: writes}, err
 		})
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, importDTO(writes))
 	}
 }
 
@@ -90,29 +91,33 @@ func (s *Server) handleBucketsImport(replace bool) handlerFunc {
 			s.refused(refusedBadInput)
 			return err
 		}
-		writes, err := ss.ImportSeries(r.Context(), name, replace, func(spec *series.Spec) ([]series.Import, error) {
-			out := make([]series.Import, len(lines))
-			var mem int64
-			for i, l := range lines {
-				sk, err := sketch.DecodeUpload(l.raw, format)
-				if err == nil {
-					sk, err = sketch.Conform(sk, spec.Params, fold)
+		return s.commit(w, r, importRendered, func(ctx context.Context) (idem.Result, error) {
+			writes, err := ss.ImportSeries(ctx, name, replace, func(spec *series.Spec) ([]series.Import, error) {
+				out := make([]series.Import, len(lines))
+				var mem int64
+				for i, l := range lines {
+					sk, err := sketch.DecodeUpload(l.raw, format)
+					if err == nil {
+						sk, err = sketch.Conform(sk, spec.Params, fold)
+					}
+					if err != nil {
+						return nil, sketch.Prefixed(err, fmt.Sprintf("line %d: ", l.line))
+					}
+					if mem += sk.MemoryBytes(); mem > maxImportMemory {
+						return nil, sketch.Errorf(sketch.TooLarge, "line %d: the buckets decoded so far take more than %d MiB; one import may decode at most that: send fewer lines a request", l.line, maxImportMemory>>20)
+					}
+					out[i] = series.Import{Key: series.Key{Level: l.level, Start: l.start}, Sketch: sk}
 				}
-				if err != nil {
-					return nil, sketch.Prefixed(err, fmt.Sprintf("line %d: ", l.line))
-				}
-				if mem += sk.MemoryBytes(); mem > maxImportMemory {
-					return nil, sketch.Errorf(sketch.TooLarge, "line %d: the buckets decoded so far take more than %d MiB; one import may decode at most that: send fewer lines a request", l.line, maxImportMemory>>20)
-				}
-				out[i] = series.Import{Key: series.Key{Level: l.level, Start: l.start}, Sketch: sk}
-			}
-			return out, nil
+				return out, nil
+			})
+			return idem.Result{Writes: writes}, err
 		})
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, importDTO(writes))
 	}
+}
+
+// importRendered renders an import's answer: the buckets it wrote.
+func importRendered(res idem.Result) (*answer, error) {
+	return jsonAnswer(http.StatusOK, importDTO(res.Writes))
 }
 
 // bucketParams reads {level} and {start} of a bucket's path: a level

@@ -10,6 +10,7 @@ import (
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/theta"
 )
@@ -140,8 +141,16 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
-	names, err := checkOperands("sketches", req.Sketches, 1, maxUnionSketches)
-	if err != nil {
+	var names []string
+	var err error
+	if req.Prefix != nil {
+		if req.Sketches != nil {
+			return sketch.Errorf(sketch.Invalid, `give "sketches" or "prefix", not both`)
+		}
+		if err := checkPrefix("prefix", *req.Prefix); err != nil {
+			return err
+		}
+	} else if names, err = checkOperands("sketches", req.Sketches, 1, maxUnionSketches); err != nil {
 		return err
 	}
 	if req.Into != "" {
@@ -159,40 +168,79 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		}
 		defer release()
 	}
+	// A union of prefixes or series ranges is read first; the store then
+	// writes into atomically. A union of named sketches is read and stored
+	// by the store in one atomic write.
 	var u sketch.Sketch
 	var warnings []string
-	if names != nil {
-		u, err = s.store.Union(r.Context(), names, req.Into)
-	} else {
+	matched := 0
+	switch {
+	case req.Prefix != nil:
+		u, matched, err = s.store.UnionPrefix(r.Context(), *req.Prefix, req.Into, maxPrefixSketches)
+	case names == nil:
 		u, warnings, err = s.unionOperands(r.Context(), req.Sketches, req.Into)
 	}
 	if err != nil {
 		return err
 	}
+	render := func(res idem.Result) (*answer, error) {
+		if res.Sketch != nil {
+			u = res.Sketch
+		}
+		return unionAnswer(u, req.Into, matched, warnings)
+	}
+	if req.Into == "" {
+		if names != nil {
+			if u, err = s.store.Union(r.Context(), names, ""); err != nil {
+				return err
+			}
+		}
+		a, err := render(idem.Result{})
+		if err != nil {
+			return err
+		}
+		a.write(w)
+		return nil
+	}
+	return s.commit(w, r, render, func(ctx context.Context) (res idem.Result, err error) {
+		if names != nil {
+			res.Sketch, err = s.store.Union(ctx, names, req.Into)
+			return res, err
+		}
+		_, _, err = s.store.Put(ctx, req.Into, u.Clone())
+		return res, err
+	})
+}
+
+// unionAnswer renders the answer of a union.
+func unionAnswer(u sketch.Sketch, into string, matched int, warnings []string) (*answer, error) {
 	if c, ok := sketch.CMSOf(u); ok {
 		p := c.Params()
-		return writeJSON(w, http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth, Into: req.Into, Warnings: warnings})
+		return jsonAnswer(http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth,
+			Into: into, Matched: matched, Warnings: warnings})
 	}
-	if resp, ok := unionRegisters(u, req.Into, warnings); ok {
-		return writeJSON(w, http.StatusOK, resp)
+	if resp, ok := unionRegisters(u, into, warnings); ok {
+		resp.Matched = matched
+		return jsonAnswer(http.StatusOK, resp)
 	}
 	h, ok := sketch.HLLOf(u)
 	if !ok {
 		var in sketch.Info
 		u.Describe(&in)
-		return writeJSON(w, http.StatusOK, unionSampledResponse{Type: string(u.Kind().Type), Cardinality: in.Cardinality,
-			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: req.Into, Warnings: warnings})
+		return jsonAnswer(http.StatusOK, unionSampledResponse{Type: string(u.Kind().Type), Cardinality: in.Cardinality,
+			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: into, Matched: matched, Warnings: warnings})
 	}
-	resp := unionDTO(h, req.Into)
+	resp := unionDTO(h, into)
+	resp.Matched = matched
 	resp.Warnings = warnings
-	return writeJSON(w, http.StatusOK, resp)
+	return jsonAnswer(http.StatusOK, resp)
 }
 
-// unionOperands unions sketches and series ranges, storing the union as
-// into unless it is "". Each operand is read consistently, one after
-// another; the store then writes into atomically.
+// unionOperands unions sketches, prefixes and series ranges (leaving
+// into out of a prefix), each operand read consistently, one after
+// another.
 func (s *Server) unionOperands(ctx context.Context, ops []operand, into string) (sketch.Sketch, []string, error) {
-	sks, warnings, err := s.resolve(ctx, ops)
+	sks, warnings, err := s.resolveExcept(ctx, ops, into)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -206,11 +254,6 @@ func (s *Server) unionOperands(ctx context.Context, ops []operand, into string) 
 	u, err := sks[0].Kind().Union(sks)
 	if err != nil {
 		return nil, nil, err
-	}
-	if into != "" {
-		if _, _, err := s.store.Put(ctx, into, u.Clone()); err != nil {
-			return nil, nil, err
-		}
 	}
 	return u, warnings, nil
 }
@@ -266,8 +309,8 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 }
 
 // intersect estimates the intersection of sketches of one kind: HLL by
-// inclusion-exclusion or the MLE with the error envelope, ds_hll and cpc
-// by inclusion-exclusion of their own unions with the same envelope
+// inclusion-exclusion or the MLE with the error envelope, ds_hll, cpc,
+// zeta_hll and airlift_hll by inclusion-exclusion of their own unions with the same envelope
 // (sketch.IntersectFamily), theta by DataSketches' theta intersection
 // with its own bounds. extra warnings
 // (from series ranges) join the answer's.
@@ -288,7 +331,7 @@ func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra
 		return resp, nil
 	}
 	switch sks[0].Kind().Type {
-	case sketch.TypeDSHLL, sketch.TypeCPC:
+	case sketch.TypeDSHLL, sketch.TypeCPC, sketch.TypeZetaHLL, sketch.TypeAirliftHLL:
 		x, err := sketch.IntersectFamily(labels, sks, method)
 		if err != nil {
 			return nil, err
@@ -301,7 +344,7 @@ func intersect(labels []string, sks []sketch.Sketch, method sketch.Method, extra
 	for i, sk := range sks {
 		h, ok := sketch.HLLOf(sk)
 		if !ok {
-			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll, theta, ds_hll or cpc sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
+			return nil, sketch.Errorf(sketch.Conflict, "intersections take hll, theta, ds_hll, cpc, zeta_hll or airlift_hll sketches; %q is a %s sketch", labels[i], sk.Kind().Type)
 		}
 		hs[i] = h
 	}
@@ -346,7 +389,7 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	log2m := *req.Log2m
-	info, err := s.store.Transform(r.Context(), name, into, func(sk sketch.Sketch) (sketch.Sketch, error) {
+	fold := func(sk sketch.Sketch) (sketch.Sketch, error) {
 		h, ok := sketch.HLLOf(sk)
 		if !ok {
 			return nil, sketch.WrongKind(name, sk.Kind().Type, sketch.TypeHLL)
@@ -360,11 +403,11 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 			return nil, err
 		}
 		return sketch.NewHLL(f), nil
-	})
-	if err != nil {
-		return err
 	}
-	return writeJSON(w, http.StatusOK, describe(info))
+	return s.commit(w, r, describeAnswer, func(ctx context.Context) (res idem.Result, err error) {
+		res.Info, err = s.store.Transform(ctx, name, into, fold)
+		return res, err
+	})
 }
 
 // foldHLL folds h for a fold or a download at log2m. More registers than

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -191,14 +193,20 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info, created, err := s.store.Put(r.Context(), name, sk)
-	if err != nil {
-		return err
-	}
-	if created {
-		return writeJSON(w, http.StatusCreated, describe(info))
-	}
-	return writeJSON(w, http.StatusOK, describe(info))
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if res.Created {
+			return jsonAnswer(http.StatusCreated, describe(res.Info))
+		}
+		return jsonAnswer(http.StatusOK, describe(res.Info))
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Info, res.Created, err = s.store.Put(ctx, name, sk)
+		return res, err
+	})
+}
+
+// describeAnswer renders a write's answer: 200 and the new description.
+func describeAnswer(res idem.Result) (*answer, error) {
+	return jsonAnswer(http.StatusOK, describe(res.Info))
 }
 
 // handleRawPost unions uploaded bytes into a stored sketch, which keeps
@@ -225,21 +233,20 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	}
 	up, isHLL := sketch.HLLOf(sk)
 	if !fold {
-		info, err := s.store.Merge(r.Context(), name, sk)
-		if errors.Is(err, hll.ErrIncompatible) {
-			e := err.(*sketch.Error)
-			return sketch.Wrap(e.Kind, err, fmt.Sprintf("%s; POST with ?fold=true to fold the stored sketch down to log2m=%d (lossy: it keeps fewer registers)", e.Detail, up.Params().Log2m))
-		}
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, describe(info))
+		return s.commit(w, r, describeAnswer, func(ctx context.Context) (res idem.Result, err error) {
+			res.Info, err = s.store.Merge(ctx, name, sk)
+			if errors.Is(err, hll.ErrIncompatible) {
+				e := err.(*sketch.Error)
+				return res, sketch.Wrap(e.Kind, err, fmt.Sprintf("%s; POST with ?fold=true to fold the stored sketch down to log2m=%d (lossy: it keeps fewer registers)", e.Detail, up.Params().Log2m))
+			}
+			return res, err
+		})
 	}
 	if !isHLL {
 		return sketch.Errorf(sketch.Invalid, "fold=true applies to hll uploads; this is a %s sketch", sk.Kind().Type)
 	}
 	var from int
-	info, err := s.store.Transform(r.Context(), name, name, func(cur sketch.Sketch) (sketch.Sketch, error) {
+	foldMerge := func(cur sketch.Sketch) (sketch.Sketch, error) {
 		h, ok := sketch.HLLOf(cur)
 		if !ok {
 			return nil, sketch.WrongKind(name, cur.Kind().Type, sketch.TypeHLL)
@@ -258,16 +265,20 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 			return nil, sketch.Wrap(sketch.Conflict, err, "cannot union into "+strconv.Quote(name)+": "+strings.TrimPrefix(err.Error(), "hll: "))
 		}
 		return sketch.NewHLL(h), nil
+	}
+	// from is set by foldMerge, which the store runs before the answer is
+	// rendered.
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		d := describe(res.Info)
+		if hr, ok := d.(hllResponse); ok && from > 0 {
+			hr.FoldedFromLog2m = from
+			d = hr
+		}
+		return jsonAnswer(http.StatusOK, d)
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Info, err = s.store.Transform(ctx, name, name, foldMerge)
+		return res, err
 	})
-	if err != nil {
-		return err
-	}
-	d := describe(info)
-	if hr, ok := d.(hllResponse); ok && from > 0 {
-		hr.FoldedFromLog2m = from
-		d = hr
-	}
-	return writeJSON(w, http.StatusOK, d)
 }
 
 // writeDescribe answers with the current description of name.

@@ -12,6 +12,7 @@ import (
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -68,16 +69,19 @@ func (s *Server) handleSeriesCreate(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	info, created, err := ss.CreateSeries(r.Context(), name, spec)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-		w.Header().Set("Location", "/v1/series/"+name)
-	}
-	return writeJSON(w, status, describeSeries(info))
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if !res.Created {
+			return jsonAnswer(http.StatusOK, describeSeries(res.Series))
+		}
+		a, err := jsonAnswer(http.StatusCreated, describeSeries(res.Series))
+		if a != nil {
+			a.location = "/v1/series/" + name
+		}
+		return a, err
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Series, res.Created, err = ss.CreateSeries(ctx, name, spec)
+		return res, err
+	})
 }
 
 func (s *Server) handleSeriesDescribe(w http.ResponseWriter, r *http.Request) error {
@@ -100,11 +104,9 @@ func (s *Server) handleSeriesDelete(w http.ResponseWriter, r *http.Request) erro
 	if err := s.takeWriteSlot(r.Context()); err != nil {
 		return err
 	}
-	if err := ss.DeleteSeries(r.Context(), name); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.commit(w, r, noContent, func(ctx context.Context) (idem.Result, error) {
+		return idem.Result{}, ss.DeleteSeries(ctx, name)
+	})
 }
 
 // skippingSeriesLister is a SeriesStore whose listing reports, by quoted
@@ -166,10 +168,10 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.addBodyAnswer(w, r, q, func(in sketch.Input) (sketch.Added, any, error) {
-		a, err := ss.AddSeries(r.Context(), name, ts, in)
-		return a.Added, seriesAddDTO(a, ts), err
-	})
+	return s.addBodyAnswer(w, r, q, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
+		a, err := ss.AddSeries(ctx, name, ts, in)
+		return idem.Result{Added: a.Added, SeriesAdded: a}, err
+	}, func(res idem.Result) any { return seriesAddDTO(res.SeriesAdded, ts) })
 }
 
 // seriesAddResponse answers a series add: the ids accepted, the levels
@@ -207,11 +209,12 @@ func (s *Server) handleSeriesChange(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	info, err := ss.ChangeSeries(r.Context(), name, c)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, describeSeries(info))
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		return jsonAnswer(http.StatusOK, describeSeries(res.Series))
+	}, func(ctx context.Context) (idem.Result, error) {
+		info, err := ss.ChangeSeries(ctx, name, c)
+		return idem.Result{Series: info}, err
+	})
 }
 
 // seriesChangeRequest is the body of PATCH /v1/series/{name}.
@@ -475,7 +478,19 @@ func elementsOf(els []series.Key, bs []series.Bucket) ([]sketch.Sketch, error) {
 
 // pointBase is a point's range, without its number.
 func pointBase(p series.Point, loc *time.Location) timeseriesPoint {
-	return timeseriesPoint{Start: p.Start.In(loc), End: p.End.In(loc), WindowFrom: p.WindowFrom.In(loc)}
+	return timeseriesPoint{Start: zoned(p.Start, loc), End: zoned(p.End, loc), WindowFrom: zoned(p.WindowFrom, loc)}
+}
+
+// zoned is t in loc, as answers write it: RFC 3339 offsets are whole
+// minutes, so where loc's offset has seconds (Monrovia's -00:44:30 until
+// 1972, local mean times before 1900) t is written in UTC rather than
+// half a minute off.
+func zoned(t time.Time, loc *time.Location) time.Time {
+	t = t.In(loc)
+	if _, off := t.Zone(); off%60 != 0 {
+		return t.UTC()
+	}
+	return t
 }
 
 // maxLineRegisters bounds the register arrays one rolling line lays out
@@ -640,8 +655,8 @@ func (s *Server) handleSeriesRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Sketchd-From", plan.From.Format(time.RFC3339))
-	w.Header().Set("Sketchd-To", plan.To.Format(time.RFC3339))
+	w.Header().Set("Sketchd-From", zoned(plan.From, plan.From.Location()).Format(time.RFC3339))
+	w.Header().Set("Sketchd-To", zoned(plan.To, plan.To.Location()).Format(time.RFC3339))
 	w.Header().Set("Sketchd-Buckets", strconv.Itoa(len(plan.Buckets)))
 	if len(plan.Runs) > 0 {
 		w.Header().Set("Sketchd-Plan", planHeader(plan))
@@ -746,7 +761,7 @@ func describeSeries(in series.Info) seriesResponse {
 	for _, l := range in.Levels {
 		sl := seriesLevel{Level: l.Level.String(), Retention: l.Retention.String(), Buckets: l.Buckets, Bytes: l.Bytes}
 		if l.Buckets > 0 {
-			o, n := l.Oldest, l.Newest
+			o, n := zoned(l.Oldest, l.Oldest.Location()), zoned(l.Newest, l.Newest.Location())
 			sl.Oldest, sl.Newest = &o, &n
 		}
 		resp.SizeBytes += l.Bytes
@@ -771,6 +786,10 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"lg_k": p.LgK, "tgt_type": p.Type.String()}
 	case sketch.CPCParams:
 		return map[string]any{"lg_k": p.LgK}
+	case sketch.ZetaParams:
+		return map[string]any{"precision": p.Precision, "sparse_precision": p.SparsePrecision}
+	case sketch.AirliftParams:
+		return map[string]any{"index_bits": p.IndexBits}
 	}
 	return map[string]any{}
 }
@@ -802,14 +821,14 @@ type rangeResponse struct {
 
 func rangeDTO(p series.Plan, list bool) rangeResponse {
 	loc := p.From.Location()
-	r := rangeResponse{From: p.From, To: p.To, Plan: make([]planRun, len(p.Runs)), Warnings: append([]string{}, p.Warnings...)}
+	r := rangeResponse{From: zoned(p.From, loc), To: zoned(p.To, loc), Plan: make([]planRun, len(p.Runs)), Warnings: append([]string{}, p.Warnings...)}
 	for i, run := range p.Runs {
-		r.Plan[i] = planRun{Level: run.Level.String(), First: run.First.In(loc), Last: run.Last.In(loc), Count: run.Count}
+		r.Plan[i] = planRun{Level: run.Level.String(), First: zoned(run.First, loc), Last: zoned(run.Last, loc), Count: run.Count}
 	}
 	if list {
 		bs := make([]bucketRef, len(p.Buckets))
 		for i, k := range p.Buckets {
-			bs[i] = bucketRef{Level: k.Level.String(), Start: k.Start.In(loc)}
+			bs[i] = bucketRef{Level: k.Level.String(), Start: zoned(k.Start, loc)}
 		}
 		r.Buckets = &bs
 	}

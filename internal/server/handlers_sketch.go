@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/ingest"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -111,16 +112,19 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	info, created, err := s.store.Create(r.Context(), name, spec)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-		w.Header().Set("Location", "/v1/sketches/"+name)
-	}
-	return writeJSON(w, status, describe(info))
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if !res.Created {
+			return jsonAnswer(http.StatusOK, describe(res.Info))
+		}
+		a, err := jsonAnswer(http.StatusCreated, describe(res.Info))
+		if a != nil {
+			a.location = "/v1/sketches/" + name
+		}
+		return a, err
+	}, func(ctx context.Context) (res idem.Result, err error) {
+		res.Info, res.Created, err = s.store.Create(ctx, name, spec)
+		return res, err
+	})
 }
 
 func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request) error {
@@ -145,12 +149,13 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.takeWriteSlot(r.Context()); err != nil {
 		return err
 	}
-	if err := s.store.Delete(r.Context(), name); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.commit(w, r, noContent, func(ctx context.Context) (idem.Result, error) {
+		return idem.Result{}, s.store.Delete(ctx, name)
+	})
 }
+
+// noContent renders the answer of a delete.
+func noContent(idem.Result) (*answer, error) { return &answer{status: http.StatusNoContent}, nil }
 
 // bodyFormat is how an id body is encoded.
 type bodyFormat int
@@ -232,22 +237,24 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.addBody(w, r, q, func(in sketch.Input) (sketch.Added, error) {
-		return s.store.Add(r.Context(), name, in, create)
+	return s.addBody(w, r, q, func(ctx context.Context, in sketch.Input) (sketch.Added, error) {
+		return s.store.Add(ctx, name, in, create)
 	})
 }
 
 // addBody reads an id body in any format (?id_type in q) and answers what
 // add, the store's write, applied, counting it in the metrics.
-func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(sketch.Input) (sketch.Added, error)) error {
-	return s.addBodyAnswer(w, r, q, func(in sketch.Input) (sketch.Added, any, error) {
-		a, err := add(in)
-		return a, addResponse{Accepted: a.Accepted}, err
-	})
+func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(context.Context, sketch.Input) (sketch.Added, error)) error {
+	return s.addBodyAnswer(w, r, q, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
+		a, err := add(ctx, in)
+		return idem.Result{Added: a}, err
+	}, func(res idem.Result) any { return addResponse{Accepted: res.Added.Accepted} })
 }
 
-// addBodyAnswer is addBody whose write also gives the answer's body.
-func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(sketch.Input) (sketch.Added, any, error)) error {
+// addBodyAnswer is addBody whose write gives the whole result and
+// answerOf renders the answer from it (also under an idempotency key, where the
+// store renders it before it commits).
+func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(context.Context, sketch.Input) (idem.Result, error), answerOf func(idem.Result) any) error {
 	format, lines, err := s.idFormat(r, q)
 	if err != nil {
 		return err
@@ -259,12 +266,15 @@ func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[str
 	defer s.putBody(body)
 	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
 	defer in.release()
-	added, resp, err := add(in)
-	if err != nil {
-		return err
-	}
-	s.metrics.Ingested(string(added.Type), added.Accepted)
-	return writeJSON(w, http.StatusOK, resp)
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		return jsonAnswer(http.StatusOK, answerOf(res))
+	}, func(ctx context.Context) (idem.Result, error) {
+		res, err := add(ctx, in)
+		if err == nil {
+			s.metrics.Ingested(string(res.Added.Type), res.Added.Accepted)
+		}
+		return res, err
+	})
 }
 
 // bodyInput is an id body parsed on demand in the form the sketch's kind
@@ -387,16 +397,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	counts, err := s.store.AddEvents(r.Context(), events, create)
-	if err != nil {
-		return err
-	}
-	// sketchd_ingested_total counts each id once per sketch it went to,
-	// under that sketch's kind, as the add route counts ids and items.
-	for typ, n := range counts {
-		s.metrics.Ingested(string(typ), n)
-	}
-	return writeJSON(w, http.StatusOK, eventsResponse{Accepted: len(events)})
+	return s.commit(w, r, func(idem.Result) (*answer, error) {
+		return jsonAnswer(http.StatusOK, eventsResponse{Accepted: len(events)})
+	}, func(ctx context.Context) (idem.Result, error) {
+		counts, err := s.store.AddEvents(ctx, events, create)
+		// sketchd_ingested_total counts each id once per sketch it went
+		// to, under that sketch's kind, as the add route counts ids and
+		// items.
+		for typ, n := range counts {
+			s.metrics.Ingested(string(typ), n)
+		}
+		return idem.Result{Counts: counts}, err
+	})
 }
 
 const maxEventSketches = 100

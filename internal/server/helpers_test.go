@@ -100,7 +100,8 @@ func withAuth(a *Auth) func(*envSetup) {
 }
 
 // testBackend is the store backend the server's tests run over: the one
-// SKETCHD_TEST_BACKEND names (default bolt, the embedded one), through the
+// SKETCHD_TEST_BACKEND names (default bolt, the embedded one; postgres;
+// citus, on the coordinator SKETCHD_CITUS_DSN names), through the
 // factory the conformance suite uses, so every backend passes the same
 // HTTP tests.
 func testBackend(tb testing.TB, now func() time.Time) storetest.Backend {
@@ -110,6 +111,8 @@ func testBackend(tb testing.TB, now func() time.Time) storetest.Backend {
 		return bolttest.Backend(bolt.Options{Now: now})
 	case "postgres":
 		return pgstoretest.Backend(postgres.Options{Now: now})
+	case "citus":
+		return pgstoretest.Citus(postgres.Options{Now: now})
 	default:
 		tb.Fatalf("SKETCHD_TEST_BACKEND=%q names no backend", name)
 		return storetest.Backend{}
@@ -346,6 +349,12 @@ var problemKinds = map[int]string{
 	http.StatusUnprocessableEntity:   "unprocessable",
 }
 
+// keyProblemKinds are the Idempotency-Key problems' own types.
+var keyProblemKinds = map[int]string{
+	http.StatusConflict:            problemKeyInFlight,
+	http.StatusUnprocessableEntity: problemKeyReused,
+}
+
 // checkProblem checks that r is a well-formed problem+json answer with
 // status want, and returns it.
 func checkProblem(tb testing.TB, r response, want int) problem {
@@ -369,7 +378,7 @@ func checkProblemBody(tb testing.TB, r response) problem {
 		tb.Errorf("problem body %s: %v", clipBody(r.Body), err)
 		return p
 	}
-	if kind, ok := problemKinds[r.Status]; !ok || p.Type != problemTypePrefix+kind {
+	if kind, ok := problemKinds[r.Status]; !ok || p.Type != problemTypePrefix+kind && p.Type != problemTypePrefix+keyProblemKinds[r.Status] {
 		tb.Errorf("type = %q for status %d, want %s%s", p.Type, r.Status, problemTypePrefix, kind)
 	}
 	if !strings.HasPrefix(p.Type, "urn:sketchd:problem:") {

@@ -4,19 +4,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // operand is one input of a union or an intersection: a sketch's name (a
-// JSON string) or a range of a series ({"series","from","to"}).
+// JSON string), a range of a series ({"series","from","to"}) or the union
+// of every sketch whose name starts with a prefix ({"prefix"}).
 type operand struct {
-	Name   string `json:"-"`
-	Series string `json:"series"`
-	From   string `json:"from"`
-	To     string `json:"to"`
+	Name   string  `json:"-"`
+	Series string  `json:"series"`
+	From   string  `json:"from"`
+	To     string  `json:"to"`
+	Prefix *string `json:"prefix"`
 }
+
+// maxPrefixSketches bounds the sketches one request's prefixes may
+// match, together (README, "Limits").
+const maxPrefixSketches = 1_000_000
 
 // UnmarshalJSON reads a name or a series range; the strict decoder has
 // already refused unknown and repeated keys.
@@ -37,10 +44,22 @@ type rangeOf struct {
 // label names the operand in answers: the sketch's name, or the series
 // with its range.
 func (o operand) label() string {
-	if o.Series == "" {
+	switch {
+	case o.Prefix != nil:
+		return *o.Prefix + "*"
+	case o.Series == "":
 		return o.Name
 	}
 	return o.Series + "[" + o.From + "," + o.To + ")"
+}
+
+// checkPrefix validates a name prefix: empty (every sketch) or the start
+// of a name.
+func checkPrefix(field, p string) error {
+	if p != "" && sketch.ValidateName(p) != nil {
+		return sketch.Errorf(sketch.Invalid, "%s=%q is not the start of a sketch name (letters, digits and . _ : -, starting with a letter or digit)", field, clip(p))
+	}
+	return nil
 }
 
 // checkOperands validates 1..hi operands (lo..hi) and reports whether all
@@ -52,6 +71,14 @@ func checkOperands(field string, ops []operand, lo, hi int) (names []string, err
 	all := true
 	for i, o := range ops {
 		switch {
+		case o.Prefix != nil:
+			all = false
+			if o.Series != "" || o.From != "" || o.To != "" {
+				return nil, sketch.Errorf(sketch.Invalid, "%s[%d] gives a prefix and a series range; give one", field, i)
+			}
+			if err := checkPrefix(fmt.Sprintf("%s[%d].prefix", field, i), *o.Prefix); err != nil {
+				return nil, err
+			}
 		case o.Name != "":
 			if err := sketch.ValidateName(o.Name); err != nil {
 				return nil, sketch.Errorf(sketch.Invalid, "%s[%d]: %s", field, i, err.(*sketch.Error).Detail)
@@ -67,7 +94,7 @@ func checkOperands(field string, ops []operand, lo, hi int) (names []string, err
 				}
 			}
 		default:
-			return nil, sketch.Errorf(sketch.Invalid, `%s[%d] is empty: give a sketch name or {"series":…,"from":…,"to":…}`, field, i)
+			return nil, sketch.Errorf(sketch.Invalid, `%s[%d] is empty: give a sketch name, {"series":…,"from":…,"to":…} or {"prefix":…}`, field, i)
 		}
 	}
 	if !all {
@@ -82,14 +109,28 @@ func checkOperands(field string, ops []operand, lo, hi int) (names []string, err
 
 // resolve reads every operand as a sketch the caller owns: sketches by
 // name in one consistent view, each series range as the union of its
-// buckets. It returns the warnings of the series ranges, prefixed with
-// their labels.
+// buckets, each prefix as the union the store computes. It returns the
+// warnings of the series ranges, prefixed with their labels.
 func (s *Server) resolve(ctx context.Context, ops []operand) ([]sketch.Sketch, []string, error) {
+	return s.resolveExcept(ctx, ops, "")
+}
+
+// resolveExcept is resolve with the sketch exclude left out of every
+// prefix: the name a union is stored as.
+func (s *Server) resolveExcept(ctx context.Context, ops []operand, exclude string) ([]sketch.Sketch, []string, error) {
 	out := make([]sketch.Sketch, len(ops))
 	var names []string
 	var at []int
+	budget := maxPrefixSketches
 	for i, o := range ops {
-		if o.Series == "" {
+		switch {
+		case o.Prefix != nil:
+			u, n, err := s.store.UnionPrefix(ctx, *o.Prefix, exclude, budget)
+			if err != nil {
+				return nil, nil, err
+			}
+			out[i], budget = u, budget-n
+		case o.Series == "":
 			names = append(names, o.Name)
 			at = append(at, i)
 		}
@@ -108,7 +149,7 @@ func (s *Server) resolve(ctx context.Context, ops []operand) ([]sketch.Sketch, [
 	var warnings []string
 	b := s.budget() // one for all the request's ranges
 	for i, o := range ops {
-		if o.Series == "" {
+		if o.Series == "" || o.Prefix != nil {
 			continue
 		}
 		ss, err := s.seriesStore()

@@ -37,6 +37,10 @@ func errUnsupportedMedia(detail string) error {
 
 // statusOf maps an error to its HTTP status and problem type.
 func statusOf(err error) (int, string) {
+	var ke *keyError
+	if errors.As(err, &ke) {
+		return ke.status, ke.kind
+	}
 	var he *httpError
 	if errors.As(err, &he) {
 		switch he.status {
@@ -90,7 +94,8 @@ func statusText(status int) string {
 // problemTypePrefix prefixes every problem type; the rest names the kind
 // (invalid, not-found, conflict, too-large, unsupported-media-type,
 // method-not-allowed, request-timeout, unauthorized, forbidden,
-// unavailable, damaged, internal).
+// unavailable, damaged, internal, idempotency-key-in-flight,
+// idempotency-key-reused).
 const problemTypePrefix = "urn:sketchd:problem:"
 
 // writeProblem renders err as application/problem+json. Only internal
@@ -112,6 +117,7 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		RequestID: requestIDOf(r.Context()),
 	}
 	var he *httpError
+	var ke *keyError
 	var se *sketch.Error
 	switch {
 	case errors.As(err, &he):
@@ -120,6 +126,8 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		// Names the damaged sketch, never its bytes; logged like any 500.
 		p.Detail = se.Detail
 		s.log.ErrorContext(r.Context(), "request failed: stored data is damaged", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)
+	case errors.As(err, &ke):
+		p.Detail = ke.detail
 	case status == http.StatusInternalServerError:
 		p.Detail = "an internal error occurred; the request id identifies it in the server's logs"
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", p.RequestID, "method", r.Method, "path", r.URL.Path, "err", err)

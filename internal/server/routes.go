@@ -42,7 +42,8 @@ func (s *Server) routes() http.Handler {
 
 	r.Route("/v1", func(r chi.Router) {
 		read := r.With(s.require(roleRead))
-		write := r.With(s.require(roleWrite), s.limitWrites)
+		// Every write takes an Idempotency-Key (idempotency.go).
+		write := r.With(s.require(roleWrite), s.limitWrites, s.idempotent)
 
 		read.Get("/sketches", s.handle(s.handleList))
 		write.Put("/sketches/{name}", s.handle(s.handleCreate))
@@ -55,7 +56,7 @@ func (s *Server) routes() http.Handler {
 		read.Get("/sketches/{name}/top", s.handle(s.handleTop))
 		read.Get("/sketches/{name}/frequency_report", s.handle(s.handleFrequencyReport))
 		// A union stored "into" a sketch is a write; the handler checks.
-		read.Post("/union", s.handle(s.handleUnion))
+		read.With(s.idempotent).Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))
 		read.Post("/retention", s.handle(s.handleRetention))
 		read.Post("/funnel", s.handle(s.handleFunnel))

@@ -24,6 +24,8 @@ type Metrics interface {
 	Overloaded()
 	PanicRecovered()
 	AuthFailed(reason string)
+	// Replayed counts an answer replayed for an Idempotency-Key.
+	Replayed()
 }
 
 // Config holds the server's limits and switches.
@@ -102,6 +104,8 @@ type Server struct {
 	bodyBytes atomic.Int64
 	bufs      sync.Pool // *[]byte
 	hashBufs  sync.Pool
+	// inflight holds the Idempotency-Keys of requests running here.
+	inflight inflight
 }
 
 // New returns the API server.
@@ -160,6 +164,7 @@ func (noMetrics) BodyRefused(string)                                           {
 func (noMetrics) Overloaded()                                                  {}
 func (noMetrics) PanicRecovered()                                              {}
 func (noMetrics) AuthFailed(string)                                            {}
+func (noMetrics) Replayed()                                                    {}
 
 // Reasons a body is refused, as the metrics name them.
 const (

@@ -35,6 +35,10 @@ import (
 // only when the error is Unavailable or internal; every other error means
 // nothing changed. Reads see every write that returned before they
 // started (and may see one still being made durable).
+//
+// Idempotency keys. A write whose ctx carries an idem.Guard keeps the
+// guard's key with its changes, in the same atomic, durable write, or
+// changes nothing if the key is already kept (KeyStore says how).
 type Store interface {
 	// Create creates name with spec. If name exists with the same kind
 	// and parameters, Create only sets its metric flag to spec's and
@@ -78,6 +82,16 @@ type Store interface {
 	// respect to writes to any of the sketches involved. The result is
 	// the caller's.
 	Union(ctx context.Context, names []string, into string) (sketch.Sketch, error)
+	// UnionPrefix returns the union of every sketch whose name starts
+	// with prefix, except exclude (the name the caller stores the union
+	// as, which may start with prefix), and how many sketches it
+	// unioned. They must be of one kind (mixing kinds is a Conflict
+	// naming a sketch of each); parameters combine by the kind's Union
+	// rule. No sketch is NotFound; more than limit is TooLarge. Each
+	// sketch is read whole, with every write acknowledged before the
+	// call began; the backend unions them where they are stored,
+	// without holding them all at once. The result is the caller's.
+	UnionPrefix(ctx context.Context, prefix, exclude string, limit int) (sketch.Sketch, int, error)
 	// View runs fn with the sketches of names (in that order; repeats
 	// allowed), unchanged while fn runs. fn must not keep or change them;
 	// its error is returned as is.

@@ -19,8 +19,9 @@
 //     sketches with its error envelope and a verdict (Intersect), by
 //     inclusion-exclusion or by Ertl's joint maximum-likelihood estimator
 //     (docs/intersection.md explains the choice and the calibration), and
-//     of ds_hll or cpc sketches by inclusion-exclusion of their own
-//     unions with the same envelope (IntersectFamily).
+//     of ds_hll, cpc, zeta_hll or airlift_hll sketches by
+//     inclusion-exclusion of their own unions with the same envelope
+//     (IntersectFamily).
 //
 // # Adding a kind
 //

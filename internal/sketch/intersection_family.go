@@ -6,13 +6,15 @@ import (
 )
 
 // IntersectFamily estimates the intersection of 2 to 8 sketches of one of
-// the HLL family's other formats (ds_hll, cpc) by inclusion–exclusion over
+// the HLL family's other formats (ds_hll, cpc, zeta_hll, airlift_hll) by inclusion–exclusion over
 // the unions of every subset, each computed by the kind's own union, with
 // Intersect's envelope, bounds, verdict and warnings. The error model:
 // each term's error is its relative standard error times its size, the
 // relative standard error being what the kind's one-standard-deviation
 // bounds imply for that union (Info.StdError: DataSketches' composite
-// estimator for an HLL union, ICON for a CPC union); Δ = √(Σ (σ_t·|t|)²).
+// estimator for an HLL union, ICON for a CPC union; for a zeta_hll union
+// or an airlift_hll union linear counting's error while its estimate is a
+// linear count, else 1.04/√2^p); Δ = √(Σ (σ_t·|t|)²).
 // The practical cutoffs are those for the union's 2^lg_k registers (for
 // CPC, which is more accurate at the same K, they are conservative).
 //
@@ -32,8 +34,8 @@ func IntersectFamily(names []string, sks []Sketch, method Method) (Intersection,
 		return Intersection{}, err
 	}
 	kind := sks[0].Kind()
-	if kind != &dshllKind && kind != &cpcKind {
-		return Intersection{}, Errorf(Conflict, "intersections by inclusion-exclusion of unions take ds_hll or cpc sketches, not %s", kind.Type)
+	if kind != &dshllKind && kind != &cpcKind && kind != &zetaKind && kind != &airliftKind {
+		return Intersection{}, Errorf(Conflict, "intersections by inclusion-exclusion of unions take ds_hll, cpc, zeta_hll or airlift_hll sketches, not %s", kind.Type)
 	}
 	switch method {
 	case "", MethodInclusionExclusion:
@@ -98,6 +100,10 @@ func familyLgK(s Sketch) int {
 		return p.LgK
 	case CPCParams:
 		return p.LgK
+	case ZetaParams:
+		return p.Precision
+	case AirliftParams:
+		return p.IndexBits
 	}
 	return 0
 }

@@ -5,9 +5,11 @@ import (
 	"math"
 	"testing"
 
+	"github.com/sketchd/sketchd/internal/airlift"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/cpc"
 	"github.com/sketchd/sketchd/internal/dshll"
+	"github.com/sketchd/sketchd/internal/zeta"
 )
 
 // familyOf builds a sketch of params p holding the int ids [lo, hi).
@@ -31,7 +33,7 @@ func familyOf(tb testing.TB, p Params, lo, hi int64) Sketch {
 	return s
 }
 
-// TestIntersectFamilyAgainstTruth: for ds_hll and cpc sketches of sets
+// TestIntersectFamilyAgainstTruth: for ds_hll, cpc, zeta_hll and airlift_hll sketches of sets
 // whose intersection is known, the bounds contain the truth, the estimate
 // is within the envelope's reach of it, a disjoint pair is spurious, and
 // three sets intersect through their seven unions.
@@ -41,6 +43,8 @@ func TestIntersectFamilyAgainstTruth(t *testing.T) {
 		DSHLLParams{dshll.Params{LgK: 12, Type: dshll.HLL8}},
 		DSHLLParams{dshll.Params{LgK: 14, Type: dshll.HLL4}},
 		CPCParams{cpc.Params{LgK: 12}},
+		ZetaParams{zeta.ParamsFor(14)},
+		AirliftParams{airlift.Params{IndexBits: 14}},
 	} {
 		a := familyOf(t, p, 0, 200_000)
 		b := familyOf(t, p, 100_000, 300_000) // 100,000 in common

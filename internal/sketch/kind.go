@@ -136,7 +136,7 @@ type Input interface {
 
 // registry lists every kind. Adding a kind means one more entry here,
 // pointing at the kind's own file (kind_hll.go is the model).
-var registry = [...]*Kind{&hllKind, &cmsKind, &thetaKind, &freqKind, &dshllKind, &cpcKind}
+var registry = [...]*Kind{&hllKind, &cmsKind, &thetaKind, &freqKind, &dshllKind, &cpcKind, &zetaKind, &airliftKind}
 
 // Kinds returns every registered kind, in tag order.
 func Kinds() []*Kind { return registry[:] }

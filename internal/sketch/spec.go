@@ -62,9 +62,13 @@ type Info struct {
 	// Cardinality and StdError (relative) are the HLL estimate and its
 	// standard error.
 	Cardinality, StdError float64
-	// Total is the sum of all counts added to a CMS, or the estimated
-	// impressions of a frequency sketch.
+	// Total is the sum of all counts added to a CMS, the estimated
+	// impressions of a frequency sketch, or the values added to a
+	// zeta_hll sketch (its num_values).
 	Total int64
+	// ValueType is the type of ids a zeta_hll sketch counts: int64,
+	// string, or unknown before the first.
+	ValueType string
 	// Lower and Upper bound the cardinality at two standard deviations
 	// (about 95%) for kinds that compute bounds (theta, freq); Theta is
 	// their sampling rate and Retained the hashes they keep.

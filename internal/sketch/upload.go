@@ -13,8 +13,8 @@ import (
 // and name the format the bytes were taken for and what is wrong with
 // them, never another format's complaint: bytes no kind reads get a
 // detail naming the format their preamble looks like (a DataSketches
-// family sketchd does not read, ZetaSketch, airlift), or saying that it
-// looks like none.
+// family sketchd does not read), or saying that it looks like none; a cut
+// or padded airlift HyperLogLog gets its decoder's complaint.
 func DecodeUpload(b []byte, format Type) (Sketch, error) {
 	if format != "" {
 		k, err := Lookup(format)
@@ -43,7 +43,16 @@ func DecodeUpload(b []byte, format Type) (Sketch, error) {
 		}
 		return s, nil
 	}
-	if other := recognize(b); other != "" {
+	other := recognize(b)
+	if other == "" && len(b) >= 2 && (b[0] == 2 || b[0] == 3) && b[1] >= 4 && b[1] <= 16 {
+		// airlift's SPARSE_V2 (2) or DENSE_V2 (3) tag and index bits, at a
+		// length its Sniff does not take (cut or padded): its decoder
+		// says what is wrong.
+		if _, err := airliftKind.Decode(b); err != nil {
+			return nil, Wrap(Invalid, err, "the upload looks like "+airliftKind.Format+" but is not a valid "+string(airliftKind.Type)+" sketch: "+trimKindPrefix(err.Error()))
+		}
+	}
+	if other != "" {
 		return nil, Errorf(Invalid, "the upload looks like %s, which sketchd does not read; it reads %s", other, formatList())
 	}
 	return nil, Errorf(Invalid, "the upload is in no format sketchd recognizes (it begins %s); it reads %s", leading(b), formatList())
@@ -99,14 +108,8 @@ func lookalike(b []byte) string {
 // validated.
 func recognize(b []byte) string {
 	switch {
-	case len(b) >= 2 && b[0] == 0x08 && b[1] == 0x70:
-		// AggregatorStateProto: field 1 (type), varint 112 (HYPERLOGLOG_PLUS_UNIQUE).
-		return "a ZetaSketch HLL++ sketch (BigQuery HLL_COUNT, Beam HllCount)"
 	case len(b) >= 3 && b[1] >= 1 && b[1] <= 4 && dataSketchesFamilies[b[2]] != "":
 		return fmt.Sprintf("a DataSketches %s sketch (family %d, serial version %d)", dataSketchesFamilies[b[2]], b[2], b[1])
-	case len(b) >= 2 && (b[0] == 2 || b[0] == 3) && b[1] >= 4 && b[1] <= 16:
-		// airlift's SPARSE_V2 (2) and DENSE_V2 (3), then the index bit length.
-		return fmt.Sprintf("an airlift HyperLogLog (Trino/Presto approx_set, %s, %d index bits)", map[byte]string{2: "sparse", 3: "dense"}[b[0]], b[1])
 	}
 	return ""
 }

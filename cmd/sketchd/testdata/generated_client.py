@@ -31,6 +31,8 @@ from sketchd_client.models import (
     CreateFreq,
     CreateHLL,
     CreateTheta,
+    CreateZetaHLL,
+    CreateAirliftHLL,
     Intersection,
     IntersectionBody,
     Problem,
@@ -67,6 +69,8 @@ def main(base):
         ("py:freq", CreateFreq(), Sampled),
         ("py:ds_hll", CreateDSHLL(), Registers),
         ("py:cpc", CreateCPC(), Registers),
+        ("py:zeta_hll", CreateZetaHLL(), Registers),
+        ("py:airlift_hll", CreateAirliftHLL(), Registers),
     ]:
         r = create_sketch.sync_detailed(name, client=c, body=body)
         check(r.status_code == 201 and isinstance(r.parsed, want), f"create {name} with defaults", (r.status_code, r.content))
@@ -80,6 +84,10 @@ def main(base):
     d = made["py:ds_hll"]
     check((d.type_.value, d.lg_k, d.tgt_type.value) == ("ds_hll", 12, "HLL_4"), "DataSketches HLL defaults", d)
     check((made["py:cpc"].type_.value, made["py:cpc"].lg_k) == ("cpc", 11), "CPC defaults", made["py:cpc"])
+    z = made["py:zeta_hll"]
+    check((z.type_.value, z.precision, z.sparse_precision, z.value_type.value) == ("zeta_hll", 15, 20, "unknown"), "ZetaSketch HLL++ defaults", z)
+    a = made["py:airlift_hll"]
+    check((a.type_.value, a.index_bits, a.representation) == ("airlift_hll", 12, "SPARSE"), "airlift HyperLogLog defaults", a)
 
     # Add through each named variant of AddRequest.
     r = add_ids.sync_detailed("py:hll", client=c, body=AddIds(ids=[1001, 1002, "alice@example.com"]))

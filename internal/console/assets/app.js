@@ -3,6 +3,7 @@
 // them): elements are built with the DOM API, styles come from app.css
 // and, for computed sizes, the CSSOM.
 import { layoutThree, layoutTwo, lensPath, radius } from './layout.js';
+import { addDays, dayOf, midnight, stamp } from './zone.js';
 
 const TOKEN_KEY = 'sketchd.read-token';
 const SVG = 'http://www.w3.org/2000/svg';
@@ -45,10 +46,24 @@ function bytes(n) {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
-function when(iso) {
+
+// when shows instant iso as a date and time in time zone tz (UTC unless
+// given: a series' times are in its own zone) with the zone's offset at
+// that instant, and in its title the viewer's own local time.
+function when(iso, tz = 'UTC') {
   if (!iso) return '';
-  const t = el('time', { datetime: iso, title: iso }, `${iso.slice(0, 16).replace('T', ' ')} UTC`);
-  return t;
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  const yours = new Intl.DateTimeFormat(undefined, {
+    year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short',
+  }).format(new Date(ms));
+  return el('time', { datetime: iso, title: `${iso}${tz === 'UTC' ? '' : ` (${tz})`}; your time: ${yours}` }, stamp(ms, tz));
+}
+
+// latest is the latest of ISO instants (which may carry different
+// offsets), or undefined.
+function latest(isos) {
+  return isos.filter(Boolean).sort((a, b) => Date.parse(a) - Date.parse(b)).pop();
 }
 
 // ---- the API ----
@@ -220,7 +235,7 @@ window.addEventListener('hashchange', () => {
 const SAMPLED = new Set(['theta', 'freq']);
 // HLL sketches in other ecosystems' formats: an estimate with its relative
 // standard error and bounds at two standard deviations.
-const REGISTERS = new Set(['ds_hll', 'cpc']);
+const REGISTERS = new Set(['ds_hll', 'cpc', 'zeta_hll', 'airlift_hll']);
 // distinct says whether a kind counts distinct ids, so that it overlaps.
 const distinct = (type) => type === 'hll' || type === 'theta' || REGISTERS.has(type);
 
@@ -244,7 +259,7 @@ function estimateCell(s) {
 
 // kindName names a sketch kind for people; kinds the console does not
 // know yet show their API name.
-const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC' })[type] || type;
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC', zeta_hll: 'ZetaSketch HLL++', airlift_hll: 'Trino HyperLogLog' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
@@ -349,14 +364,14 @@ async function seriesList(prefix) {
   }
   if (page.series.length === 0) return null;
   const rows = page.series.map((s) => {
-    const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
+    const newest = latest(s.levels.map((l) => l.newest));
     return el('tr', { 'data-name': s.name },
       el('th', { scope: 'row', 'data-label': 'Name' }, el('a', { href: `#/series/${encodeURIComponent(s.name)}` }, s.name)),
       el('td', { 'data-label': 'Kind' }, kindName(s.type)),
       el('td', { 'data-label': 'Levels' }, s.levels.map((l) => `${l.level} (${l.buckets})`).join(', ')),
       el('td', { 'data-label': 'Time zone' }, s.tz),
       el('td', { class: 'num', 'data-label': 'Size' }, bytes(s.size_bytes)),
-      el('td', { 'data-label': 'Newest bucket' }, when(newest)));
+      el('td', { 'data-label': 'Newest bucket' }, when(newest, s.tz)));
   });
   return el('div', { class: 'series-list' },
     el('h2', {}, 'Series'),
@@ -434,6 +449,12 @@ function registersView(s) {
     cpc: ['CPC sketch (DataSketches): distinct ids',
       `lg_k ${s.lg_k} (${intFmt.format(2 ** s.lg_k)} rows)`,
       'The bytes are DataSketches\' CPC format, read by Pinot, Hive, Impala and the DataSketches libraries: '],
+    zeta_hll: [`ZetaSketch HLL++ sketch (BigQuery HLL_COUNT): distinct ${s.value_type === 'string' ? 'string' : s.value_type === 'int64' ? 'INT64' : ''} ids`,
+      `precision ${s.precision} (${intFmt.format(2 ** s.precision)} registers), sparse precision ${s.sparse_precision || 'none'}; ${intFmt.format(s.num_values)} values added`,
+      'The bytes are what BigQuery\'s HLL_COUNT.INIT writes, read by HLL_COUNT.MERGE and HLL_COUNT.EXTRACT, Beam\'s HllCount and ZetaSketch: '],
+    airlift_hll: ['Trino HyperLogLog (airlift): distinct ids',
+      `${s.index_bits} index bits (${intFmt.format(2 ** s.index_bits)} buckets)`,
+      'The bytes are Trino\'s and Presto\'s HyperLogLog type, what approx_set writes and merge and cardinality read (cast them from varbinary): '],
   }[s.type];
   const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
   download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
@@ -607,34 +628,6 @@ function topBars(items, epsN) {
 
 // ---- series ----
 
-// tzOffset is the offset of time zone tz from UTC at instant ms, in ms.
-function tzOffset(tz, ms) {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
-  }).formatToParts(new Date(ms));
-  const v = Object.fromEntries(parts.map((p) => [p.type, Number(p.value)]));
-  return Date.UTC(v.year, v.month - 1, v.day, v.hour, v.minute, v.second) - Math.floor(ms / 1000) * 1000;
-}
-
-// midnight is the instant a calendar day (YYYY-MM-DD) starts in tz.
-function midnight(day, tz) {
-  const [y, m, d] = day.split('-').map(Number);
-  const guess = Date.UTC(y, m - 1, d);
-  let t = guess - tzOffset(tz, guess);
-  t = guess - tzOffset(tz, t); // again, in case the offset changed (DST)
-  return new Date(t);
-}
-
-// dayOf is the calendar day (YYYY-MM-DD) of instant iso in tz.
-function dayOf(iso, tz) {
-  return new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(iso));
-}
-
-function addDays(day, n) {
-  const [y, m, d] = day.split('-').map(Number);
-  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10);
-}
-
 // The lines of a daily series chart: the count of each day and the
 // distinct counts over the trailing 7 and 30 days.
 const LINES = [
@@ -653,14 +646,14 @@ async function seriesView(name, q) {
       ['Levels', s.levels.map((l) => `${l.level}: ${l.buckets} bucket${l.buckets === 1 ? '' : 's'}, kept ${l.retention}`).join('; ')],
       ['Late adds', `up to ${s.late_limit}`],
       ['Size', bytes(s.size_bytes)],
-      ['Created', when(s.created_at)],
+      ['Created', when(s.created_at, s.tz)],
     ]));
   const daily = s.levels.find((l) => l.level === 'day') || s.levels.find((l) => l.level === 'hour');
   if (!daily) {
     section.append(el('p', {}, 'This series keeps no hourly or daily buckets, so it has no daily chart.'));
     return section;
   }
-  const newest = s.levels.map((l) => l.newest).filter(Boolean).sort().pop();
+  const newest = latest(s.levels.map((l) => l.newest));
   const lastDay = newest ? dayOf(newest, s.tz) : dayOf(new Date().toISOString(), s.tz);
   const to = q.get('to') || lastDay;
   const from = q.get('from') || addDays(to, -29);
@@ -814,7 +807,7 @@ async function resolveOperand(v) {
   if (o.kind === 'sketch') {
     const s = await api('GET', sketchPath(o.name));
     if (!distinct(s.type)) {
-      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog, theta, DataSketches HLL or CPC sketches.`, '');
+      throw new Problem(400, 'Not a distinct count', `${s.name} is a ${kindName(s.type)} sketch; overlaps need HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog sketches.`, '');
     }
     return { ...s, op: s.name };
   }
@@ -823,7 +816,7 @@ async function resolveOperand(v) {
   }
   const sr = await api('GET', seriesPath(o.name));
   if (!distinct(sr.type)) {
-    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog, theta, DataSketches HLL or CPC.`, '');
+    throw new Problem(400, 'Not a distinct count', `${sr.name} is a ${kindName(sr.type)} series; overlaps need HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog.`, '');
   }
   const op = { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
   const c = await api('GET', `${seriesPath(sr.name)}/count?${new URLSearchParams({ from: op.from, to: op.to })}`);
@@ -888,7 +881,7 @@ async function overlapView(values) {
     location.hash = `#/overlap?${picked.map((v) => `s=${encodeURIComponent(v)}`).join('&')}`;
   });
   const formError = el('div', { class: 'form-error', id: 'overlap-error', role: 'alert', hidden: true });
-  section.append(el('p', { class: 'muted' }, 'Pick two or three distinct-count sketches (HyperLogLog, theta, DataSketches HLL or CPC), or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form, formError);
+  section.append(el('p', { class: 'muted' }, 'Pick two or three distinct-count sketches (HyperLogLog, theta, DataSketches HLL, CPC, ZetaSketch HLL++ or Trino HyperLogLog), or series ranges. Circle areas are proportional to the estimates; the rings span ± one standard error.'), form, formError);
   if (values.length < 2) return section;
 
   // A set that cannot be read, or is of another kind than set A, is

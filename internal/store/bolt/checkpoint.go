@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/sketchd/sketchd/internal/idem"
 )
 
 // snapshot is the record of one changed sketch (rec nil: deleted) as it
@@ -118,8 +120,14 @@ func (s *DB) settled() {
 // would count CMS increments twice. Its memory is bounded by the cache
 // setting: the snapshots are encoded records of dirty sketches, and
 // writes are refused while those pass twice the cache size.
-func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
+//
+// keys are the idempotency keys added (and removed, nil) since the last
+// checkpoint, up to lsn: they go in the same transaction.
+func (s *DB) commitCheckpoint(snaps []*snapshot, keys map[idem.ID]*idem.Record, lsn uint64) error {
 	err := s.bdb.Update(func(tx *bbolt.Tx) error {
+		if err := writeKeys(tx, keys); err != nil {
+			return err
+		}
 		metric := tx.Bucket(bucketMetric)
 		for _, sn := range snaps {
 			if sn.keep {
@@ -162,6 +170,7 @@ func (s *DB) commitCheckpoint(snaps []*snapshot, lsn uint64) error {
 	})
 	if err != nil {
 		s.abandon(snaps)
+		s.keys.giveBack(keys)
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
 	s.settled()
@@ -203,7 +212,8 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	if s.wal.err() != nil {
 		return s.recoverLog()
 	}
-	if s.wal.lastLSN() == s.checkpointed && s.dirtyCount() == 0 {
+	s.keys.sweep(s.opts.Now())
+	if s.wal.lastLSN() == s.checkpointed && s.dirtyCount() == 0 && !s.keys.pending() {
 		return nil
 	}
 	start := time.Now()
@@ -218,6 +228,7 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	lsn := s.wal.lastLSN()
 	keep := s.wal.rotate(next)
 	snaps := s.takeDirty()
+	keys := s.keys.takeChanges()
 	s.cp.Unlock()
 	if keep != next {
 		if err := s.wal.discard(next); err != nil {
@@ -226,10 +237,11 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	}
 	if err := s.wal.waitDurable(lsn); err != nil {
 		s.abandon(snaps)
+		s.keys.giveBack(keys)
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
 	fill(snaps)
-	if err := s.commitCheckpoint(snaps, lsn); err != nil {
+	if err := s.commitCheckpoint(snaps, keys, lsn); err != nil {
 		return err
 	}
 	s.checkpointed = lsn

@@ -457,6 +457,11 @@ func (s *DB) rebuild() error {
 		s.changed(e, before)
 		e.mu.Unlock()
 	}
+	// The idempotency keys: bbolt's, then the durable log's.
+	s.keys.reset()
+	if err := s.bdb.View(func(tx *bbolt.Tx) error { return s.loadKeys(tx, s.opts.Now()) }); err != nil {
+		return err
+	}
 	s.wal.mu.Lock()
 	segs := append([]*segment(nil), s.wal.segs...)
 	s.wal.mu.Unlock()
@@ -494,9 +499,10 @@ func (s *DB) recoverLog() error {
 	s.cp.Lock()
 	lsn := s.wal.lastLSN()
 	snaps := s.takeDirty()
+	keys := s.keys.takeChanges()
 	s.cp.Unlock()
 	fill(snaps)
-	if err := s.commitCheckpoint(snaps, lsn); err != nil {
+	if err := s.commitCheckpoint(snaps, keys, lsn); err != nil {
 		return errors.Join(failure, s.wal.discard(seg), err)
 	}
 	s.checkpointed = lsn

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -17,6 +18,9 @@ import (
 //	opAdd       kind tag | int64 updated (Unix ns) | uvarint length + the
 //	            kind's delta (sketch.Sketch.Apply)
 //	opMetric    one byte, 0 or 1: the metric flag
+//	opKey       an idempotency key (keys.go): the "name" is the key's ID as
+//	            appendKeyID writes it; then int64 created (Unix ns) | the
+//	            32-byte request fingerprint | uvarint length + the answer
 //
 // Logs written before kinds were registered hold two more, still read:
 // opAddHashes and opAddItems, an HLL's and a Count-Min's delta without the
@@ -26,7 +30,8 @@ import (
 //
 // All operations of one record apply together or not at all (a record is
 // written and checksummed whole), which is what makes POST /v1/events
-// all-or-nothing across sketches. Replay applies records above the
+// all-or-nothing across sketches, and keeps an idempotency key with the
+// write it guards. Replay applies records above the
 // checkpoint LSN to exactly the state at that LSN, so CMS increments count
 // once.
 type opType byte
@@ -38,6 +43,7 @@ const (
 	opAddItems  // legacy: a Count-Min delta
 	opMetric
 	opAdd
+	opKey
 )
 
 // Tags of the kinds the legacy operations stand for.
@@ -51,9 +57,10 @@ type op struct {
 	name    string
 	rec     []byte // opPut
 	updated time.Time
-	tag     byte   // opAdd: the kind
-	delta   []byte // opAdd: the kind's delta
-	metric  bool   // opMetric
+	tag     byte        // opAdd: the kind
+	delta   []byte      // opAdd: the kind's delta
+	metric  bool        // opMetric
+	key     idem.Record // opKey (its Answer aliases the payload)
 }
 
 func appendName(b []byte, t opType, name string) []byte {
@@ -85,6 +92,17 @@ func appendMetric(b []byte, name string, on bool) []byte {
 		return append(b, 1)
 	}
 	return append(b, 0)
+}
+
+// appendKey logs an idempotency key and its record.
+func appendKey(b []byte, id idem.ID, rec idem.Record) []byte {
+	b = append(b, byte(opKey))
+	b = binary.AppendUvarint(b, uint64(len(appendKeyID(nil, id))))
+	b = appendKeyID(b, id)
+	b = binary.BigEndian.AppendUint64(b, uint64(rec.Created.UnixNano()))
+	b = append(b, rec.Fingerprint[:]...)
+	b = binary.AppendUvarint(b, uint64(len(rec.Answer)))
+	return append(b, rec.Answer...)
 }
 
 var errOpTruncated = errors.New("operation truncated")
@@ -206,6 +224,24 @@ func (r *opReader) op() (op, error) {
 			return o, err
 		}
 		o.delta, err = r.bytes(n)
+		return o, err
+	case opKey:
+		if _, err := decodeKeyID([]byte(o.name)); err != nil {
+			return o, err
+		}
+		if o.key.Created, err = r.time(); err != nil {
+			return o, err
+		}
+		fp, err := r.bytes(32)
+		if err != nil {
+			return o, err
+		}
+		copy(o.key.Fingerprint[:], fp)
+		n, err := r.uvarint()
+		if err != nil {
+			return o, err
+		}
+		o.key.Answer, err = r.bytes(n)
 		return o, err
 	case opAddHashes, opAddItems:
 		if o.updated, err = r.time(); err != nil {

@@ -208,3 +208,55 @@ func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
 		yield(n, v)
 	}
 }
+
+// unionPage is how many names UnionPrefix reads at a time.
+const unionPage = 256
+
+// UnionPrefix returns the union of every sketch whose name starts with
+// prefix, except exclude, and how many it unioned (see server.Store). It
+// walks the names in pages, in name order, and reads each page's
+// sketches as View does, keeping only the running union: each sketch
+// holds every write acknowledged before it was read.
+func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int) (sketch.Sketch, int, error) {
+	var u sketch.Unioner
+	after := ""
+	for {
+		names, more, err := s.listKeys(ctx, "", bucketSketches, prefix, after, unionPage)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(names) > 0 {
+			// Dirty series entries (keys below every name) come along
+			// when prefix is empty; they still serve as a page's end.
+			after = names[len(names)-1]
+		}
+		keep := slices.DeleteFunc(names, func(n string) bool { return !isSketchName(n) || n == exclude })
+		if u.Len()+len(keep) > limit {
+			return nil, 0, sketch.TooManyWithPrefix(prefix, limit)
+		}
+		if len(keep) > 0 {
+			err = s.viewKeys(ctx, keep, func(sts []*state) error {
+				for i, st := range sts {
+					if st == nil {
+						continue // deleted since the names were read
+					}
+					if err := u.Add(keep[i], st.sk.Clone()); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, 0, err
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	if u.Len() == 0 {
+		return nil, 0, sketch.NoneWithPrefix(prefix)
+	}
+	out, err := u.Result()
+	return out, u.Len(), err
+}

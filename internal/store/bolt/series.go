@@ -14,6 +14,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/migrations"
@@ -204,22 +205,31 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 			if !e.st.def.Same(spec) {
 				return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, e.st.def, spec)
 			}
-			return nil
+			// The buckets listed before the locks, as they are now.
+			sts := make([]*state, len(stale))
+			for i, k := range stale {
+				sts[i] = t.entry(k).st
+			}
+			info, err = seriesInfo(name, e.st, stale, sts)
+			t.res = idem.Result{Series: info}
+			return err
 		}
 		for _, k := range stale {
 			if be := t.entry(k); be.st != nil {
 				t.delete(be)
 			}
 		}
-		t.put(e, &state{def: spec, created: t.now, updated: t.now})
+		st := &state{def: spec, created: t.now, updated: t.now}
+		t.put(e, st)
 		created = true
-		return nil
+		info, err = seriesInfo(name, st, nil, nil)
+		t.res = idem.Result{Series: info, Created: true}
+		return err
 	})
 	if err != nil {
 		return series.Info{}, false, err
 	}
-	info, err = s.DescribeSeries(ctx, name)
-	return info, created, err
+	return info, created, nil
 }
 
 // bucketKeys lists the keys of name's buckets that exist: those in bbolt,
@@ -402,38 +412,48 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 	if err != nil {
 		return series.Info{}, err
 	}
-	info := series.Info{Name: name, Spec: spec, CreatedAt: created}
+	var info series.Info
+	err = s.viewKeys(ctx, keys, func(sts []*state) error {
+		var err error
+		info, err = seriesInfo(name, &state{def: spec, created: created}, keys, sts)
+		return err
+	})
+	return info, err
+}
+
+// seriesInfo describes the series name whose definition is def and whose
+// buckets are keys, with states sts (nil for a missing one).
+func seriesInfo(name string, def *state, keys []string, sts []*state) (series.Info, error) {
+	spec := def.def
+	info := series.Info{Name: name, Spec: spec, CreatedAt: def.created}
 	for _, ls := range spec.Levels {
 		info.Levels = append(info.Levels, series.LevelInfo{Level: ls.Level, Retention: ls.Retention})
 	}
-	err = s.viewKeys(ctx, keys, func(sts []*state) error {
-		for i, st := range sts {
-			if st == nil {
+	for i, st := range sts {
+		if st == nil {
+			continue
+		}
+		l, start, err := parseBucketKey(keys[i])
+		if err != nil {
+			return series.Info{}, err
+		}
+		for j := range info.Levels {
+			li := &info.Levels[j]
+			if li.Level != l {
 				continue
 			}
-			l, start, err := parseBucketKey(keys[i])
-			if err != nil {
-				return err
+			li.Buckets++
+			li.Bytes += int64(st.sk.SizeBytes())
+			start = start.In(spec.Location())
+			if li.Oldest.IsZero() || start.Before(li.Oldest) {
+				li.Oldest = start
 			}
-			for j := range info.Levels {
-				li := &info.Levels[j]
-				if li.Level != l {
-					continue
-				}
-				li.Buckets++
-				li.Bytes += int64(st.sk.SizeBytes())
-				start = start.In(spec.Location())
-				if li.Oldest.IsZero() || start.Before(li.Oldest) {
-					li.Oldest = start
-				}
-				if start.After(li.Newest) {
-					li.Newest = start
-				}
+			if start.After(li.Newest) {
+				li.Newest = start
 			}
 		}
-		return nil
-	})
-	return info, err
+	}
+	return info, nil
 }
 
 // viewKeys runs fn with the states of keys, in order, repeats allowed
@@ -576,6 +596,11 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 		if pass > 0 && len(keys) == 0 {
 			return nil
 		}
+		if pass == 1 {
+			// Only the first pass is the delete an idempotency key
+			// guards; later ones sweep buckets up.
+			ctx = idem.Without(ctx)
+		}
 		err = s.write(ctx, append([]string{key}, keys...), s.acquireAllTolerant, func(t *tx) error {
 			e := t.entry(key)
 			if pass == 0 {
@@ -624,6 +649,7 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		for _, k := range keys {
 			names = append(names, bucketKey(name, k))
 		}
+		added := spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys)
 		err = s.update(ctx, names, func(t *tx) error {
 			d := t.entry(names[0]).st
 			if d == nil {
@@ -652,6 +678,8 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 					return err // unreachable: checked above
 				}
 			}
+			t.res.SeriesAdded = added
+			t.res.Added = added.Added
 			return nil
 		})
 		if err == errSeriesChanged {
@@ -660,15 +688,45 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		if err != nil {
 			return series.Added{}, err
 		}
-		return spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys), nil
+		return added, nil
 	}
 }
 
 // ChangeSeries applies c to name's definition in one durable write; a
 // change to what the definition already is writes nothing.
 func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error) {
+	if idem.From(ctx) == nil {
+		if err := s.changeSeries(ctx, name, c, nil); err != nil {
+			return series.Info{}, err
+		}
+		return s.DescribeSeries(ctx, name)
+	}
+	// Under an idempotency key the answer is decided with the change:
+	// the buckets listed before the locks, as they are then.
+	stale, err := s.bucketKeys(name)
+	if err != nil {
+		return series.Info{}, err
+	}
+	var info series.Info
+	err = s.changeSeries(ctx, name, c, func(t *tx, st *state) error {
+		sts := make([]*state, len(stale))
+		for i, k := range stale {
+			sts[i] = t.entry(k).st
+		}
+		var err error
+		info, err = seriesInfo(name, st, stale, sts)
+		t.res = idem.Result{Series: info}
+		return err
+	}, stale...)
+	return info, err
+}
+
+// changeSeries applies c to name's definition, then calls answer (if
+// set) with the definition as changed, inside the write locking name and
+// also.
+func (s *DB) changeSeries(ctx context.Context, name string, c series.Change, answer func(*tx, *state) error, also ...string) error {
 	key := seriesKey(name)
-	err := s.update(ctx, []string{key}, func(t *tx) error {
+	return s.update(ctx, append([]string{key}, also...), func(t *tx) error {
 		e := t.entry(key)
 		if e.st == nil {
 			return seriesNotFound(name)
@@ -677,15 +735,16 @@ func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (se
 		if err != nil {
 			return err
 		}
+		st := e.st
 		if !spec.Same(e.st.def) {
-			t.put(e, &state{def: spec, created: e.st.created, updated: t.now})
+			st = &state{def: spec, created: e.st.created, updated: t.now}
+			t.put(e, st)
+		}
+		if answer != nil {
+			return answer(t, st)
 		}
 		return nil
 	})
-	if err != nil {
-		return series.Info{}, err
-	}
-	return s.DescribeSeries(ctx, name)
 }
 
 // ViewSeries calls plan with name's spec, then fn with the stored
@@ -847,6 +906,7 @@ func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepar
 			for i := range writes {
 				t.put(t.entry(names[i+1]), sts[i])
 			}
+			t.res = idem.Result{Writes: writes}
 			return nil
 		})
 		if err == errSeriesChanged {

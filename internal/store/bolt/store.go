@@ -66,6 +66,12 @@
 // (unreadable.go). CheckFiles checks a closed store offline
 // (checkfiles.go).
 //
+// # Idempotency keys
+//
+// A write under an idempotency key logs the key, the request's fingerprint
+// and its answer in its own record, so the key is exactly as durable as the
+// write (keys.go).
+//
 // # Memory
 //
 // Decoded sketches are cached up to Options.CacheBytes. Sketches changed
@@ -86,8 +92,8 @@
 //
 // gate (shared by writes, exclusive by Close) -> entry locks, in name
 // order -> cp (shared by writers, exclusive while a checkpoint notes its
-// position) -> the log's mutex. cacheMu, dirtyMu and statsMu are leaves,
-// taken briefly under any of these. cpRun serialises checkpoints and is
+// position) -> the log's mutex. cacheMu, dirtyMu, statsMu and the
+// idempotency keys' mutex are leaves, taken briefly under any of these. cpRun serialises checkpoints and is
 // taken before cp and before any entry lock; a checkpoint holds no entry
 // lock while it holds cp, so a reader holding entries never stalls it,
 // and reads of several sketches work on copies, so writers wait for a
@@ -143,6 +149,13 @@ type Options struct {
 	Observer    Observer
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
+	// KeyWindow is how long an idempotency key is remembered after its
+	// write commits (default 24h).
+	KeyWindow time.Duration
+	// KeyBytes bounds the memory (and bbolt space) of the idempotency
+	// keys kept, their answers included (default 256 MiB); past it the
+	// oldest keys are dropped before their window runs out.
+	KeyBytes int64
 	// RecoverPastDamage lets Open start past a damaged write-ahead log (it
 	// replays up to the damage, keeps the damaged segments aside and logs
 	// what it dropped) or a log that does not match the data file (lost,
@@ -173,6 +186,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.KeyWindow <= 0 {
+		o.KeyWindow = 24 * time.Hour
+	}
+	if o.KeyBytes <= 0 {
+		o.KeyBytes = 256 << 20
 	}
 }
 
@@ -229,6 +248,9 @@ type DB struct {
 	// dirty and flushing by series name, so a read of one series looks at
 	// its own changed buckets, not at every changed entry.
 	dirtyBuckets, flushingBuckets map[string]map[*entry]struct{}
+
+	// keys are the idempotency keys (keys.go).
+	keys *keyTable
 
 	statsMu   sync.Mutex
 	counts    map[countKey]int
@@ -295,6 +317,7 @@ func Open(path string, opts Options) (*DB, error) {
 		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{}, dirtyBuckets: map[string]map[*entry]struct{}{},
 		counts: map[countKey]int{}, estimates: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
+		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
 	}
 	if err := s.openSafely(); err != nil {
 		closeQuietly(bdb)
@@ -335,6 +358,9 @@ func (s *DB) open() error {
 		meta := tx.Bucket(bucketMeta)
 		checkpoint, cpErr = decodeCheckpoint(meta.Get(keyCheckpoint))
 		s.storeID = bytes.Clone(meta.Get(keyStoreID))
+		if err := s.loadKeys(tx, s.opts.Now()); err != nil {
+			return err
+		}
 		return s.loadStats(tx)
 	}); err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -370,7 +396,7 @@ func (s *DB) open() error {
 	// Make bbolt reflect everything replayed, then start a clean log.
 	snaps := s.takeDirty()
 	fill(snaps)
-	if err := s.commitCheckpoint(snaps, sc.last); err != nil {
+	if err := s.commitCheckpoint(snaps, s.keys.takeChanges(), sc.last); err != nil {
 		return err
 	}
 	s.checkpointed = sc.last
@@ -510,6 +536,8 @@ func (t opType) String() string {
 		return "add"
 	case opMetric:
 		return "metric"
+	case opKey:
+		return "idempotency key"
 	}
 	return fmt.Sprintf("op %d", byte(t))
 }
@@ -517,6 +545,16 @@ func (t opType) String() string {
 // replay applies one logged operation, at open or while memory is rebuilt
 // after a log failure (writers excluded).
 func (s *DB) replay(o op) error {
+	if o.typ == opKey {
+		id, err := decodeKeyID([]byte(o.name))
+		if err != nil {
+			return err
+		}
+		rec := o.key
+		rec.Answer = bytes.Clone(rec.Answer)
+		s.keys.restore(id, rec, s.opts.Now(), true)
+		return nil
+	}
 	acquire := s.acquire
 	if o.typ == opDelete || o.typ == opPut {
 		// A delete of an unreadable record, or a put that replaces it.

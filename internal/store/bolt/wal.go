@@ -318,6 +318,15 @@ func (w *wal) flushAll() {
 	}
 }
 
+// fail fails the log with err (a writer changed memory and cannot log it).
+func (w *wal) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed == nil {
+		w.failLocked(err)
+	}
+}
+
 // failLocked records the log's failure and tells the store. Called with
 // mu held, once.
 func (w *wal) failLocked(err error) {

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/idem"
 )
 
 // validOps is a payload body with one operation of each type, and the
@@ -35,7 +37,8 @@ func validOps(tb testing.TB) []byte {
 	body = appendName(body, opAddItems, "c")
 	body = binary.BigEndian.AppendUint64(body, 4)
 	body = append(body, 0)
-	return append(binary.AppendUvarint(nil, 6), body...)
+	body = appendKey(body, idem.ID{Scope: "s", Target: "t", Key: "k"}, idem.Record{Fingerprint: [32]byte{1, 2}, Answer: []byte("answer"), Created: time.Unix(5, 0)})
+	return append(binary.AppendUvarint(nil, 7), body...)
 }
 
 // frame wraps a payload body in a record with lsn.
@@ -60,6 +63,9 @@ var malformedOps = [][]byte{
 	{1, byte(opAddItems), 1, 'c', 0, 0, 0, 0, 0, 0, 0, 0, 1, 7, 0},                // unknown id kind
 	{1, byte(opPut), 1, 'p', 0xff, 0x01},                                          // record length past the end
 	{1, byte(opDelete), 1, 'a', 0},                                                // trailing byte
+	{1, byte(opKey), 3, 0, 0, 'k', 0, 0, 0, 0, 0, 0, 0, 5},                        // key's fingerprint cut short
+	{1, byte(opKey), 2, 0, 0},                                                     // an empty key
+	{1, byte(opKey), 3, 5, 0, 'k'},                                                // scope past the name
 	{0, 0},
 }
 
@@ -74,6 +80,9 @@ func encodeOp(b []byte, o *op) []byte {
 		return appendDelete(b, o.name)
 	case opAdd:
 		return appendAdd(b, o.name, o.tag, o.updated, o.delta)
+	case opKey:
+		id, _ := decodeKeyID([]byte(o.name))
+		return appendKey(b, id, o.key)
 	}
 	return appendMetric(b, o.name, o.metric)
 }
@@ -133,7 +142,7 @@ func FuzzDecodeOps(f *testing.F) {
 		var ops []op
 		err := decodeOps(in, func(o *op) error {
 			c := *o
-			c.rec, c.delta = bytes.Clone(o.rec), bytes.Clone(o.delta)
+			c.rec, c.delta, c.key.Answer = bytes.Clone(o.rec), bytes.Clone(o.delta), bytes.Clone(o.key.Answer)
 			ops = append(ops, c)
 			return nil
 		})
@@ -149,7 +158,8 @@ func FuzzDecodeOps(f *testing.F) {
 		err = decodeOps(again, func(o *op) error {
 			w := ops[i]
 			if o.typ != w.typ || o.name != w.name || !bytes.Equal(o.rec, w.rec) || !o.updated.Equal(w.updated) ||
-				o.tag != w.tag || !bytes.Equal(o.delta, w.delta) || o.metric != w.metric {
+				o.tag != w.tag || !bytes.Equal(o.delta, w.delta) || o.metric != w.metric ||
+				o.key.Fingerprint != w.key.Fingerprint || !o.key.Created.Equal(w.key.Created) || !bytes.Equal(o.key.Answer, w.key.Answer) {
 				t.Fatalf("operation %d re-decodes as %+v, was %+v", i, *o, w)
 			}
 			i++

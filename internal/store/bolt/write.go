@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -25,6 +26,9 @@ type tx struct {
 	nops    int
 	body    []byte
 	scratch []byte
+	// res is what the write returns, for its idempotency key's answer:
+	// a guarded write's fn sets it.
+	res idem.Result
 }
 
 func (t *tx) index(name string) int {
@@ -92,7 +96,9 @@ func (t *tx) setMetric(e *entry, on bool) {
 // update runs fn with the entries of names locked, logs what it changed
 // as one record and returns once that record is durable. fn must check
 // everything before changing anything: an error from fn means nothing
-// changed.
+// changed. Under an idempotency key (idem.From(ctx)) the key is claimed
+// before fn runs and logged in the same record with the answer of t.res,
+// which fn sets.
 func (s *DB) update(ctx context.Context, names []string, fn func(t *tx) error) error {
 	return s.write(ctx, names, s.acquireAll, fn)
 }
@@ -121,7 +127,7 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 	}
 	defer s.releaseAll(es)
 
-	b, err := s.apply(es, fn)
+	b, key, err := s.apply(es, fn, idem.From(ctx))
 	if err != nil {
 		return err
 	}
@@ -130,7 +136,11 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 		// hold these ids: wait for them.
 		b = s.wal.barrier()
 	}
-	if err := b.wait(); err != nil {
+	err = b.wait()
+	if key != nil {
+		s.keys.settle(key, err, true)
+	}
+	if err != nil {
 		// Memory is rebuilt without this write before the store accepts
 		// reads or writes again: the client may retry it.
 		return errLogFailed(err)
@@ -141,10 +151,12 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 	return nil
 }
 
-// apply runs fn under the locks and appends its record. The entry locks
-// come first, cp second: a writer waiting for a reader's entry lock holds
-// no cp, so a checkpoint pausing writers never waits behind a long read.
-func (s *DB) apply(es []*entry, fn func(t *tx) error) (*batch, error) {
+// apply runs fn under the locks and appends its record, with g's key if
+// g is set (the key's entry is returned, to settle once the record is
+// durable). The entry locks come first, cp second: a writer waiting for a
+// reader's entry lock holds no cp, so a checkpoint pausing writers never
+// waits behind a long read.
+func (s *DB) apply(es []*entry, fn func(t *tx) error, g *idem.Guard) (*batch, *keyEntry, error) {
 	t := &tx{s: s, es: es, before: make([]summary, len(es)), touched: make([]bool, len(es)), now: s.opts.Now().UTC()}
 	for i, e := range es {
 		e.mu.Lock()
@@ -156,28 +168,59 @@ func (s *DB) apply(es []*entry, fn func(t *tx) error) (*batch, error) {
 	// Checked under cp: once a log failure is seen by the rebuild's
 	// barrier, no writer changes memory.
 	if err := s.wal.err(); err != nil {
-		return nil, errLogFailed(err)
+		return nil, nil, errLogFailed(err)
 	}
 	for _, e := range es {
 		if e.snap != nil {
 			e.snap.take() // the running checkpoint's copy, before this change
 		}
 	}
+	var key *keyEntry
+	if g != nil {
+		var err error
+		if key, err = s.keys.claim(g.ID, t.now); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := fn(t); err != nil {
-		return nil, err
+		if key != nil {
+			s.keys.settle(key, err, false)
+		}
+		return nil, nil, err
+	}
+	if key != nil {
+		answer, err := g.Seal(t.res)
+		if err != nil {
+			s.keys.settle(key, err, false)
+			if t.nops > 0 {
+				// fn changed memory already: fail the log, so the store
+				// rebuilds memory from what is durable.
+				s.wal.fail(err)
+			}
+			return nil, nil, err
+		}
+		rec := idem.Record{Fingerprint: g.Fingerprint, Answer: answer, Created: t.now}
+		s.keys.seal(key, rec)
+		t.nops++
+		t.body = appendKey(t.body, g.ID, rec)
 	}
 	if t.nops == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	for i, e := range es {
 		if t.touched[i] {
 			s.changed(e, t.before[i])
 		}
 	}
-	return s.wal.append(func(b []byte) []byte {
+	b, err := s.wal.append(func(b []byte) []byte {
 		b = binary.AppendUvarint(b, uint64(t.nops))
 		return append(b, t.body...)
 	})
+	if err != nil && key != nil {
+		s.keys.settle(key, err, true)
+		key = nil
+	}
+	return b, key, err
 }
 
 func (s *DB) kickCheckpoint() {
@@ -222,6 +265,7 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 				t.setMetric(e, spec.Metric)
 			}
 			info = e.st.info(name)
+			t.res = idem.Result{Info: info}
 			return nil
 		}
 		st, err := newState(spec, t.now)
@@ -230,6 +274,7 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 		}
 		t.put(e, st)
 		info, created = st.info(name), true
+		t.res = idem.Result{Info: info, Created: true}
 		return nil
 	})
 	return info, created, err
@@ -293,6 +338,7 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 			if e.st == nil {
 				t.put(e, st)
 			}
+			t.res.Added = sketch.Added{Type: kind.Type, Accepted: b.Len()}
 			return t.add(e, b)
 		})
 		if err == errKindChanged {
@@ -411,16 +457,17 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 				counts[sts[j].typ()] += batches[j].Len()
 			}
 		}
+		// A series counts its events once, not once per level.
+		for _, ev := range events {
+			for _, sn := range ev.Series {
+				counts[specs[sn].Params.Kind().Type]++
+			}
+		}
+		t.res.Counts = counts
 		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	// A series counts its events once, not once per level.
-	for _, ev := range events {
-		for _, sn := range ev.Series {
-			counts[specs[sn].Params.Kind().Type]++
-		}
 	}
 	return counts, nil
 }
@@ -449,6 +496,7 @@ func (s *DB) Put(ctx context.Context, name string, sk sketch.Sketch) (info sketc
 			return err
 		}
 		info = t.entry(name).st.info(name)
+		t.res = idem.Result{Info: info, Created: created}
 		return nil
 	})
 	return info, created, err
@@ -480,6 +528,7 @@ func (s *DB) Transform(ctx context.Context, src, dst string, fn func(sketch.Sket
 			return err
 		}
 		info = t.entry(dst).st.info(dst)
+		t.res.Info = info
 		return nil
 	})
 	return info, err
@@ -507,6 +556,7 @@ func (s *DB) Union(ctx context.Context, names []string, into string) (sketch.Ske
 		if out, err = unionStates(names, sts); err != nil {
 			return err
 		}
+		t.res.Sketch = out
 		return t.putSketch(into, out.Clone())
 	})
 	return out, err

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -23,6 +26,10 @@ type op struct {
 	// hll_union with a delta.
 	names, full []string
 	fn          func(t *tx) error
+	// guard is the write's idempotency key, if any (keys.go); claimed
+	// says the transaction claimed it.
+	guard   *idem.Guard
+	claimed bool
 	// state is opQueued until the committer takes the op or its caller
 	// gives up on it.
 	state atomic.Int32
@@ -62,6 +69,10 @@ type row struct {
 	// its parameters holding only this transaction's adds.
 	delta   bool
 	changed bool
+	// read is the MD5 (hex) of the stored bytes the lock read, when it
+	// read them whole: a rewrite of the row applies only if they are
+	// still the stored ones (casSQL).
+	read string
 }
 
 // tx is one transaction's view of its rows, in name order. Writes change
@@ -69,6 +80,9 @@ type row struct {
 type tx struct {
 	rows []*row
 	now  time.Time
+	// res is what the running write returns, for its idempotency key's
+	// answer: a write's fn sets it.
+	res idem.Result
 }
 
 func (t *tx) row(name string) *row {
@@ -99,7 +113,7 @@ func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{names: names, full: full, fn: fn, done: make(chan struct{})}
+	o := &op{names: names, full: full, fn: fn, guard: idem.From(ctx), done: make(chan struct{})}
 	if err := enqueue(s, ctx, s.queue, o); err != nil {
 		return err
 	}
@@ -119,18 +133,19 @@ func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) er
 // still waits for it and commits them in one transaction, until Close;
 // then it finishes the writes queued.
 func (s *DB) commitLoop() {
-	serveGroups(s, s.queue, func(o *op) bool { return o.state.CompareAndSwap(opQueued, opTaken) }, s.runGroup)
+	serveGroups(s, s.queue, func(o *op) bool { return o.state.CompareAndSwap(opQueued, opTaken) }, s.runGroups)
 }
 
 // runGroup commits a group and answers its writes. A group that fails as
-// a whole for a reason other than the database being unreachable is run
-// again one write per transaction, so that one write's failure is its own.
+// a whole for a reason other than the database being unreachable or its
+// COMMIT failing (which may have committed it) is run again one write per
+// transaction, so that one write's failure is its own.
 func (s *DB) runGroup(group []*op) {
 	if len(group) == 0 {
 		return
 	}
 	err := s.commitRetrying(group)
-	if err != nil && len(group) > 1 && !transient(err) {
+	if err != nil && len(group) > 1 && !transient(err) && !committing(err) {
 		s.log.Warn("a group of writes failed; running them one by one", "writes", len(group), "err", err)
 		for _, o := range group {
 			if err := s.commitRetrying([]*op{o}); err != nil {
@@ -184,7 +199,7 @@ func (s *DB) commit(group []*op) error {
 	start := time.Now()
 	if rows, ok := s.fastRows(group); ok {
 		err := s.commitAdds(group, rows, start)
-		if err == nil || transient(err) {
+		if err == nil || transient(err) || committing(err) {
 			return err
 		}
 		// A guess was stale (the sketch is gone, or changed kind or
@@ -211,17 +226,26 @@ func (s *DB) commit(group []*op) error {
 	}
 	defer conn.Release()
 
-	// Two round trips: BEGIN and the row locks, then the writes and
-	// COMMIT.
+	// Two round trips: BEGIN, the idempotency keys and the row locks,
+	// then the writes and COMMIT.
 	t := &tx{rows: make([]*row, len(names)), now: s.opts.Now().UTC()}
+	keyed := guarded(group)
 	var lb pgx.Batch
 	lb.Queue("BEGIN")
+	queueClaims(&lb, keyed, t.now, s.expiredBefore(t.now))
 	for i, n := range names {
 		t.rows[i] = &row{name: n}
 		lb.Queue(lockSQL, n, full[n])
 	}
 	res := conn.SendBatch(ctx, &lb)
 	if _, err := res.Exec(); err != nil {
+		res.Close()
+		return err
+	}
+	for _, o := range keyed {
+		o.err, o.claimed = nil, false
+	}
+	if err := readClaims(res, keyed); err != nil {
 		res.Close()
 		return err
 	}
@@ -237,8 +261,7 @@ func (s *DB) commit(group []*op) error {
 			res.Close()
 			return err
 		}
-		r.had, r.st = true, st
-		if st.sk, r.delta, err = decodeLocked(kind, b, full[r.name]); err != nil {
+		if err := r.locked(st, kind, b, full[r.name]); err != nil {
 			res.Close()
 			return err
 		}
@@ -247,8 +270,16 @@ func (s *DB) commit(group []*op) error {
 		return err
 	}
 
+	var kb pgx.Batch // the keys' answers
 	for _, o := range group {
+		if o.guard != nil && !o.claimed {
+			continue // its key is taken: o.err says so
+		}
+		t.res = idem.Result{}
 		o.err = o.fn(t)
+		if err := sealOp(&kb, o, t.res); err != nil {
+			return err
+		}
 	}
 
 	var wb pgx.Batch
@@ -258,28 +289,24 @@ func (s *DB) commit(group []*op) error {
 		}
 	}
 	rows := wb.Len()
+	wb.QueuedQueries = append(wb.QueuedQueries, kb.QueuedQueries...)
 	wb.Queue("COMMIT")
 	res = conn.SendBatch(ctx, &wb)
-	for range rows {
+	for range rows + kb.Len() {
 		if _, err := res.Exec(); err != nil {
 			res.Close()
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
-				return errRetry
-			}
-			return err
+			return raced(err)
 		}
 	}
 	tag, err := res.Exec()
-	if err != nil {
-		res.Close()
-		return err
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	if err := res.Close(); err != nil {
-		return err
-	}
-	if tag.String() != "COMMIT" {
+	if err == nil && tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
+	}
+	if err := s.finish(ctx, conn.Conn(), err); err != nil {
+		return err
 	}
 	for _, r := range t.rows {
 		if r.st == nil {
@@ -293,6 +320,46 @@ func (s *DB) commit(group []*op) error {
 	}
 	return nil
 }
+
+// locked records what a lock statement read of r (kind and b, as
+// lockSQL returns them, whole if full) in st, which becomes r's state.
+func (r *row) locked(st *state, kind string, b []byte, full bool) error {
+	var err error
+	if st.sk, r.delta, err = decodeLocked(kind, b, full); err != nil {
+		return err
+	}
+	r.had, r.st = true, st
+	if !r.delta {
+		sum := md5.Sum(b)
+		r.read = hex.EncodeToString(sum[:])
+	}
+	return nil
+}
+
+// raced turns the failure of a statement that writes sketches back
+// (queueWrite's) into errRetry when it means that another writer got
+// there first: a row another node inserted since the lock (a unique
+// violation: the only unique key is the name; Citus passes the error on
+// from the worker without naming the table), or a row that changed since
+// it was read (casSQL's division by zero).
+func raced(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "22012") {
+		return errRetry
+	}
+	return err
+}
+
+// casSQL rewrites a row that was read whole, only if it still holds the
+// bytes that were read ($9, their MD5), and fails the transaction
+// (division by zero) otherwise. The row lock taken by the read makes that
+// the rule, but on Citus a lock holds one placement of the shard: when a
+// shard move completes between the read and the write, the write goes to
+// the new placement, where other writers may have changed the row
+// meanwhile, and a plain UPDATE would overwrite their acknowledged writes.
+const casSQL = `WITH u AS (UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
+	created_at = $7, updated_at = $8 WHERE name = $1 AND md5(coalesce(hll_send(hll), data)) = $9 RETURNING 1)
+SELECT 1 / count(*)::int FROM u`
 
 // queueWrite queues the statement that writes r back, if it changed.
 func queueWrite(wb *pgx.Batch, r *row) error {
@@ -316,9 +383,7 @@ func queueWrite(wb *pgx.Batch, r *row) error {
 			return err
 		}
 		if r.had {
-			wb.Queue(`UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
-				created_at = $7, updated_at = $8 WHERE name = $1`,
-				r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
+			wb.Queue(casSQL, r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, r.read)
 		} else {
 			// A row another node inserted since the lock fails this
 			// insert (unique violation) and the transaction with it;
@@ -379,8 +444,14 @@ SELECT 1 / count(*)::int FROM u`
 func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 	t := &tx{rows: rows, now: s.opts.Now().UTC()}
 	for _, o := range group {
+		t.res = idem.Result{}
 		if o.err = o.fn(t); o.err != nil {
 			return errRetry
+		}
+		if o.guard != nil {
+			if _, err := o.guard.Seal(t.res); err != nil {
+				return err
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
@@ -390,28 +461,37 @@ func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 		return err
 	}
 	defer conn.Release()
+	// The keys first, as on every path; one already recorded fails the
+	// transaction, and the careful path sorts it out.
 	var b pgx.Batch
 	b.Queue("BEGIN")
+	for _, o := range guarded(group) {
+		queueRecord(&b, o.guard, t.now, s.expiredBefore(t.now))
+	}
+	keys := b.Len() - 1
 	for _, r := range rows {
 		if r.changed && r.st.sk.Representation() != "EMPTY" {
 			b.Queue(addSQL, r.name, r.st.sk.AppendBinary(nil), r.st.updated)
 		}
 	}
-	n := b.Len() - 1
+	n := b.Len() - 1 - keys
 	b.Queue("COMMIT")
 	res := conn.SendBatch(ctx, &b)
-	var tag pgconn.CommandTag
-	for range n + 2 {
-		if tag, err = res.Exec(); err != nil {
+	for range keys + n + 1 {
+		if _, err = res.Exec(); err != nil {
 			res.Close()
 			return err
 		}
 	}
-	if err := res.Close(); err != nil {
-		return err
+	tag, err := res.Exec()
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	if tag.String() != "COMMIT" {
+	if err == nil && tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
+	}
+	if err := s.finish(ctx, conn.Conn(), err); err != nil {
+		return err
 	}
 	if obs := s.opts.Observer; obs != nil {
 		obs.ObserveDBCommit(len(group), n, time.Since(start))

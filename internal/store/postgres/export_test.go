@@ -3,3 +3,33 @@ package postgres
 // ReadRunsSQL is the statement a series read runs, for the test that
 // checks its plan.
 const ReadRunsSQL = readRunsSQL
+
+// PrefixUnionSQL is the statement a prefix union of HLLs runs, for the
+// test that explains it on Citus.
+const PrefixUnionSQL = prefixUnionSQL
+
+// Split runs the committer's split of a group of writes naming the given
+// sketches and returns, for each write, the index of the part it went to
+// and the number of parts.
+func (s *DB) Split(writes [][]string) (part []int, parts int) {
+	group := make([]*op, len(writes))
+	at := map[*op]int{}
+	for i, names := range writes {
+		group[i] = &op{names: names}
+		at[group[i]] = i
+	}
+	split := s.split(group)
+	part = make([]int, len(writes))
+	for p, ops := range split {
+		for _, o := range ops {
+			part[at[o]] = p
+		}
+	}
+	return part, len(split)
+}
+
+// WholeGroups returns opts with the split of groups by worker turned off.
+func WholeGroups(opts Options) Options {
+	opts.wholeGroups = true
+	return opts
+}

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -200,3 +202,121 @@ func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
 
 // scrapeTimeout bounds the queries a /metrics scrape runs.
 const scrapeTimeout = 5 * time.Second
+
+// prefixWhere selects the sketches whose names start with $1, except $2:
+// a range scan of the primary key ($3 is $1 followed by 0x7f, above every
+// name character; see List), so on Citus each shard scans its own index.
+const prefixWhere = ` WHERE name >= $1 AND name < $3 AND starts_with(name, $1) AND name <> $2`
+
+// prefixUnionSQL unions the HLLs under a prefix where they are stored:
+// one row per (kind, parameters) among them, with how many sketches it
+// covers, the least name (to name one in an error) and, for HLLs,
+// postgresql-hll's union of the group (hll_union_agg takes one set of
+// parameters). On Citus, each worker aggregates its shards and the
+// coordinator merges one partial union per shard and group.
+const prefixUnionSQL = `SELECT kind, hll_log2m(hll), hll_regwidth(hll), (hll_expthresh(hll)).specified, hll_sparseon(hll),
+	count(*), min(name), hll_send(hll_union_agg(hll))
+FROM sketchd_sketches` + prefixWhere + `
+GROUP BY 1, 2, 3, 4, 5`
+
+// prefixRowsSQL reads the sketches of one kind under a prefix, in name
+// order, for kinds PostgreSQL cannot union.
+const prefixRowsSQL = `SELECT name, data FROM sketchd_sketches` + prefixWhere + ` AND kind = $4 ORDER BY name`
+
+// UnionPrefix returns the union of every sketch whose name starts with
+// prefix, except exclude, and how many it unioned (see server.Store).
+// HLLs are unioned in the database (prefixUnionSQL) and only one partial
+// union per set of parameters comes to the node, which combines them as
+// Union does. The other kinds are stored as bytes PostgreSQL cannot
+// union: their rows are streamed to the node in name order and unioned a
+// batch at a time. Each statement reads one committed state.
+func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int) (sketch.Sketch, int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	end := prefix + "\x7f"
+	rows, err := s.pool.Query(ctx, prefixUnionSQL, prefix, exclude, end)
+	if err != nil {
+		return nil, 0, s.classify(ctx, err, "prefix union")
+	}
+	type group struct {
+		kind, first string
+		n           int64
+		union       []byte
+	}
+	var groups []group
+	total := 0
+	for rows.Next() {
+		var g group
+		var log2m, regwidth, expthresh, sparse *int32
+		if err := rows.Scan(&g.kind, &log2m, &regwidth, &expthresh, &sparse, &g.n, &g.first, &g.union); err != nil {
+			rows.Close()
+			return nil, 0, s.classify(ctx, err, "prefix union")
+		}
+		groups = append(groups, g)
+		total += int(g.n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, s.classify(ctx, err, "prefix union")
+	}
+	switch {
+	case total == 0:
+		return nil, 0, sketch.NoneWithPrefix(prefix)
+	case total > limit:
+		return nil, 0, sketch.TooManyWithPrefix(prefix, limit)
+	}
+	slices.SortFunc(groups, func(a, b group) int { return strings.Compare(a.first, b.first) })
+	for _, g := range groups[1:] {
+		if g.kind != groups[0].kind {
+			return nil, 0, sketch.Errorf(sketch.Conflict, "cannot combine %s sketch %q with %s sketch %q", groups[0].kind, groups[0].first, g.kind, g.first)
+		}
+	}
+	kind, err := sketch.Lookup(sketch.Type(groups[0].kind))
+	if err != nil {
+		return nil, 0, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+	}
+	var u sketch.Unioner
+	if kind.Type == sketch.TypeHLL {
+		for _, g := range groups {
+			sk, err := kind.Decode(g.union)
+			if err != nil {
+				return nil, 0, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("the union of the hlls from %q does not decode", g.first))
+			}
+			if err := u.Add(g.first, sk); err != nil {
+				return nil, 0, err
+			}
+		}
+		out, err := u.Result()
+		return out, total, err
+	}
+	rows, err = s.pool.Query(ctx, prefixRowsSQL, prefix, exclude, end, string(kind.Type))
+	if err != nil {
+		return nil, 0, s.classify(ctx, err, "prefix union")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var b []byte
+		if err := rows.Scan(&name, &b); err != nil {
+			return nil, 0, s.classify(ctx, err, "prefix union")
+		}
+		if u.Len() == limit {
+			return nil, 0, sketch.TooManyWithPrefix(prefix, limit)
+		}
+		sk, err := kind.Decode(b)
+		if err != nil {
+			return nil, 0, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("sketch %q does not decode", name))
+		}
+		if err := u.Add(name, sk); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, s.classify(ctx, err, "prefix union")
+	}
+	if u.Len() == 0 {
+		return nil, 0, sketch.NoneWithPrefix(prefix)
+	}
+	out, err := u.Result()
+	return out, u.Len(), err
+}

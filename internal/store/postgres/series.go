@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -131,7 +132,13 @@ func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context,
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
 	defer cancel()
-	tx, err := s.pool.Begin(tctx)
+	// The connection is held past COMMIT, for finish.
+	conn, err := s.pool.Acquire(tctx)
+	if err != nil {
+		return s.classify(ctx, err, what)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(tctx)
 	if err != nil {
 		return s.classify(ctx, err, what)
 	}
@@ -144,10 +151,7 @@ func (s *DB) inTx(ctx context.Context, what string, fn func(ctx context.Context,
 		}
 		return s.classify(ctx, err, what)
 	}
-	if err := tx.Commit(tctx); err != nil {
-		return s.classify(ctx, err, what)
-	}
-	return nil
+	return s.classify(ctx, s.finish(tctx, conn.Conn(), tx.Commit(tctx)), what)
 }
 
 // CreateSeries creates the series name with spec; the same spec again
@@ -169,60 +173,83 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 	if err != nil {
 		return series.Info{}, false, err
 	}
+	g := idem.From(ctx)
 	err = s.inTx(ctx, "create series", func(ctx context.Context, tx pgx.Tx) error {
 		created = false
+		now := s.opts.Now()
+		if err := s.claimInTx(ctx, tx, g, now); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO sketchd_series (name, kind, params, proto, tz, levels, late_limit, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
-			name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), s.opts.Now().UTC())
+			name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), now.UTC())
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 1 {
 			created = true
-			_, err := tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name)
+			if _, err := tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name); err != nil {
+				return err
+			}
+		} else {
+			have, err := readDef(ctx, tx, name, "FOR SHARE")
+			if err != nil {
+				return err
+			}
+			if !have.spec.Same(spec) {
+				return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, have.spec, spec)
+			}
+		}
+		// The description as this transaction leaves the series.
+		if info, err = describeSeries(ctx, tx, name); err != nil {
 			return err
 		}
-		have, err := readDef(ctx, tx, name, "FOR SHARE")
-		if err != nil {
-			return err
-		}
-		if !have.spec.Same(spec) {
-			return sketch.Errorf(sketch.Conflict, "series %q exists with %s; the request asks for %s", name, have.spec, spec)
-		}
-		return nil
+		return answerInTx(ctx, tx, g, idem.Result{Series: info, Created: created})
 	})
 	if err != nil {
 		return series.Info{}, false, err
 	}
-	info, err = s.DescribeSeries(ctx, name)
-	return info, created, err
+	return info, created, nil
 }
 
 // ChangeSeries applies c to name's definition in one transaction that
 // locks it FOR UPDATE (adds, which lock it FOR SHARE, wait). A change to
 // what the definition already is writes nothing.
 func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error) {
+	g := idem.From(ctx)
+	var info series.Info
 	err := s.inTx(ctx, "change series", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.claimInTx(ctx, tx, g, s.opts.Now()); err != nil {
+			return err
+		}
 		d, err := readDef(ctx, tx, name, "FOR UPDATE")
 		if err != nil {
 			return err
 		}
 		spec, err := d.spec.Changed(c)
-		if err != nil || spec.Same(d.spec) {
-			return err
-		}
-		lj, err := levelsJSON(spec)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE sketchd_series SET levels = $2, late_limit = $3 WHERE name = $1`, name, lj, spec.LateLimit.String())
-		return err
+		if !spec.Same(d.spec) {
+			lj, err := levelsJSON(spec)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE sketchd_series SET levels = $2, late_limit = $3 WHERE name = $1`, name, lj, spec.LateLimit.String()); err != nil {
+				return err
+			}
+		}
+		// The description as this transaction leaves the series.
+		if info, err = describeSeries(ctx, tx, name); err != nil {
+			return err
+		}
+		return answerInTx(ctx, tx, g, idem.Result{Series: info})
 	})
 	s.defs.drop(name)
 	if err != nil {
 		return series.Info{}, err
 	}
-	return s.DescribeSeries(ctx, name)
+	return info, nil
 }
 
 // levelsJSON is the levels column of spec.
@@ -242,6 +269,20 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 	var info series.Info
 	// One snapshot for the definition and its buckets.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		info, err = describeSeries(ctx, tx, name)
+		return err
+	})
+	if err != nil {
+		return series.Info{}, s.classify(ctx, err, "describe series")
+	}
+	return info, nil
+}
+
+// describeSeries describes name as tx sees it.
+func describeSeries(ctx context.Context, tx pgx.Tx, name string) (series.Info, error) {
+	var info series.Info
+	err := func() error {
 		d, err := readDef(ctx, tx, name, "")
 		if err != nil {
 			return err
@@ -273,11 +314,8 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 			}
 		}
 		return rows.Err()
-	})
-	if err != nil {
-		return series.Info{}, s.classify(ctx, err, "describe series")
-	}
-	return info, nil
+	}()
+	return info, err
 }
 
 // ListSeries returns up to limit series whose names start with prefix and
@@ -328,7 +366,11 @@ func (s *DB) seriesNames(ctx context.Context, prefix, after string, limit int) (
 
 // DeleteSeries removes name and its buckets in one transaction.
 func (s *DB) DeleteSeries(ctx context.Context, name string) error {
+	g := idem.From(ctx)
 	return s.inTx(ctx, "delete series", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.claimInTx(ctx, tx, g, s.opts.Now()); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `DELETE FROM sketchd_series WHERE name = $1`, name)
 		if err != nil {
 			return err
@@ -336,8 +378,10 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 		if tag.RowsAffected() == 0 {
 			return seriesNotFound(name)
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM sketchd_series_buckets WHERE series = $1`, name); err != nil {
+			return err
+		}
+		return answerInTx(ctx, tx, g, idem.Result{})
 	})
 }
 
@@ -468,10 +512,11 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 			adds[i] = &bucketAdd{series: name, key: k, params: d.spec.Params, b: b}
 		}
 		slices.SortFunc(adds, compareBuckets)
+		added := d.spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys)
 		if kind.Type == sketch.TypeHLL {
-			err = s.addHLLSeries(ctx, name, d, adds)
+			err = s.addHLLSeries(ctx, name, d, adds, added)
 		} else {
-			err = s.addSeriesLocked(ctx, name, d, adds, now.UTC())
+			err = s.addSeriesLocked(ctx, name, d, adds, now, added)
 		}
 		if errors.Is(err, errSeriesChanged) {
 			continue
@@ -479,7 +524,7 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		if err != nil {
 			return series.Added{}, err
 		}
-		return d.spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys), nil
+		return added, nil
 	}
 }
 
@@ -496,27 +541,39 @@ type seriesOp struct {
 	d     def
 	keys  []series.Key
 	delta sketch.Sketch
+	// guard is the add's idempotency key, sealed already, if any.
+	guard *idem.Guard
 	err   error
 	done  chan struct{}
 }
 
 // addHLLSeries queues an HLL add for seriesLoop, which commits the adds
-// waiting on this node together, and waits for its outcome.
-func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd) error {
-	if len(adds) == 0 {
+// waiting on this node together, and waits for its outcome. Under an
+// idempotency key the answer (of added) is sealed first: it does not
+// depend on the transaction.
+func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, added series.Added) error {
+	g := idem.From(ctx)
+	if g != nil {
+		if _, err := g.Seal(idem.Result{Added: added.Added, SeriesAdded: added}); err != nil {
+			return err
+		}
+	}
+	if len(adds) == 0 && g == nil {
 		return nil
 	}
 	delta, err := d.spec.Params.New()
 	if err != nil {
 		return err
 	}
-	if err := delta.Check(adds[0].b); err != nil {
-		return err
+	if len(adds) > 0 {
+		if err := delta.Check(adds[0].b); err != nil {
+			return err
+		}
+		if err := sketch.Absorb(delta, adds[0].b); err != nil {
+			return err
+		}
 	}
-	if err := sketch.Absorb(delta, adds[0].b); err != nil {
-		return err
-	}
-	o := &seriesOp{name: name, d: d, delta: delta, done: make(chan struct{})}
+	o := &seriesOp{name: name, d: d, delta: delta, guard: g, done: make(chan struct{})}
 	for _, a := range adds {
 		o.keys = append(o.keys, a.key)
 	}
@@ -604,8 +661,18 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 	// Released inside a failed transaction, the connection is destroyed.
 	defer conn.Release()
 	now := s.opts.Now().UTC()
+	var keyed []*seriesOp
+	for _, o := range group {
+		if o.guard != nil {
+			keyed = append(keyed, o)
+		}
+	}
+	slices.SortStableFunc(keyed, func(a, b *seriesOp) int { return compareIDs(a.guard.ID, b.guard.ID) })
 	var b pgx.Batch
 	b.Queue("BEGIN")
+	for _, o := range keyed {
+		queueRecord(&b, o.guard, now, s.expiredBefore(now))
+	}
 	for _, n := range names {
 		b.Queue(checkDefSQL, n, defs[n].created, defs[n].version)
 	}
@@ -614,31 +681,39 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 	}
 	b.Queue("COMMIT")
 	res := conn.SendBatch(ctx, &b)
-	var tag pgconn.CommandTag
-	for i := range b.Len() {
-		if tag, err = res.Exec(); err != nil {
+	for i := range b.Len() - 1 {
+		if _, err = res.Exec(); err != nil {
 			res.Close()
 			var pe *pgconn.PgError
-			if i >= 1 && i <= len(names) && errors.As(err, &pe) && pe.Code == "22012" {
+			k := len(keyed)
+			switch {
+			case i >= 1 && i <= k && keyTaken(err):
+				return idem.ErrTaken
+			case i > k && i <= k+len(names) && errors.As(err, &pe) && pe.Code == "22012":
 				return errSeriesChanged
 			}
 			return s.classifyWrite(err)
 		}
 	}
-	if err := res.Close(); err != nil {
-		return s.classifyWrite(err)
+	tag, err := res.Exec()
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	if tag.String() != "COMMIT" {
+	if err == nil && tag.String() != "COMMIT" {
 		return fmt.Errorf("postgres: the transaction ended with %s, not COMMIT", tag)
 	}
-	return nil
+	return s.classifyWrite(s.finish(ctx, conn.Conn(), err))
 }
 
 // addSeriesLocked writes an add to a series of another kind: the
 // definition locked FOR SHARE, then each bucket locked, changed in Go and
 // written back, in (level, start) order.
-func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time) error {
+func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time, added series.Added) error {
+	g := idem.From(ctx)
 	return s.inTx(ctx, "add to series", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.claimInTx(ctx, tx, g, now); err != nil {
+			return err
+		}
 		have, err := readDef(ctx, tx, name, "FOR SHARE")
 		if err != nil {
 			return err
@@ -646,7 +721,10 @@ func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bu
 		if !have.same(d) {
 			return errSeriesChanged
 		}
-		return writeBuckets(ctx, tx, adds, now, func(_ *bucketAdd, _ *state, err error) error { return err })
+		if err := writeBuckets(ctx, tx, adds, now.UTC(), func(_ *bucketAdd, _ *state, err error) error { return err }); err != nil {
+			return err
+		}
+		return answerInTx(ctx, tx, g, idem.Result{Added: added.Added, SeriesAdded: added})
 	})
 }
 
@@ -949,9 +1027,13 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 
 	counts := map[sketch.Type]int{}
 	var written []*row
+	g := idem.From(ctx)
 	err := s.inTx(ctx, "add events", func(ctx context.Context, ptx pgx.Tx) error {
 		clear(counts)
 		t := &tx{rows: make([]*row, len(names)), now: now.UTC()}
+		if err := s.claimInTx(ctx, ptx, g, now); err != nil {
+			return err
+		}
 		if err := lockSketches(ctx, ptx, t, names); err != nil {
 			return err
 		}
@@ -982,15 +1064,17 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 		}
 		if wb.Len() > 0 {
 			if err := ptx.SendBatch(ctx, &wb).Close(); err != nil {
-				var pe *pgconn.PgError
-				if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "sketchd_sketches" {
-					return errRetry
-				}
-				return err
+				return raced(err)
 			}
 		}
 		written = t.rows
-		return nil
+		// A series counts its events once, not once per level.
+		for _, ev := range events {
+			for _, sn := range ev.Series {
+				counts[defs[sn].spec.Params.Kind().Type]++
+			}
+		}
+		return answerInTx(ctx, ptx, g, idem.Result{Counts: counts})
 	})
 	if err != nil {
 		return nil, err
@@ -1000,12 +1084,6 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 			s.kinds.Delete(r.name)
 		} else {
 			s.remember(r.name, r.st.sk)
-		}
-	}
-	// A series counts its events once, not once per level.
-	for _, ev := range events {
-		for _, sn := range ev.Series {
-			counts[defs[sn].spec.Params.Kind().Type]++
 		}
 	}
 	return counts, nil
@@ -1026,7 +1104,9 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 	var lb pgx.Batch
 	for i, n := range names {
 		t.rows[i] = &row{name: n}
-		lb.Queue(lockSQL, n, true)
+		// Events only add ids: an HLL is read as its parameters and
+		// written back as hll_union with a delta, as the committer does.
+		lb.Queue(lockSQL, n, false)
 	}
 	res := ptx.SendBatch(ctx, &lb)
 	defer res.Close()
@@ -1041,8 +1121,7 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 		if err != nil {
 			return err
 		}
-		r.had, r.st = true, st
-		if st.sk, r.delta, err = decodeLocked(kind, b, true); err != nil {
+		if err := r.locked(st, kind, b, false); err != nil {
 			return err
 		}
 	}
@@ -1079,7 +1158,11 @@ func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepar
 			return nil, err
 		}
 		now := s.opts.Now().UTC()
+		g := idem.From(ctx)
 		err = s.inTx(ctx, "import series buckets", func(ctx context.Context, tx pgx.Tx) error {
+			if err := s.claimInTx(ctx, tx, g, now); err != nil {
+				return err
+			}
 			have, err := readDef(ctx, tx, name, "FOR SHARE")
 			if err != nil {
 				return err
@@ -1087,7 +1170,10 @@ func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepar
 			if have.version != d.version || !have.same(d) {
 				return errSeriesChanged
 			}
-			return importBuckets(ctx, tx, name, d.spec.Params, writes, now)
+			if err := importBuckets(ctx, tx, name, d.spec.Params, writes, now); err != nil {
+				return err
+			}
+			return answerInTx(ctx, tx, g, idem.Result{Writes: writes})
 		})
 		if errors.Is(err, errSeriesChanged) {
 			continue

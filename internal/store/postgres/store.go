@@ -13,6 +13,10 @@
 // as the new state, and answers each request only after COMMIT. Reads are
 // single statements over committed rows (name = ANY($1)) computed in Go;
 // there is no cache, so a node sees every write any node acknowledged.
+//
+// On Citus the migrations distribute the tables by name, and a write
+// whose two-phase commit failed on a worker after the prepare is
+// finished before it is answered (citus.go).
 package postgres
 
 import (
@@ -24,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -61,6 +66,24 @@ type Options struct {
 	Observer   Observer
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
+	// KeyWindow is how long an idempotency key is remembered after its
+	// write commits (default 24h).
+	KeyWindow time.Duration
+	// KeyBytes bounds the bytes of sketchd_idempotency (default 256
+	// MiB): past it each sweep deletes the oldest keys.
+	KeyBytes int64
+	// KeySweepInterval is how often a node deletes old idempotency keys
+	// (default 1 minute).
+	KeySweepInterval time.Duration
+
+	// Tracer, if set, sees every statement the store sends (pgx's
+	// QueryTracer, and BatchTracer if it implements it): for tests that
+	// check what sketchd runs on the database.
+	Tracer pgx.QueryTracer
+
+	// wholeGroups keeps each group of writes in one transaction on Citus
+	// too, for the benchmark that compares it with the split by worker.
+	wholeGroups bool
 }
 
 func (o *Options) setDefaults() {
@@ -84,6 +107,15 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.KeyWindow <= 0 {
+		o.KeyWindow = 24 * time.Hour
+	}
+	if o.KeyBytes <= 0 {
+		o.KeyBytes = 256 << 20
+	}
+	if o.KeySweepInterval <= 0 {
+		o.KeySweepInterval = time.Minute
 	}
 }
 
@@ -114,6 +146,16 @@ type DB struct {
 
 	buckets *bucketCache
 	defs    defCache
+
+	// The idempotency keys at the last sweep (keys.go).
+	keyCount, keyBytes, keysEvicted atomic.Int64
+	// notices records Citus's warnings of commits that failed on a
+	// worker (citus.go).
+	notices *noticeBook
+	// placements says which worker holds each sketch, on Citus (nil
+	// elsewhere), so that writes to one worker commit in one phase
+	// (placement.go).
+	placements *placements
 }
 
 // known is what a node last saw of a sketch: its kind, and its
@@ -141,6 +183,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: the connection string: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	notices := &noticeBook{}
+	cfg.ConnConfig.OnNotice = notices.onNotice
+	cfg.ConnConfig.Tracer = opts.Tracer
+	cfg.BeforeClose = func(c *pgx.Conn) { notices.take(c.PgConn()) }
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = time.Minute
 	cfg.HealthCheckPeriod = 5 * time.Second
@@ -152,6 +198,19 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	var pl *placements
+	err = pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+		if opts.wholeGroups {
+			return nil
+		}
+		var err error
+		pl, err = openPlacements(ctx, c.Conn())
+		return err
+	})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: reading Citus's metadata: %w", err)
+	}
 	s := &DB{
 		opts:   opts,
 		pool:   pool,
@@ -161,10 +220,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		done:   make(chan struct{}),
 		kick:   make(chan struct{}, 1),
 
-		buckets: newBucketCache(opts.CacheBytes),
+		buckets:    newBucketCache(opts.CacheBytes),
+		notices:    notices,
+		placements: pl,
 	}
 	s.ready.Store(true)
-	s.wg.Add(2 + opts.Committers)
+	s.wg.Add(3 + opts.Committers)
+	go s.sweepLoop()
 	go s.seriesLoop()
 	for range opts.Committers {
 		go s.commitLoop()
@@ -244,10 +306,11 @@ func (s *DB) watch() {
 	}
 }
 
-// classify turns a database error into the contract's kinds: a failure
-// to reach the database, a server shutting down or starting, too many
-// connections or a timeout is Unavailable (the client retries); anything
-// else is internal. ctx's own error is returned as is.
+// classify turns a database error into the contract's kinds: a failed
+// commit (commitError), a failure to reach the database, a server
+// shutting down or starting, too many connections or a timeout is
+// Unavailable (the client retries); anything else is internal. ctx's own
+// error is returned as is.
 func (s *DB) classify(ctx context.Context, err error, what string) error {
 	if err == nil {
 		return nil
@@ -255,6 +318,12 @@ func (s *DB) classify(ctx context.Context, err error, what string) error {
 	var se *sketch.Error
 	if errors.As(err, &se) {
 		return err
+	}
+	if ce := (*commitError)(nil); errors.As(err, &ce) {
+		if transient(ce.err) && !errors.Is(ce.err, context.DeadlineExceeded) {
+			s.unreachable(ce.err)
+		}
+		return unknownOutcome(ce.err)
 	}
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return ctx.Err()

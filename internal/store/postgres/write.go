@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -98,6 +99,7 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 				r.changed = true
 			}
 			info = r.st.info(name)
+			t.res = idem.Result{Info: info}
 			return nil
 		}
 		st, err := newState(spec, t.now)
@@ -106,6 +108,7 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 		}
 		t.put(r, st)
 		info, created = st.info(name), true
+		t.res = idem.Result{Info: info, Created: true}
 		return nil
 	})
 	return info, created, err
@@ -204,6 +207,7 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 			t.put(r, st)
 		}
 		added = sketch.Added{Type: k.Type, Accepted: bb.Len()}
+		t.res.Added = added
 		if pd != nil && r.delta && pd.Params() == st.sk.Params() {
 			return t.merge(r, pd, bb.Len())
 		}
@@ -243,6 +247,7 @@ func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) 
 	var counts map[sketch.Type]int
 	err := s.submit(ctx, names, nil, func(t *tx) error {
 		counts = map[sketch.Type]int{}
+		t.res.Counts = counts
 		return addEventIDs(t, names, events, create, counts)
 	})
 	if err != nil {
@@ -328,6 +333,7 @@ func (s *DB) Put(ctx context.Context, name string, sk sketch.Sketch) (info sketc
 			return err
 		}
 		info = r.st.info(name)
+		t.res = idem.Result{Info: info, Created: created}
 		return nil
 	})
 	return info, created, err
@@ -360,6 +366,7 @@ func (s *DB) Transform(ctx context.Context, src, dst string, fn func(sketch.Sket
 			return err
 		}
 		info = t.row(dst).st.info(dst)
+		t.res.Info = info
 		return nil
 	})
 	return info, err
@@ -391,6 +398,7 @@ func (s *DB) Union(ctx context.Context, names []string, into string) (sketch.Ske
 		if out, err = unionStates(names, sts); err != nil {
 			return err
 		}
+		t.res.Sketch = out
 		return t.putSketch(into, out.Clone())
 	})
 	if err != nil {

@@ -40,6 +40,7 @@ type Store interface {
 	Merge(ctx context.Context, name string, sk sketch.Sketch) (sketch.Info, error)
 	Transform(ctx context.Context, src, dst string, fn func(sketch.Sketch) (sketch.Sketch, error)) (sketch.Info, error)
 	Union(ctx context.Context, names []string, into string) (sketch.Sketch, error)
+	UnionPrefix(ctx context.Context, prefix, exclude string, limit int) (sketch.Sketch, int, error)
 	View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error
 	Ready() bool
 }
@@ -105,6 +106,22 @@ func (in *Instance) Reopen(tb testing.TB) {
 	in.Store, in.close = in.b.Open(tb, in.place)
 }
 
+// Crash abandons the store as kill -9 would once its acknowledged writes
+// returned (a backend with a Crash hook: the embedded one) and opens its
+// data again; a backend without one (its data is elsewhere, committed)
+// is reopened.
+func (in *Instance) Crash(tb testing.TB) {
+	tb.Helper()
+	c, ok := in.Store.(interface{ Crash() })
+	if !ok {
+		in.Reopen(tb)
+		return
+	}
+	c.Crash()
+	in.close = nil
+	in.Store, in.close = in.b.Open(tb, in.place)
+}
+
 // Settle asks a backend with deferred work (the embedded one's
 // checkpoint of its log into bbolt) to do it now, so tests cover data on
 // both sides of it. Backends without such work ignore it.
@@ -133,6 +150,8 @@ func Run(t *testing.T, b Backend) {
 		{"Merge", testMerge},
 		{"Transform", testTransform},
 		{"Union", testUnion},
+		{"UnionPrefix", testUnionPrefix},
+		{"UnionPrefixMany", testUnionPrefixMany},
 		{"View", testView},
 		{"Delete", testDelete},
 		{"List", testList},
@@ -146,6 +165,16 @@ func Run(t *testing.T, b Backend) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, Open(t, b))
+		})
+	}
+	for _, tc := range keyTests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := Open(t, b)
+			if _, ok := in.Store.(KeyStore); !ok {
+				t.Skipf("the %s backend does not keep idempotency keys", b.Name)
+			}
+			tc.fn(t, in)
 		})
 	}
 	for _, tc := range seriesTests {
@@ -615,6 +644,98 @@ func testUnion(t *testing.T, in *Instance) {
 		_, err = in.Describe(ctx, n)
 		mustKind(t, err, sketch.NotFound, "refused union created "+n)
 	}
+}
+
+// testUnionPrefix checks a prefix union against the union of the same
+// sketches listed by name, for every kind, with exclusions, limits,
+// deletes and a reopen.
+func testUnionPrefix(t *testing.T, in *Instance) {
+	// Every kind, three sketches each, of mixed parameters where the
+	// kind's union allows them; one sketch just outside the prefix.
+	for _, k := range sketch.Kinds() {
+		p := "u:" + string(k.Type) + ":"
+		var names []string
+		for i := range 3 {
+			spec := sketch.Spec{Params: k.Default()}
+			if k.Type == sketch.TypeHLL {
+				spec = hllSpec(11 + i%2)
+			}
+			n := fmt.Sprintf("%s%d", p, i)
+			names = append(names, n)
+			create(t, in, n, spec)
+			add(t, in, n, Ints(int64(i)*500, int64(i)*500+800))
+		}
+		create(t, in, "u:"+string(k.Type), sketch.Spec{Params: k.Default()})
+		add(t, in, "u:"+string(k.Type), Ints(100000, 100100))
+		if k.Type == sketch.TypeHLL {
+			in.Settle(t)
+		}
+		want, err := in.Union(ctx, names, "")
+		must(t, err, "union of the names")
+		got, n, err := in.UnionPrefix(ctx, p, "", 100)
+		must(t, err, "union of "+p)
+		if n != 3 || !bytes.Equal(got.AppendBinary(nil), want.AppendBinary(nil)) {
+			t.Errorf("%s: the union of prefix %q (%d sketches) differs from the union of %v", k.Type, p, n, names)
+		}
+		// The name the union goes into is left out.
+		want, err = in.Union(ctx, []string{names[0], names[2]}, "")
+		must(t, err, "union of two")
+		got, n, err = in.UnionPrefix(ctx, p, names[1], 100)
+		must(t, err, "union of "+p+" but one")
+		if n != 2 || !bytes.Equal(got.AppendBinary(nil), want.AppendBinary(nil)) {
+			t.Errorf("%s: the union of prefix %q except %s (%d sketches) differs from the union of the others", k.Type, p, names[1], n)
+		}
+		_, _, err = in.UnionPrefix(ctx, p, "", 2)
+		mustKind(t, err, sketch.TooLarge, "three sketches over a limit of two")
+	}
+	// A sketch of another kind under the prefix.
+	create(t, in, "u:hll:x", cmsSpec(64, 2))
+	_, _, err := in.UnionPrefix(ctx, "u:hll:", "", 100)
+	mustKind(t, err, sketch.Conflict, "mixed kinds")
+	_, _, err = in.UnionPrefix(ctx, "u:hll:", "u:hll:x", 100)
+	must(t, err, "mixed kinds, the odd one excluded")
+	_, _, err = in.UnionPrefix(ctx, "nothing:", "", 100)
+	mustKind(t, err, sketch.NotFound, "a prefix nothing starts with")
+	_, _, err = in.UnionPrefix(ctx, "u:hll:x", "u:hll:x", 100)
+	mustKind(t, err, sketch.NotFound, "a prefix whose one sketch is excluded")
+
+	// Deleted sketches are out, also after a reopen; the empty prefix
+	// is every sketch.
+	must(t, in.Delete(ctx, "u:hll:x"), "delete")
+	must(t, in.Delete(ctx, "u:hll:0"), "delete")
+	in.Reopen(t)
+	want, err := in.Union(ctx, []string{"u:hll:1", "u:hll:2"}, "")
+	must(t, err, "union")
+	got, n, err := in.UnionPrefix(ctx, "u:hll:", "", 100)
+	must(t, err, "union after deletes")
+	if n != 2 || !bytes.Equal(got.AppendBinary(nil), want.AppendBinary(nil)) {
+		t.Errorf("after deletes and a reopen, the prefix union (%d sketches) differs", n)
+	}
+	_, _, err = in.UnionPrefix(ctx, "", "", 1000)
+	mustKind(t, err, sketch.Conflict, "every sketch, of every kind")
+}
+
+// testUnionPrefixMany unions more sketches than a backend reads at once,
+// some written since the last checkpoint, against the sketch of all ids.
+func testUnionPrefixMany(t *testing.T, in *Instance) {
+	const n = 300
+	for i := range n {
+		name := fmt.Sprintf("m:%03d", i)
+		create(t, in, name, hllSpec(11))
+		add(t, in, name, Ints(int64(i)*10, int64(i)*10+25))
+		if i == n/2 {
+			in.Settle(t)
+		}
+	}
+	create(t, in, "other", hllSpec(11))
+	add(t, in, "other", Ints(-100, -1))
+	got, count, err := in.UnionPrefix(ctx, "m:", "", n)
+	must(t, err, "union of many")
+	if want := hllOf(t, 11, Ints(0, n*10+15).IDs...); count != n || !bytes.Equal(got.AppendBinary(nil), want) {
+		t.Errorf("the union of %d sketches (%d counted) differs from the sketch of all their ids", n, count)
+	}
+	_, _, err = in.UnionPrefix(ctx, "m:", "", n-1)
+	mustKind(t, err, sketch.TooLarge, "one sketch over the limit")
 }
 
 func testView(t *testing.T, in *Instance) {

@@ -69,6 +69,10 @@ func foreignUploads(tb testing.TB) []uploadCase {
 		{"Java compact theta", java},
 		{"compressed theta", t.AppendCompressed(nil)},
 		{"Java IntegerSummary tuple", f.AppendJava(nil)},
+		// An empty ZetaSketch HLL++ sketch without the empty sparse_data
+		// field ZetaSketch's Java library writes: precision 15, sparse
+		// 20, longs.
+		{"ZetaSketch HLL++ without empty sparse data", []byte{0x08, 0x70, 0x10, 0x00, 0x18, 0x02, 0x20, 0x08, 0x82, 0x07, 0x04, 0x18, 0x0f, 0x20, 0x14}},
 	}
 }
 

@@ -1,9 +1,11 @@
 // Package pgstoretest gives the PostgreSQL backend to the tests that run
 // over every backend: storetest's conformance suite and the server's
-// tests. Each store lives in a schema of its own in the test database
-// (pgtest), derived from the place the suite names, so tests run in
-// parallel and a reopen finds the same data; the schema is dropped when
-// the test ends.
+// tests, on plain PostgreSQL (Backend) and on a Citus cluster (Citus).
+// Each store lives in a schema of its own in the test database (pgtest),
+// derived from the place the suite names, so tests run in parallel and a
+// reopen finds the same data; the schema is dropped when the test ends.
+// On Citus the schema's tables are distributed by the migrations, as in
+// production.
 package pgstoretest
 
 import (
@@ -22,11 +24,21 @@ import (
 
 // Backend opens a PostgreSQL store with opts in a schema of its own.
 func Backend(opts postgres.Options) storetest.Backend {
+	return backend("postgres", opts, Schema)
+}
+
+// Citus opens a store with opts in a schema of its own on the Citus
+// coordinator pgtest.CitusDSN names (skipping without one).
+func Citus(opts postgres.Options) storetest.Backend {
+	return backend("citus", opts, CitusSchema)
+}
+
+func backend(name string, opts postgres.Options, schema func(testing.TB, string) string) storetest.Backend {
 	return storetest.Backend{
-		Name: "postgres",
+		Name: name,
 		Open: func(tb testing.TB, place string) (storetest.Store, func() error) {
 			tb.Helper()
-			dsn := Schema(tb, place)
+			dsn := schema(tb, place)
 			o := opts
 			if o.MaxConns == 0 {
 				o.MaxConns = 4
@@ -45,11 +57,31 @@ func Backend(opts postgres.Options) storetest.Backend {
 // first (then public, where the hll extension lives).
 func Schema(tb testing.TB, place string) string {
 	tb.Helper()
-	dsn := pgtest.DSN(tb)
+	return SchemaOn(tb, pgtest.DSN(tb), place)
+}
+
+// CitusSchema is Schema on the Citus coordinator pgtest.CitusDSN names.
+// Its tables get 4 shards each (citus.shard_count; the default 32 makes
+// creating and dropping a test's schema several times slower, and the
+// suite opens hundreds): still hash-distributed over every worker of a
+// small cluster, which is what the tests need.
+func CitusSchema(tb testing.TB, place string) string {
+	tb.Helper()
+	return WithSetting(SchemaOn(tb, pgtest.CitusDSN(tb), place), "citus.shard_count", "4")
+}
+
+// SchemaOn is Schema on the server dsn names (which must have the hll
+// extension).
+func SchemaOn(tb testing.TB, dsn, place string) string {
+	tb.Helper()
 	sum := sha256.Sum256([]byte(tb.Name() + "\x00" + place))
 	schema := "sketchd_test_" + hex.EncodeToString(sum[:8])
-	conn := pgtest.Connect(tb)
 	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		tb.Fatal(err)
 	}
@@ -69,12 +101,18 @@ func Schema(tb testing.TB, place string) string {
 
 // WithSearchPath returns dsn with search_path set to schema, public.
 func WithSearchPath(dsn, schema string) string {
+	return WithSetting(dsn, "search_path", schema+",public")
+}
+
+// WithSetting returns dsn with the run-time setting key set to value on
+// every connection (value must need no quoting).
+func WithSetting(dsn, key, value string) string {
 	if strings.Contains(dsn, "://") {
 		sep := "?"
 		if strings.Contains(dsn, "?") {
 			sep = "&"
 		}
-		return dsn + sep + "search_path=" + schema + ",public"
+		return dsn + sep + key + "=" + value
 	}
-	return dsn + " search_path=" + schema + ",public"
+	return dsn + " " + key + "=" + value
 }

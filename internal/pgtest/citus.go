@@ -1,0 +1,63 @@
+package pgtest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// CitusDSN returns the connection string of the Citus coordinator that
+// SKETCHD_CITUS_DSN names, after checking that it answers, has the citus
+// and hll extensions and at least one active worker. Without one the test
+// skips with a message saying how to start a cluster; with
+// SKETCHD_REQUIRE_CITUS=1 (set by CI) it fails instead.
+//
+// The cluster is shared by every test that runs at the same time: tests
+// isolate themselves in schemas of their own and never stop its nodes.
+// Tests that stop workers or move shards start a cluster of their own
+// (StartCitus).
+func CitusDSN(tb testing.TB) string {
+	tb.Helper()
+	dsn := os.Getenv("SKETCHD_CITUS_DSN")
+	if dsn == "" {
+		citusUnavailable(tb, "SKETCHD_CITUS_DSN is unset")
+	}
+	ConnectCitus(tb, dsn)
+	return dsn
+}
+
+// ConnectCitus connects to the Citus coordinator at dsn, closed when the
+// test ends, and checks it as CitusDSN does.
+func ConnectCitus(tb testing.TB, dsn string) *pgx.Conn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		citusUnavailable(tb, "cannot connect to the Citus coordinator (%q): %v", dsn, err)
+	}
+	tb.Cleanup(func() { conn.Close(context.Background()) })
+	var version string
+	if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = 'citus'").Scan(&version); err != nil {
+		citusUnavailable(tb, "%q has no citus extension: %v", dsn, err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS hll"); err != nil {
+		citusUnavailable(tb, "the Citus coordinator has no hll extension (install postgresql-15-hll on every node): %v", err)
+	}
+	var workers int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM citus_get_active_worker_nodes()").Scan(&workers); err != nil || workers == 0 {
+		citusUnavailable(tb, "the Citus coordinator %q has no active worker (%d, %v)", dsn, workers, err)
+	}
+	return conn
+}
+
+func citusUnavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv("SKETCHD_REQUIRE_CITUS") == "1" {
+		tb.Fatalf("SKETCHD_REQUIRE_CITUS=1 but "+format, args...)
+	}
+	tb.Skipf("skipping Citus test: "+format+" (start a coordinator with workers, e.g. ../shared/citus/start-cluster.sh DIR PORT 2, and set SKETCHD_CITUS_DSN to the DSN it prints)", args...)
+}

@@ -1,0 +1,236 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Cluster is a Citus cluster of one test's own: a coordinator and
+// workers, each a PostgreSQL instance in a temporary directory on a free
+// port, for tests that stop workers, move shards or add nodes, which the
+// shared cluster (CitusDSN) must never see. It needs PostgreSQL's server
+// binaries (SKETCHD_PG_BIN, default /usr/lib/postgresql/15/bin) with the
+// citus and hll extensions installed; without them the test skips, or
+// fails under SKETCHD_REQUIRE_CITUS=1. Run as root, the instances run as
+// the user postgres. The cluster is stopped and removed when the test
+// ends.
+type Cluster struct {
+	tb   testing.TB
+	bin  string
+	dir  string
+	conf []string
+
+	mu          sync.Mutex
+	Coordinator *Node
+	Workers     []*Node
+}
+
+// Node is one PostgreSQL instance of a Cluster.
+type Node struct {
+	Port int
+	data string
+	log  string
+}
+
+// Addr is the node's address as the cluster's metadata names it.
+func (n *Node) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
+
+// StartCitus starts a cluster with a coordinator (which holds no shards)
+// and workers workers, with the citus and hll extensions created on each
+// and the workers registered. conf are extra postgresql.conf lines for
+// every node ("wal_level = logical").
+func StartCitus(tb testing.TB, workers int, conf ...string) *Cluster {
+	tb.Helper()
+	bin := os.Getenv("SKETCHD_PG_BIN")
+	if bin == "" {
+		bin = "/usr/lib/postgresql/15/bin"
+	}
+	out, err := exec.Command(filepath.Join(bin, "pg_config"), "--pkglibdir").Output()
+	if err != nil {
+		citusUnavailable(tb, "no PostgreSQL server binaries in %s (SKETCHD_PG_BIN): %v", bin, err)
+	}
+	lib := strings.TrimSpace(string(out))
+	if _, err := os.Stat(filepath.Join(lib, "citus.so")); err != nil {
+		citusUnavailable(tb, "citus is not installed in %s (../shared/citus/install.sh builds it)", lib)
+	}
+	dir, err := os.MkdirTemp("", "sketchd-citus-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &Cluster{tb: tb, bin: bin, dir: dir, conf: conf}
+	tb.Cleanup(c.remove)
+	if os.Geteuid() == 0 {
+		pg, err := user.Lookup("postgres")
+		if err != nil {
+			tb.Fatalf("running as root, the instances run as postgres, which does not exist: %v", err)
+		}
+		uid, _ := strconv.Atoi(pg.Uid)
+		gid, _ := strconv.Atoi(pg.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			tb.Fatal(err)
+		}
+		if err := exec.Command("runuser", "-u", "postgres", "--", "test", "-w", dir).Run(); err != nil {
+			tb.Fatalf("the user postgres cannot write %s (is a parent folder mode 700? set TMPDIR to a folder it can reach)", dir)
+		}
+	}
+	c.Coordinator = c.newNode()
+	for range workers {
+		c.Workers = append(c.Workers, c.newNode())
+	}
+	c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %d)", c.Coordinator.Port))
+	for _, w := range c.Workers {
+		c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", w.Port))
+	}
+	return c
+}
+
+// newNode initialises, configures and starts an instance with the
+// extensions created.
+func (c *Cluster) newNode() *Node {
+	c.tb.Helper()
+	port := freePort(c.tb)
+	n := &Node{Port: port, data: filepath.Join(c.dir, fmt.Sprintf("pg%d", port)), log: filepath.Join(c.dir, fmt.Sprintf("pg%d.log", port))}
+	c.run("initdb", "-D", n.data, "-A", "trust", "-U", "postgres", "--no-sync")
+	conf := fmt.Sprintf(`
+shared_preload_libraries = 'citus'
+listen_addresses = '127.0.0.1'
+port = %d
+unix_socket_directories = '%s'
+max_connections = 200
+max_prepared_transactions = 200
+fsync = on
+%s
+`, port, c.dir, strings.Join(c.conf, "\n"))
+	f, err := os.OpenFile(filepath.Join(n.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	_, err = f.WriteString(conf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	c.Start(n)
+	c.Exec(n, "CREATE EXTENSION citus")
+	c.Exec(n, "CREATE EXTENSION hll")
+	return n
+}
+
+// DSN is the connection string of a node.
+func (c *Cluster) DSN(n *Node) string {
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres", c.dir, n.Port)
+}
+
+// Exec runs statements on a node, failing the test on an error.
+func (c *Cluster) Exec(n *Node, sql string, args ...any) {
+	c.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.DSN(n))
+	if err != nil {
+		c.tb.Fatalf("node %s: %v", n.Addr(), err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		c.tb.Fatalf("node %s: %s: %v", n.Addr(), sql, err)
+	}
+}
+
+// Stop stops a node with pg_ctl's shutdown mode ("fast", "immediate").
+func (c *Cluster) Stop(n *Node, mode string) {
+	c.tb.Helper()
+	c.run("pg_ctl", "-D", n.data, "-m", mode, "-w", "stop")
+}
+
+// Start starts a stopped node and waits until it takes connections.
+func (c *Cluster) Start(n *Node) {
+	c.tb.Helper()
+	c.run("pg_ctl", "-D", n.data, "-l", n.log, "-w", "-t", "120", "start")
+}
+
+// AddWorker starts a new worker and registers it with the coordinator.
+func (c *Cluster) AddWorker() *Node {
+	c.tb.Helper()
+	n := c.newNode()
+	c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", n.Port))
+	c.mu.Lock()
+	c.Workers = append(c.Workers, n)
+	c.mu.Unlock()
+	return n
+}
+
+// Log returns a node's server log.
+func (c *Cluster) Log(n *Node) string {
+	b, _ := os.ReadFile(n.log)
+	return string(b)
+}
+
+// run runs a server binary, as postgres when this process is root.
+func (c *Cluster) run(name string, args ...string) {
+	c.tb.Helper()
+	if out, err := c.command(name, args...).CombinedOutput(); err != nil {
+		c.tb.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func (c *Cluster) command(name string, args ...string) *exec.Cmd {
+	path := filepath.Join(c.bin, name)
+	if os.Geteuid() == 0 {
+		return exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	}
+	return exec.Command(path, args...)
+}
+
+// remove stops every node at once and removes the directory.
+func (c *Cluster) remove() {
+	nodes := append([]*Node{c.Coordinator}, c.Workers...)
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(n.data, "postmaster.pid")); err == nil {
+			_ = c.command("pg_ctl", "-D", n.data, "-m", "immediate", "-w", "stop").Run()
+		}
+	}
+	if c.tb.Failed() {
+		for _, n := range nodes {
+			if n != nil {
+				c.tb.Logf("log of %s (tail):\n%s", n.Addr(), tail(c.Log(n), 40))
+			}
+		}
+	}
+	os.RemoveAll(c.dir)
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,322 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/idem"
+	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/internal/store/storetest"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// keyed returns a context guarding a write with key, and the guard.
+func keyed(key string) (context.Context, *idem.Guard) {
+	g := &idem.Guard{ID: idem.ID{Scope: "s", Target: "c", Key: key}, Render: func(res idem.Result) ([]byte, error) {
+		return []byte(fmt.Sprintf("accepted %d", res.Added.Accepted)), nil
+	}}
+	copy(g.Fingerprint[:], key)
+	return idem.With(ctx, g), g
+}
+
+var oneItem = storetest.Input{IDs: []cms.ID{cms.IntID(7)}, Counts: []uint64{1}}
+
+func cmsTotal(tb testing.TB, s *DB) uint64 {
+	tb.Helper()
+	var n uint64
+	if err := viewCMS(s, "c", func(c *cms.Sketch) error { n = c.Total(); return nil }); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+func bucketKeyCount(tb testing.TB, path string) int {
+	tb.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	n := 0
+	db.View(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucketKeys).Stats().KeyN
+		return nil
+	})
+	return n
+}
+
+// TestKeysExpire: a key is remembered for the window and no longer; a
+// checkpoint tick removes it from memory and from bbolt, and the key may
+// then guard a new write.
+func TestKeysExpire(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	opts := Options{Now: c.now, KeyWindow: time.Hour, CheckpointInterval: time.Hour}
+	s, path := openStore(t, opts)
+	mustCreate(t, s, "c", cmsSpec())
+	kctx, g := keyed("k")
+	if _, err := s.Add(kctx, "c", oneItem, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := s.IdempotencyKeys(); n != 1 {
+		t.Fatalf("IdempotencyKeys = %d, want 1", n)
+	}
+	c.advance(59 * time.Minute)
+	if _, ok, _ := s.Remembered(ctx, g.ID); !ok {
+		t.Fatal("a key inside its window is forgotten")
+	}
+	kctx, _ = keyed("k")
+	if _, err := s.Add(kctx, "c", oneItem, false); !errors.Is(err, idem.ErrTaken) {
+		t.Fatalf("the key inside its window: %v, want ErrTaken", err)
+	}
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(2 * time.Minute)
+	if _, ok, _ := s.Remembered(ctx, g.ID); ok {
+		t.Fatal("a key past its window is remembered")
+	}
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, b, _ := s.IdempotencyKeys(); n != 0 || b != 0 {
+		t.Fatalf("IdempotencyKeys after the sweep = %d keys, %d bytes; want none", n, b)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := bucketKeyCount(t, path); n != 0 {
+		t.Fatalf("bbolt keeps %d expired keys", n)
+	}
+	s = reopen(t, path, opts)
+	kctx, _ = keyed("k")
+	if _, err := s.Add(kctx, "c", oneItem, false); err != nil {
+		t.Fatalf("the key past its window: %v, want it to guard a new write", err)
+	}
+	if got := cmsTotal(t, s); got != 2 {
+		t.Fatalf("total %d, want 2", got)
+	}
+}
+
+// TestKeysExpireAtOpen: keys whose window ran out while the store was
+// closed are not loaded (from bbolt or the log) and leave bbolt at open.
+func TestKeysExpireAtOpen(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	opts := Options{Now: c.now, KeyWindow: time.Hour, CheckpointInterval: time.Hour}
+	s, path := openStore(t, opts)
+	mustCreate(t, s, "c", cmsSpec())
+	kctx, _ := keyed("checkpointed")
+	s.Add(kctx, "c", oneItem, false)
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kctx, _ = keyed("logged")
+	s.Add(kctx, "c", oneItem, false)
+	crash(t, s)
+	c.advance(2 * time.Hour)
+	s = reopen(t, path, opts)
+	if n, _, _ := s.IdempotencyKeys(); n != 0 {
+		t.Fatalf("%d expired keys loaded", n)
+	}
+	if got := cmsTotal(t, s); got != 2 {
+		t.Fatalf("total %d, want 2: the writes stay", got)
+	}
+	s.Close()
+	if n := bucketKeyCount(t, path); n != 0 {
+		t.Fatalf("bbolt keeps %d expired keys", n)
+	}
+}
+
+// TestKeysBound: past KeyBytes the oldest keys go first, counted; the
+// table's bytes stay within the bound, across a restart too.
+func TestKeysBound(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	const bound = 4000
+	opts := Options{Now: c.now, KeyBytes: bound, CheckpointInterval: time.Hour}
+	s, path := openStore(t, opts)
+	mustCreate(t, s, "c", cmsSpec())
+	var gs []*idem.Guard
+	for i := range 100 {
+		c.advance(time.Second)
+		kctx, g := keyed(fmt.Sprintf("key-%03d", i))
+		if _, err := s.Add(kctx, "c", oneItem, false); err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, g)
+		if _, b, _ := s.IdempotencyKeys(); b > bound {
+			t.Fatalf("after %d keys the table holds %d bytes, over %d", i+1, b, bound)
+		}
+	}
+	n, _, evicted := s.IdempotencyKeys()
+	if n == 0 || n+int(evicted) != 100 || evicted == 0 {
+		t.Fatalf("IdempotencyKeys = %d kept, %d evicted; want both and 100 in all", n, evicted)
+	}
+	// The newest are kept, the oldest gone.
+	for i, g := range gs {
+		_, ok, _ := s.Remembered(ctx, g.ID)
+		if want := i >= 100-n; ok != want {
+			t.Fatalf("key %d remembered = %v, want %v", i, ok, want)
+		}
+	}
+	s.Close()
+	if got := bucketKeyCount(t, path); got != n {
+		t.Fatalf("bbolt keeps %d keys, memory %d", got, n)
+	}
+	s = reopen(t, path, Options{Now: c.now, KeyBytes: bound / 2})
+	if _, b, _ := s.IdempotencyKeys(); b > bound/2 {
+		t.Fatalf("reopened with a smaller bound, the table holds %d bytes", b)
+	}
+}
+
+// TestKeysAfterLogFailure: a guarded write whose log sync fails keeps no
+// key (it was not applied), and a retry after the log recovers applies
+// once; keys acknowledged before the failure stay.
+func TestKeysAfterLogFailure(t *testing.T) {
+	f := &faults{}
+	s, path := openStore(t, Options{CheckpointInterval: time.Hour, logFault: f.hook})
+	mustCreate(t, s, "c", cmsSpec())
+	kctx, before := keyed("before")
+	if _, err := s.Add(kctx, "c", oneItem, false); err != nil {
+		t.Fatal(err)
+	}
+	f.set(failing("fdatasync"))
+	kctx, lost := keyed("lost")
+	if _, err := s.Add(kctx, "c", oneItem, false); sketch.KindOf(err) != sketch.Unavailable {
+		t.Fatalf("guarded add whose sync failed = %v, want Unavailable", err)
+	}
+	// Unavailable until memory is rebuilt, then not found: never found.
+	if _, ok, err := s.Remembered(ctx, lost.ID); ok || err != nil && sketch.KindOf(err) != sketch.Unavailable {
+		t.Fatalf("Remembered while the log is failed = %v, %v; want Unavailable or not found", ok, err)
+	}
+	f.set(nil)
+	s.kickCheckpoint()
+	waitReady(t, s)
+	if _, ok, err := s.Remembered(ctx, lost.ID); ok || err != nil {
+		t.Fatalf("the key of the failed write: remembered %v, %v", ok, err)
+	}
+	if _, ok, _ := s.Remembered(ctx, before.ID); !ok {
+		t.Fatal("the key acknowledged before the failure is forgotten")
+	}
+	kctx, _ = keyed("lost")
+	if _, err := s.Add(kctx, "c", oneItem, false); err != nil {
+		t.Fatalf("retry after recovery: %v", err)
+	}
+	kctx, _ = keyed("lost")
+	if _, err := s.Add(kctx, "c", oneItem, false); !errors.Is(err, idem.ErrTaken) {
+		t.Fatalf("second retry: %v, want ErrTaken", err)
+	}
+	if got := cmsTotal(t, s); got != 2 {
+		t.Fatalf("total %d, want 2", got)
+	}
+	s.Close()
+	s = reopen(t, path, Options{})
+	if got := cmsTotal(t, s); got != 2 {
+		t.Fatalf("total after reopen %d, want 2", got)
+	}
+}
+
+// TestKeysDamagedRecord: a key record in bbolt that fails its checksum
+// stops the open, naming the file and the key; RecoverPastDamage skips
+// it.
+func TestKeysDamagedRecord(t *testing.T) {
+	s, path := openStore(t, Options{})
+	mustCreate(t, s, "c", cmsSpec())
+	kctx, _ := keyed("k")
+	s.Add(kctx, "c", oneItem, false)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		k, v := b.Cursor().First()
+		v = bytes.Clone(v)
+		v[10] ^= 1
+		return b.Put(bytes.Clone(k), v)
+	})
+	db.Close()
+	_, err = Open(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "idempotency key") {
+		t.Fatalf("Open with a damaged key record = %v, want an error naming the file and the key", err)
+	}
+	s = reopen(t, path, Options{RecoverPastDamage: true})
+	if n, _, _ := s.IdempotencyKeys(); n != 0 {
+		t.Fatalf("%d keys loaded past damage", n)
+	}
+}
+
+func TestKeyRecordCodec(t *testing.T) {
+	rec := idem.Record{Fingerprint: [32]byte{1, 2, 3}, Answer: []byte("answer"), Created: time.Unix(0, 123456789).UTC()}
+	b := appendKeyRecord(nil, rec)
+	got, err := decodeKeyRecord(b)
+	if err != nil || got.Fingerprint != rec.Fingerprint || !bytes.Equal(got.Answer, rec.Answer) || !got.Created.Equal(rec.Created) {
+		t.Fatalf("round trip = %+v, %v", got, err)
+	}
+	for i := range b {
+		bad := bytes.Clone(b)
+		bad[i] ^= 0x40
+		if _, err := decodeKeyRecord(bad); err == nil {
+			t.Errorf("byte %d flipped: accepted", i)
+		}
+	}
+	for n := range len(b) {
+		if _, err := decodeKeyRecord(b[:n]); err == nil {
+			t.Errorf("cut to %d bytes: accepted", n)
+		}
+	}
+	id := idem.ID{Scope: "scope", Target: "t", Key: "key"}
+	if got, err := decodeKeyID(appendKeyID(nil, id)); err != nil || got != id {
+		t.Fatalf("key id round trip = %+v, %v", got, err)
+	}
+}
+
+func FuzzDecodeKeyRecord(f *testing.F) {
+	f.Add(appendKeyRecord(nil, idem.Record{Answer: []byte("x"), Created: time.Unix(1, 0)}))
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rec, err := decodeKeyRecord(in)
+		if err != nil {
+			return
+		}
+		if again := appendKeyRecord(nil, rec); !bytes.Equal(again, in) {
+			t.Fatalf("decoded record re-encodes as %x, was %x", again, in)
+		}
+	})
+}
+
+func FuzzDecodeKeyID(f *testing.F) {
+	f.Add(appendKeyID(nil, idem.ID{Scope: "s", Target: "t", Key: "k"}))
+	f.Add([]byte{0, 0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		id, err := decodeKeyID(in)
+		if err != nil {
+			return
+		}
+		if again := appendKeyID(nil, id); !bytes.Equal(again, in) {
+			t.Fatalf("decoded id re-encodes as %x, was %x", again, in)
+		}
+	})
+}

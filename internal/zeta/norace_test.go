@@ -1,0 +1,5 @@
+//go:build !race
+
+package zeta
+
+const raceEnabled = false

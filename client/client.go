@@ -110,6 +110,7 @@ type CallOption func(*callConfig)
 type callConfig struct {
 	create      bool
 	fold        bool
+	longs       bool
 	retryUnsafe bool
 	format      string
 }

@@ -159,6 +159,25 @@ type Union struct {
 	LgK     int    `json:"lg_k,omitempty"`
 	TgtType string `json:"tgt_type,omitempty"`
 
+	// Bloom unions: the filter's shape and state.
+	Bits              int     `json:"bits,omitempty"`
+	Hashes            int     `json:"hashes,omitempty"`
+	ExpectedItems     int64   `json:"expected_items,omitempty"`
+	FPP               float64 `json:"fpp,omitempty"`
+	BitsSet           int     `json:"bits_set,omitempty"`
+	EstimatedItems    float64 `json:"estimated_items,omitempty"`
+	FalsePositiveRate float64 `json:"false_positive_rate,omitempty"`
+	SizeBytes         int     `json:"size_bytes,omitempty"`
+
+	// KLL unions: the smallest k of the operands, the values counted and
+	// the rank error.
+	K            int      `json:"k,omitempty"`
+	Items        string   `json:"items,omitempty"`
+	N            int64    `json:"n,omitempty"`
+	Min          *float64 `json:"min,omitempty"`
+	Max          *float64 `json:"max,omitempty"`
+	RankError    float64  `json:"rank_error,omitempty"`
+	RankErrorPMF float64  `json:"rank_error_pmf,omitempty"`
 	// zeta_hll unions: the union's precisions (the smallest of its
 	// inputs'), the first input's value type and every input's values.
 	Precision       int    `json:"precision,omitempty"`

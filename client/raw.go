@@ -69,13 +69,16 @@ func (c *Client) Raw(ctx context.Context, name string, opts RawOptions) (*Raw, e
 
 // PutRaw creates or replaces the sketch from uploaded bytes of any kind
 // the server reads (PUT /v1/sketches/{name}/raw); created is true when it
-// did not exist. WithFormat names the bytes' kind. It is retried:
-// replacing with the same bytes again gives the same sketch.
+// did not exist. WithFormat names the bytes' kind; WithLongs takes a KLL
+// upload as a sketch of longs. It is retried: replacing with the same
+// bytes again gives the same sketch.
 func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (s *Sketch, created bool, err error) {
 	var q url.Values
-	if cc := callOptions(opts); cc.format != "" {
+	cc := callOptions(opts)
+	if cc.format != "" {
 		q = url.Values{"format": {cc.format}}
 	}
+	q = rawQuery(q, cc)
 	r, err := c.do(ctx, call{method: http.MethodPut, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
 		idempotent: true, write: true, ok: []int{http.StatusOK, http.StatusCreated}})
 	if err != nil {
@@ -89,9 +92,10 @@ func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...C
 // (POST /v1/sketches/{name}/raw), which keeps its parameters: an HLL
 // upload with fewer registers is a conflict unless opts has WithFold,
 // and then the answer's FoldedFromLog2m says what the sketch had.
-// Merging a Count-Min sketch adds its counters; MergeRaw is retried with
-// its Idempotency-Key, and without keys only when opts has
-// WithUnsafeRetry (an HLL merge is safe to repeat).
+// WithLongs takes a KLL upload as a sketch of longs. Merging a Count-Min
+// or KLL sketch adds its counts; MergeRaw is retried with its
+// Idempotency-Key, and without keys only when opts has WithUnsafeRetry
+// (an HLL merge is safe to repeat).
 func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (*Sketch, error) {
 	cc := callOptions(opts)
 	q := url.Values{}
@@ -101,6 +105,7 @@ func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ..
 	if cc.format != "" {
 		q.Set("format", cc.format)
 	}
+	q = rawQuery(q, cc)
 	r, err := c.do(ctx, call{method: http.MethodPost, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
 		idempotent: cc.retryUnsafe, write: true, ok: []int{http.StatusOK}})
 	if err != nil {

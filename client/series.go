@@ -37,8 +37,17 @@ type SeriesRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
-	LgK          int     `json:"lg_k,omitempty"`     // theta, freq and ds_hll series
-	TgtType      string  `json:"tgt_type,omitempty"` // ds_hll series
+	LgK          int     `json:"lg_k,omitempty"`        // theta, freq and ds_hll series
+	TgtType      string  `json:"tgt_type,omitempty"`    // ds_hll series
+	DomainBits   int     `json:"domain_bits,omitempty"` // a Count-Min series over values
+	// Bloom series: ExpectedItems and FPP, or Bits and Hashes.
+	ExpectedItems int64   `json:"expected_items,omitempty"`
+	FPP           float64 `json:"fpp,omitempty"`
+	Bits          int     `json:"bits,omitempty"`
+	Hashes        int     `json:"hashes,omitempty"`
+	// KLL series: K and Items.
+	K     int    `json:"k,omitempty"`
+	Items string `json:"items,omitempty"`
 	// zeta_hll series: Precision and SparsePrecision, as CreateRequest.
 	Precision       int  `json:"precision,omitempty"`
 	SparsePrecision *int `json:"sparse_precision,omitempty"`
@@ -287,6 +296,10 @@ type SeriesCount struct {
 	UpperBound  float64             `json:"upper_bound,omitempty"`
 	Total       int64               `json:"total,omitempty"`
 	Results     []FrequencyEstimate `json:"results,omitempty"`
+	// Bloom describes the union of a Bloom series' buckets, KLL that of
+	// a KLL series'.
+	Bloom *BloomState `json:"bloom,omitempty"`
+	KLL   *KLLState   `json:"kll,omitempty"`
 }
 
 // rangeQuery is ?from=&to=.
@@ -350,6 +363,9 @@ func addIDQuery(q url.Values, ids []ID) error {
 type TimeseriesRequest struct {
 	From, To     time.Time
 	Step, Window string
+	// Q asks a KLL series (or a Count-Min over a value domain) for these
+	// quantiles of each window: rolling p50 and p99 lines.
+	Q []float64
 }
 
 // Timeseries is a rolling line and the level whose buckets made it.
@@ -373,6 +389,13 @@ type TimeseriesPoint struct {
 	LowerBound  float64   `json:"lower_bound,omitempty"` // theta and freq series
 	UpperBound  float64   `json:"upper_bound,omitempty"`
 	Total       int64     `json:"total,omitempty"`
+	// FalsePositiveRate is a Bloom series point's: its window's union's
+	// rate (Cardinality is its estimated items).
+	FalsePositiveRate float64 `json:"false_positive_rate,omitempty"`
+	// Quantiles (with TimeseriesRequest.Q) are the window's values at
+	// those fractions, within RankError of their ranks.
+	Quantiles []QuantileValue `json:"quantiles,omitempty"`
+	RankError float64         `json:"rank_error,omitempty"`
 }
 
 // SeriesTimeseries returns a rolling line (DAU, WAU, MAU)
@@ -384,6 +407,9 @@ func (c *Client) SeriesTimeseries(ctx context.Context, name string, req Timeseri
 	}
 	if req.Window != "" {
 		q.Set("window", req.Window)
+	}
+	if len(req.Q) > 0 {
+		floatsQuery(q, "q", req.Q)
 	}
 	return into[Timeseries](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "timeseries"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }

@@ -49,6 +49,7 @@ type Sketch struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
+	DomainBits   int     `json:"domain_bits,omitempty"` // a Count-Min over values in [0, 2^DomainBits)
 	Total        int64   `json:"total,omitempty"`
 
 	// Theta and freq: lg_k, the cardinality's bounds at two standard
@@ -67,6 +68,26 @@ type Sketch struct {
 	// PINNED, SLIDING), Cardinality with StdError and the bounds.
 	TgtType string `json:"tgt_type,omitempty"`
 
+	// Bloom: shape, the items and rate it was made for, bits set,
+	// estimated items and the current false-positive rate.
+	Bits              int     `json:"bits,omitempty"`
+	Hashes            int     `json:"hashes,omitempty"`
+	ExpectedItems     int64   `json:"expected_items,omitempty"`
+	FPP               float64 `json:"fpp,omitempty"`
+	BitsSet           int     `json:"bits_set,omitempty"`
+	EstimatedItems    float64 `json:"estimated_items,omitempty"`
+	FalsePositiveRate float64 `json:"false_positive_rate,omitempty"`
+
+	// KLL: k, the item type, the values counted, their min and max (nil
+	// while empty), and the rank error of its answers. Retained (above)
+	// is the items it keeps.
+	K            int      `json:"k,omitempty"`
+	Items        string   `json:"items,omitempty"`
+	N            int64    `json:"n,omitempty"`
+	Min          *float64 `json:"min,omitempty"`
+	Max          *float64 `json:"max,omitempty"`
+	RankError    float64  `json:"rank_error,omitempty"`
+	RankErrorPMF float64  `json:"rank_error_pmf,omitempty"`
 	// zeta_hll: Precision, SparsePrecision (0: none), ValueType (the ids
 	// it counts: "int64", "string", or "unknown" before the first),
 	// NumValues (values added, repeats included), Representation
@@ -109,6 +130,9 @@ type CreateRequest struct {
 	Delta        float64 `json:"delta,omitempty"`
 	Conservative bool    `json:"conservative,omitempty"`
 	TopK         int     `json:"topk,omitempty"`
+	// DomainBits makes a CMS count integer values in [0, 2^DomainBits),
+	// for RangeCount and Quantiles.
+	DomainBits int `json:"domain_bits,omitempty"`
 
 	// Theta and freq sketches take LgK (4..26, default 12); ds_hll
 	// sketches LgK (4..21, default 12) and TgtType ("HLL_4", the default,
@@ -116,6 +140,17 @@ type CreateRequest struct {
 	LgK     int    `json:"lg_k,omitempty"`
 	TgtType string `json:"tgt_type,omitempty"`
 
+	// A Bloom filter takes ExpectedItems and FPP (the false-positive
+	// rate it may reach with that many), or Bits and Hashes.
+	ExpectedItems int64   `json:"expected_items,omitempty"`
+	FPP           float64 `json:"fpp,omitempty"`
+	Bits          int     `json:"bits,omitempty"`
+	Hashes        int     `json:"hashes,omitempty"`
+
+	// A KLL sketch takes K (8..65535, default 200) and Items (ItemsDouble,
+	// the default, or ItemsLong).
+	K     int    `json:"k,omitempty"`
+	Items string `json:"items,omitempty"`
 	// zeta_hll sketches take Precision (10..24, default 15) and
 	// SparsePrecision (Precision..25, or 0 for none; nil is Precision+5,
 	// at most 25, as BigQuery writes).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,7 @@ type config struct {
 	recoverPastDamage  bool
 	keyWindow          time.Duration
 	keyBytes           int64
+	metricQuantiles    quantileList
 
 	// drainDelaySet says -drain-delay (or SKETCHD_DRAIN_DELAY) was given:
 	// only then does a terminal's Ctrl-C wait for it.
@@ -165,6 +167,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
 	fs.DurationVar(&c.keyWindow, "idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered after its write, so a retry with it replays the answer")
 	fs.Int64Var(&c.keyBytes, "idempotency-max-bytes", 256<<20, "memory (bbolt) or table space (PostgreSQL) for the Idempotency-Keys kept, with their answers, in bytes; past it the oldest are dropped before their window ends")
+	c.metricQuantiles = quantileList{0.5, 0.9, 0.99}
+	fs.Var(&c.metricQuantiles, "metric-quantiles", "comma-separated fractions in [0, 1] (at most 10) that each KLL sketch created with \"metric\": true exports on /metrics as sketchd_sketch_quantile{quantile=...}; empty exports none")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
 	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
 	explainValues(fs)
@@ -214,6 +218,35 @@ func (c config) validate() error {
 	case c.authMetrics && c.authTokens == "":
 		return errors.New("-auth-metrics needs -auth-tokens")
 	}
+	return nil
+}
+
+// quantileList is -metric-quantiles: fractions in [0, 1], at most 10.
+type quantileList []float64
+
+func (l *quantileList) String() string {
+	parts := make([]string, len(*l))
+	for i, q := range *l {
+		parts[i] = strconv.FormatFloat(q, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *quantileList) Set(v string) error {
+	var out quantileList
+	if strings.TrimSpace(v) != "" {
+		for _, p := range strings.Split(v, ",") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil || !(q >= 0 && q <= 1) {
+				return fmt.Errorf("%q is not a fraction in [0, 1]; want a comma-separated list like 0.5,0.9,0.99", p)
+			}
+			out = append(out, q)
+		}
+	}
+	if len(out) > 10 {
+		return fmt.Errorf("%d fractions; at most 10", len(out))
+	}
+	*l = out
 	return nil
 }
 

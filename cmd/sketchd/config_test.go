@@ -23,6 +23,19 @@ func TestConfigDefaults(t *testing.T) {
 	if c.keyWindow != 24*time.Hour || c.keyBytes != 256<<20 {
 		t.Errorf("idempotency defaults = %v, %d; want 24h, 256 MiB", c.keyWindow, c.keyBytes)
 	}
+	if c.metricQuantiles.String() != "0.5,0.9,0.99" {
+		t.Errorf("-metric-quantiles defaults to %s", c.metricQuantiles.String())
+	}
+	c, err = parseConfig([]string{"-metric-quantiles", "0.25, 0.75"}, env(map[string]string{"SKETCHD_METRIC_QUANTILES": "0.5"}), io.Discard)
+	if err != nil || c.metricQuantiles.String() != "0.25,0.75" {
+		t.Errorf("-metric-quantiles 0.25,0.75 = %v, %v", c.metricQuantiles, err)
+	}
+	if c, err = parseConfig(nil, env(map[string]string{"SKETCHD_METRIC_QUANTILES": ""}), io.Discard); err != nil || len(c.metricQuantiles) != 3 {
+		t.Errorf("an empty SKETCHD_METRIC_QUANTILES = %v, %v", c.metricQuantiles, err)
+	}
+	if c, err = parseConfig([]string{"-metric-quantiles", ""}, env(nil), io.Discard); err != nil || len(c.metricQuantiles) != 0 {
+		t.Errorf("-metric-quantiles= = %v, %v; want none", c.metricQuantiles, err)
+	}
 }
 
 // TestConfigPrecedence: a flag beats SKETCHD_<FLAG>, which beats the default.
@@ -69,6 +82,9 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-idempotency-window", "0s"}, nil, "-idempotency-window"},
 		{[]string{"-idempotency-max-bytes", "1000"}, nil, "-idempotency-max-bytes"},
 		{nil, map[string]string{"SKETCHD_IDEMPOTENCY_WINDOW": "a day"}, "SKETCHD_IDEMPOTENCY_WINDOW"},
+		{[]string{"-metric-quantiles", "0.5,1.5"}, nil, `"1.5" is not a fraction in [0, 1]`},
+		{nil, map[string]string{"SKETCHD_METRIC_QUANTILES": "p99"}, "SKETCHD_METRIC_QUANTILES"},
+		{[]string{"-metric-quantiles", "0,.1,.2,.3,.4,.5,.6,.7,.8,.9,1"}, nil, "at most 10"},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(tt.args, env(tt.env), io.Discard)

@@ -101,7 +101,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 		}
 	}()
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, metrics.Options{Version: buildVersion(), Revision: buildRevision(), Source: db})
+	m := metrics.New(reg, metrics.Options{Version: buildVersion(), Revision: buildRevision(), Source: db, Quantiles: cfg.metricQuantiles})
 	obs.m.Store(m)
 	if u, ok := db.(interface{ UnreadableRecords() int64 }); ok {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -10,6 +10,7 @@ import (
 // Encoding constants; doc.go describes the layout byte by byte.
 const (
 	version        = 0xC1 // high nibble 0xC marks a CMS encoding, low nibble is version 1
+	versionRanged  = 0xC2 // version 2: version 1 with a value domain and its dyadic levels
 	headerLen      = 17
 	flagConserv    = 1 << 0
 	flagInexact    = 1 << 1
@@ -37,17 +38,21 @@ func (s *Sketch) AppendBinary(b []byte) ([]byte, error) {
 	case !s.exact:
 		flags = flagInexact
 	}
-	b = slices.Grow(b, headerLen+len(s.counters)+2+len(s.top.slots)*16)
-	b = append(b, version, flags, byte(s.depth))
+	b = slices.Grow(b, headerLen+1+len(s.counters)*(1+len(s.upper))+2+len(s.top.slots)*16)
+	v := byte(version)
+	if s.bits > 0 {
+		v = versionRanged
+	}
+	b = append(b, v, flags, byte(s.depth))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.width))
 	b = binary.BigEndian.AppendUint16(b, uint16(s.top.k))
 	b = binary.BigEndian.AppendUint64(b, s.n)
-	for _, v := range s.counters {
-		if v < 0x80 {
-			b = append(b, byte(v))
-		} else {
-			b = binary.AppendUvarint(b, v)
-		}
+	if s.bits > 0 {
+		b = append(b, byte(s.bits))
+	}
+	b = appendCounters(b, s.counters)
+	for _, l := range s.upper {
+		b = appendCounters(b, l)
 	}
 	cs := s.top.ranked()
 	b = binary.BigEndian.AppendUint16(b, uint16(len(cs)))
@@ -63,6 +68,17 @@ func (s *Sketch) AppendBinary(b []byte) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+func appendCounters(b []byte, cs []uint64) []byte {
+	for _, v := range cs {
+		if v < 0x80 {
+			b = append(b, byte(v))
+		} else {
+			b = binary.AppendUvarint(b, v)
+		}
+	}
+	return b
 }
 
 // UnmarshalBinary replaces s with the sketch encoded in b; see Decode for
@@ -82,13 +98,16 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 //   - ErrTooShort: b ends inside the header, a counter, the candidate
 //     list or a candidate, or is shorter than one byte per declared
 //     counter (checked before anything is allocated);
-//   - ErrVersion: the first byte is not 0xC1;
-//   - ErrParams: depth, width or topk are out of range (Params.Validate);
+//   - ErrVersion: the first byte is neither 0xC1 nor 0xC2;
+//   - ErrParams: depth, width, topk or (version 2) domain bits are out of
+//     range (Params.Validate; version 2 needs domain bits of at least 1);
 //   - ErrCorrupt: unknown or contradictory flags; N above math.MaxInt64; a
 //     varint that is not minimal or overflows 64 bits; a counter above N;
 //     with plain update a row not summing to exactly N (or, once
 //     conservative counters were unioned in, above N); with conservative
-//     update a row summing above N or all rows together below N; more
+//     update a row summing above N or all rows together below N (at
+//     every hashed level of a version 2 sketch); an exact level not
+//     summing to N; more
 //     candidates than topk; a candidate count of 0 or above the id's
 //     estimate from the counters; an unknown id kind; a text id over
 //     MaxTextLen bytes or not UTF-8; candidates out of rank order
@@ -100,11 +119,22 @@ func Decode(b []byte) (*Sketch, error) {
 	if len(b) < headerLen {
 		return nil, fmt.Errorf("cms: header needs %d bytes, got %d: %w", headerLen, len(b), ErrTooShort)
 	}
-	if b[0] != version {
+	if b[0] != version && b[0] != versionRanged {
 		if b[0]>>4 == version>>4 {
-			return nil, fmt.Errorf("cms: offset 0: format version %d, want %d: %w", b[0]&0xF, version&0xF, ErrVersion)
+			return nil, fmt.Errorf("cms: offset 0: format version %d, want 1 or 2: %w", b[0]&0xF, ErrVersion)
 		}
 		return nil, fmt.Errorf("cms: offset 0: first byte %#02x is not a Count-Min encoding: %w", b[0], ErrVersion)
+	}
+	hdr := headerLen
+	bits := 0
+	if b[0] == versionRanged {
+		if len(b) < headerLen+1 {
+			return nil, fmt.Errorf("cms: version 2 header needs %d bytes, got %d: %w", headerLen+1, len(b), ErrTooShort)
+		}
+		if bits = int(b[headerLen]); bits == 0 {
+			return nil, fmt.Errorf("cms: offset %d: domain bits 0 in a version 2 sketch: %w", headerLen, ErrParams)
+		}
+		hdr++
 	}
 	flags := b[1]
 	if flags&^(flagConserv|flagInexact) != 0 || flags == flagConserv|flagInexact {
@@ -115,6 +145,7 @@ func Decode(b []byte) (*Sketch, error) {
 		Width:        int(binary.BigEndian.Uint32(b[3:7])),
 		TopK:         int(binary.BigEndian.Uint16(b[7:9])),
 		Conservative: flags&flagConserv != 0,
+		DomainBits:   bits,
 	}
 	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("cms: offset 2: %w", err)
@@ -125,16 +156,21 @@ func Decode(b []byte) (*Sketch, error) {
 	}
 	// Every counter takes at least a byte and the candidate count two:
 	// refuse a short input before allocating its counters.
-	if need := p.Width*p.Depth + 2; len(b)-headerLen < need {
+	if need := p.Counters() + 2; len(b)-hdr < need {
 		return nil, fmt.Errorf("cms: %d counters need at least %d bytes after the header, got %d: %w",
-			p.Width*p.Depth, need, len(b)-headerLen, ErrTooShort)
+			p.Counters(), need, len(b)-hdr, ErrTooShort)
 	}
 	s := newSketch(p, make([]uint64, p.Width*p.Depth))
 	s.n = n
 	s.exact = flags&(flagConserv|flagInexact) == 0
-	off, err := s.decodeCounters(b, headerLen)
+	off, err := s.decodeCounters(b, hdr)
 	if err != nil {
 		return nil, err
+	}
+	for j := 1; j < bits; j++ {
+		if off, err = s.decodeLevel(b, off, j); err != nil {
+			return nil, err
+		}
 	}
 	off, err = s.decodeCandidates(b, off)
 	if err != nil {
@@ -149,6 +185,42 @@ func Decode(b []byte) (*Sketch, error) {
 // decodeCounters fills s.counters from b[off:] and checks the row sums
 // against s.n; it returns the offset after the last counter.
 func (s *Sketch) decodeCounters(b []byte, off int) (int, error) {
+	return s.decodeRows(b, off, s.counters, 0)
+}
+
+// decodeLevel fills level j (≥ 1) of a ranged sketch from b[off:]: rows
+// checked as level 0's, or exact counters that must sum to N.
+func (s *Sketch) decodeLevel(b []byte, off, j int) (int, error) {
+	l := s.upper[j-1]
+	if !s.exactLevel(j) {
+		return s.decodeRows(b, off, l, j)
+	}
+	var sum uint64
+	for i := range l {
+		v, m, err := uvarint(b, off)
+		if err != nil {
+			return 0, fmt.Errorf("cms: offset %d: counter %d of level %d: %w", off, i, j, err)
+		}
+		if v > s.n-sum {
+			return 0, fmt.Errorf("cms: offset %d: counter %d of level %d: level sum exceeds total %d: %w", off, i, j, s.n, ErrCorrupt)
+		}
+		sum += v
+		l[i] = v
+		off += m
+	}
+	if sum != s.n {
+		return 0, fmt.Errorf("cms: offset %d: level %d sums to %d, want total %d: %w", off, j, sum, s.n, ErrCorrupt)
+	}
+	return off, nil
+}
+
+// decodeRows fills the depth rows c of level j from b[off:] and checks
+// their sums against s.n; it returns the offset after the last counter.
+func (s *Sketch) decodeRows(b []byte, off int, c []uint64, j int) (int, error) {
+	level := ""
+	if j > 0 {
+		level = fmt.Sprintf(" of level %d", j)
+	}
 	var all uint64 // sum over all rows, saturating at n
 	for row := range s.depth {
 		var sum uint64
@@ -159,24 +231,24 @@ func (s *Sketch) decodeCounters(b []byte, off int) (int, error) {
 			} else {
 				var err error
 				if v, m, err = uvarint(b, off); err != nil {
-					return 0, fmt.Errorf("cms: offset %d: counter %d of row %d: %w", off, col, row, err)
+					return 0, fmt.Errorf("cms: offset %d: counter %d of row %d%s: %w", off, col, row, level, err)
 				}
 			}
 			if v > s.n-sum {
-				return 0, fmt.Errorf("cms: offset %d: counter %d of row %d: row sum exceeds total %d: %w",
-					off, col, row, s.n, ErrCorrupt)
+				return 0, fmt.Errorf("cms: offset %d: counter %d of row %d%s: row sum exceeds total %d: %w",
+					off, col, row, level, s.n, ErrCorrupt)
 			}
 			sum += v
-			s.counters[row*s.width+col] = v
+			c[row*s.width+col] = v
 			off += m
 		}
 		if s.exact && sum != s.n {
-			return 0, fmt.Errorf("cms: offset %d: row %d sums to %d, want total %d: %w", off, row, sum, s.n, ErrCorrupt)
+			return 0, fmt.Errorf("cms: offset %d: row %d%s sums to %d, want total %d: %w", off, row, level, sum, s.n, ErrCorrupt)
 		}
 		all += min(sum, s.n-all)
 	}
 	if all < s.n {
-		return 0, fmt.Errorf("cms: offset %d: counters sum to %d, less than total %d: %w", off, all, s.n, ErrCorrupt)
+		return 0, fmt.Errorf("cms: offset %d: counters%s sum to %d, less than total %d: %w", off, level, all, s.n, ErrCorrupt)
 	}
 	return off, nil
 }

@@ -84,12 +84,16 @@ func validEncodings(tb testing.TB) map[string][]byte {
 		{Width: 7, Depth: 3, TopK: 2},
 		{Width: 50, Depth: 4, Conservative: true, TopK: 5},
 		{Width: 200, Depth: 2, TopK: 10},
+		{Width: 20, Depth: 2, TopK: 3, DomainBits: 8},
+		{Width: 9, Depth: 3, Conservative: true, DomainBits: 12},
 	} {
 		s := mustNew(tb, p)
 		out[paramsName(p)+" empty"] = mustEncode(tb, s)
 		for i := range 300 {
 			var err error
-			if i%3 == 0 {
+			if p.DomainBits > 0 {
+				err = s.AddInt(int64(i*i%250), uint64(i%200+1))
+			} else if i%3 == 0 {
 				err = s.AddText([]byte(strings.Repeat("é", i%7)), uint64(i%5+1))
 			} else {
 				err = s.AddInt(int64(i%37)-10, uint64(i%200+1))
@@ -114,6 +118,10 @@ func paramsName(p Params) string {
 	if p.Conservative {
 		b.WriteString("c")
 	}
+	if p.DomainBits > 0 {
+		b.WriteString("r")
+		b.WriteString(itoa(p.DomainBits))
+	}
 	return b.String()
 }
 
@@ -134,11 +142,17 @@ func TestRoundTrip(t *testing.T) {
 			}
 			// The decoded sketch works on: an addition and a union keep it
 			// decodable.
-			if s.CheckAdd(2) == nil {
+			if s.CheckAdd(2) == nil && s.DomainBits() == 0 {
 				if err := s.AddInt(12345, 1); err != nil {
 					t.Fatal(err)
 				}
 				if err := s.AddText([]byte("new"), 1); err != nil {
+					t.Fatal(err)
+				}
+				roundTrip(t, mustEncode(t, s))
+			}
+			if s.CheckAdd(2) == nil && s.DomainBits() > 0 {
+				if err := s.AddInt(int64(1)<<s.DomainBits()-1, 2); err != nil {
 					t.Fatal(err)
 				}
 				roundTrip(t, mustEncode(t, s))
@@ -189,7 +203,7 @@ func malformed() []struct {
 		{"empty", nil, ErrTooShort},
 		{"header cut", validNarrow[:headerLen-1], ErrTooShort},
 		{"header only", validNarrow[:headerLen], ErrTooShort},
-		{"version 2", cat([]byte{0xC2}, validNarrow[1:]), ErrVersion},
+		{"version 3", cat([]byte{0xC3}, validNarrow[1:]), ErrVersion},
 		{"version 0", cat([]byte{0xC0}, validNarrow[1:]), ErrVersion},
 		{"hll bytes", cat([]byte{0x14}, validNarrow[1:]), ErrVersion},
 		{"unknown flag", cat(header(version, 4, 2, 1, 2, 10), uv(10, 10), u16(0)), ErrCorrupt},

@@ -13,8 +13,25 @@
 // depth = ⌈ln(1/δ)⌉.
 //
 // Limits, checked by Params.Validate (ErrParams): 1 <= Depth <= 32,
-// 1 <= Width, Width·Depth <= 2^22 counters (32 MiB), 0 <= TopK <= 1000.
-// Text ids are valid UTF-8 of at most MaxTextLen (1024) bytes (ErrItem).
+// 1 <= Width, Width·Depth <= 2^22 counters (32 MiB), 0 <= TopK <= 1000,
+// 0 <= DomainBits <= 63 with every level's counters together at most
+// 2^22. Text ids are valid UTF-8 of at most MaxTextLen (1024) bytes
+// (ErrItem).
+//
+// # Value domains: range counts and quantiles
+//
+// With DomainBits = B > 0 a sketch counts integer values in [0, 2^B)
+// (any other id is ErrItem) at B dyadic levels (Cormode and
+// Muthukrishnan; dyadic.go): level 0 is the sketch itself, level j counts
+// each value's prefix v >> j, exactly (2^(B−j) counters) when that is no
+// more than Width·Depth counters, else in Depth hashed rows of Width
+// counters whose ids are the prefixes hashed with seed j. Range(lo, hi)
+// sums at most 2B dyadic intervals: never below the true count, and with
+// probability at least 1 − h·δ at most h·ε·N above it, h the hashed
+// intervals. Quantile(q) walks down the levels (binary search over prefix
+// ranges) to a value whose rank is within L·ε·N of q·N with probability
+// at least 1 − L·δ, L the hashed levels. Point estimates and heavy
+// hitters are level 0's, as without a domain.
 //
 // # Ids and hashing
 //
@@ -72,13 +89,17 @@
 // upper bounds, but not the counters conservative update of the whole
 // stream would have produced (conservative update is not linear).
 //
-// # Encoding (format version 1)
+// # Encoding (format versions 1 and 2)
 //
 // All fixed-width integers are big-endian; varints are unsigned LEB128
-// (encoding/binary's Uvarint) and must be minimal.
+// (encoding/binary's Uvarint) and must be minimal. A sketch without a
+// value domain is written in version 1, as it always was; one with a
+// domain in version 2, which is version 1 with the domain's size after
+// the header and its levels after level 0's counters.
 //
 //	offset  size     field
-//	0       1        version: 0xC1 (0xC marks Count-Min, 1 is the version)
+//	0       1        version: 0xC1 (0xC marks Count-Min, 1 is the
+//	                 version), or 0xC2 for version 2
 //	1       1        flags: bit 0 conservative update; bit 1 "inexact":
 //	                 plain update, but conservative counters were unioned in,
 //	                 so rows may sum to less than N; other bits zero, and
@@ -87,8 +108,16 @@
 //	3       4        width, uint32, >= 1, width·depth <= 2^22
 //	7       2        topk, uint16, 0..1000
 //	9       8        N, uint64, <= 2^63-1
-//	17      varies   width·depth counters, varint each, row 0 first, each
+//	(version 2 only)
+//	17      1        B, the domain bits, 1..63
+//	(both)
+//	17/18   varies   width·depth counters, varint each, row 0 first, each
 //	                 row from column 0 (at least one byte per counter)
+//	(version 2 only)
+//	...     varies   levels 1..B−1 in order: 2^(B−j) exact counters when
+//	                 that is at most width·depth, else width·depth
+//	                 counters in rows as level 0's; varint each
+//	(both)
 //	...     2        c, the number of candidates, uint16, <= topk
 //	...     varies   c candidates, heaviest first, strictly (by count, then
 //	                 by id as for ties above), ids distinct:
@@ -106,7 +135,9 @@
 // every row sums to exactly N (each addition adds its count once per row,
 // and unions add rows). Otherwise every row sums to at most N, and all
 // rows together to at least N (each conservative addition raises the
-// minimal counter of some row by the full count). Each candidate's count
+// minimal counter of some row by the full count). The same holds for the
+// rows of every hashed level of a version 2 sketch; an exact level sums
+// to exactly N. Each candidate's count
 // is at most its id's estimate from the decoded counters (counters only
 // grow after a candidate is ranked).
 //
@@ -114,8 +145,9 @@
 //
 // Every error wraps one of ErrParams, ErrItem, ErrOverflow,
 // ErrIncompatible, ErrTooShort, ErrVersion or ErrCorrupt, with the offset,
-// item index or parameter involved. Decode refuses an input shorter than
-// one byte per declared counter before allocating (memory stays within a
+// item index or parameter involved. Union refuses sketches of other
+// domains (ErrIncompatible). Decode refuses an input shorter than
+// one byte per declared counter (of every level) before allocating (memory stays within a
 // small multiple of the input's length), never panics, and a failed
 // UnmarshalBinary leaves its receiver unchanged. Decoding then encoding
 // gives back the same bytes.

@@ -37,3 +37,18 @@ func Example() {
 	// "alice" 4
 	// 13633 10 <nil>
 }
+
+// A Count-Min over a value domain answers range counts and quantiles.
+func Example_ranges() {
+	s, _ := cms.New(cms.Params{Width: 2719, Depth: 5, DomainBits: 16})
+	for v := range int64(1000) {
+		_ = s.AddInt(v, 1) // the values 0..999
+	}
+	r, _ := s.Range(100, 199)
+	q, _, _ := s.Quantile(0.5)
+	fmt.Printf("[100, 199]: %d, at most %.1f over, %d intervals\n", r.Estimate, r.ErrorBound, r.Intervals)
+	fmt.Printf("median: %d, rank error %.4f\n", q.Value, q.RankError)
+	// Output:
+	// [100, 199]: 100, at most 1.0 over, 5 intervals
+	// median: 499, rank error 0.0030
+}

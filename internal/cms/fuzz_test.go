@@ -15,6 +15,9 @@ func FuzzDecode(f *testing.F) {
 	for _, tc := range malformed() {
 		f.Add(tc.b)
 	}
+	for _, tc := range rangedMalformed() {
+		f.Add(tc.b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		u, err := Decode(validNarrow)
 		if err != nil {
@@ -39,8 +42,23 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Top item %v count %d outside 1..%d", it.ID, it.Count, s.Total())
 			}
 		}
+		if s.DomainBits() > 0 {
+			// Ranges never undercount what the domain's ends say: the
+			// whole domain is N.
+			all, err := s.Range(0, uint64(1)<<s.DomainBits()-1)
+			if err != nil || all.Estimate != s.Total() {
+				t.Fatalf("whole domain = %+v, %v; want %d", all, err, s.Total())
+			}
+			if _, _, err := s.Quantile(0.5); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if s.CheckAdd(3) == nil {
-			if err := s.AddInt(int64(len(b)), 2); err != nil {
+			v := int64(len(b))
+			if s.DomainBits() > 0 {
+				v &= int64(1)<<s.DomainBits() - 1
+			}
+			if err := s.AddInt(v, 2); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.AddText(b[:min(len(b), 3)], 1); err != nil && sentinels(err) != 1 {

@@ -23,6 +23,9 @@ const (
 	// MaxTextLen is the longest text id, in bytes, that can be added (and
 	// so kept as a heavy-hitter candidate).
 	MaxTextLen = 1024
+	// MaxDomainBits bounds the value domain of a ranged sketch: values
+	// are non-negative int64s.
+	MaxDomainBits = 63
 )
 
 // Params are a sketch's parameters.
@@ -37,6 +40,10 @@ type Params struct {
 	Conservative bool
 	// TopK is the number of heavy-hitter candidates kept; 0 keeps none.
 	TopK int
+	// DomainBits, when not 0, makes the sketch count integer values in
+	// [0, 2^DomainBits) at every dyadic level (dyadic.go), for range
+	// counts and quantiles; 1..MaxDomainBits.
+	DomainBits int
 }
 
 // DefaultParams returns ε = 0.001, δ = 0.01 (width 2719, depth 5), plain
@@ -105,10 +112,28 @@ func (p Params) check() error {
 	if p.Width > MaxCounters/p.Depth {
 		return fmt.Errorf("width %d × depth %d exceeds %d counters: %w", p.Width, p.Depth, MaxCounters, ErrParams)
 	}
+	if p.DomainBits < 0 || p.DomainBits > MaxDomainBits {
+		return fmt.Errorf("domain bits %d not in 0..%d: %w", p.DomainBits, MaxDomainBits, ErrParams)
+	}
+	if n := p.Counters(); n > MaxCounters {
+		return fmt.Errorf("width %d × depth %d at %d dyadic levels takes %d counters, more than %d: %w",
+			p.Width, p.Depth, p.DomainBits, n, MaxCounters, ErrParams)
+	}
 	if p.TopK < 0 || p.TopK > MaxTopK {
 		return fmt.Errorf("topk %d not in 0..%d: %w", p.TopK, MaxTopK, ErrParams)
 	}
 	return nil
+}
+
+// Counters returns the number of counters a sketch with p holds:
+// width·depth, and for a ranged sketch those of every level above 0 too.
+// It saturates above MaxCounters.
+func (p Params) Counters() int {
+	n := p.Width * p.Depth
+	for j := 1; j < p.DomainBits && n <= MaxCounters; j++ {
+		n += p.levelSize(j)
+	}
+	return n
 }
 
 // Epsilon returns the error bound factor e/Width: with probability at least

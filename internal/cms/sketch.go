@@ -33,6 +33,11 @@ type Sketch struct {
 	n        uint64
 	counters []uint64 // depth rows of width counters, row after row
 	top      topK
+	// bits is the value domain's size in bits (Params.DomainBits), 0
+	// without range queries; upper[j-1] holds level j = 1..bits-1 of the
+	// dyadic levels (dyadic.go), level 0 being counters.
+	bits  int
+	upper [][]uint64
 }
 
 // New returns an empty sketch with parameters p (see Params.Validate).
@@ -43,20 +48,30 @@ func New(p Params) (*Sketch, error) {
 	return newSketch(p, make([]uint64, p.Width*p.Depth)), nil
 }
 
+// newSketch returns an empty sketch of p whose level-0 counters are
+// counters; the upper levels of a ranged sketch are allocated here.
 func newSketch(p Params, counters []uint64) *Sketch {
-	return &Sketch{
+	s := &Sketch{
 		width:        p.Width,
 		depth:        p.Depth,
 		conservative: p.Conservative,
 		exact:        !p.Conservative,
 		counters:     counters,
 		top:          newTopK(p.TopK),
+		bits:         p.DomainBits,
 	}
+	if p.DomainBits > 1 {
+		s.upper = make([][]uint64, p.DomainBits-1)
+		for j := 1; j < p.DomainBits; j++ {
+			s.upper[j-1] = make([]uint64, p.levelSize(j))
+		}
+	}
+	return s
 }
 
 // Params returns the sketch's parameters.
 func (s *Sketch) Params() Params {
-	return Params{Width: s.width, Depth: s.depth, Conservative: s.conservative, TopK: s.top.k}
+	return Params{Width: s.width, Depth: s.depth, Conservative: s.conservative, TopK: s.top.k, DomainBits: s.bits}
 }
 
 // Epsilon returns e/width: see Params.Epsilon.
@@ -103,11 +118,15 @@ func (s *Sketch) checkCount(count uint64) error {
 // nothing, if count is 0 (ErrItem) or N would exceed math.MaxInt64
 // (ErrOverflow).
 func (s *Sketch) AddInt(v int64, count uint64) error {
+	if err := s.checkValue(v); err != nil {
+		return fmt.Errorf("cms: %w", err)
+	}
 	if err := s.checkCount(count); err != nil {
 		return err
 	}
 	h1, h2 := murmur.Int64(v, 0)
 	est := s.update(h1, h2, count)
+	s.addUpper(v, count)
 	if s.top.k > 0 {
 		s.top.observe(ID{num: v}, est)
 	}
@@ -119,6 +138,9 @@ func (s *Sketch) AddInt(v int64, count uint64) error {
 // UTF-8 (ErrItem), count is 0 (ErrItem) or N would exceed math.MaxInt64
 // (ErrOverflow). b is not retained: a heavy-hitter candidate keeps a copy.
 func (s *Sketch) AddText(b []byte, count uint64) error {
+	if s.bits > 0 {
+		return fmt.Errorf("cms: %w", errTextRanged)
+	}
 	if err := checkText(len(b), utf8.Valid(b)); err != nil {
 		return fmt.Errorf("cms: %w", err)
 	}
@@ -135,7 +157,7 @@ func (s *Sketch) AddText(b []byte, count uint64) error {
 
 // Add adds count occurrences of id, with the errors of AddInt and AddText.
 func (s *Sketch) Add(id ID, count uint64) error {
-	if err := id.Validate(); err != nil {
+	if err := s.CheckID(id); err != nil {
 		return err
 	}
 	if err := s.checkCount(count); err != nil {
@@ -148,6 +170,7 @@ func (s *Sketch) Add(id ID, count uint64) error {
 func (s *Sketch) add(id ID, count uint64) {
 	h1, h2 := id.hash()
 	est := s.update(h1, h2, count)
+	s.addUpper(id.num, count)
 	if s.top.k > 0 {
 		s.top.observe(id, est)
 	}
@@ -162,7 +185,7 @@ func (s *Sketch) AddBatch(items []Item) error {
 		if it.Count == 0 {
 			return fmt.Errorf("cms: item %d: count 0: %w", i, ErrItem)
 		}
-		if err := it.ID.check(); err != nil {
+		if err := s.checkID(it.ID); err != nil {
 			return fmt.Errorf("cms: item %d: %w", i, err)
 		}
 		if it.Count > maxTotal-sum {
@@ -185,8 +208,14 @@ func (s *Sketch) AddBatch(items []Item) error {
 // raises each of the id's counters to at least min+count, min being the
 // smallest of them before the update.
 func (s *Sketch) update(h1, h2, count uint64) uint64 {
+	est := s.updateRows(s.counters, h1, h2, count)
+	s.n += count
+	return est
+}
+
+// updateRows is update on one level's rows c, leaving N alone.
+func (s *Sketch) updateRows(c []uint64, h1, h2, count uint64) uint64 {
 	w := uint64(s.width)
-	c := s.counters
 	if !s.conservative {
 		est := uint64(math.MaxUint64)
 		for row := 0; row < len(c); row += s.width {
@@ -196,7 +225,6 @@ func (s *Sketch) update(h1, h2, count uint64) uint64 {
 			est = min(est, c[j])
 			h1 += h2
 		}
-		s.n += count
 		return est
 	}
 	var idx [MaxDepth]int
@@ -212,7 +240,6 @@ func (s *Sketch) update(h1, h2, count uint64) uint64 {
 	for _, j := range idx[:s.depth] {
 		c[j] = max(c[j], target)
 	}
-	s.n += count
 	return target
 }
 
@@ -221,8 +248,12 @@ func (s *Sketch) estimate(h1, h2 uint64) uint64 {
 	if s.depth == 0 {
 		return 0
 	}
+	return s.estimateRows(s.counters, h1, h2)
+}
+
+// estimateRows is estimate over one level's rows c.
+func (s *Sketch) estimateRows(c []uint64, h1, h2 uint64) uint64 {
 	w := uint64(s.width)
-	c := s.counters
 	est := uint64(math.MaxUint64)
 	for row := 0; row < len(c); row += s.width {
 		col, _ := bits.Mul64(h1, w)
@@ -296,6 +327,9 @@ func (s *Sketch) Union(o *Sketch) error {
 		return fmt.Errorf("cms: union of width %d depth %d with width %d depth %d: %w",
 			s.width, s.depth, o.width, o.depth, ErrIncompatible)
 	}
+	if s.bits != o.bits {
+		return fmt.Errorf("cms: union of domain bits %d with domain bits %d: %w", s.bits, o.bits, ErrIncompatible)
+	}
 	if o.n > maxTotal-s.n {
 		return fmt.Errorf("cms: union total %d + %d exceeds %d: %w", s.n, o.n, uint64(maxTotal), ErrOverflow)
 	}
@@ -311,6 +345,11 @@ func (s *Sketch) Union(o *Sketch) error {
 	}
 	for i, v := range o.counters {
 		s.counters[i] += v
+	}
+	for j, l := range o.upper {
+		for i, v := range l {
+			s.upper[j][i] += v
+		}
 	}
 	s.n += o.n
 	s.exact = s.exact && o.exact
@@ -329,11 +368,21 @@ func (s *Sketch) Clone() *Sketch {
 	c := *s
 	c.counters = slices.Clone(s.counters)
 	c.top = s.top.clone()
+	if s.upper != nil {
+		c.upper = make([][]uint64, len(s.upper))
+		for j, l := range s.upper {
+			c.upper[j] = slices.Clone(l)
+		}
+	}
 	return &c
 }
 
 // SizeBytes approximates the memory s holds: the struct, 8 bytes a counter
 // and the heavy-hitter candidates.
 func (s *Sketch) SizeBytes() int {
-	return int(unsafe.Sizeof(*s)) + 8*cap(s.counters) + s.top.sizeBytes()
+	n := int(unsafe.Sizeof(*s)) + 8*cap(s.counters) + s.top.sizeBytes()
+	for _, l := range s.upper {
+		n += 24 + 8*cap(l)
+	}
+	return n
 }

@@ -90,6 +90,23 @@ func BenchmarkUnion100(b *testing.B) {
 			}
 		}
 	})
+	b.Run("impl=library", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			u, err := dscpc.NewCpcUnionSketch(benchLgK, Seed)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range cs {
+				if err := u.Update(c.lib); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := u.GetResult(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("impl=hll", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -108,6 +125,14 @@ func BenchmarkDescribe(b *testing.B) {
 			_ = s.Estimate()
 			s.LowerBound(2)
 			s.UpperBound(2)
+		}
+	})
+	b.Run("impl=library", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.lib.GetEstimate()
+			s.lib.GetLowerBound(2)
+			s.lib.GetUpperBound(2)
 		}
 	})
 }

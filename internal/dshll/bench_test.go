@@ -126,6 +126,14 @@ func BenchmarkDescribe(b *testing.B) {
 			s.UpperBound(2)
 		}
 	})
+	b.Run("impl=library", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.lib.GetEstimate()
+			s.lib.GetLowerBound(2)
+			s.lib.GetUpperBound(2)
+		}
+	})
 	b.Run("impl=hll", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -53,6 +53,18 @@
 // values, the normal and the sparse precision.
 // A CPC description is: estimate, lower bounds at 1..3, upper bounds at
 // 1..3 standard deviations (kappa), lg_k.
+//   kll_build type k values ranks at splits   -> bytes, then a KLL description
+//   kll_read type k hex ranks at splits       -> bytes, then a KLL description
+//   kll_merge type k hex,hex,... ranks at splits -> the merge's bytes, then a KLL description
+// type is "double" (KllDoublesSketch) or "long" (KllLongsSketch); values,
+// at (values to rank) and splits are comma-separated 16-digit hex bit
+// patterns of the items (Double.doubleToRawLongBits for doubles), ranks
+// of doubles, "-" for none. A KLL description is: n, retained, estimation
+// (0 or 1), then, unless empty ("-" for each), min, max, the normalized
+// rank error and its PMF variant, the quantiles at ranks inclusive and
+// exclusive, the quantile lower and upper bounds, the ranks of at
+// inclusive and exclusive, the CDF and PMF at splits inclusive and
+// exclusive; items in bit patterns as above, the rest as doubles' bits.
 // A theta description is: estimate, lower bounds at 1..3, upper bounds at
 // 1..3 standard deviations, retained, theta (long). A freq description is:
 // estimate, lower and upper bound at 2, retained, theta (long), the sum of
@@ -67,10 +79,15 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 
+import static org.apache.datasketches.quantilescommon.QuantileSearchCriteria.EXCLUSIVE;
+import static org.apache.datasketches.quantilescommon.QuantileSearchCriteria.INCLUSIVE;
+
 import org.apache.datasketches.cpc.CpcSketch;
 import org.apache.datasketches.cpc.CpcUnion;
 import org.apache.datasketches.hll.HllSketch;
 import org.apache.datasketches.hll.TgtHllType;
+import org.apache.datasketches.kll.KllDoublesSketch;
+import org.apache.datasketches.kll.KllLongsSketch;
 import org.apache.datasketches.memory.Memory;
 import org.apache.datasketches.theta.CompactSketch;
 import org.apache.datasketches.theta.SetOperation;
@@ -225,6 +242,10 @@ public final class Interop {
         }
         return cpc(u.getResult());
       }
+      case "kll_build":
+      case "kll_read":
+      case "kll_merge":
+        return kll(t);
       case "zeta_build": {
         HyperLogLogPlusPlus.Builder b = new HyperLogLogPlusPlus.Builder().normalPrecision(Integer.parseInt(t[1]));
         int sp = Integer.parseInt(t[2]);
@@ -294,6 +315,135 @@ public final class Interop {
       default:
         throw new IllegalArgumentException("unknown request " + t[0]);
     }
+  }
+
+  private static long[] kllBits(String s) {
+    if (s.equals("-")) {
+      return new long[0];
+    }
+    String[] p = s.split(",");
+    long[] r = new long[p.length];
+    for (int i = 0; i < p.length; i++) {
+      r[i] = Long.parseUnsignedLong(p[i], 16);
+    }
+    return r;
+  }
+
+  private static double[] kllDoubles(String s) {
+    long[] b = kllBits(s);
+    double[] d = new double[b.length];
+    for (int i = 0; i < b.length; i++) {
+      d[i] = Double.longBitsToDouble(b[i]);
+    }
+    return d;
+  }
+
+  private static String kllList(double[] d) {
+    if (d == null || d.length == 0) {
+      return "-";
+    }
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < d.length; i++) {
+      b.append(i > 0 ? "," : "").append(String.format("%016x", Double.doubleToRawLongBits(d[i])));
+    }
+    return b.toString();
+  }
+
+  private static String kllList(long[] v) {
+    if (v == null || v.length == 0) {
+      return "-";
+    }
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < v.length; i++) {
+      b.append(i > 0 ? "," : "").append(String.format("%016x", v[i]));
+    }
+    return b.toString();
+  }
+
+  private static List<String> kll(String[] t) {
+    int k = Integer.parseInt(t[2]);
+    double[] ranks = kllDoubles(t[4]);
+    List<String> r = new ArrayList<>();
+    if (t[1].equals("double")) {
+      KllDoublesSketch s;
+      if (t[0].equals("kll_build")) {
+        s = KllDoublesSketch.newHeapInstance(k);
+        for (double v : kllDoubles(t[3])) {
+          s.update(v);
+        }
+      } else if (t[0].equals("kll_read")) {
+        s = KllDoublesSketch.heapify(Memory.wrap(HEX.parseHex(t[3])));
+      } else {
+        s = KllDoublesSketch.newHeapInstance(k);
+        for (String h : t[3].split(",")) {
+          s.merge(KllDoublesSketch.heapify(Memory.wrap(HEX.parseHex(h))));
+        }
+      }
+      r.addAll(Arrays.asList(HEX.formatHex(s.toByteArray()), Long.toString(s.getN()), Integer.toString(s.getNumRetained()),
+          s.isEstimationMode() ? "1" : "0"));
+      if (s.isEmpty()) {
+        r.addAll(Arrays.asList("- - - - - - - - - - - - - -".split(" ")));
+        return r;
+      }
+      double[] at = kllDoubles(t[5]);
+      double[] splits = kllDoubles(t[6]);
+      double[] lo = new double[ranks.length];
+      double[] hi = new double[ranks.length];
+      for (int i = 0; i < ranks.length; i++) {
+        lo[i] = s.getQuantileLowerBound(ranks[i]);
+        hi[i] = s.getQuantileUpperBound(ranks[i]);
+      }
+      r.addAll(Arrays.asList(kllList(new double[] {s.getMinItem()}), kllList(new double[] {s.getMaxItem()}),
+          kllList(new double[] {s.getNormalizedRankError(false)}), kllList(new double[] {s.getNormalizedRankError(true)}),
+          kllList(s.getQuantiles(ranks, INCLUSIVE)), kllList(s.getQuantiles(ranks, EXCLUSIVE)), kllList(lo), kllList(hi),
+          kllList(s.getRanks(at, INCLUSIVE)), kllList(s.getRanks(at, EXCLUSIVE))));
+      if (splits.length == 0) {
+        r.addAll(Arrays.asList("-", "-", "-", "-"));
+      } else {
+        r.addAll(Arrays.asList(kllList(s.getCDF(splits, INCLUSIVE)), kllList(s.getCDF(splits, EXCLUSIVE)),
+            kllList(s.getPMF(splits, INCLUSIVE)), kllList(s.getPMF(splits, EXCLUSIVE))));
+      }
+      return r;
+    }
+    KllLongsSketch s;
+    if (t[0].equals("kll_build")) {
+      s = KllLongsSketch.newHeapInstance(k);
+      for (long v : kllBits(t[3])) {
+        s.update(v);
+      }
+    } else if (t[0].equals("kll_read")) {
+      s = KllLongsSketch.heapify(Memory.wrap(HEX.parseHex(t[3])));
+    } else {
+      s = KllLongsSketch.newHeapInstance(k);
+      for (String h : t[3].split(",")) {
+        s.merge(KllLongsSketch.heapify(Memory.wrap(HEX.parseHex(h))));
+      }
+    }
+    r.addAll(Arrays.asList(HEX.formatHex(s.toByteArray()), Long.toString(s.getN()), Integer.toString(s.getNumRetained()),
+        s.isEstimationMode() ? "1" : "0"));
+    if (s.isEmpty()) {
+      r.addAll(Arrays.asList("- - - - - - - - - - - - - -".split(" ")));
+      return r;
+    }
+    long[] at = kllBits(t[5]);
+    long[] splits = kllBits(t[6]);
+    long[] lo = new long[ranks.length];
+    long[] hi = new long[ranks.length];
+    for (int i = 0; i < ranks.length; i++) {
+      lo[i] = s.getQuantileLowerBound(ranks[i]);
+      hi[i] = s.getQuantileUpperBound(ranks[i]);
+    }
+    r.addAll(Arrays.asList(kllList(new long[] {s.getMinItem()}), kllList(new long[] {s.getMaxItem()}),
+        kllList(new double[] {s.getNormalizedRankError(false)}), kllList(new double[] {s.getNormalizedRankError(true)}),
+        kllList(s.getQuantiles(ranks, INCLUSIVE)), kllList(s.getQuantiles(ranks, EXCLUSIVE)), kllList(lo), kllList(hi),
+        kllList(s.getRanks(at, INCLUSIVE)), kllList(s.getRanks(at, EXCLUSIVE))));
+    if (splits.length == 0) {
+      r.addAll(Arrays.asList("-", "-", "-", "-"));
+    } else {
+      r.addAll(Arrays.asList(kllList(s.getCDF(splits, INCLUSIVE)), kllList(s.getCDF(splits, EXCLUSIVE)),
+          kllList(s.getPMF(splits, INCLUSIVE)), kllList(s.getPMF(splits, EXCLUSIVE))));
+    }
+    return r;
   }
 
   private static List<String> strings(String list) {

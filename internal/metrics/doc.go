@@ -50,6 +50,8 @@
 //	sketchd_cache_bytes                                    gauge      approximate cache memory
 //	sketchd_sketch_estimate{name}                          gauge      estimate of each sketch created
 //	                                                                  with "metric": true, and only those
+//	sketchd_sketch_quantile{name,quantile}                 gauge      each such KLL sketch's value at each
+//	                                                                  of Options.Quantiles (-metric-quantiles)
 //	sketchd_idempotency_keys                               gauge      idempotency keys kept
 //	sketchd_idempotency_key_bytes                          gauge      approximate bytes they hold
 //	sketchd_idempotency_keys_evicted_total                 counter    keys dropped early by the bound
@@ -66,8 +68,9 @@
 //   - method outside the standard set is folded to MethodOther.
 //   - kind and reason take the constants declared here; the known values are
 //     created at zero by New, so rates exist before the first event.
-//   - name on sketchd_sketch_estimate exists only for opted-in sketches: the
-//     operator controls that set.
+//   - name on sketchd_sketch_estimate and sketchd_sketch_quantile exists only
+//     for opted-in sketches: the operator controls that set, and the
+//     quantile label's few values (-metric-quantiles, at most 10).
 //
 // The dashboard in deploy/grafana/sketchd.json uses these families; a test
 // fails if it queries a name this package does not export.

@@ -48,6 +48,10 @@ type Options struct {
 	// Source is read at scrape time for the store-derived families. When nil,
 	// those families are not exported at all.
 	Source Source
+	// Quantiles are the fractions an opted-in KLL sketch exports as
+	// sketchd_sketch_quantile (when Source is a QuantileSource); none
+	// exports nothing.
+	Quantiles []float64
 }
 
 // Metrics holds every sketchd metric that is updated as events happen. All
@@ -207,7 +211,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 	}).Set(1)
 
 	if opts.Source != nil && reg != nil {
-		reg.MustRegister(newSourceCollector(opts.Source))
+		reg.MustRegister(newSourceCollector(opts.Source, opts.Quantiles))
 	}
 	return m
 }

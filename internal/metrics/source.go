@@ -1,6 +1,10 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Source is what every store backend offers at scrape time. It uses only
 // builtin types so that a backend implements it without importing this
@@ -18,6 +22,14 @@ type Source interface {
 	// "metric": true, and only those, with its current estimate. Names are
 	// unique; a repeated name is reported as a gather error.
 	MetricEstimates(yield func(name string, estimate float64))
+}
+
+// QuantileSource is a backend whose opted-in sketches may answer
+// quantiles (KLL sketches): at scrape time it yields, for each such
+// sketch that holds values, its value at each fraction of qs. It follows
+// Source's rules for concurrency and callbacks.
+type QuantileSource interface {
+	MetricQuantiles(qs []float64, yield func(name string, q, value float64))
 }
 
 // DiskSource is a backend with local files: the embedded one.
@@ -67,11 +79,16 @@ type sourceCollector struct {
 	keys         *prometheus.Desc
 	keyBytes     *prometheus.Desc
 	keysEvicted  *prometheus.Desc
+	quantile     *prometheus.Desc
+	quantiles    []float64
 }
 
-func newSourceCollector(src Source) *sourceCollector {
+func newSourceCollector(src Source, quantiles []float64) *sourceCollector {
 	return &sourceCollector{
-		src: src,
+		src: src, quantiles: quantiles,
+		quantile: prometheus.NewDesc("sketchd_sketch_quantile",
+			`The value at each fraction of -metric-quantiles of each KLL sketch created with "metric": true, while it holds values (with its normalized rank error, as its describe says).`,
+			[]string{"name", "quantile"}, nil),
 		sketches: prometheus.NewDesc("sketchd_sketches",
 			"Sketches stored, by kind and representation (representation is empty for cms).",
 			[]string{"kind", "representation"}, nil),
@@ -89,7 +106,7 @@ func newSourceCollector(src Source) *sourceCollector {
 		poolMax: prometheus.NewDesc("sketchd_db_pool_max_connections",
 			"Most PostgreSQL connections this node's pool opens.", nil, nil),
 		estimate: prometheus.NewDesc("sketchd_sketch_estimate",
-			`Current estimate of each sketch created with "metric": true (cardinality for hll, total count for cms).`,
+			`Current estimate of each sketch created with "metric": true (cardinality for hll, total count for cms, values added for kll, distinct ids for bloom).`,
 			[]string{"name"}, nil),
 		keys: prometheus.NewDesc("sketchd_idempotency_keys",
 			"Idempotency keys kept (with the answer each replays).", nil, nil),
@@ -177,6 +194,15 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	})
 	for _, m := range estimates {
 		ch <- m
+	}
+	if qs, ok := c.src.(QuantileSource); ok && len(c.quantiles) > 0 {
+		var values []prometheus.Metric
+		qs.MetricQuantiles(c.quantiles, func(name string, q, v float64) {
+			values = append(values, constGauge(c.quantile, v, name, strconv.FormatFloat(q, 'g', -1, 64)))
+		})
+		for _, m := range values {
+			ch <- m
+		}
 	}
 }
 

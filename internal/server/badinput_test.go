@@ -375,7 +375,7 @@ func badInputCases(f fixture) []badCase {
 		"expthresh huge":             `{"expthresh":9223372036854775808}`,
 		"sparse string":              `{"sparse":"true"}`,
 		"metric number":              `{"metric":1}`,
-		"unknown type":               `{"type":"bloom"}`,
+		"unknown type":               `{"type":"cuckoo"}`,
 		"type number":                `{"type":1}`,
 		"type upper case":            `{"type":"HLL"}`,
 		"unknown field":              `{"log2m":12,"colour":"red"}`,

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/airlift"
+	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/cpc"
 	"github.com/sketchd/sketchd/internal/dshll"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/ingest"
+	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/theta"
 	"github.com/sketchd/sketchd/internal/zeta"
@@ -32,22 +34,35 @@ type createRequest struct {
 	Delta        *float64 `json:"delta"`
 	Conservative *bool    `json:"conservative"`
 	TopK         *int     `json:"topk"`
+	DomainBits   *int     `json:"domain_bits"`
 	LgK          *int     `json:"lg_k"`
-	TgtType      *string  `json:"tgt_type"`
-	Precision    *int     `json:"precision"`
-	SparsePrec   *int     `json:"sparse_precision"`
-	IndexBits    *int     `json:"index_bits"`
-	Metric       *bool    `json:"metric"`
+	// A Bloom filter's: expected_items and fpp, or bits and hashes.
+	ExpectedItems *int64   `json:"expected_items"`
+	FPP           *float64 `json:"fpp"`
+	Bits          *int     `json:"bits"`
+	Hashes        *int     `json:"hashes"`
+	// A KLL sketch's: k and what it keeps (double or long).
+	K     *int    `json:"k"`
+	Items *string `json:"items"`
+	// A DataSketches HLL's target type.
+	TgtType *string `json:"tgt_type"`
+	// A zeta_hll's precisions, an airlift_hll's index bits.
+	Precision  *int  `json:"precision"`
+	SparsePrec *int  `json:"sparse_precision"`
+	IndexBits  *int  `json:"index_bits"`
+	Metric     *bool `json:"metric"`
 }
 
 // kindFields names the create fields each kind takes.
 var kindFields = map[sketch.Type]string{
 	sketch.TypeHLL:        "log2m regwidth expthresh sparse",
-	sketch.TypeCMS:        "width depth epsilon delta conservative topk",
+	sketch.TypeCMS:        "width depth epsilon delta conservative topk domain_bits",
 	sketch.TypeTheta:      "lg_k",
 	sketch.TypeFreq:       "lg_k",
 	sketch.TypeDSHLL:      "lg_k tgt_type",
 	sketch.TypeCPC:        "lg_k",
+	sketch.TypeBloom:      "expected_items fpp bits hashes",
+	sketch.TypeKLL:        "k items",
 	sketch.TypeZetaHLL:    "precision sparse_precision",
 	sketch.TypeAirliftHLL: "index_bits",
 }
@@ -58,12 +73,13 @@ func (c createRequest) foreignField(typ sketch.Type) (string, sketch.Type) {
 	set := map[string]bool{
 		"log2m": c.Log2m != nil, "regwidth": c.Regwidth != nil, "expthresh": c.Expthresh != nil, "sparse": c.Sparse != nil,
 		"width": c.Width != nil, "depth": c.Depth != nil, "epsilon": c.Epsilon != nil, "delta": c.Delta != nil,
-		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "lg_k": c.LgK != nil,
-		"tgt_type": c.TgtType != nil, "precision": c.Precision != nil, "sparse_precision": c.SparsePrec != nil,
-		"index_bits": c.IndexBits != nil,
+		"conservative": c.Conservative != nil, "topk": c.TopK != nil, "domain_bits": c.DomainBits != nil, "lg_k": c.LgK != nil,
+		"expected_items": c.ExpectedItems != nil, "fpp": c.FPP != nil, "bits": c.Bits != nil, "hashes": c.Hashes != nil,
+		"k": c.K != nil, "items": c.Items != nil, "tgt_type": c.TgtType != nil,
+		"precision": c.Precision != nil, "sparse_precision": c.SparsePrec != nil, "index_bits": c.IndexBits != nil,
 	}
 	own := " " + kindFields[typ] + " "
-	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL, sketch.TypeZetaHLL, sketch.TypeAirliftHLL} {
+	for _, other := range []sketch.Type{sketch.TypeHLL, sketch.TypeCMS, sketch.TypeTheta, sketch.TypeDSHLL, sketch.TypeBloom, sketch.TypeKLL, sketch.TypeZetaHLL, sketch.TypeAirliftHLL} {
 		for _, f := range strings.Fields(kindFields[other]) {
 			if set[f] && !strings.Contains(own, " "+f+" ") {
 				return f, other
@@ -124,6 +140,7 @@ func (c createRequest) spec() (sketch.Spec, error) {
 			p.Conservative = *c.Conservative
 		}
 		setInt(&p.TopK, c.TopK)
+		setInt(&p.DomainBits, c.DomainBits)
 		sp.Params = sketch.CMSParams{Params: p}
 	case sketch.TypeTheta:
 		p := theta.DefaultParams()
@@ -148,6 +165,25 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		p := cpc.DefaultParams()
 		setInt(&p.LgK, c.LgK)
 		sp.Params = sketch.CPCParams{Params: p}
+	case sketch.TypeBloom:
+		p, err := c.bloomParams()
+		if err != nil {
+			return sp, err
+		}
+		sp.Params = sketch.BloomParams{Params: p}
+	case sketch.TypeKLL:
+		p := sketch.KLLParams{K: kll.DefaultK, Items: kll.Doubles}
+		setInt(&p.K, c.K)
+		if c.Items != nil {
+			switch *c.Items {
+			case "double":
+			case "long":
+				p.Items = kll.Longs
+			default:
+				return sp, sketch.Errorf(sketch.Invalid, "items=%q: a kll sketch keeps double or long values", clip(*c.Items))
+			}
+		}
+		sp.Params = p
 	case sketch.TypeZetaHLL:
 		// A precision alone takes BigQuery's sparse precision for it.
 		p := zeta.DefaultParams()
@@ -167,6 +203,30 @@ func (c createRequest) spec() (sketch.Spec, error) {
 		return sp, sketch.Errorf(sketch.Invalid, "sketches of type %s cannot be created over HTTP", typ)
 	}
 	return sp, sp.Validate()
+}
+
+// bloomParams reads a Bloom filter's parameters: the items it is made for
+// and its rate, or its shape; neither gives the default filter.
+func (c createRequest) bloomParams() (bloom.Params, error) {
+	shape := c.Bits != nil || c.Hashes != nil
+	stated := c.ExpectedItems != nil || c.FPP != nil
+	switch {
+	case shape && stated:
+		return bloom.Params{}, sketch.Errorf(sketch.Invalid, "give either expected_items and fpp or bits and hashes, not both")
+	case shape && (c.Bits == nil || c.Hashes == nil):
+		return bloom.Params{}, sketch.Errorf(sketch.Invalid, "bits and hashes go together")
+	case stated && (c.ExpectedItems == nil || c.FPP == nil):
+		return bloom.Params{}, sketch.Errorf(sketch.Invalid, "expected_items and fpp go together")
+	case shape:
+		return bloom.Params{Bits: *c.Bits, Hashes: *c.Hashes}, nil
+	case stated:
+		p, err := bloom.ParamsFor(*c.ExpectedItems, *c.FPP)
+		if err != nil {
+			return p, sketch.Wrap(sketch.Invalid, err, "invalid bloom parameters: "+strings.TrimPrefix(err.Error(), "bloom: "))
+		}
+		return p, nil
+	}
+	return bloom.DefaultParams(), nil
 }
 
 func setInt(dst *int, v *int) {
@@ -213,6 +273,7 @@ type cmsResponse struct {
 	Delta        float64   `json:"delta"`
 	Conservative bool      `json:"conservative"`
 	TopK         int       `json:"topk"`
+	DomainBits   int       `json:"domain_bits,omitempty"`
 	Total        int64     `json:"total"`
 	SizeBytes    int       `json:"size_bytes"`
 	CreatedAt    time.Time `json:"created_at"`
@@ -226,7 +287,7 @@ func describe(in sketch.Info) any {
 	case sketch.CMSParams:
 		return cmsResponse{
 			Name: in.Name, Type: string(sketch.TypeCMS), Width: p.Width, Depth: p.Depth,
-			Epsilon: p.Epsilon(), Delta: p.Delta(), Conservative: p.Conservative, TopK: p.TopK,
+			Epsilon: p.Epsilon(), Delta: p.Delta(), Conservative: p.Conservative, TopK: p.TopK, DomainBits: p.DomainBits,
 			Total: in.Total, SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric,
 		}
 	case sketch.HLLParams:
@@ -247,6 +308,12 @@ func describe(in sketch.Info) any {
 		r := registersOf(in)
 		r.LgK = &p.LgK
 		return r
+	case sketch.KLLParams:
+		return kllResponse{Name: in.Name, Type: string(sketch.TypeKLL), kllState: kllStateOf(p, in),
+			CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
+	case sketch.BloomParams:
+		return bloomResponse{Name: in.Name, Type: string(sketch.TypeBloom), bloomState: bloomStateOf(p, in),
+			CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
 	case sketch.ZetaParams:
 		r := registersOf(in)
 		r.Precision, r.SparsePrecision = &p.Precision, &p.SparsePrecision
@@ -353,6 +420,122 @@ func unionRegisters(u sketch.Sketch, into string, warnings []string) (unionRegis
 	return unionRegistersResponse{Type: d.Type, LgK: d.LgK, TgtType: d.TgtType, Precision: d.Precision, SparsePrecision: d.SparsePrecision,
 		ValueType: d.ValueType, NumValues: d.NumValues, IndexBits: d.IndexBits, Representation: d.Representation,
 		Cardinality: d.Cardinality, StdError: d.StdError, Lower: d.Lower, Upper: d.Upper, Into: into, Warnings: warnings}, true
+}
+
+// bloomState is a Bloom filter's shape, stated items and rate (absent
+// for a filter created from its shape) and state: bits set, estimated
+// distinct items and the current false-positive rate.
+type bloomState struct {
+	Bits              int      `json:"bits"`
+	Hashes            int      `json:"hashes"`
+	ExpectedItems     *int64   `json:"expected_items,omitempty"`
+	FPP               *float64 `json:"fpp,omitempty"`
+	BitsSet           int      `json:"bits_set"`
+	EstimatedItems    float64  `json:"estimated_items"`
+	FalsePositiveRate float64  `json:"false_positive_rate"`
+	SizeBytes         int      `json:"size_bytes"`
+}
+
+func bloomStateOf(p sketch.BloomParams, in sketch.Info) bloomState {
+	st := bloomState{Bits: p.Bits, Hashes: p.Hashes, BitsSet: in.BitsSet, EstimatedItems: finite(in.Cardinality),
+		FalsePositiveRate: finite(in.FalsePositiveRate), SizeBytes: in.SizeBytes}
+	if p.Stated() {
+		n, fpp := p.ExpectedItems, p.FPP
+		st.ExpectedItems, st.FPP = &n, &fpp
+	}
+	return st
+}
+
+// kllState is a KLL sketch's parameters and state: the values counted,
+// their min and max (absent while empty), the items kept and the rank
+// error of its answers.
+type kllState struct {
+	K            int      `json:"k"`
+	Items        string   `json:"items"`
+	N            int64    `json:"n"`
+	Min          *float64 `json:"min,omitempty"`
+	Max          *float64 `json:"max,omitempty"`
+	Retained     int      `json:"retained"`
+	RankError    float64  `json:"rank_error"`
+	RankErrorPMF float64  `json:"rank_error_pmf"`
+	SizeBytes    int      `json:"size_bytes"`
+}
+
+func kllStateOf(p sketch.KLLParams, in sketch.Info) kllState {
+	return kllState{K: p.K, Items: p.Items.String(), N: in.Total, Min: in.Min, Max: in.Max, Retained: in.Retained,
+		RankError: in.RankError, RankErrorPMF: in.RankErrorPMF, SizeBytes: in.SizeBytes}
+}
+
+// kllResponse describes a KLL sketch.
+type kllResponse struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	kllState
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Metric    bool      `json:"metric"`
+}
+
+// unionKLLResponse is the union of KLL sketches.
+type unionKLLResponse struct {
+	Type string `json:"type"`
+	kllState
+	Into     string   `json:"into,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// bloomResponse describes a Bloom filter.
+type bloomResponse struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	bloomState
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Metric    bool      `json:"metric"`
+}
+
+// unionBloomResponse is the union of Bloom filters.
+type unionBloomResponse struct {
+	Type string `json:"type"`
+	bloomState
+	Into     string   `json:"into,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// checkResult is one id of a membership check: present means it may have
+// been added (false positives at the filter's rate), absent that it never
+// was.
+type checkResult struct {
+	ID      any  `json:"id"`
+	Present bool `json:"present"`
+}
+
+// checkResponse answers a membership check.
+type checkResponse struct {
+	Present           int           `json:"present"`
+	FalsePositiveRate float64       `json:"false_positive_rate"`
+	Results           []checkResult `json:"results"`
+}
+
+// freshResponse answers an add with ?report=new: the ids that were new
+// (absent before this add set them), in the order sent, as sent; an id
+// sent twice is new at most once.
+type freshResponse struct {
+	Accepted int   `json:"accepted"`
+	NewCount int   `json:"new_count"`
+	New      []any `json:"new"`
+}
+
+// rangeCountResponse is a range count of a Count-Min over a value
+// domain.
+type rangeCountResponse struct {
+	Lo         uint64  `json:"lo"`
+	Hi         uint64  `json:"hi"`
+	Estimate   uint64  `json:"estimate"`
+	ErrorBound float64 `json:"error_bound"`
+	Confidence float64 `json:"confidence"`
+	Intervals  int     `json:"intervals"`
+	Total      uint64  `json:"total"`
 }
 
 // baseResponse describes a sketch of a kind without a shape of its own.

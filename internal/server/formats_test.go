@@ -105,6 +105,7 @@ func TestUploadNamesItsFormat(t *testing.T) {
 	javaUnion := []byte{4, 3, 4, 12, 0, 0, 0xcc, 0x93}
 	dsHLL := []byte{2, 1, 7, 12, 5, 0, 8, 0, 0x11, 0x22, 0x33, 0x44}
 	kll := []byte{2, 2, 15, 0, 200, 0, 8, 0}
+	req := []byte{2, 1, 17, 0, 12, 0, 0, 0}
 	zeta := []byte{0x08, 0x70, 0x10, 0x03}
 	airlift := []byte{3, 12, 0, 0}
 	airliftBad := []byte{2, 12, 2, 0, 0x40, 0, 0, 0, 0x40, 0, 0, 0}
@@ -117,7 +118,8 @@ func TestUploadNamesItsFormat(t *testing.T) {
 		{"theta with another seed", "", badSeed, []string{"DataSketches theta", "seed hash"}},
 		{"theta union", "", javaUnion, []string{"DataSketches theta union", "family 4", "does not read"}},
 		{"damaged DataSketches HLL", "", dsHLL, []string{"DataSketches HLL", "not a valid ds_hll", "8 coupons at byte 6"}},
-		{"DataSketches KLL", "", kll, []string{"DataSketches KLL", "family 15", "does not read"}},
+		{"damaged DataSketches KLL", "", kll, []string{"DataSketches' compact KLL", "not a valid kll", "flags 0x00 in a single item's preamble"}},
+		{"DataSketches REQ", "", req, []string{"DataSketches REQ", "family 17", "does not read"}},
 		{"damaged ZetaSketch", "", zeta, []string{"ZetaSketch", "not a valid zeta_hll", "encoding version 1"}},
 		{"cut airlift", "", airlift, []string{"airlift HyperLogLog", "not a valid airlift_hll", "dense image of 4 bytes"}},
 		{"damaged airlift", "", airliftBad, []string{"airlift HyperLogLog", "not a valid airlift_hll", "sparse entry 1 at byte 8 is not above"}},

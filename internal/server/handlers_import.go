@@ -41,7 +41,7 @@ func (s *Server) handleBucketImport(replace bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		sk, err := s.upload(w, r, uploadFormat(q))
+		sk, err := s.upload(w, r, q)
 		if err != nil {
 			return err
 		}

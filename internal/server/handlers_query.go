@@ -223,6 +223,16 @@ func unionAnswer(u sketch.Sketch, into string, matched int, warnings []string) (
 		resp.Matched = matched
 		return jsonAnswer(http.StatusOK, resp)
 	}
+	if p, ok := u.Params().(sketch.KLLParams); ok {
+		var in sketch.Info
+		u.Describe(&in)
+		return jsonAnswer(http.StatusOK, unionKLLResponse{Type: string(sketch.TypeKLL), kllState: kllStateOf(p, in), Into: into, Warnings: warnings})
+	}
+	if p, ok := u.Params().(sketch.BloomParams); ok {
+		var in sketch.Info
+		u.Describe(&in)
+		return jsonAnswer(http.StatusOK, unionBloomResponse{Type: string(sketch.TypeBloom), bloomState: bloomStateOf(p, in), Into: into, Warnings: warnings})
+	}
 	h, ok := sketch.HLLOf(u)
 	if !ok {
 		var in sketch.Info

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/idem"
+	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -132,9 +133,18 @@ func writeRaw(w http.ResponseWriter, b []byte, asHex bool) {
 // PostgreSQL's text form (text/plain, \x then hex digits), of whichever
 // registered kind its bytes are, decoded as strictly as the format allows.
 //
-// format is the upload's ?format= (a sketch type), "" to recognize the
-// format from the bytes' preamble.
-func (s *Server) upload(w http.ResponseWriter, r *http.Request, format sketch.Type) (sketch.Sketch, error) {
+// q holds the upload's ?format= (a sketch type; absent to recognize the
+// format from the bytes' preamble) and ?items=: long takes a KLL upload
+// as a sketch of longs. DataSketches' libraries do not say in their bytes
+// whether a KLL sketch keeps doubles or longs, and sketchd reads them as
+// doubles unless told (items=double checks that they are marked as
+// doubles, as libraries' bytes are).
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, q map[string][]string) (sketch.Sketch, error) {
+	format := uploadFormat(q)
+	items, hasItems := first(q, "items")
+	if hasItems && items != "long" && items != "double" {
+		return nil, sketch.Errorf(sketch.Invalid, "query parameter items=%q must be double or long", clip(items))
+	}
 	mt, err := mediaType(r)
 	if err != nil {
 		s.refused(refusedMediaType)
@@ -163,6 +173,18 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, format sketch.Ty
 			return nil, sketch.Errorf(sketch.Invalid, "the text upload is not hex: %s", clip(err.Error()))
 		}
 	}
+	if hasItems {
+		if !kll.Sniff(raw) {
+			s.refused(refusedBadInput)
+			return nil, sketch.Errorf(sketch.Invalid, "items applies to kll uploads; these bytes are not a kll sketch")
+		}
+		if items == "long" {
+			raw = kll.MarkLongs(raw)
+		} else if t, err := kll.TypeOf(raw); err == nil && t == kll.Longs {
+			s.refused(refusedBadInput)
+			return nil, sketch.Errorf(sketch.Invalid, "items=double, but these bytes are marked as a kll sketch of longs (byte 7 is 1)")
+		}
+	}
 	sk, err := sketch.DecodeUpload(raw, format)
 	if err != nil {
 		s.refused(refusedBadInput)
@@ -185,11 +207,11 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "format")
+	q, err := query(r, "format", "items")
 	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r, uploadFormat(q))
+	sk, err := s.upload(w, r, q)
 	if err != nil {
 		return err
 	}
@@ -219,7 +241,7 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "fold", "format")
+	q, err := query(r, "fold", "format", "items")
 	if err != nil {
 		return err
 	}
@@ -227,7 +249,7 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r, uploadFormat(q))
+	sk, err := s.upload(w, r, q)
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "ts", "id_type")
+	q, err := query(r, "ts", "id_type", "byte_order")
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.addBodyAnswer(w, r, q, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
+	return s.addBodyAnswer(w, r, q, false, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
 		a, err := ss.AddSeries(ctx, name, ts, in)
 		return idem.Result{Added: a.Added, SeriesAdded: a}, err
 	}, func(res idem.Result) any { return seriesAddDTO(res.SeriesAdded, ts) })
@@ -330,6 +330,22 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 		}
 		c, e := finite(h.Estimate()), h.StdError()
 		resp.Cardinality, resp.StdError = &c, &e
+	} else if p, ok := u.Params().(sketch.KLLParams); ok {
+		if len(ids) > 0 {
+			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which a kll series does not keep")
+		}
+		var in sketch.Info
+		u.Describe(&in)
+		st := kllStateOf(p, in)
+		resp.KLL = &st
+	} else if p, ok := u.Params().(sketch.BloomParams); ok {
+		if len(ids) > 0 {
+			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which a bloom series does not keep; POST ids to /v1/series/%s/check", name)
+		}
+		var in sketch.Info
+		u.Describe(&in)
+		st := bloomStateOf(p, in)
+		resp.Cardinality, resp.Bloom = &st.EstimatedItems, &st
 	} else if c, ok := sketch.CMSOf(u); ok {
 		total := c.Total()
 		resp.Total = &total
@@ -382,9 +398,15 @@ func queryIDs(q map[string][]string, required bool) ([]cms.ID, error) {
 // handleSeriesTimeseries answers one point per step over [from, to), each
 // the union over the trailing window that ends with its step.
 func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "step", "window")
+	name, q, from, to, ss, err := s.seriesRange(r, "step", "window", "q")
 	if err != nil {
 		return err
+	}
+	var qs []float64
+	if _, ok := first(q, "q"); ok {
+		if qs, err = floatList(q, "q", 0, 1); err != nil {
+			return err
+		}
 	}
 	step, err := durationParam(q, "step", "P1D")
 	if err != nil {
@@ -411,7 +433,16 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 			return err
 		}
 		resp.Points = make([]timeseriesPoint, len(plan.Points))
-		if registerLine(plan.Points, sks, spec, resp.Points) {
+		if qs != nil {
+			// Quantile lines need a kind that answers quantiles.
+			empty, err := spec.Params.New()
+			if err != nil {
+				return err
+			}
+			if _, err := quantiles("series "+strconv.Quote(name), empty, qs); err != nil {
+				return err
+			}
+		} else if registerLine(plan.Points, sks, spec, resp.Points) {
 			return nil
 		}
 		var mergeErr error
@@ -438,6 +469,13 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 				}
 			}
 			resp.Points[i] = pointDTO(p, v, spec.Location())
+			if qs != nil {
+				qr, err := quantiles("series "+strconv.Quote(name), v, qs)
+				if err != nil {
+					return err
+				}
+				resp.Points[i].Quantiles, resp.Points[i].RankError = qr.Quantiles, &qr.RankError
+			}
 		}
 		return mergeErr
 	})
@@ -777,7 +815,11 @@ func paramsDTO(p sketch.Params) map[string]any {
 	case sketch.HLLParams:
 		return map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse}
 	case sketch.CMSParams:
-		return map[string]any{"width": p.Width, "depth": p.Depth, "epsilon": p.Epsilon(), "delta": p.Delta(), "conservative": p.Conservative, "topk": p.TopK}
+		m := map[string]any{"width": p.Width, "depth": p.Depth, "epsilon": p.Epsilon(), "delta": p.Delta(), "conservative": p.Conservative, "topk": p.TopK}
+		if p.DomainBits > 0 {
+			m["domain_bits"] = p.DomainBits
+		}
+		return m
 	case sketch.ThetaParams:
 		return map[string]any{"lg_k": p.LgK}
 	case sketch.FreqParams:
@@ -786,6 +828,14 @@ func paramsDTO(p sketch.Params) map[string]any {
 		return map[string]any{"lg_k": p.LgK, "tgt_type": p.Type.String()}
 	case sketch.CPCParams:
 		return map[string]any{"lg_k": p.LgK}
+	case sketch.BloomParams:
+		m := map[string]any{"bits": p.Bits, "hashes": p.Hashes}
+		if p.Stated() {
+			m["expected_items"], m["fpp"] = p.ExpectedItems, p.FPP
+		}
+		return m
+	case sketch.KLLParams:
+		return map[string]any{"k": p.K, "items": p.Items.String()}
 	case sketch.ZetaParams:
 		return map[string]any{"precision": p.Precision, "sparse_precision": p.SparsePrecision}
 	case sketch.AirliftParams:
@@ -837,6 +887,10 @@ func rangeDTO(p series.Plan, list bool) rangeResponse {
 
 type countResponse struct {
 	rangeResponse
+	// Bloom describes the union of a Bloom series' buckets, KLL of a KLL
+	// series'.
+	Bloom       *bloomState       `json:"bloom,omitempty"`
+	KLL         *kllState         `json:"kll,omitempty"`
 	Cardinality *float64          `json:"cardinality,omitempty"`
 	StdError    *float64          `json:"std_error,omitempty"`
 	Lower       *float64          `json:"lower_bound,omitempty"`
@@ -859,6 +913,13 @@ type timeseriesPoint struct {
 	Lower       *float64  `json:"lower_bound,omitempty"`
 	Upper       *float64  `json:"upper_bound,omitempty"`
 	Total       *uint64   `json:"total,omitempty"`
+	// FalsePositiveRate is a Bloom series point's: the rate of its
+	// window's union, whose cardinality is its estimated items.
+	FalsePositiveRate *float64 `json:"false_positive_rate,omitempty"`
+	// Quantiles (with ?q=) are the window's values at those fractions,
+	// each within RankError of its rank (kll, or cms over a domain).
+	Quantiles []quantileValue `json:"quantiles,omitempty"`
+	RankError *float64        `json:"rank_error,omitempty"`
 }
 
 type timeseriesResponse struct {
@@ -877,6 +938,12 @@ func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoi
 	} else if c, ok := sketch.CMSOf(v); ok {
 		t := c.Total()
 		out.Total = &t
+	} else if f, ok := sketch.BloomOf(v); ok {
+		n, r := finite(f.EstimatedItems()), finite(f.Rate())
+		out.Cardinality, out.FalsePositiveRate = &n, &r
+	} else if q, ok := sketch.KLLOf(v); ok {
+		n := q.N()
+		out.Total = &n
 	} else {
 		var in sketch.Info
 		v.Describe(&in)
@@ -921,6 +988,43 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 		return sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "freq: "))
 	}
 	return writeJSON(w, http.StatusOK, seriesReportResponse{rangeResponse: rangeDTO(plan, list), frequencyReportResponse: frequencyReportDTO(rep)})
+}
+
+// handleSeriesCheck answers, for each id of a body, whether a Bloom
+// series may have seen it in [from, to): a daily filter answers "seen
+// today?", a range of them "seen this week?".
+func (s *Server) handleSeriesCheck(w http.ResponseWriter, r *http.Request) error {
+	name, q, from, to, ss, err := s.seriesRange(r, "id_type", "buckets")
+	if err != nil {
+		return err
+	}
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	in, done, err := s.checkBody(w, r, q)
+	if err != nil {
+		return err
+	}
+	defer done()
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	if err != nil {
+		return err
+	}
+	f, ok := sketch.BloomOf(u)
+	if !ok {
+		return sketch.Errorf(sketch.Conflict, "series %q is a %s series; a membership check needs a bloom series", name, u.Kind().Type)
+	}
+	resp, err := check(f, in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, seriesCheckResponse{rangeResponse: rangeDTO(plan, list), checkResponse: resp})
+}
+
+type seriesCheckResponse struct {
+	rangeResponse
+	checkResponse
 }
 
 type seriesReportResponse struct {

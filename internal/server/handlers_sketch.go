@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/ingest"
@@ -229,7 +230,7 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(r, "create", "id_type")
+	q, err := query(r, "create", "id_type", "report", "byte_order")
 	if err != nil {
 		return err
 	}
@@ -237,25 +238,112 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.addBody(w, r, q, func(ctx context.Context, in sketch.Input) (sketch.Added, error) {
-		return s.store.Add(ctx, name, in, create)
+	fresh := false
+	if report, ok := first(q, "report"); ok {
+		if report != "new" {
+			return sketch.Errorf(sketch.Invalid, "query parameter report=%q: the only report is new", clip(report))
+		}
+		fresh = true
+	}
+	return s.addBodyAs(w, r, q, fresh, func(ctx context.Context, in sketch.Input) (sketch.Added, error) {
+		added, err := s.store.Add(ctx, name, in, create)
+		if err != nil && fresh {
+			err = sketch.Prefixed(err, fmt.Sprintf("sketch %q: ", name))
+		}
+		return added, err
 	})
+}
+
+// handleCheck answers, for each id of a body in any id format, whether a
+// Bloom filter may hold it.
+func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "id_type")
+	if err != nil {
+		return err
+	}
+	in, done, err := s.checkBody(w, r, q)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var resp checkResponse
+	err = s.store.View(r.Context(), []string{name}, func(sks []sketch.Sketch) error {
+		f, ok := sketch.BloomOf(sks[0])
+		if !ok {
+			return sketch.WrongKind(name, sks[0].Kind().Type, sketch.TypeBloom)
+		}
+		resp, err = check(f, in)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// checkBody reads the id body of a membership check; done releases it.
+func (s *Server) checkBody(w http.ResponseWriter, r *http.Request, q map[string][]string) (*bodyInput, func(), error) {
+	format, lines, err := s.idFormat(r, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := s.readBody(w, r, s.cfg.MaxBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
+	return in, func() { in.release(); s.putBody(body) }, nil
+}
+
+// check looks up every id of in in f.
+func check(f *bloom.Filter, in *bodyInput) (checkResponse, error) {
+	hs, err := in.Hashes()
+	if err != nil {
+		return checkResponse{}, err
+	}
+	ids, err := in.echo()
+	if err != nil {
+		return checkResponse{}, err
+	}
+	resp := checkResponse{FalsePositiveRate: finite(f.Rate()), Results: make([]checkResult, len(hs))}
+	for i, h := range hs {
+		p := f.Contains(h)
+		resp.Results[i] = checkResult{ID: ids[i], Present: p}
+		if p {
+			resp.Present++
+		}
+	}
+	return resp, nil
 }
 
 // addBody reads an id body in any format (?id_type in q) and answers what
 // add, the store's write, applied, counting it in the metrics.
 func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(context.Context, sketch.Input) (sketch.Added, error)) error {
-	return s.addBodyAnswer(w, r, q, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
-		a, err := add(ctx, in)
-		return idem.Result{Added: a}, err
-	}, func(res idem.Result) any { return addResponse{Accepted: res.Added.Accepted} })
+	return s.addBodyAs(w, r, q, false, add)
 }
 
-// addBodyAnswer is addBody whose write gives the whole result and
-// answerOf renders the answer from it (also under an idempotency key, where the
-// store renders it before it commits).
-func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(context.Context, sketch.Input) (idem.Result, error), answerOf func(idem.Result) any) error {
+// addBodyAs is addBody; with fresh (add?report=new) the input asks which
+// ids were new, and the answer lists them (freshResponse).
+func (s *Server) addBodyAs(w http.ResponseWriter, r *http.Request, q map[string][]string, fresh bool, add func(context.Context, sketch.Input) (sketch.Added, error)) error {
+	return s.addBodyAnswer(w, r, q, fresh, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
+		a, err := add(ctx, in)
+		return idem.Result{Added: a}, err
+	}, nil)
+}
+
+// addBodyAnswer is addBodyAs whose write gives the whole result; answerOf,
+// when set, renders the answer from it (also under an idempotency key,
+// where the store renders it before it commits).
+func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[string][]string, fresh bool, add func(context.Context, sketch.Input) (idem.Result, error), answerOf func(idem.Result) any) error {
 	format, lines, err := s.idFormat(r, q)
+	if err != nil {
+		return err
+	}
+	little, err := byteOrder(q, format)
 	if err != nil {
 		return err
 	}
@@ -264,10 +352,20 @@ func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[str
 		return err
 	}
 	defer s.putBody(body)
-	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, little: little, fresh: fresh}
 	defer in.release()
 	return s.commit(w, r, func(res idem.Result) (*answer, error) {
-		return jsonAnswer(http.StatusOK, answerOf(res))
+		if answerOf != nil {
+			return jsonAnswer(http.StatusOK, answerOf(res))
+		}
+		if !fresh {
+			return jsonAnswer(http.StatusOK, addResponse{Accepted: res.Added.Accepted})
+		}
+		resp, err := freshReport(in, res.Added)
+		if err != nil {
+			return nil, err
+		}
+		return jsonAnswer(http.StatusOK, resp)
 	}, func(ctx context.Context) (idem.Result, error) {
 		res, err := add(ctx, in)
 		if err == nil {
@@ -275,6 +373,22 @@ func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[str
 		}
 		return res, err
 	})
+}
+
+// freshReport lists the ids of in that added says were new, as sent.
+func freshReport(in *bodyInput, added sketch.Added) (freshResponse, error) {
+	ids, err := in.echo()
+	if err != nil {
+		return freshResponse{}, err
+	}
+	resp := freshResponse{Accepted: added.Accepted, New: []any{}}
+	for i, f := range added.Fresh {
+		if f && i < len(ids) {
+			resp.New = append(resp.New, ids[i])
+		}
+	}
+	resp.NewCount = len(resp.New)
+	return resp, nil
 }
 
 // bodyInput is an id body parsed on demand in the form the sketch's kind
@@ -286,6 +400,90 @@ type bodyInput struct {
 	format bodyFormat
 	lines  ingest.LineFormat
 	hp     *[]uint64
+	// fresh asks which ids were new (add?report=new).
+	fresh bool
+	// little reads an octet-stream body of values (kll) little-endian.
+	little bool
+}
+
+// byteOrder reads ?byte_order= (big, the default, or little), which only
+// an octet-stream body of values takes.
+func byteOrder(q map[string][]string, format bodyFormat) (little bool, err error) {
+	v, ok := first(q, "byte_order")
+	if !ok {
+		return false, nil
+	}
+	if v != "big" && v != "little" {
+		return false, sketch.Errorf(sketch.Invalid, "query parameter byte_order=%q must be big or little", clip(v))
+	}
+	if format != formatOctet {
+		return false, sketch.Errorf(sketch.Invalid, "byte_order applies to application/octet-stream bodies")
+	}
+	return v == "little", nil
+}
+
+// Floats implements sketch.ValueInput: the body as doubles.
+func (in *bodyInput) Floats() ([]float64, error) {
+	var vs []float64
+	var err error
+	switch in.format {
+	case formatJSON:
+		vs, err = ingest.AppendJSONFloats(nil, in.body, in.s.cfg.MaxIDs)
+	case formatLines:
+		vs, err = ingest.AppendLineFloats(nil, in.body, in.lines <= ingest.NDJSONTexts, in.s.cfg.MaxIDs)
+	default:
+		vs, err = ingest.AppendOctetFloats(nil, in.body, in.little, in.s.cfg.MaxIDs)
+	}
+	if err != nil {
+		return nil, in.s.ingestError(err)
+	}
+	return vs, nil
+}
+
+// Longs implements sketch.ValueInput: the body as int64s.
+func (in *bodyInput) Longs() ([]int64, error) {
+	var vs []int64
+	var err error
+	switch in.format {
+	case formatJSON:
+		vs, err = ingest.AppendJSONLongs(nil, in.body, in.s.cfg.MaxIDs)
+	case formatLines:
+		vs, err = ingest.AppendLineLongs(nil, in.body, in.lines <= ingest.NDJSONTexts, in.s.cfg.MaxIDs)
+	default:
+		vs, err = ingest.AppendOctetLongs(nil, in.body, in.little, in.s.cfg.MaxIDs)
+	}
+	if err != nil {
+		return nil, in.s.ingestError(err)
+	}
+	return vs, nil
+}
+
+// WantsFresh implements sketch.FreshInput.
+func (in *bodyInput) WantsFresh() bool { return in.fresh }
+
+// echo returns the body's ids as the client gave them, in order: ints and
+// texts, or the values of a body of hashes.
+func (in *bodyInput) echo() ([]any, error) {
+	if in.format == formatJSON && ingest.FirstKey(in.body) == "hashes" {
+		hs, err := in.Hashes()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(hs))
+		for i, h := range hs {
+			out[i] = int64(h)
+		}
+		return out, nil
+	}
+	items, err := in.s.parseItems(in.body, in.format, in.lines)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(items))
+	for i, it := range items {
+		out[i] = idValue(cmsID(it.ID))
+	}
+	return out, nil
 }
 
 func (in *bodyInput) Hashes() ([]uint64, error) {
@@ -322,8 +520,15 @@ func (in *bodyInput) Items() ([]cms.Item, error) {
 }
 
 // Type makes a body of counted items create a Count-Min: its first JSON
-// key is "items".
+// key is "items"; one of "values" a KLL sketch of doubles; an add asking
+// which ids were new creates a Bloom filter.
 func (in *bodyInput) Type() sketch.Type {
+	if in.fresh {
+		return sketch.TypeBloom
+	}
+	if in.format == formatJSON && ingest.FirstKey(in.body) == "values" {
+		return sketch.TypeKLL
+	}
 	if in.format == formatJSON && ingest.FirstKey(in.body) == "items" {
 		return sketch.TypeCMS
 	}

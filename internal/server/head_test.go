@@ -25,6 +25,10 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 	e.send(t, "POST", "/v1/sketches/c/add", "application/json", `{"items":[{"id":1,"count":2}]}`)
 	e.send(t, "PUT", "/v1/sketches/f", "application/json", `{"type":"freq"}`)
 	e.send(t, "POST", "/v1/sketches/f/add", "application/json", `{"ids":[1,1,2]}`)
+	e.send(t, "PUT", "/v1/sketches/r", "application/json", `{"type":"cms","domain_bits":10}`)
+	e.send(t, "POST", "/v1/sketches/r/add", "application/json", `{"ids":[1,5,900]}`)
+	e.send(t, "PUT", "/v1/sketches/q", "application/json", `{"type":"kll"}`)
+	e.send(t, "POST", "/v1/sketches/q/add", "application/json", `{"values":[1.5,2,7]}`)
 	// A backend that keeps no series answers their routes 501: they are
 	// checked over the backends that keep them.
 	_, hasSeries := e.db.Store.(SeriesStore)
@@ -50,6 +54,16 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 		"/v1/series/{name}/timeseries":         {"/v1/series/s/timeseries" + rng, "/v1/series/s/timeseries"},
 		"/v1/series/{name}/top":                {"/v1/series/s/top" + rng},
 		"/v1/series/{name}/frequency_report":   {"/v1/series/s/frequency_report" + rng},
+		"/v1/sketches/{name}/range":            {"/v1/sketches/r/range?lo=0&hi=10", "/v1/sketches/c/range?lo=0&hi=10", "/v1/sketches/r/range"},
+		"/v1/sketches/{name}/quantile":         {"/v1/sketches/r/quantile?q=0.5", "/v1/sketches/nope/quantile?q=0.5"},
+		"/v1/series/{name}/range":              {"/v1/series/s/range" + rng + "&lo=0&hi=3"},
+		"/v1/series/{name}/quantile":           {"/v1/series/s/quantile" + rng + "&q=0.5"},
+		"/v1/sketches/{name}/rank":             {"/v1/sketches/q/rank?value=2", "/v1/sketches/h/rank?value=2"},
+		"/v1/sketches/{name}/cdf":              {"/v1/sketches/q/cdf?split=1,5", "/v1/sketches/q/cdf?split=5,1"},
+		"/v1/sketches/{name}/pmf":              {"/v1/sketches/q/pmf?split=1,5", "/v1/sketches/nope/pmf?split=1"},
+		"/v1/series/{name}/rank":               {"/v1/series/s/rank" + rng + "&value=1"},
+		"/v1/series/{name}/cdf":                {"/v1/series/s/cdf" + rng + "&split=1"},
+		"/v1/series/{name}/pmf":                {"/v1/series/s/pmf" + rng + "&split=1"},
 		"/console/{file}":                      {"/console/app.js", "/console/icon.svg", "/console/nope.js"},
 	}
 	var routes []string

@@ -64,7 +64,7 @@ func newEnv(tb testing.TB, opts ...func(*envSetup)) *env {
 	db := storetest.Open(tb, testBackend(tb, setup.now))
 	reg := metrics.NewRegistry()
 	src, _ := db.Store.(metrics.Source)
-	m := metrics.New(reg, metrics.Options{Source: src})
+	m := metrics.New(reg, metrics.Options{Source: src, Quantiles: []float64{0.5, 0.9, 0.99}})
 	var st Store = db.Store
 	if setup.wrap != nil {
 		st = setup.wrap(db.Store)

@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +222,50 @@ func TestMetricsAfterTraffic(t *testing.T) {
 				t.Errorf("%s has route label %q, not a route pattern", name, r)
 			}
 		}
+	}
+}
+
+// TestMetricQuantileGauge: an opted-in KLL sketch exports the values at
+// the configured fractions, equal to its quantiles over the API; a sketch
+// not opted in, or empty, exports none.
+func TestMetricQuantileGauge(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, "lat", `{"type":"kll","metric":true}`)
+	e.create(t, "empty", `{"type":"kll","metric":true}`)
+	e.create(t, "quiet", `{"type":"kll"}`)
+	var body strings.Builder
+	body.WriteString(`{"values":[`)
+	for i := range 5000 {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		fmt.Fprint(&body, i%997)
+	}
+	body.WriteString("]}")
+	must(t, e.postJSON(t, "/v1/sketches/lat/add", body.String()), 200, "add")
+	must(t, e.postJSON(t, "/v1/sketches/quiet/add", body.String()), 200, "add quiet")
+	var qa quantileAnswer
+	decode(t, must(t, e.get(t, "/v1/sketches/lat/quantile?q=0.5,0.9,0.99"), 200, "quantile").Body, &qa)
+	got := map[string]float64{}
+	for _, m := range e.scrape(t)["sketchd_sketch_quantile"].GetMetric() {
+		l := labels(m)
+		got[l["name"]+"@"+l["quantile"]] = m.GetGauge().GetValue()
+	}
+	want := map[string]float64{}
+	for _, q := range qa.Quantiles {
+		want["lat@"+strconv.FormatFloat(q.Q, 'g', -1, 64)] = *q.Value
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("sketchd_sketch_quantile = %v, want %v", got, want)
+	}
+	var est float64
+	for _, m := range e.scrape(t)["sketchd_sketch_estimate"].GetMetric() {
+		if labels(m)["name"] == "lat" {
+			est = m.GetGauge().GetValue()
+		}
+	}
+	if est != 5000 {
+		t.Errorf("sketchd_sketch_estimate of a kll sketch = %v, want its 5000 values", est)
 	}
 }
 

@@ -1,6 +1,8 @@
 package sketch
 
 import (
+	"slices"
+
 	"github.com/sketchd/sketchd/internal/cms"
 )
 
@@ -41,6 +43,10 @@ type Kind struct {
 	// all; nil means the kind has none. Used to count stored sketches
 	// cheaply at startup.
 	Representation func(b []byte) (string, error)
+	// Fresh, for a kind that records it, returns which of a batch's ids
+	// were new once Apply added them: absent from the sketch before (a
+	// Bloom filter's check-and-add). nil means the kind does not say.
+	Fresh func(b Batch) []bool
 }
 
 // Params are a kind's creation parameters. Implementations are comparable
@@ -111,6 +117,32 @@ func Absorb(s Sketch, b Batch) error {
 	return err
 }
 
+// PrepareFor is k.Prepare(in), refusing an input that asks which of its
+// ids were new (WantsFresh) for a kind that does not record it: a
+// Conflict, before anything changed. Backends prepare adds with it.
+func PrepareFor(k *Kind, in Input) (Batch, error) {
+	if w, ok := in.(FreshInput); ok && w.WantsFresh() && k.Fresh == nil {
+		return nil, Errorf(Conflict, "only bloom sketches say which ids were new; this is a %s sketch", k.Type)
+	}
+	return k.Prepare(in)
+}
+
+// FreshOf returns which of b's ids were new, once applied to a sketch of
+// kind k (Kind.Fresh), or nil for a kind that does not say.
+func FreshOf(k *Kind, b Batch) []bool {
+	if k.Fresh == nil {
+		return nil
+	}
+	return k.Fresh(b)
+}
+
+// FreshInput is an Input whose sender asks which of its ids were new
+// (POST …/add?report=new): only a kind with Fresh takes it.
+type FreshInput interface {
+	Input
+	WantsFresh() bool
+}
+
 // Batch is a batch of ids prepared by Kind.Prepare for one kind.
 type Batch interface {
 	// Len is the number of ids (or items) the batch adds: what an add
@@ -136,7 +168,7 @@ type Input interface {
 
 // registry lists every kind. Adding a kind means one more entry here,
 // pointing at the kind's own file (kind_hll.go is the model).
-var registry = [...]*Kind{&hllKind, &cmsKind, &thetaKind, &freqKind, &dshllKind, &cpcKind, &zetaKind, &airliftKind}
+var registry = [...]*Kind{&hllKind, &cmsKind, &thetaKind, &freqKind, &dshllKind, &cpcKind, &zetaKind, &airliftKind, &bloomKind, &kllDoublesKind, &kllLongsKind}
 
 // Kinds returns every registered kind, in tag order.
 func Kinds() []*Kind { return registry[:] }
@@ -149,6 +181,23 @@ func Lookup(t Type) (*Kind, error) {
 		}
 	}
 	return nil, Errorf(Invalid, "unknown sketch type %s; use %s", quote(string(t)), typeList())
+}
+
+// LookupFor returns the kind of API type t that encoded b: the one whose
+// Sniff claims b among the kinds of type t (a kll sketch of doubles or
+// of longs), else the first of them. For a backend that records only the
+// type beside the bytes.
+func LookupFor(t Type, b []byte) (*Kind, error) {
+	first, err := Lookup(t)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range registry {
+		if k.Type == t && k.Sniff(b) {
+			return k, nil
+		}
+	}
+	return first, nil
 }
 
 // ByTag returns the kind stored under tag, or an error naming it.
@@ -179,23 +228,35 @@ func NeedKind(name string, s Sketch, want Type) error {
 func SameKind(names []string, ss []Sketch) error {
 	for i, s := range ss[1:] {
 		if s.Kind() != ss[0].Kind() {
-			return Errorf(Conflict, "cannot combine %s sketch %s with %s sketch %s", ss[0].Kind().Type, quote(names[0]), s.Kind().Type, quote(names[i+1]))
+			// Kinds of one API type (kll of doubles and of longs) differ
+			// in their parameters.
+			a, b := string(ss[0].Kind().Type), string(s.Kind().Type)
+			if a == b {
+				a, b = ss[0].Params().String(), s.Params().String()
+			}
+			return Errorf(Conflict, "cannot combine %s sketch %s with %s sketch %s", a, quote(names[0]), b, quote(names[i+1]))
 		}
 	}
 	return nil
 }
 
 func typeList() string {
+	var types []Type
+	for _, k := range registry {
+		if !slices.Contains(types, k.Type) {
+			types = append(types, k.Type)
+		}
+	}
 	s := ""
-	for i, k := range registry {
+	for i, t := range types {
 		switch {
 		case i == 0:
-		case i == len(registry)-1:
+		case i == len(types)-1:
 			s += " or "
 		default:
 			s += ", "
 		}
-		s += string(k.Type)
+		s += string(t)
 	}
 	return s
 }

@@ -8,8 +8,12 @@ import (
 	"github.com/sketchd/sketchd/internal/cms"
 )
 
-// cmsMagic is the first byte of every Count-Min encoding (cms doc.go).
-const cmsMagic = 0xC1
+// cmsMagic is the first byte of every Count-Min encoding (cms doc.go):
+// format version 1, or 2 for a sketch over a value domain.
+const (
+	cmsMagic       = 0xC1
+	cmsMagicRanged = 0xC2
+)
 
 // TypeCMS sketches are Count-Min sketches in sketchd's own format.
 var cmsKind = Kind{
@@ -25,7 +29,7 @@ var cmsKind = Kind{
 		}
 		return cmsSketch{c}, nil
 	},
-	Sniff:   func(b []byte) bool { return len(b) > 0 && b[0] == cmsMagic },
+	Sniff:   func(b []byte) bool { return len(b) > 0 && (b[0] == cmsMagic || b[0] == cmsMagicRanged) },
 	Prepare: func(in Input) (Batch, error) { its, err := in.Items(); return itemBatch(its), err },
 	Union: func(ss []Sketch) (Sketch, error) {
 		c := ss[0].(cmsSketch).c.Clone()
@@ -63,6 +67,9 @@ func (p CMSParams) New() (Sketch, error) {
 
 // String implements Params.
 func (p CMSParams) String() string {
+	if p.DomainBits > 0 {
+		return fmt.Sprintf("cms width=%d depth=%d conservative=%t topk=%d domain_bits=%d", p.Width, p.Depth, p.Conservative, p.TopK, p.DomainBits)
+	}
 	return fmt.Sprintf("cms width=%d depth=%d conservative=%t topk=%d", p.Width, p.Depth, p.Conservative, p.TopK)
 }
 
@@ -115,7 +122,7 @@ func (s cmsSketch) Check(b Batch) error {
 		if it.Count == 0 {
 			return Errorf(Invalid, "item %d: count 0", i)
 		}
-		if err := it.ID.Validate(); err != nil {
+		if err := s.c.CheckID(it.ID); err != nil {
 			return Wrap(Invalid, err, fmt.Sprintf("item %d: %s", i, trimKindPrefix(err.Error())))
 		}
 		if it.Count > 1<<63-1-sum {

@@ -75,6 +75,15 @@ type Info struct {
 	Lower, Upper float64
 	Theta        float64
 	Retained     int
+	// Min, Max (nil while empty) and RankError (normalized,
+	// single-sided; RankErrorPMF double-sided) describe a KLL sketch, whose Total is the number of
+	// values and Retained the items it keeps.
+	Min, Max                *float64
+	RankError, RankErrorPMF float64
+	// BitsSet and FalsePositiveRate describe a Bloom filter: the bits set
+	// and the current rate; its Cardinality is the estimated items.
+	BitsSet           int
+	FalsePositiveRate float64
 	// SizeBytes is the length of the sketch's encoding.
 	SizeBytes int
 	CreatedAt time.Time
@@ -101,6 +110,9 @@ type Event struct {
 type Added struct {
 	Type     Type
 	Accepted int
+	// Fresh, for a kind that records it (Kind.Fresh), says of each id in
+	// order whether it was new: absent before this write added it.
+	Fresh []bool
 }
 
 // IDs returns the Input of ids given one by one (an event's id), each

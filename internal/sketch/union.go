@@ -9,7 +9,8 @@ const unionBatch = 64
 // name prefix) without all of them in memory. Sketches given in one order
 // give the same result as Kind.Union of them in that order when they fit
 // in one batch, and an equal one for kinds whose union is associative
-// (hll, cms); theta and freq unions of more than a batch may differ from a
+// (hll, cms, bloom) and for kll sketches of one k (a kll union merges into
+// a copy of its first input); theta and freq unions of more than a batch may differ from a
 // one-shot union in which entries they retain, within their error bounds.
 // The zero value is ready to use.
 type Unioner struct {

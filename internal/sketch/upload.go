@@ -17,7 +17,7 @@ import (
 // or padded airlift HyperLogLog gets its decoder's complaint.
 func DecodeUpload(b []byte, format Type) (Sketch, error) {
 	if format != "" {
-		k, err := Lookup(format)
+		k, err := LookupFor(format, b)
 		if err != nil {
 			return nil, Errorf(Invalid, "query parameter format=%s names no sketch type; use %s", quote(string(format)), typeList())
 		}

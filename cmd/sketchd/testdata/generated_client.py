@@ -33,6 +33,10 @@ from sketchd_client.models import (
     CreateTheta,
     CreateZetaHLL,
     CreateAirliftHLL,
+    CreateBloom,
+    CreateKLL,
+    Bloom,
+    KLL,
     Intersection,
     IntersectionBody,
     Problem,
@@ -71,6 +75,8 @@ def main(base):
         ("py:cpc", CreateCPC(), Registers),
         ("py:zeta_hll", CreateZetaHLL(), Registers),
         ("py:airlift_hll", CreateAirliftHLL(), Registers),
+        ("py:bloom", CreateBloom(), Bloom),
+        ("py:kll", CreateKLL(), KLL),
     ]:
         r = create_sketch.sync_detailed(name, client=c, body=body)
         check(r.status_code == 201 and isinstance(r.parsed, want), f"create {name} with defaults", (r.status_code, r.content))
@@ -88,6 +94,10 @@ def main(base):
     check((z.type_.value, z.precision, z.sparse_precision, z.value_type.value) == ("zeta_hll", 15, 20, "unknown"), "ZetaSketch HLL++ defaults", z)
     a = made["py:airlift_hll"]
     check((a.type_.value, a.index_bits, a.representation) == ("airlift_hll", 12, "SPARSE"), "airlift HyperLogLog defaults", a)
+    b = made["py:bloom"]
+    check((b.type_.value, b.bits, b.hashes, b.expected_items, b.fpp) == ("bloom", 9662080, 7, 1000000, 0.01), "Bloom filter defaults", b)
+    k = made["py:kll"]
+    check((k.type_.value, k.k, k.items.value, k.n) == ("kll", 200, "double", 0), "KLL defaults", k)
 
     # Add through each named variant of AddRequest.
     r = add_ids.sync_detailed("py:hll", client=c, body=AddIds(ids=[1001, 1002, "alice@example.com"]))

@@ -243,6 +243,8 @@ const distinct = (type) => type === 'hll' || type === 'theta' || REGISTERS.has(t
 
 function estimateOf(s) {
   if (s.type === 'hll' || REGISTERS.has(s.type)) return { value: s.cardinality, error: s.cardinality * s.std_error };
+  if (s.type === 'kll') return { value: s.n, error: 0 };
+  if (s.type === 'bloom') return { value: s.estimated_items, error: 0 };
   if (SAMPLED.has(s.type)) return { value: s.cardinality, error: (s.upper_bound - s.lower_bound) / 4 };
   return { value: s.total, error: 0 };
 }
@@ -253,6 +255,8 @@ function estimateCell(s) {
     return [el('span', { class: 'est' }, count(value)), error > 0 ? el('span', { class: 'err' }, ` ± ${count(error)} (1σ)`) : el('span', { class: 'err muted' }, ' exact')];
   }
   if (s.type === 'cms') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' total')];
+  if (s.type === 'kll') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' values')];
+  if (s.type === 'bloom') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ` ids, ${s.false_positive_rate.toPrecision(2)} false positives`)];
   if (SAMPLED.has(s.type)) {
     return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err' }, ` (95%: ${count(s.lower_bound)}–${count(s.upper_bound)})`)];
   }
@@ -261,7 +265,7 @@ function estimateCell(s) {
 
 // kindName names a sketch kind for people; kinds the console does not
 // know yet show their API name.
-const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC', zeta_hll: 'ZetaSketch HLL++', airlift_hll: 'Trino HyperLogLog' })[type] || type;
+const kindName = (type) => ({ hll: 'HLL', cms: 'Count-Min', theta: 'Theta', freq: 'Frequency', ds_hll: 'DataSketches HLL', cpc: 'CPC', zeta_hll: 'ZetaSketch HLL++', airlift_hll: 'Trino HyperLogLog', kll: 'KLL quantiles', bloom: 'Bloom filter' })[type] || type;
 
 async function listView(prefix) {
   const section = el('section', { class: 'list' });
@@ -394,6 +398,8 @@ async function sketchView(name) {
   if (s.type === 'cms') return cmsView(s);
   if (SAMPLED.has(s.type)) return sampledView(s);
   if (REGISTERS.has(s.type)) return registersView(s);
+  if (s.type === 'kll') return kllView(s);
+  if (s.type === 'bloom') return bloomView(s);
   // A kind this page does not know yet: what every sketch has.
   return el('section', { class: 'detail' },
     el('h1', {}, s.name),
@@ -476,6 +482,131 @@ function registersView(s) {
     ]),
     el('h2', {}, 'Take it elsewhere'),
     el('p', {}, about[2], download));
+}
+
+// num formats a value of a KLL sketch: integers as counts, others to four
+// significant digits.
+const num = (x) => (Number.isInteger(x) ? intFmt.format(x) : Number(x.toPrecision(4)).toString());
+
+// kllView shows a KLL sketch: its median and tails with the values at
+// the ranks a rank error below and above, and its CDF with its error
+// band.
+async function kllView(s) {
+  const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
+  download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
+  const head = [
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, `KLL sketch (DataSketches): the distribution of ${s.items} values`),
+    facts([
+      ['Values', count(s.n), 'kll-n'],
+      s.n > 0 ? ['Min – max', `${num(s.min)} – ${num(s.max)}`, 'kll-range'] : null,
+      ['Rank error', `± ${pct(s.rank_error)} of the values (99% confidence; ± ${pct(s.rank_error_pmf)} for a share between two values)`, 'kll-error'],
+      ['Parameters', `k ${s.k}, ${intFmt.format(s.retained)} items kept`],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+      ['Last update', when(s.updated_at)],
+      ['On /metrics', s.metric ? 'yes' : 'no'],
+    ])];
+  const tail = [el('h2', {}, 'Take it elsewhere'),
+    el('p', {}, 'The bytes are DataSketches\' compact KLL format, read by its Java, C++ and Python libraries and by Druid, Pinot and Spark: ', download)];
+  if (s.n === 0) return el('section', { class: 'detail' }, ...head, el('p', { class: 'muted' }, 'Nothing added yet.'), ...tail);
+  const path = sketchPath(s.name);
+  const ranks = Array.from({ length: 101 }, (_, i) => i / 100);
+  const qs = await api('GET', `${path}/quantile?q=${ranks.join(',')}`);
+  // The CDF at the values of the percentiles: points spread over the
+  // distribution, dense where the values are.
+  const splits = [...new Set(qs.quantiles.map((q) => q.value))].sort((a, b) => a - b);
+  const cdf = await api('GET', `${path}/cdf?split=${splits.join(',')}`);
+  const table = el('table', { class: 'quantiles', id: 'kll-quantiles' },
+    el('thead', {}, el('tr', {}, el('th', {}, 'Quantile'), el('th', {}, 'Value'), el('th', {}, `Ranks ± ${pct(qs.rank_error)}`))),
+    el('tbody', {}, [0.5, 0.9, 0.99].map((q) => {
+      const v = qs.quantiles[Math.round(q * 100)];
+      return el('tr', { 'data-q': q, 'data-value': v.value, 'data-lower': v.lower, 'data-upper': v.upper },
+        el('td', {}, `p${Math.round(q * 100)}`), el('td', { class: 'num' }, num(v.value)), el('td', { class: 'num' }, `${num(v.lower)}–${num(v.upper)}`));
+    })));
+  return el('section', { class: 'detail' }, ...head,
+    el('h2', {}, 'Quantiles'), table,
+    el('h2', {}, 'Cumulative distribution'), cdfChart(s, cdf),
+    ...tail);
+}
+
+// cdfChart draws a KLL sketch's CDF at split points with its error band:
+// the share of values at most each point, ± the rank error.
+function cdfChart(s, cdf) {
+  const small = narrow();
+  const CW = small ? 420 : 900;
+  const CH = small ? 400 : 340;
+  const m = small ? { l: 52, r: 14, t: 14, b: 42 } : { l: 60, r: 24, t: 14, b: 46 };
+  const pts = cdf.split_points.map((v, i) => ({ v, y: cdf.values[i], lo: cdf.lower[i], hi: cdf.upper[i] }));
+  const lo = s.min, hi = Math.max(s.max, s.min + 1e-9);
+  // Values spread over decades (latencies, sizes) are drawn on a log
+  // axis, so that the body of the distribution is not squeezed into its
+  // first pixels.
+  const log = lo > 0 && hi / lo >= 20;
+  const t = log ? Math.log10 : (v) => v;
+  const x = (v) => m.l + ((t(v) - t(lo)) / (t(hi) - t(lo))) * (CW - m.l - m.r);
+  const y = (f) => CH - m.b - f * (CH - m.t - m.b);
+  const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'kll-cdf', role: 'img', 'aria-labelledby': 'cdf-title', 'data-scale': log ? 'log' : 'linear' },
+    svg('title', { id: 'cdf-title' }, `${s.name}: the share of values at most each value, with its error band`));
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+    root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(f), y2: y(f) }),
+      svg('text', { class: 'tick', x: m.l - 8, y: y(f) + 4, 'text-anchor': 'end' }, `${f * 100}%`));
+  }
+  let ticks = [];
+  if (log) {
+    // 1, 2 and 5 times the powers of ten within the range, thinned out.
+    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+      for (const f of [1, 2, 5]) {
+        const v = f * 10 ** e;
+        if (v >= lo && v <= hi) ticks.push(v);
+      }
+    }
+    const most = small ? 4 : 7;
+    if (ticks.length > most) ticks = ticks.filter((v) => Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9);
+  } else {
+    const n = small ? 3 : 5;
+    ticks = Array.from({ length: n + 1 }, (_, i) => lo + ((hi - lo) * i) / n);
+  }
+  for (const v of ticks) {
+    root.append(svg('line', { class: 'grid', x1: x(v), x2: x(v), y1: m.t, y2: CH - m.b }),
+      svg('text', { class: 'tick', x: x(v), y: CH - m.b + 20, 'text-anchor': 'middle' }, num(v)));
+  }
+  // The band and the line start at the min (rank 0) and end at the max.
+  const first = { v: lo, y: 0, lo: 0, hi: Math.min(1, cdf.rank_error) };
+  const last = { v: hi, y: 1, lo: Math.max(0, 1 - cdf.rank_error), hi: 1 };
+  const all = [first, ...pts.filter((p) => p.v > lo && p.v < hi), last];
+  const upper = all.map((p) => `${x(p.v)},${y(p.hi)}`);
+  const lower = all.slice().reverse().map((p) => `${x(p.v)},${y(p.lo)}`);
+  root.append(svg('polygon', { class: 'band line-7', id: 'cdf-band', points: [...upper, ...lower].join(' ') }),
+    svg('polyline', { class: 'line line-7', id: 'cdf-line', points: all.map((p) => `${x(p.v)},${y(p.y)}`).join(' ') }));
+  for (const p of pts) {
+    root.append(svg('circle', { class: 'dot line-7', cx: x(p.v), cy: y(p.y), r: 2.5, 'data-value': p.v, 'data-cdf': p.y, 'data-lower': p.lo, 'data-upper': p.hi },
+      svg('title', {}, `${pct(p.y)} of the values are at most ${num(p.v)} (${pct(p.lo)} – ${pct(p.hi)})`)));
+  }
+  return el('figure', { class: 'chart-figure' }, root,
+    el('figcaption', {}, el('ul', { class: 'legend' },
+      el('li', { id: 'cdf-note' }, `band: ± ${pct(cdf.rank_error)} rank error, 99% confidence, from ${count(s.n)} values`),
+      log ? el('li', {}, 'values on a log scale') : null)));
+}
+
+// bloomView shows a Bloom filter: its shape, how full it is and its
+// false-positive rate now.
+function bloomView(s) {
+  const download = el('button', { type: 'button', id: 'download' }, `Download ${s.name}.bin`);
+  download.addEventListener('click', () => downloadRaw(s.name, `${s.name.replace(/:/g, '_')}.bin`));
+  return el('section', { class: 'detail' },
+    el('h1', {}, s.name),
+    el('p', { class: 'muted' }, 'Bloom filter: which ids were seen, with no false negatives'),
+    facts([
+      ['Distinct ids', ['about ', count(s.estimated_items)], 'bloom-items'],
+      ['False positives', `${s.false_positive_rate.toPrecision(3)} now${s.fpp ? `; made for ${pct(s.fpp)} at ${count(s.expected_items)} ids` : ''}`, 'bloom-rate'],
+      ['Bits', `${intFmt.format(s.bits_set)} of ${intFmt.format(s.bits)} set, ${s.hashes} per id`],
+      ['Size', bytes(s.size_bytes)],
+      ['Created', when(s.created_at)],
+      ['Last update', when(s.updated_at)],
+    ]),
+    el('h2', {}, 'Take it elsewhere'),
+    el('p', {}, 'The bytes are sketchd\'s Bloom filter format (docs/bloom.md): ', download));
 }
 
 // sampledView shows a theta or frequency sketch (DataSketches' formats),

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -196,6 +197,36 @@ func (s *DB) CacheStats() (entries int, bytes int64) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	return len(s.entries), s.cacheBytes
+}
+
+// MetricQuantiles calls yield with the values at the fractions qs of
+// every KLL sketch created with the metric flag that holds values, read
+// at the moment of the scrape (metrics.QuantileSource).
+func (s *DB) MetricQuantiles(qs []float64, yield func(name string, q, value float64)) {
+	s.statsMu.Lock()
+	names := slices.Sorted(maps.Keys(s.estimates))
+	s.statsMu.Unlock()
+	type value struct {
+		name string
+		vs   []float64
+	}
+	var out []value
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, n := range names {
+		// A sketch deleted or damaged since is skipped.
+		_ = s.View(ctx, []string{n}, func(sks []sketch.Sketch) error {
+			if vs := sketch.QuantilesOf(sks[0], qs); vs != nil {
+				out = append(out, value{n, vs})
+			}
+			return nil
+		})
+	}
+	for _, v := range out {
+		for i, q := range qs {
+			yield(v.name, q, v.vs[i])
+		}
+	}
 }
 
 // MetricEstimates calls yield with the current estimate of every sketch

@@ -314,7 +314,7 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 		case err != nil:
 			return sketch.Added{}, err
 		}
-		b, err := kind.Prepare(in)
+		b, err := sketch.PrepareFor(kind, in)
 		if err != nil {
 			return sketch.Added{}, err
 		}
@@ -338,13 +338,21 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 			if e.st == nil {
 				t.put(e, st)
 			}
-			t.res.Added = sketch.Added{Type: kind.Type, Accepted: b.Len()}
-			return t.add(e, b)
+			if err := t.add(e, b); err != nil {
+				return err
+			}
+			// The answer sealed with an idempotency key says which ids
+			// were new too.
+			t.res.Added = sketch.Added{Type: kind.Type, Accepted: b.Len(), Fresh: sketch.FreshOf(kind, b)}
+			return nil
 		})
 		if err == errKindChanged {
 			continue
 		}
-		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, err
+		if err != nil {
+			return sketch.Added{}, err
+		}
+		return sketch.Added{Type: kind.Type, Accepted: b.Len(), Fresh: sketch.FreshOf(kind, b)}, nil
 	}
 }
 

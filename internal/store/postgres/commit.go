@@ -503,7 +503,7 @@ func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 // header, which it turns into an empty HLL at the stored parameters (the
 // delta an add-only write builds).
 func decodeLocked(kindName string, b []byte, full bool) (sketch.Sketch, bool, error) {
-	kind, err := sketch.Lookup(sketch.Type(kindName))
+	kind, err := sketch.LookupFor(sketch.Type(kindName), b)
 	if err != nil {
 		return nil, false, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
 	}
@@ -541,11 +541,23 @@ func paramsJSON(p sketch.Params) ([]byte, error) {
 	case sketch.HLLParams:
 		return json.Marshal(map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse})
 	case sketch.CMSParams:
-		return json.Marshal(map[string]any{"width": p.Width, "depth": p.Depth, "conservative": p.Conservative, "topk": p.TopK})
+		m := map[string]any{"width": p.Width, "depth": p.Depth, "conservative": p.Conservative, "topk": p.TopK}
+		if p.DomainBits > 0 {
+			m["domain_bits"] = p.DomainBits
+		}
+		return json.Marshal(m)
 	case sketch.ThetaParams:
 		return json.Marshal(map[string]any{"lg_k": p.LgK})
 	case sketch.FreqParams:
 		return json.Marshal(map[string]any{"lg_k": p.LgK})
+	case sketch.KLLParams:
+		return json.Marshal(map[string]any{"k": p.K, "items": p.Items.String()})
+	case sketch.BloomParams:
+		m := map[string]any{"bits": p.Bits, "hashes": p.Hashes}
+		if p.Stated() {
+			m["expected_items"], m["fpp"] = p.ExpectedItems, p.FPP
+		}
+		return json.Marshal(m)
 	}
 	return json.Marshal(p)
 }

@@ -167,6 +167,44 @@ func (s *DB) SketchCounts(yield func(kind, representation string, n int)) {
 	}
 }
 
+// MetricQuantiles calls yield with the values at the fractions qs of
+// every KLL sketch created with the metric flag that holds values
+// (metrics.QuantileSource).
+func (s *DB) MetricQuantiles(qs []float64, yield func(name string, q, value float64)) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, selectState+` WHERE metric AND kind = 'kll' ORDER BY name`)
+	if err != nil {
+		s.log.Warn("reading metric sketches' quantiles for /metrics", "err", err)
+		return
+	}
+	type value struct {
+		name string
+		vs   []float64
+	}
+	var out []value
+	for rows.Next() {
+		name, st, err := scanState(rows)
+		if err != nil {
+			rows.Close()
+			s.log.Warn("reading metric sketches' quantiles for /metrics", "err", err)
+			return
+		}
+		if vs := sketch.QuantilesOf(st.sk, qs); vs != nil {
+			out = append(out, value{name, vs})
+		}
+	}
+	if rows.Err() != nil {
+		s.log.Warn("reading metric sketches' quantiles for /metrics", "err", rows.Err())
+		return
+	}
+	for _, v := range out {
+		for i, q := range qs {
+			yield(v.name, q, v.vs[i])
+		}
+	}
+}
+
 // MetricEstimates calls yield with the current estimate of every sketch
 // created with the metric flag (a CMS reports its total).
 func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
@@ -303,7 +341,13 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 		if u.Len() == limit {
 			return nil, 0, sketch.TooManyWithPrefix(prefix, limit)
 		}
-		sk, err := kind.Decode(b)
+		// One API type may be several kinds (kll of doubles or longs):
+		// the bytes say which.
+		k, err := sketch.LookupFor(kind.Type, b)
+		if err != nil {
+			return nil, 0, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("sketch %q has an unknown kind", name))
+		}
+		sk, err := k.Decode(b)
 		if err != nil {
 			return nil, 0, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("sketch %q does not decode", name))
 		}

@@ -75,7 +75,7 @@ func readDef(ctx context.Context, q interface {
 // decodeDef rebuilds a spec from its columns and validates it as a create
 // would.
 func decodeDef(kindName string, proto []byte, tz string, levels []byte, late string) (*series.Spec, error) {
-	kind, err := sketch.Lookup(sketch.Type(kindName))
+	kind, err := sketch.LookupFor(sketch.Type(kindName), proto)
 	if err != nil {
 		return nil, err
 	}

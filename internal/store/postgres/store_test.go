@@ -8,9 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/store/postgres"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
@@ -290,6 +292,10 @@ func TestMigrationsOnce(t *testing.T) {
 		"t": {Params: sketch.ThetaParams{Params: theta.Params{LgK: 10}}},
 		"f": {Params: sketch.FreqParams{Params: freq.Params{LgK: 11}}},
 		"c": {Params: sketch.CMSParams{Params: cms.Params{Width: 100, Depth: 3}}},
+		"r": {Params: sketch.CMSParams{Params: cms.Params{Width: 100, Depth: 3, DomainBits: 16}}},
+		"b": {Params: sketch.BloomParams{Params: bloom.Params{Bits: 1024, Hashes: 3}}},
+		"q": {Params: sketch.KLLParams{K: 100, Items: kll.Longs}},
+		"s": {Params: sketch.BloomParams{Params: bloom.Params{Bits: 1024, Hashes: 3, ExpectedItems: 50, FPP: 0.05}}},
 	} {
 		if _, _, err := dbs[0].Create(ctx, name, spec); err != nil {
 			t.Fatal(err)
@@ -299,6 +305,10 @@ func TestMigrationsOnce(t *testing.T) {
 		"t": `theta {"lg_k": 10}`,
 		"f": `freq {"lg_k": 11}`,
 		"c": `cms {"topk": 0, "depth": 3, "width": 100, "conservative": false}`,
+		"r": `cms {"topk": 0, "depth": 3, "width": 100, "domain_bits": 16, "conservative": false}`,
+		"b": `bloom {"bits": 1024, "hashes": 3}`,
+		"q": `kll {"k": 100, "items": "long"}`,
+		"s": `bloom {"fpp": 0.05, "bits": 1024, "hashes": 3, "expected_items": 50}`,
 	} {
 		var kind string
 		if err := dbs[1].Pool().QueryRow(ctx, "SELECT kind, params::text FROM sketchd_sketches WHERE name = $1", name).Scan(&kind, &params); err != nil {

@@ -166,7 +166,7 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 	if err != nil {
 		return sketch.Added{}, err
 	}
-	b, err := kind.Prepare(in)
+	b, err := sketch.PrepareFor(kind, in)
 	if err != nil {
 		return sketch.Added{}, err
 	}
@@ -195,7 +195,7 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 			// The sketch was deleted or created as another kind since the
 			// look: parse the input again, for the kind it has now.
 			var err error
-			if bb, err = k.Prepare(in); err != nil {
+			if bb, err = sketch.PrepareFor(k, in); err != nil {
 				return err
 			}
 			pd = nil
@@ -211,7 +211,15 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 		if pd != nil && r.delta && pd.Params() == st.sk.Params() {
 			return t.merge(r, pd, bb.Len())
 		}
-		return t.add(r, bb)
+		if err := t.add(r, bb); err != nil {
+			return err
+		}
+		// A run of the transaction again (a retry) applies bb again to
+		// the state it reads then, so this is the committed run's answer;
+		// the answer sealed with an idempotency key says it too.
+		added.Fresh = sketch.FreshOf(k, bb)
+		t.res.Added = added
+		return nil
 	})
 	if err != nil {
 		return sketch.Added{}, err

@@ -159,6 +159,10 @@ func Run(t *testing.T, b Backend) {
 		{"Reopen", testReopen},
 		{"Canceled", testCanceled},
 		{"EveryKind", testEveryKind},
+		{"RangedCMS", testRangedCMS},
+		{"KLL", testKLL},
+		{"BloomFresh", testBloomFresh},
+		{"BloomFreshConcurrent", testBloomFreshConcurrent},
 		{"KeepsUploaded", testKeepsUploaded},
 	}
 	for _, tc := range tests {
@@ -197,6 +201,27 @@ type Input struct {
 	IDs    []cms.ID
 	Counts []uint64 // nil: each id counted once
 	Hashed []uint64 // pre-hashed values (an HLL-only body)
+	// Fresh asks which ids were new (add?report=new: sketch.FreshInput).
+	Fresh bool
+}
+
+// WantsFresh implements sketch.FreshInput.
+func (in Input) WantsFresh() bool { return in.Fresh }
+
+// Floats implements sketch.ValueInput: integer ids are values.
+func (in Input) Floats() ([]float64, error) {
+	if in.Counts != nil || in.Hashed != nil {
+		return nil, sketch.Errorf(sketch.Invalid, "counted items and hashes are not values")
+	}
+	return sketch.IDs(in.IDs).(sketch.ValueInput).Floats()
+}
+
+// Longs implements sketch.ValueInput.
+func (in Input) Longs() ([]int64, error) {
+	if in.Counts != nil || in.Hashed != nil {
+		return nil, sketch.Errorf(sketch.Invalid, "counted items and hashes are not values")
+	}
+	return sketch.IDs(in.IDs).(sketch.ValueInput).Longs()
 }
 
 // Hashes implements sketch.Input.
@@ -226,6 +251,9 @@ func (in Input) Items() ([]cms.Item, error) {
 
 // Type implements sketch.Input.
 func (in Input) Type() sketch.Type {
+	if in.Fresh {
+		return sketch.TypeBloom
+	}
 	if in.Counts != nil {
 		return sketch.TypeCMS
 	}
@@ -652,8 +680,18 @@ func testUnion(t *testing.T, in *Instance) {
 func testUnionPrefix(t *testing.T, in *Instance) {
 	// Every kind, three sketches each, of mixed parameters where the
 	// kind's union allows them; one sketch just outside the prefix.
+	types := map[sketch.Type]int{}
 	for _, k := range sketch.Kinds() {
-		p := "u:" + string(k.Type) + ":"
+		types[k.Type]++
+	}
+	for _, k := range sketch.Kinds() {
+		// Kinds of one type (kll of doubles and of longs) are told
+		// apart by their tag.
+		kname := string(k.Type)
+		if types[k.Type] > 1 {
+			kname = fmt.Sprintf("%s%d", k.Type, k.Tag)
+		}
+		p := "u:" + kname + ":"
 		var names []string
 		for i := range 3 {
 			spec := sketch.Spec{Params: k.Default()}
@@ -665,8 +703,8 @@ func testUnionPrefix(t *testing.T, in *Instance) {
 			create(t, in, n, spec)
 			add(t, in, n, Ints(int64(i)*500, int64(i)*500+800))
 		}
-		create(t, in, "u:"+string(k.Type), sketch.Spec{Params: k.Default()})
-		add(t, in, "u:"+string(k.Type), Ints(100000, 100100))
+		create(t, in, "u:"+kname, sketch.Spec{Params: k.Default()})
+		add(t, in, "u:"+kname, Ints(100000, 100100))
 		if k.Type == sketch.TypeHLL {
 			in.Settle(t)
 		}
@@ -688,9 +726,12 @@ func testUnionPrefix(t *testing.T, in *Instance) {
 		_, _, err = in.UnionPrefix(ctx, p, "", 2)
 		mustKind(t, err, sketch.TooLarge, "three sketches over a limit of two")
 	}
+	// kll sketches of doubles and of longs share a type, not a union.
+	_, _, err := in.UnionPrefix(ctx, "u:"+string(sketch.TypeKLL), "", 100)
+	mustKind(t, err, sketch.Conflict, "kll of doubles and of longs")
 	// A sketch of another kind under the prefix.
 	create(t, in, "u:hll:x", cmsSpec(64, 2))
-	_, _, err := in.UnionPrefix(ctx, "u:hll:", "", 100)
+	_, _, err = in.UnionPrefix(ctx, "u:hll:", "", 100)
 	mustKind(t, err, sketch.Conflict, "mixed kinds")
 	_, _, err = in.UnionPrefix(ctx, "u:hll:", "u:hll:x", 100)
 	must(t, err, "mixed kinds, the odd one excluded")
@@ -945,7 +986,7 @@ func clip(b []byte) []byte { return b[:min(len(b), 48)] }
 // the kind in memory. A new kind passes this with no change to the store.
 func testEveryKind(t *testing.T, in *Instance) {
 	for _, k := range sketch.Kinds() {
-		name := "k-" + string(k.Type)
+		name := fmt.Sprintf("k-%s-%d", k.Type, k.Tag) // kinds may share a type
 		spec := sketch.Spec{Params: k.Default()}
 		create(t, in, name, spec)
 		create(t, in, name+"-2", spec)

@@ -1,0 +1,553 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/kll"
+	"github.com/sketchd/sketchd/internal/sketch"
+)
+
+// maxSplitPoints bounds the quantiles, values and split points one query
+// asks for.
+const maxSplitPoints = 1000
+
+// floatList parses a comma-separated list of numbers (?q=0.5,0.99),
+// required, at most maxSplitPoints, each finite and within [lo, hi].
+func floatList(q map[string][]string, key string, lo, hi float64) ([]float64, error) {
+	v, ok := first(q, key)
+	if !ok || v == "" {
+		return nil, sketch.Errorf(sketch.Invalid, "query parameter %s is required: a comma-separated list of numbers, like %s=0.5,0.99", key, key)
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > maxSplitPoints {
+		return nil, sketch.Errorf(sketch.Invalid, "query parameter %s lists %d numbers; at most %d", key, len(parts), maxSplitPoints)
+	}
+	out := make([]float64, len(parts))
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < lo || f > hi {
+			return nil, sketch.Errorf(sketch.Invalid, "query parameter %s: %q is not a number in [%v, %v]", key, clip(p), lo, hi)
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// uintParam parses a required non-negative integer query parameter.
+func uintParam(q map[string][]string, key string) (uint64, error) {
+	v, ok := first(q, key)
+	if !ok {
+		return 0, sketch.Errorf(sketch.Invalid, "query parameter %s is required", key)
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, sketch.Errorf(sketch.Invalid, "query parameter %s=%q is not a non-negative integer", key, clip(v))
+	}
+	return n, nil
+}
+
+// quantileValue is one quantile of a sketch's values with the values at
+// the ranks rank_error below and above it (nil for an empty sketch).
+type quantileValue struct {
+	Q     float64  `json:"q"`
+	Value *float64 `json:"value"`
+	Lower *float64 `json:"lower"`
+	Upper *float64 `json:"upper"`
+}
+
+// quantileResponse answers quantiles of a Count-Min over a value domain
+// or a KLL sketch: each value's rank is within rank_error·n of q·n with
+// probability confidence.
+type quantileResponse struct {
+	Type       string          `json:"type"`
+	N          uint64          `json:"n"`
+	RankError  float64         `json:"rank_error"`
+	Confidence float64         `json:"confidence"`
+	Quantiles  []quantileValue `json:"quantiles"`
+}
+
+// kllConfidence is the confidence of a KLL sketch's rank error:
+// DataSketches fits it to the 99th percentile of the error.
+const kllConfidence = 0.99
+
+// quantiles answers qs from sk, inclusive (the libraries' default).
+func quantiles(label string, sk sketch.Sketch, qs []float64) (quantileResponse, error) {
+	return quantilesOf(label, sk, qs, true)
+}
+
+// quantilesOf answers qs from a KLL sketch or a Count-Min over a value
+// domain; inclusive applies to KLL (the smallest value whose rank reaches
+// q, or exceeds it).
+func quantilesOf(label string, sk sketch.Sketch, qs []float64, inclusive bool) (quantileResponse, error) {
+	if k, ok := sketch.KLLOf(sk); ok {
+		resp := quantileResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: k.RankError(false), Confidence: kllConfidence,
+			Quantiles: make([]quantileValue, len(qs))}
+		v := k.View()
+		at := func(q float64) *float64 {
+			if k.IsEmpty() {
+				return nil
+			}
+			x, err := v.Quantile(q, inclusive)
+			if err != nil {
+				return nil
+			}
+			return &x
+		}
+		for i, q := range qs {
+			resp.Quantiles[i] = quantileValue{Q: q, Value: at(q), Lower: at(math.Max(0, q-resp.RankError)), Upper: at(math.Min(1, q+resp.RankError))}
+		}
+		return resp, nil
+	}
+	c, ok := sketch.CMSOf(sk)
+	if !ok {
+		return quantileResponse{}, sketch.Errorf(sketch.Conflict, "%s is a %s sketch; quantiles need a kll sketch, or a cms sketch with domain_bits", label, sk.Kind().Type)
+	}
+	if c.DomainBits() == 0 {
+		return quantileResponse{}, sketch.Errorf(sketch.Conflict, "%s counts ids, not values: quantiles need a cms sketch created with domain_bits", label)
+	}
+	resp := quantileResponse{Type: string(sketch.TypeCMS), N: c.Total(), Quantiles: make([]quantileValue, len(qs))}
+	at := func(q float64) (*float64, cms.QuantileEstimate, error) {
+		e, ok, err := c.Quantile(q)
+		if err != nil || !ok {
+			return nil, e, err
+		}
+		v := float64(e.Value)
+		return &v, e, nil
+	}
+	for i, q := range qs {
+		v, e, err := at(q)
+		if err != nil {
+			return resp, sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "cms: "))
+		}
+		resp.RankError, resp.Confidence = e.RankError, e.Confidence
+		lo, _, _ := at(math.Max(0, q-e.RankError))
+		hi, _, _ := at(math.Min(1, q+e.RankError))
+		resp.Quantiles[i] = quantileValue{Q: q, Value: v, Lower: lo, Upper: hi}
+	}
+	return resp, nil
+}
+
+// rangeCount answers a range count [lo, hi] of a Count-Min over a value
+// domain.
+func rangeCount(label string, sk sketch.Sketch, lo, hi uint64) (rangeCountResponse, error) {
+	c, ok := sketch.CMSOf(sk)
+	if !ok {
+		return rangeCountResponse{}, sketch.Errorf(sketch.Conflict, "%s is a %s sketch; range counts need a cms sketch with domain_bits", label, sk.Kind().Type)
+	}
+	if c.DomainBits() == 0 {
+		return rangeCountResponse{}, sketch.Errorf(sketch.Conflict, "%s counts ids, not values: range counts need a cms sketch created with domain_bits", label)
+	}
+	r, err := c.Range(lo, hi)
+	if errors.Is(err, cms.ErrParams) {
+		return rangeCountResponse{}, sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "cms: "))
+	}
+	if err != nil {
+		return rangeCountResponse{}, err
+	}
+	return rangeCountResponse{Lo: lo, Hi: hi, Estimate: r.Estimate, ErrorBound: r.ErrorBound, Confidence: r.Confidence,
+		Intervals: r.Intervals, Total: c.Total()}, nil
+}
+
+// viewOne runs fn on the sketch name, unchanged while it runs.
+func (s *Server) viewOne(ctx context.Context, name string, fn func(sketch.Sketch) error) error {
+	return s.store.View(ctx, []string{name}, func(sks []sketch.Sketch) error { return fn(sks[0]) })
+}
+
+// handleQuantile answers ?q= quantiles of a Count-Min over a value domain
+// or a KLL sketch.
+func (s *Server) handleQuantile(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "q", "inclusive")
+	if err != nil {
+		return err
+	}
+	qs, err := floatList(q, "q", 0, 1)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	var resp quantileResponse
+	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
+		resp, err = quantilesOf(strconv.Quote(name), sk, qs, inclusive)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// handleRange answers the count of values in [lo, hi] of a Count-Min
+// over a value domain.
+func (s *Server) handleRange(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "lo", "hi")
+	if err != nil {
+		return err
+	}
+	lo, hi, err := loHi(q)
+	if err != nil {
+		return err
+	}
+	var resp rangeCountResponse
+	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
+		resp, err = rangeCount(strconv.Quote(name), sk, lo, hi)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+func loHi(q map[string][]string) (lo, hi uint64, err error) {
+	if lo, err = uintParam(q, "lo"); err != nil {
+		return
+	}
+	if hi, err = uintParam(q, "hi"); err != nil {
+		return
+	}
+	if lo > hi {
+		err = sketch.Errorf(sketch.Invalid, "lo=%d is above hi=%d", lo, hi)
+	}
+	return
+}
+
+// seriesQuantileResponse is quantiles over a series range.
+type seriesQuantileResponse struct {
+	rangeResponse
+	quantileResponse
+}
+
+// seriesRangeCountResponse is a range count over a series range.
+type seriesRangeCountResponse struct {
+	rangeResponse
+	rangeCountResponse
+}
+
+func (s *Server) handleSeriesQuantile(w http.ResponseWriter, r *http.Request) error {
+	name, q, from, to, ss, err := s.seriesRange(r, "q", "inclusive", "buckets")
+	if err != nil {
+		return err
+	}
+	qs, err := floatList(q, "q", 0, 1)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	if err != nil {
+		return err
+	}
+	resp, err := quantilesOf("series "+strconv.Quote(name), u, qs, inclusive)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, seriesQuantileResponse{rangeResponse: rangeDTO(plan, list), quantileResponse: resp})
+}
+
+func (s *Server) handleSeriesRangeCount(w http.ResponseWriter, r *http.Request) error {
+	name, q, from, to, ss, err := s.seriesRange(r, "lo", "hi", "buckets")
+	if err != nil {
+		return err
+	}
+	lo, hi, err := loHi(q)
+	if err != nil {
+		return err
+	}
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	if err != nil {
+		return err
+	}
+	resp, err := rangeCount("series "+strconv.Quote(name), u, lo, hi)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, seriesRangeCountResponse{rangeResponse: rangeDTO(plan, list), rangeCountResponse: resp})
+}
+
+// rankValue is one value's normalized rank with the ranks rank_error
+// below and above it (clipped to [0, 1]).
+type rankValue struct {
+	Value float64 `json:"value"`
+	Rank  float64 `json:"rank"`
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+}
+
+// rankResponse answers ranks of values of a KLL sketch.
+type rankResponse struct {
+	Type       string      `json:"type"`
+	N          uint64      `json:"n"`
+	RankError  float64     `json:"rank_error"`
+	Confidence float64     `json:"confidence"`
+	Ranks      []rankValue `json:"ranks"`
+}
+
+// distributionResponse is a KLL sketch's CDF or PMF over split points:
+// m+1 values for m points, each within rank_error (with lower and upper
+// the band it gives) with probability confidence.
+type distributionResponse struct {
+	Type        string    `json:"type"`
+	N           uint64    `json:"n"`
+	RankError   float64   `json:"rank_error"`
+	Confidence  float64   `json:"confidence"`
+	SplitPoints []float64 `json:"split_points"`
+	Values      []float64 `json:"values"`
+	Lower       []float64 `json:"lower"`
+	Upper       []float64 `json:"upper"`
+}
+
+// kllOf returns sk as a KLL sketch, or a Conflict naming label.
+func kllOf(label string, sk sketch.Sketch, what string) (sketch.KLL, error) {
+	k, ok := sketch.KLLOf(sk)
+	if !ok {
+		return nil, sketch.Errorf(sketch.Conflict, "%s is a %s sketch; %s needs a kll sketch", label, sk.Kind().Type, what)
+	}
+	return k, nil
+}
+
+// kllValues checks values or split points for a sketch of longs: they
+// must be integers.
+func kllValues(sk sketch.Sketch, key string, vs []float64) error {
+	if p, ok := sk.Params().(sketch.KLLParams); ok && p.Items == kll.Longs {
+		for _, v := range vs {
+			if v != math.Trunc(v) || math.Abs(v) > 1<<63 {
+				return sketch.Errorf(sketch.Invalid, "%s: %v is not an integer; this kll sketch keeps longs", key, v)
+			}
+		}
+	}
+	return nil
+}
+
+// ranksOf answers the ranks of values in a KLL sketch.
+func ranksOf(label string, sk sketch.Sketch, values []float64, inclusive bool) (rankResponse, error) {
+	k, err := kllOf(label, sk, "a rank")
+	if err != nil {
+		return rankResponse{}, err
+	}
+	if err := kllValues(sk, "value", values); err != nil {
+		return rankResponse{}, err
+	}
+	eps := k.RankError(false)
+	resp := rankResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: eps, Confidence: kllConfidence, Ranks: make([]rankValue, len(values))}
+	v := k.View()
+	for i, x := range values {
+		r := 0.0
+		if !k.IsEmpty() {
+			if r, err = v.Rank(x, inclusive); err != nil {
+				return resp, err
+			}
+		}
+		resp.Ranks[i] = rankValue{Value: x, Rank: r, Lower: math.Max(0, r-eps), Upper: math.Min(1, r+eps)}
+	}
+	return resp, nil
+}
+
+// distribution answers a KLL sketch's CDF (pmf false) or PMF over splits.
+func distribution(label string, sk sketch.Sketch, splits []float64, inclusive, pmf bool) (distributionResponse, error) {
+	what := "a cdf"
+	if pmf {
+		what = "a pmf"
+	}
+	k, err := kllOf(label, sk, what)
+	if err != nil {
+		return distributionResponse{}, err
+	}
+	if err := kllValues(sk, "split", splits); err != nil {
+		return distributionResponse{}, err
+	}
+	for i := 1; i < len(splits); i++ {
+		if !(splits[i-1] < splits[i]) {
+			return distributionResponse{}, sketch.Errorf(sketch.Invalid, "split points must increase strictly; %v follows %v", splits[i], splits[i-1])
+		}
+	}
+	eps := k.RankError(pmf)
+	resp := distributionResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: eps, Confidence: kllConfidence, SplitPoints: splits}
+	if k.IsEmpty() {
+		resp.Values, resp.Lower, resp.Upper = []float64{}, []float64{}, []float64{}
+		return resp, nil
+	}
+	v := k.View()
+	if pmf {
+		resp.Values, err = v.PMF(splits, inclusive)
+	} else {
+		resp.Values, err = v.CDF(splits, inclusive)
+	}
+	if err != nil {
+		return resp, sketch.Wrap(sketch.Invalid, err, strings.TrimPrefix(err.Error(), "kll: "))
+	}
+	for _, x := range resp.Values {
+		resp.Lower = append(resp.Lower, math.Max(0, x-eps))
+		resp.Upper = append(resp.Upper, math.Min(1, x+eps))
+	}
+	if !pmf {
+		// The CDF ends at 1 exactly: every value is at most the max.
+		last := len(resp.Values) - 1
+		resp.Lower[last], resp.Upper[last] = 1, 1
+	}
+	return resp, nil
+}
+
+func (s *Server) handleRank(w http.ResponseWriter, r *http.Request) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "value", "inclusive")
+	if err != nil {
+		return err
+	}
+	values, err := floatList(q, "value", -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	var resp rankResponse
+	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
+		resp, err = ranksOf(strconv.Quote(name), sk, values, inclusive)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) handleCDF(w http.ResponseWriter, r *http.Request) error {
+	return s.distribution(w, r, false)
+}
+func (s *Server) handlePMF(w http.ResponseWriter, r *http.Request) error {
+	return s.distribution(w, r, true)
+}
+
+func (s *Server) distribution(w http.ResponseWriter, r *http.Request, pmf bool) error {
+	name, err := nameParam(r)
+	if err != nil {
+		return err
+	}
+	q, err := query(r, "split", "inclusive")
+	if err != nil {
+		return err
+	}
+	splits, err := floatList(q, "split", -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	var resp distributionResponse
+	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
+		resp, err = distribution(strconv.Quote(name), sk, splits, inclusive, pmf)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+type seriesRankResponse struct {
+	rangeResponse
+	rankResponse
+}
+
+type seriesDistributionResponse struct {
+	rangeResponse
+	distributionResponse
+}
+
+func (s *Server) handleSeriesRank(w http.ResponseWriter, r *http.Request) error {
+	name, q, from, to, ss, err := s.seriesRange(r, "value", "inclusive", "buckets")
+	if err != nil {
+		return err
+	}
+	values, err := floatList(q, "value", -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	if err != nil {
+		return err
+	}
+	resp, err := ranksOf("series "+strconv.Quote(name), u, values, inclusive)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, seriesRankResponse{rangeResponse: rangeDTO(plan, list), rankResponse: resp})
+}
+
+func (s *Server) handleSeriesCDF(w http.ResponseWriter, r *http.Request) error {
+	return s.seriesDistribution(w, r, false)
+}
+
+func (s *Server) handleSeriesPMF(w http.ResponseWriter, r *http.Request) error {
+	return s.seriesDistribution(w, r, true)
+}
+
+func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf bool) error {
+	name, q, from, to, ss, err := s.seriesRange(r, "split", "inclusive", "buckets")
+	if err != nil {
+		return err
+	}
+	splits, err := floatList(q, "split", -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	if err != nil {
+		return err
+	}
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	if err != nil {
+		return err
+	}
+	resp, err := distribution("series "+strconv.Quote(name), u, splits, inclusive, pmf)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, seriesDistributionResponse{rangeResponse: rangeDTO(plan, list), distributionResponse: resp})
+}

@@ -33,9 +33,10 @@ var (
 	tAccepted = reflect.TypeFor[struct {
 		Accepted int `json:"accepted"`
 	}]()
-	tSketch  = reflect.TypeFor[client.Sketch]()
-	tSeries  = reflect.TypeFor[client.Series]()
-	tAddBody = reflect.TypeFor[struct {
+	tSketch   = reflect.TypeFor[client.Sketch]()
+	tSeries   = reflect.TypeFor[client.Series]()
+	tImported = reflect.TypeFor[client.BucketsImported]()
+	tAddBody  = reflect.TypeFor[struct {
 		IDs    []client.ID   `json:"ids"`
 		Hashes []int64       `json:"hashes"`
 		Items  []client.Item `json:"items"`
@@ -131,14 +132,21 @@ var compat = map[string]operation{
 	"PUT /v1/series/{name}":    {params: []string{"Idempotency-Key"}, methods: []string{"CreateSeries"}, request: reflect.TypeFor[client.SeriesRequest](), response: tSeries},
 	"GET /v1/series/{name}":    {methods: []string{"DescribeSeries"}, response: tSeries},
 	"DELETE /v1/series/{name}": {params: []string{"Idempotency-Key"}, methods: []string{"DeleteSeries"}},
+	"PATCH /v1/series/{name}":  {params: []string{"Idempotency-Key"}, methods: []string{"ChangeSeries"}, request: reflect.TypeFor[client.SeriesChange](), response: tSeries},
 	"POST /v1/series/{name}/add": {
-		methods: []string{"AddSeriesInts", "AddSeriesStrings", "AddSeriesIDs", "AddSeriesHashes", "AddSeriesItems", "AddSeriesValues", "AddSeriesLongs"},
+		methods: []string{"AddSeriesInts", "AddSeriesStrings", "AddSeriesIDs", "AddSeriesHashes", "AddSeriesItems", "AddSeriesValues", "AddSeriesLongs", "BackfillSeries"},
 		params:  []string{"Idempotency-Key", "ts"},
 		notSent: map[string]string{"id_type": "only for text/plain and NDJSON bodies; the client sends octet-stream and JSON",
 			"byte_order": "the client sends big-endian octets"},
 		request:  tAddBody,
-		response: tAccepted,
+		response: reflect.TypeFor[client.SeriesAdded](),
 	},
+	"PUT /v1/series/{name}/buckets":                  {methods: []string{"ImportBuckets"}, params: []string{"Idempotency-Key", "format", "fold"}, response: tImported},
+	"POST /v1/series/{name}/buckets":                 {methods: []string{"MergeBuckets"}, params: []string{"Idempotency-Key", "format", "fold"}, response: tImported},
+	"PUT /v1/series/{name}/buckets/{level}/{start}":  {methods: []string{"PutBucket"}, params: []string{"Idempotency-Key", "format", "fold"}, response: tImported},
+	"POST /v1/series/{name}/buckets/{level}/{start}": {methods: []string{"MergeBucket"}, params: []string{"Idempotency-Key", "format", "fold"}, response: tImported},
+	"POST /v1/retention":                             {methods: []string{"Retention"}, request: reflect.TypeFor[client.RetentionRequest](), response: reflect.TypeFor[client.Retention]()},
+	"POST /v1/funnel":                                {methods: []string{"Funnel"}, request: reflect.TypeFor[client.FunnelRequest](), response: reflect.TypeFor[client.Funnel]()},
 	"GET /v1/series/{name}/count": {methods: []string{"SeriesCount", "SeriesCountBuckets"}, params: []string{"from", "to", "id", "id_type", "buckets"},
 		response: reflect.TypeFor[client.SeriesCount]()},
 	"GET /v1/series/{name}/timeseries": {methods: []string{"SeriesTimeseries"}, params: []string{"from", "to", "step", "window", "q"},

@@ -126,16 +126,63 @@ func (c *Client) DeleteSeries(ctx context.Context, name string) error {
 	return err
 }
 
+// SeriesChange is the body of ChangeSeries: a new late limit and new
+// retentions of levels the series keeps, in ISO 8601 (empty fields stay
+// as they are).
+type SeriesChange struct {
+	LateLimit string            `json:"late_limit,omitempty"`
+	Levels    map[string]string `json:"levels,omitempty"`
+}
+
+// ChangeSeries changes the series' late limit and the retentions of the
+// levels it keeps (PATCH /v1/series/{name}) and returns its new
+// description. A change the series cannot take (a level it does not
+// keep, a coarser level keeping less than a finer one) is IsInvalid and
+// changes nothing. Adds and reads use the new definition at once; the
+// buckets a shorter retention leaves out go at the next retention pass.
+// It is retried: the same change twice is the change once.
+func (c *Client) ChangeSeries(ctx context.Context, name string, req SeriesChange) (*Series, error) {
+	cl, err := jsonCall(http.MethodPatch, seriesPath(name), req, true, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	cl.write = true
+	return into[Series](ctx, c, cl)
+}
+
 // ListSeries returns a page of series (GET /v1/series).
 func (c *Client) ListSeries(ctx context.Context, opts ListOptions) (*SeriesList, error) {
 	return into[SeriesList](ctx, c, call{method: http.MethodGet, path: "/v1/series", query: listQuery(opts), idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // Adding to a series takes the same bodies as adding to a sketch, stamped
-// ts (the zero time is the server's now): one bucket per level is
-// updated in one durable write. An add older than the series' late limit
-// or more than 5 minutes ahead is IsUnprocessable. As with sketches, the HLL
-// adds are retried and AddSeriesItems (Count-Min) is not.
+// ts (the zero time is the server's now): one bucket per level that keeps
+// ts is updated in one durable write. An add older than the series' late
+// limit or more than 5 minutes ahead is IsUnprocessable. An add older
+// than a finer level keeps (a late limit past the hour level's retention)
+// goes to the coarser levels only: BackfillSeries says which. As with
+// sketches, the HLL adds are retried and AddSeriesItems (Count-Min) is
+// not.
+
+// SeriesAdded is the answer of a series add: the ids accepted, the
+// levels whose buckets took them (finest first) and a warning for each
+// level skipped because ts is older than it keeps.
+type SeriesAdded struct {
+	Accepted int      `json:"accepted"`
+	Levels   []string `json:"levels"`
+	Warnings []string `json:"warnings"`
+}
+
+// BackfillSeries adds integer and text ids stamped ts to an HLL series,
+// as AddSeriesIDs does, and returns the whole answer: which levels took
+// them, for a ts older than some level keeps.
+func (c *Client) BackfillSeries(ctx context.Context, name string, ts time.Time, ids []ID, opts ...CallOption) (*SeriesAdded, error) {
+	body, err := idsBody(ids)
+	if err != nil {
+		return nil, err
+	}
+	return c.addSeriesAnswer(ctx, name, ts, "application/json", body, true, opts)
+}
 
 // AddSeriesInts adds integer ids to an HLL series as big-endian int64s.
 func (c *Client) AddSeriesInts(ctx context.Context, name string, ts time.Time, ids []int64, opts ...CallOption) (int, error) {
@@ -178,25 +225,26 @@ func (c *Client) AddSeriesItems(ctx context.Context, name string, ts time.Time, 
 var errSeriesCreate = errors.New("client: a series add cannot create the series; use CreateSeries")
 
 func (c *Client) addSeries(ctx context.Context, name string, ts time.Time, contentType string, body []byte, idempotent bool, opts []CallOption) (int, error) {
+	a, err := c.addSeriesAnswer(ctx, name, ts, contentType, body, idempotent, opts)
+	if err != nil {
+		return 0, err
+	}
+	return a.Accepted, nil
+}
+
+func (c *Client) addSeriesAnswer(ctx context.Context, name string, ts time.Time, contentType string, body []byte, idempotent bool, opts []CallOption) (*SeriesAdded, error) {
 	cc := callOptions(opts)
 	if cc.create {
-		return 0, errSeriesCreate
+		return nil, errSeriesCreate
 	}
 	var q url.Values
 	if !ts.IsZero() {
 		q = url.Values{"ts": {ts.Format(time.RFC3339Nano)}}
 	}
-	r, err := c.do(ctx, call{
+	return into[SeriesAdded](ctx, c, call{
 		method: http.MethodPost, path: seriesPath(name, "add"), query: q, body: body, contentType: contentType,
 		idempotent: idempotent || cc.retryUnsafe, write: true, ok: []int{http.StatusOK},
 	})
-	if err != nil {
-		return 0, err
-	}
-	var a struct {
-		Accepted int `json:"accepted"`
-	}
-	return a.Accepted, decode(r, &a)
 }
 
 // Range is the part of a series a query covered: From and To may differ

@@ -46,6 +46,27 @@ func TestSeriesCalls(t *testing.T) {
 	if _, err := c.AddSeriesInts(ctx, "dau", today.Add(-30*24*time.Hour), []int64{9}); !client.IsUnprocessable(err) {
 		t.Fatalf("AddSeriesInts 30 days late = %v, want unprocessable (422)", err)
 	}
+	// Backfill: with late_limit P60D, 30 days late goes to days only.
+	if _, _, err := c.CreateSeries(ctx, "hist", client.SeriesRequest{Levels: map[string]string{client.LevelHour: "P14D", client.LevelDay: "P400D"}}); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.ChangeSeries(ctx, "hist", client.SeriesChange{LateLimit: "P60D"})
+	if err != nil || ch.LateLimit != "P60D" || ch.Levels[0].Retention != "P14D" {
+		t.Fatalf("ChangeSeries(late_limit P60D) = %+v, %v", ch, err)
+	}
+	ba, err := c.BackfillSeries(ctx, "hist", today.Add(-30*24*time.Hour), []client.ID{client.Int(9)})
+	if err != nil || ba.Accepted != 1 || len(ba.Levels) != 1 || ba.Levels[0] != client.LevelDay || len(ba.Warnings) != 1 {
+		t.Fatalf("BackfillSeries 30 days late = %+v, %v; want the day level only, with a warning", ba, err)
+	}
+	if _, err := c.ChangeSeries(ctx, "hist", client.SeriesChange{Levels: map[string]string{client.LevelMonth: "P5Y"}}); !client.IsInvalid(err) {
+		t.Fatalf("ChangeSeries(a level not kept) = %v, want invalid", err)
+	}
+	if ch, err = c.ChangeSeries(ctx, "hist", client.SeriesChange{LateLimit: "P7D"}); err != nil || ch.LateLimit != "P7D" {
+		t.Fatalf("ChangeSeries(late_limit P7D) = %+v, %v", ch, err)
+	}
+	if err := c.DeleteSeries(ctx, "hist"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.AddSeriesInts(ctx, "dau", today, []int64{9}, client.WithCreate()); err == nil || client.StatusOf(err) != 0 {
 		t.Fatalf("AddSeriesInts with WithCreate = %v, want an error before sending", err)
 	}
@@ -166,5 +187,88 @@ func TestMergeRawFold(t *testing.T) {
 	sk, err := c.MergeRaw(ctx, "big", small.Data, client.WithFold())
 	if err != nil || sk.Log2m != 10 || sk.FoldedFromLog2m != 14 || sk.Cardinality != 3 {
 		t.Fatalf("MergeRaw with WithFold = %+v, %v; want log2m 10 folded from 14, 3 ids", sk, err)
+	}
+}
+
+// TestImportBuckets: sketches downloaded from one sketch become buckets
+// of a series, one at a time and in bulk, and the series counts them.
+func TestImportBuckets(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	if _, _, err := c.CreateSeries(ctx, "h", client.SeriesRequest{Levels: map[string]string{client.LevelDay: "P400D", client.LevelMonth: "P5Y"}}); err != nil {
+		t.Fatal(err)
+	}
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -50)
+	var bulk []client.BucketImport
+	for i := range 5 {
+		ids := make([]int64, 100)
+		for j := range ids {
+			ids[j] = int64(i*50 + j) // 300 distinct over the five days
+		}
+		name := "d" + string(rune('0'+i))
+		if _, err := c.AddInts(ctx, name, ids, client.WithCreate()); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := c.Raw(ctx, name, client.RawOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bulk = append(bulk, client.BucketImport{Level: client.LevelDay, Start: day.AddDate(0, 0, i), Data: raw.Data})
+	}
+	got, err := c.PutBucket(ctx, "h", client.LevelDay, day, bulk[0].Data)
+	if err != nil || len(got.Buckets) != 2 || got.Buckets[0].Action != "replaced" || got.Buckets[1].Action != "rolled_up" {
+		t.Fatalf("PutBucket = %+v, %v; want the day replaced, its month rolled up", got, err)
+	}
+	if got, err = c.ImportBuckets(ctx, "h", bulk[1:]); err != nil || len(got.Buckets) < 5 {
+		t.Fatalf("ImportBuckets = %+v, %v", got, err)
+	}
+	cnt, err := c.SeriesCount(ctx, "h", day, day.AddDate(0, 0, 5))
+	if err != nil || cnt.Cardinality != 300 {
+		t.Fatalf("SeriesCount over the imported days = %+v, %v; want 300", cnt, err)
+	}
+	if _, err = c.MergeBucket(ctx, "h", client.LevelDay, day.Add(time.Hour), bulk[0].Data); !client.IsInvalid(err) {
+		t.Fatalf("MergeBucket inside a day = %v, want invalid", err)
+	}
+	if got, err = c.MergeBuckets(ctx, "h", bulk[:1]); err != nil || got.Buckets[0].Action != "merged" {
+		t.Fatalf("MergeBuckets = %+v, %v", got, err)
+	}
+}
+
+// TestRetentionAndFunnel: a daily retention table and a funnel over a
+// series, against the real server.
+func TestRetentionAndFunnel(t *testing.T) {
+	t.Parallel()
+	s := startSketchd(t, nil)
+	c := newClient(t, s)
+	ctx := t.Context()
+	if _, _, err := c.CreateSeries(ctx, "a", client.SeriesRequest{Levels: map[string]string{client.LevelDay: "P400D"}, LateLimit: "P30D"}); err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	first := today.AddDate(0, 0, -3)
+	for d := range 3 {
+		ids := make([]int64, 300)
+		for i := range ids {
+			ids[i] = int64(100*d + i)
+		}
+		if _, err := c.AddSeriesInts(ctx, "a", first.AddDate(0, 0, d).Add(time.Hour), ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := c.Retention(ctx, client.RetentionRequest{Series: "a", Period: client.PeriodDay, Start: first, Cohorts: 2, Periods: 2})
+	if err != nil || len(r.Cohorts) != 2 || len(r.Cohorts[0].Cells) != 2 || r.Cohorts[0].Cells[0].Estimate != 200 || r.Cohorts[0].Cells[1].Share.Estimate != 100.0/300 || !r.Cohorts[0].Cells[0].Reliable {
+		t.Fatalf("Retention = %+v, %v", r, err)
+	}
+	day := func(d int) client.Operand {
+		return client.Operand{Series: "a", From: first.AddDate(0, 0, d), To: first.AddDate(0, 0, d+1)}
+	}
+	f, err := c.Funnel(ctx, client.FunnelRequest{Steps: []client.Operand{day(0), day(1), day(2)}})
+	if err != nil || len(f.Steps) != 3 || f.Steps[0].Conversion != nil || f.Steps[2].Estimate != 100 || f.Steps[2].Conversion.Estimate != 0.5 || f.Steps[2].Overall.Estimate != 100.0/300 {
+		t.Fatalf("Funnel = %+v, %v", f, err)
+	}
+	if _, err := c.Funnel(ctx, client.FunnelRequest{Steps: []client.Operand{day(0)}}); !client.IsInvalid(err) {
+		t.Fatalf("Funnel of one step = %v, want invalid", err)
 	}
 }

@@ -7,11 +7,16 @@
 // width limit trades reliable answers for their coverage. It prints
 // Markdown tables and draws PNG plots for docs/intersection.md.
 //
+// With "retention" first it simulates retention tables and funnels on
+// users of known activity instead, and measures how often the cells'
+// bounds hold the truth (retention.go).
+//
 // Usage:
 //
 //	go run ./cmd/intersim -runs 100 -small 1000000 -img docs/img > results.md
 //	go run ./cmd/intersim -sets 3,4,8 -runs 100 -small 100000 -ratios 1,10,100 > k.md
 //	go run ./cmd/intersim -overlap -sets 2,3,4,8,16,64 -log2m 11,14 -runs 40 > overlap.md
+//	go run ./cmd/intersim retention -runs 40 > retention.md
 package main
 
 import (
@@ -41,8 +46,13 @@ func main() {
 	}
 }
 
-// run parses args, simulates the grid and writes the report to stdout.
+// run parses args, simulates the grid and writes the report to stdout;
+// "retention" as the first argument simulates retention tables and
+// funnels instead (runRetention).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "retention" {
+		return runRetention(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("intersim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	runs := fs.Int("runs", 100, "independent runs per cell")

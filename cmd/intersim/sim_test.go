@@ -257,3 +257,40 @@ func TestRunOverlapGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionCoverage simulates retention tables and funnels of known
+// truth: every cell's bounds must hold the truth as often as the
+// envelope says (±3Δ, at least 97% of the reliable cells, as the
+// pairwise simulation measured), the errors must be calibrated (about
+// 95% of the raw estimates within 2Δ: neither too narrow nor far too
+// wide), and so must the shares and conversions' bounds.
+func TestRetentionCoverage(t *testing.T) {
+	t.Parallel()
+	f := retentionFlags{runs: 3, cohorts: 8, offsets: 8, small: 4000, log2ms: []int{13}, seed: 26, workers: 2}
+	cells, steps, news, err := simulateRetention(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, os := range map[string][]cellObs{"retention cells": cells, "funnel steps": steps} {
+		c := summariseCells(os)
+		if c.n < 40 || c.reliable == 0 {
+			t.Fatalf("%s: %d observations, %d reliable", name, c.n, c.reliable)
+		}
+		if cov := pct(c.relCovered, c.reliable); cov < 97 {
+			t.Errorf("%s: the bounds cover %.1f%% of %d reliable ones, want ≥ 97%%", name, cov, c.reliable)
+		}
+		if cov := pct(c.relShareCovered, c.reliable); cov < 97 {
+			t.Errorf("%s: the share bounds cover %.1f%% of %d reliable ones, want ≥ 97%%", name, cov, c.reliable)
+		}
+		if w := pct(c.within[1], c.n); w < 88 || w > 99.5 {
+			t.Errorf("%s: %.1f%% of %d raw estimates within 2Δ, want about 95%%", name, w, c.n)
+		}
+	}
+	var out bytes.Buffer
+	if len(news) == 0 {
+		t.Error("no new-user cohort cells simulated")
+	}
+	if err := reportRetention(&out, f, cells, steps, news); err != nil || !strings.Contains(out.String(), "### Retention cells") || !strings.Contains(out.String(), "| 13 | **all** |") {
+		t.Errorf("report = %v:\n%s", err, out.String())
+	}
+}

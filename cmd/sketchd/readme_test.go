@@ -219,8 +219,9 @@ func readmePostgres(t *testing.T) []string {
 	schema := fmt.Sprintf("readme_%d_%d", os.Getpid(), time.Now().UnixNano())
 	for _, q := range []string{
 		`CREATE SCHEMA ` + schema,
-		`CREATE TABLE ` + schema + `.events (user_id bigint, campaign int)`,
-		`INSERT INTO ` + schema + `.events SELECT g, 42 FROM generate_series(1, 1000) AS g`,
+		`CREATE TABLE ` + schema + `.events (user_id bigint, campaign int, day date)`,
+		// Each user on one of the 30 days before today (UTC).
+		`INSERT INTO ` + schema + `.events SELECT g, 42, (now() AT TIME ZONE 'UTC')::date - 1 - g % 30 FROM generate_series(1, 1000) AS g`,
 		`CREATE TABLE ` + schema + `.my_saved_sketches (s hll)`,
 		`INSERT INTO ` + schema + `.my_saved_sketches SELECT hll_add_agg(hll_hash_bigint(g), 14, 5, -1, 1) FROM generate_series(500, 2000) AS g`,
 	} {

@@ -42,6 +42,7 @@ var rules = map[string]struct {
 	"internal/zeta":       {allow: []string{mod + "internal/hllbias"}, forbidStd: []string{"net/http"}},
 	"internal/airlift":    {allow: []string{mod + "internal/hllbias", mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/sketch":     {allow: above(mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", "github.com/spaolacci/murmur3"), forbidStd: []string{"net/http"}},
+	"internal/cohort":     {allow: above(mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", "github.com/spaolacci/murmur3"), forbidStd: []string{"net/http"}},
 	"internal/idem":       {allow: above(mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", "github.com/spaolacci/murmur3"), forbidStd: []string{"net/http"}},
 	"migrations":          {allow: []string{"go.etcd.io/bbolt", "golang.org/x/sys"}, forbidStd: []string{"net/http"}},
 	"internal/store/bolt": {allow: above(mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", mod+"migrations", "github.com/spaolacci/murmur3", "go.etcd.io/bbolt", "golang.org/x/sys"), forbidStd: []string{"net/http"}},
@@ -51,7 +52,7 @@ var rules = map[string]struct {
 	// The console's page is embedded files and a handler: the standard
 	// library only.
 	"internal/console":        {},
-	"internal/server":         {allow: above(mod+"internal/console", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/ingest", mod+"internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5")},
+	"internal/server":         {allow: above(mod+"internal/console", mod+"internal/cohort", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/ingest", mod+"internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5")},
 	"migrations/postgres":     {forbidStd: []string{"net/http"}},
 	"internal/store/postgres": {allow: above(mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", mod+"migrations/postgres", "github.com/spaolacci/murmur3", "github.com/jackc/", "golang.org/x/sync", "golang.org/x/text"), forbidStd: []string{"net/http"}},
 }

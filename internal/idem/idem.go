@@ -70,12 +70,17 @@ type Result struct {
 	Created bool
 	// Added: Add, AddSeries.
 	Added sketch.Added
+	// SeriesAdded: AddSeries, the levels that took the add and those
+	// it was too old for.
+	SeriesAdded series.Added
 	// Counts: AddEvents.
 	Counts map[sketch.Type]int
 	// Sketch: Union with into.
 	Sketch sketch.Sketch
-	// Series: CreateSeries.
+	// Series: CreateSeries, ChangeSeries.
 	Series series.Info
+	// Writes: ImportSeries, the buckets written.
+	Writes []series.Write
 }
 
 // Guard is a write under an idempotency key, carried in its context.

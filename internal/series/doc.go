@@ -7,8 +7,11 @@
 // It decides, and stores nothing:
 //
 //   - which buckets an add stamped ts updates (Spec.Buckets): one per
-//     level not yet expired, refusing a ts older than the late limit or
-//     more than MaxFuture ahead;
+//     level that still keeps ts (an add older than the hour level keeps
+//     backfills days and months), refusing a ts older than the late limit
+//     or more than MaxFuture ahead;
+//   - what a change of the late limit and retentions gives
+//     (Spec.Changed), validated as a create is;
 //   - from which buckets a range [from, to) is answered (Spec.Plan): the
 //     fewest that tile it, coarse levels inside and finer ones at the
 //     edges, never an expired one; an edge inside the finest bucket kept

@@ -162,11 +162,31 @@ func TestBuckets(t *testing.T) {
 	if _, err := s.Buckets(now.AddDate(0, 0, -8), now); sketch.KindOf(err) != sketch.Unprocessable {
 		t.Errorf("8 days late (limit P7D) = %v, want Invalid", err)
 	}
-	// A late limit longer than the finest level keeps is refused; the
-	// default shrinks to it.
-	s2 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}, LateLimit: Duration{Days: 2}}
+	// A late limit longer than the finest level keeps is a backfill
+	// window: an add older than the hour level's retention goes to days
+	// only. One past the coarsest level's retention is refused; the
+	// default shrinks to the finest level's.
+	s2 := &Spec{Params: s.Params, TZ: "UTC", Levels: []LevelSpec{{Hour, Duration{Days: 1}}, {Day, Duration{Days: 30}}}, LateLimit: Duration{Days: 20}}
+	if err := s2.Validate(); err != nil {
+		t.Fatalf("late limit P20D over hours kept P1D and days P30D = %v", err)
+	}
+	keys, err = s2.Buckets(now.Add(-36*time.Hour), now)
+	if err != nil || len(keys) != 1 || keys[0] != (Key{Day, Day.Start(now.Add(-36*time.Hour), s2.loc)}) {
+		t.Errorf("36 hours late over hours kept P1D = %v, %v; want the day bucket only", keys, err)
+	}
+	added := s2.AddedTo(sketch.Added{Accepted: 3}, keys)
+	if !slices.Equal(added.Levels, []Level{Day}) || len(added.Skipped) != 1 || added.Skipped[0].Level != Hour {
+		t.Errorf("AddedTo = %+v, want day taken and hour skipped", added)
+	}
+	s2.LateLimit = Duration{Days: 31}
 	if err := s2.Validate(); sketch.KindOf(err) != sketch.Invalid {
-		t.Errorf("late limit P2D over an hour level kept P1D = %v, want Invalid", err)
+		t.Errorf("late limit P31D over days kept P30D = %v, want Invalid", err)
+	}
+	// No level keeps the time (a spec changed behind Validate's back):
+	// 422, not an add that writes nothing.
+	s2.LateLimit = Duration{Days: 60}
+	if _, err := s2.Buckets(now.AddDate(0, 0, -45), now); sketch.KindOf(err) != sketch.Unprocessable {
+		t.Errorf("45 days late over days kept P30D = %v, want Unprocessable", err)
 	}
 	s2.LateLimit = Duration{}
 	if err := s2.Validate(); err != nil || s2.LateLimit != (Duration{Days: 1}) {
@@ -430,5 +450,102 @@ func TestAddToFarPast(t *testing.T) {
 		if y, m, d := got.Date(); y != -7974 || m != 11 || d != 25 || got.Hour() != 12 {
 			t.Errorf("%s: 2026-11-25 12:00 minus P10000Y = %v, want -7974-11-25 12:00", zone, got)
 		}
+	}
+}
+
+func TestChanged(t *testing.T) {
+	s := testSpec(t, "Europe/Berlin", LevelSpec{Hour, Duration{Days: 14}}, LevelSpec{Day, Duration{Days: 400}}, LevelSpec{Month, Duration{Years: 5}})
+	late := Duration{Days: 90}
+	c, err := s.Changed(Change{LateLimit: &late, Retentions: map[Level]Duration{Hour: {Days: 30}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LateLimit != late || c.Levels[0].Retention != (Duration{Days: 30}) || c.Levels[1].Retention != (Duration{Days: 400}) || c.Location() == nil {
+		t.Errorf("Changed = %s", c)
+	}
+	if s.LateLimit != (Duration{Days: 7}) || s.Levels[0].Retention != (Duration{Days: 14}) {
+		t.Errorf("Changed changed its receiver: %s", s)
+	}
+	if c.Same(s) {
+		t.Error("a changed spec is the Same as the old one")
+	}
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	if _, err := s.Buckets(now.AddDate(0, 0, -60), now); sketch.KindOf(err) != sketch.Unprocessable {
+		t.Errorf("60 days late under P7D = %v", err)
+	}
+	if keys, err := c.Buckets(now.AddDate(0, 0, -60), now); err != nil || len(keys) != 2 {
+		t.Errorf("60 days late under P90D with hours kept P30D = %v, %v; want day and month", keys, err)
+	}
+	for name, ch := range map[string]Change{
+		"a level not kept":          {Retentions: map[Level]Duration{Week: {Days: 30}}},
+		"coarser keeps less":        {Retentions: map[Level]Duration{Day: {Days: 10}}},
+		"zero retention":            {Retentions: map[Level]Duration{Day: {}}},
+		"zero late limit":           {LateLimit: &Duration{}},
+		"late past the coarsest":    {LateLimit: &Duration{Years: 6}},
+		"coarsest under late limit": {LateLimit: &late, Retentions: map[Level]Duration{Hour: {Days: 1}, Day: {Days: 2}, Month: {Days: 60}}},
+	} {
+		if _, err := s.Changed(ch); sketch.KindOf(err) != sketch.Invalid {
+			t.Errorf("%s: Changed = %v, want Invalid", name, err)
+		}
+	}
+}
+
+// TestImportWrites: an hour rolls up into its day, week and month; a
+// week into nothing (it does not lie inside a month); a coarser bucket
+// named by the import is not rolled into; roll-ups into one bucket are
+// unioned; writes come in (level, start) order.
+func TestImportWrites(t *testing.T) {
+	s := testSpec(t, "Europe/Berlin", LevelSpec{Hour, Duration{Days: 14}}, LevelSpec{Day, Duration{Days: 400}}, LevelSpec{Week, Duration{Days: 400}}, LevelSpec{Month, Duration{Years: 5}})
+	loc := s.Location()
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	h1 := Hour.Start(now.Add(-30*time.Hour), loc)
+	h2 := Hour.Next(h1, loc)
+	sk := func() sketch.Sketch {
+		v, err := s.Params.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ws, err := s.ImportWrites([]Import{{Key{Hour, h2}, sk()}, {Key{Hour, h1}, sk()}}, true, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range ws {
+		got = append(got, fmt.Sprintf("%s %s %s", w.Level, w.Start.Format("01-02T15"), w.Action))
+	}
+	want := []string{
+		"hour " + h1.Format("01-02T15") + " replaced", "hour " + h2.Format("01-02T15") + " replaced",
+		"day " + Day.Start(h1, loc).Format("01-02T15") + " rolled_up",
+		"week " + Week.Start(h1, loc).Format("01-02T15") + " rolled_up",
+		"month " + Month.Start(h1, loc).Format("01-02T15") + " rolled_up",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("two hours:\n got %v\nwant %v", got, want)
+	}
+	// A week starting 2026-09-28 spans two months: no roll-up.
+	w := Week.Start(time.Date(2026, 9, 30, 12, 0, 0, 0, loc), loc)
+	ws, err = s.ImportWrites([]Import{{Key{Week, w}, sk()}}, false, now)
+	if err != nil || len(ws) != 1 || ws[0].Action != Merged {
+		t.Errorf("a week = %+v, %v; want it merged alone", ws, err)
+	}
+	// The day named with its hour takes no roll-up.
+	d := Day.Start(h1, loc)
+	ws, err = s.ImportWrites([]Import{{Key{Hour, h1}, sk()}, {Key{Day, d}, sk()}}, true, now)
+	if err != nil || len(ws) != 4 || ws[1].Level != Day || ws[1].Action != Replaced {
+		t.Errorf("an hour and its day = %+v, %v; want hour, day replaced, week and month rolled up", ws, err)
+	}
+	// Expired coarser buckets take nothing; an expired named one is 422.
+	old := Day.Start(now.AddDate(0, 0, -300), loc)
+	s2 := testSpec(t, "UTC", LevelSpec{Day, Duration{Days: 400}}, LevelSpec{Week, Duration{Days: 400}})
+	if _, err := s2.ImportWrites([]Import{{Key{Day, now.AddDate(0, 0, -500).Truncate(24 * time.Hour)}, sk()}}, true, now); sketch.KindOf(err) != sketch.Unprocessable {
+		t.Errorf("an expired day = %v, want Unprocessable", err)
+	}
+	if ws, err := s.ImportWrites([]Import{{Key{Day, old}, sk()}}, true, now); err != nil || len(ws) != 3 {
+		t.Errorf("a day 300 days old = %+v, %v; want day, week, month", ws, err)
+	}
+	if _, err := s.ImportWrites(make([]Import, MaxImports+1), true, now); sketch.KindOf(err) != sketch.TooLarge {
+		t.Errorf("%d imports = %v, want TooLarge", MaxImports+1, err)
 	}
 }

@@ -38,8 +38,11 @@ type Spec struct {
 // Validate checks the spec and loads its time zone. Coarser levels must
 // keep their buckets at least as long as finer ones (so a range that
 // finer buckets have left can still be answered from coarser ones), and
-// the late limit must not reach past the finest level's retention.
-// Errors are Invalid.
+// the late limit must not reach past the coarsest level's retention (no
+// level would keep an add that late). A late limit past a finer level's
+// retention is a backfill window: an add older than a level keeps goes
+// to the coarser levels that still keep its time (Buckets). Errors are
+// Invalid.
 func (s *Spec) Validate() error {
 	if s.Params == nil {
 		return sketch.Errorf(sketch.Invalid, "a series needs a sketch type")
@@ -78,8 +81,8 @@ func (s *Spec) Validate() error {
 			s.LateLimit = s.Levels[0].Retention
 		}
 	}
-	if s.LateLimit.AddTo(ref, 1).After(s.Levels[0].Retention.AddTo(ref, 1)) {
-		return sketch.Errorf(sketch.Invalid, "late_limit %s reaches past the %s level's retention %s", s.LateLimit, s.Levels[0].Level, s.Levels[0].Retention)
+	if top := s.Levels[len(s.Levels)-1]; s.LateLimit.AddTo(ref, 1).After(top.Retention.AddTo(ref, 1)) {
+		return sketch.Errorf(sketch.Invalid, "late_limit %s reaches past the %s level's retention %s, the longest the series keeps: no level would keep an add that late", s.LateLimit, top.Level, top.Retention)
 	}
 	return nil
 }
@@ -111,8 +114,10 @@ type Key struct {
 }
 
 // Buckets returns the buckets an add stamped ts updates: one per level
-// whose bucket for ts has not expired. A ts older than the late limit or
-// more than MaxFuture ahead of now is Unprocessable (422).
+// whose bucket for ts has not expired (an add older than a fine level's
+// retention goes to the coarser levels that still keep its time). A ts
+// older than the late limit or more than MaxFuture ahead of now, or one
+// that no level keeps, is Unprocessable (422).
 func (s *Spec) Buckets(ts, now time.Time) ([]Key, error) {
 	if ts.After(now.Add(MaxFuture)) {
 		return nil, sketch.Errorf(sketch.Unprocessable, "ts %s is more than %s ahead of the server's clock (%s)", ts.UTC().Format(time.RFC3339), MaxFuture, now.UTC().Format(time.RFC3339))
@@ -128,7 +133,78 @@ func (s *Spec) Buckets(ts, now time.Time) ([]Key, error) {
 		}
 		keys = append(keys, Key{ls.Level, start})
 	}
+	if len(keys) == 0 {
+		top := s.Levels[len(s.Levels)-1]
+		return nil, sketch.Errorf(sketch.Unprocessable, "ts %s is older than every level keeps (the longest, %s, keeps %s)", ts.UTC().Format(time.RFC3339), top.Level, top.Retention)
+	}
 	return keys, nil
+}
+
+// Added is what an add to a series applied: the ids it accepted and the
+// levels whose buckets took them, finest first. Skipped are the levels
+// the add did not reach because their retention is shorter than its age
+// (a backfill older than the hour level keeps goes to days and months).
+type Added struct {
+	sketch.Added
+	Levels  []Level
+	Skipped []LevelSpec
+}
+
+// AddedTo describes an add that updated keys (from Buckets) of s.
+func (s *Spec) AddedTo(a sketch.Added, keys []Key) Added {
+	out := Added{Added: a}
+	for _, ls := range s.Levels {
+		took := false
+		for _, k := range keys {
+			took = took || k.Level == ls.Level
+		}
+		if took {
+			out.Levels = append(out.Levels, ls.Level)
+		} else {
+			out.Skipped = append(out.Skipped, ls)
+		}
+	}
+	return out
+}
+
+// Change is a change to a series' definition: a new late limit, and new
+// retentions for levels it keeps; a nil or absent part stays as it is.
+type Change struct {
+	LateLimit  *Duration
+	Retentions map[Level]Duration
+}
+
+// IsZero reports whether c changes nothing.
+func (c Change) IsZero() bool { return c.LateLimit == nil && len(c.Retentions) == 0 }
+
+// Changed returns a new spec: s with c applied, validated as a create
+// is. A retention for a level s does not keep is Invalid (a change
+// cannot add a level: its buckets would hold nothing of the past). A
+// shorter retention drops the buckets that fall out of it at the next
+// retention pass (reads stop using them at once); a longer one keeps
+// buckets from then on, and reads use those not yet removed at once.
+func (s *Spec) Changed(c Change) (*Spec, error) {
+	out := &Spec{Params: s.Params, TZ: s.TZ, Levels: slices.Clone(s.Levels), LateLimit: s.LateLimit}
+	for l, d := range c.Retentions {
+		i := slices.IndexFunc(out.Levels, func(ls LevelSpec) bool { return ls.Level == l })
+		if i < 0 {
+			return nil, sketch.Errorf(sketch.Invalid, "the series keeps %s; a change sets their retentions and cannot add the %s level", s.levelNames(), l)
+		}
+		if d.IsZero() {
+			return nil, sketch.Errorf(sketch.Invalid, "level %s needs a retention, like P400D", l)
+		}
+		out.Levels[i].Retention = d
+	}
+	if c.LateLimit != nil {
+		if c.LateLimit.IsZero() {
+			return nil, sketch.Errorf(sketch.Invalid, "late_limit must be positive, like P7D")
+		}
+		out.LateLimit = *c.LateLimit
+	}
+	if err := out.Validate(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // String describes the spec for messages.

@@ -168,9 +168,88 @@ func (s *Server) handleSeriesAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.addBody(w, r, q, func(ctx context.Context, in sketch.Input) (sketch.Added, error) {
-		return ss.AddSeries(ctx, name, ts, in)
+	return s.addBodyAnswer(w, r, q, false, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
+		a, err := ss.AddSeries(ctx, name, ts, in)
+		return idem.Result{Added: a.Added, SeriesAdded: a}, err
+	}, func(res idem.Result) any { return seriesAddDTO(res.SeriesAdded, ts) })
+}
+
+// seriesAddResponse answers a series add: the ids accepted, the levels
+// whose buckets took them and, for an add older than some level keeps,
+// a warning naming the levels it skipped.
+type seriesAddResponse struct {
+	Accepted int      `json:"accepted"`
+	Levels   []string `json:"levels"`
+	Warnings []string `json:"warnings"`
+}
+
+func seriesAddDTO(a series.Added, ts time.Time) seriesAddResponse {
+	resp := seriesAddResponse{Accepted: a.Accepted, Levels: []string{}, Warnings: []string{}}
+	for _, l := range a.Levels {
+		resp.Levels = append(resp.Levels, l.String())
+	}
+	for _, ls := range a.Skipped {
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("ts %s is older than the %s level keeps (%s): its %s bucket was not written; only %s took the ids", ts.UTC().Format(time.RFC3339), ls.Level, ls.Retention, ls.Level, strings.Join(resp.Levels, ", ")))
+	}
+	return resp
+}
+
+// handleSeriesChange changes a series' late limit and the retentions of
+// the levels it keeps (PATCH): a body naming neither is a 400.
+func (s *Server) handleSeriesChange(w http.ResponseWriter, r *http.Request) error {
+	name, _, ss, err := s.seriesRoute(r)
+	if err != nil {
+		return err
+	}
+	var req seriesChangeRequest
+	if err := s.decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	c, err := req.change()
+	if err != nil {
+		return err
+	}
+	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		return jsonAnswer(http.StatusOK, describeSeries(res.Series))
+	}, func(ctx context.Context) (idem.Result, error) {
+		info, err := ss.ChangeSeries(ctx, name, c)
+		return idem.Result{Series: info}, err
 	})
+}
+
+// seriesChangeRequest is the body of PATCH /v1/series/{name}.
+type seriesChangeRequest struct {
+	LateLimit *string           `json:"late_limit"`
+	Levels    map[string]string `json:"levels"`
+}
+
+func (q seriesChangeRequest) change() (series.Change, error) {
+	var c series.Change
+	if q.LateLimit == nil && len(q.Levels) == 0 {
+		return c, sketch.Errorf(sketch.Invalid, `name what to change: {"late_limit":"P90D"} and/or {"levels":{"hour":"P30D"}}`)
+	}
+	if q.LateLimit != nil {
+		d, err := series.ParseDuration(*q.LateLimit)
+		if err != nil {
+			return c, sketch.Errorf(sketch.Invalid, "late_limit: %s", err)
+		}
+		c.LateLimit = &d
+	}
+	for k, v := range q.Levels {
+		l, err := series.ParseLevel(k)
+		if err != nil {
+			return c, sketch.Errorf(sketch.Invalid, "levels: %s", err)
+		}
+		d, err := series.ParseDuration(v)
+		if err != nil {
+			return c, sketch.Errorf(sketch.Invalid, "levels.%s: %s", k, err)
+		}
+		if c.Retentions == nil {
+			c.Retentions = map[series.Level]series.Duration{}
+		}
+		c.Retentions[l] = d
+	}
+	return c, nil
 }
 
 // budget is what one request may plan of series buckets and points.

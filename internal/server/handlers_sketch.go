@@ -329,6 +329,16 @@ func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]
 // addBodyAs is addBody; with fresh (add?report=new) the input asks which
 // ids were new, and the answer lists them (freshResponse).
 func (s *Server) addBodyAs(w http.ResponseWriter, r *http.Request, q map[string][]string, fresh bool, add func(context.Context, sketch.Input) (sketch.Added, error)) error {
+	return s.addBodyAnswer(w, r, q, fresh, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
+		a, err := add(ctx, in)
+		return idem.Result{Added: a}, err
+	}, nil)
+}
+
+// addBodyAnswer is addBodyAs whose write gives the whole result; answerOf,
+// when set, renders the answer from it (also under an idempotency key,
+// where the store renders it before it commits).
+func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[string][]string, fresh bool, add func(context.Context, sketch.Input) (idem.Result, error), answerOf func(idem.Result) any) error {
 	format, lines, err := s.idFormat(r, q)
 	if err != nil {
 		return err
@@ -345,6 +355,9 @@ func (s *Server) addBodyAs(w http.ResponseWriter, r *http.Request, q map[string]
 	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, little: little, fresh: fresh}
 	defer in.release()
 	return s.commit(w, r, func(res idem.Result) (*answer, error) {
+		if answerOf != nil {
+			return jsonAnswer(http.StatusOK, answerOf(res))
+		}
 		if !fresh {
 			return jsonAnswer(http.StatusOK, addResponse{Accepted: res.Added.Accepted})
 		}
@@ -354,11 +367,11 @@ func (s *Server) addBodyAs(w http.ResponseWriter, r *http.Request, q map[string]
 		}
 		return jsonAnswer(http.StatusOK, resp)
 	}, func(ctx context.Context) (idem.Result, error) {
-		added, err := add(ctx, in)
+		res, err := add(ctx, in)
 		if err == nil {
-			s.metrics.Ingested(string(added.Type), added.Accepted)
+			s.metrics.Ingested(string(res.Added.Type), res.Added.Accepted)
 		}
-		return idem.Result{Added: added}, err
+		return res, err
 	})
 }
 

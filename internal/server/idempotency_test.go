@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -66,6 +67,11 @@ func TestKeyEveryWrite(t *testing.T) {
 	must(t, e.send(t, "PUT", "/v1/series/s", "application/json", `{"type":"cms","width":64,"depth":2,"levels":{"day":"P30D"}}`), http.StatusCreated, "create series s")
 	must(t, e.send(t, "PUT", "/v1/series/gone", "application/json", `{"levels":{"day":"P30D"}}`), http.StatusCreated, "create series gone")
 	items := `{"items":[{"id":1,"count":5},{"id":"x","count":2}]}`
+	e.create(t, "c2", `{"type":"cms","width":64,"depth":2}`)
+	must(t, e.postJSON(t, "/v1/sketches/c2/add", items), http.StatusOK, "add to c2")
+	cmsUpload := e.raw(t, "c2")
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Format(time.RFC3339)
+	bulk := fmt.Sprintf(`{"level":"day","start":%q,"bytes":%q}`, day, base64.StdEncoding.EncodeToString(cmsUpload)) + "\n"
 	type write struct {
 		name, method, path, ctype, body string
 		status                          int
@@ -77,6 +83,10 @@ func TestKeyEveryWrite(t *testing.T) {
 		{"add with create", "POST", "/v1/sketches/made/add?create=true", "application/json", items, 200},
 		{"events", "POST", "/v1/events", "application/json", `{"events":[{"id":9,"sketches":["c","h"]},{"id":10,"sketches":["c"],"series":["s"]}]}`, 200},
 		{"series add", "POST", "/v1/series/s/add", "application/json", items, 200},
+		{"series change", "PATCH", "/v1/series/s", "application/json", `{"late_limit":"P20D"}`, 200},
+		{"bucket merge", "POST", "/v1/series/s/buckets/day/" + day, "application/octet-stream", string(cmsUpload), 200},
+		{"bucket replace", "PUT", "/v1/series/s/buckets/day/" + day, "application/octet-stream", string(cmsUpload), 200},
+		{"buckets merge", "POST", "/v1/series/s/buckets", "application/x-ndjson", bulk, 200},
 		{"raw put", "PUT", "/v1/sketches/copy/raw", "application/octet-stream", upload, 201},
 		{"raw post", "POST", "/v1/sketches/h/raw", "application/octet-stream", upload, 200},
 		{"union into", "POST", "/v1/union", "application/json", `{"sketches":["h","h2"],"into":"u"}`, 200},
@@ -456,7 +466,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 }
 
 // readPosts are the POST routes that write nothing.
-var readPosts = []string{"/v1/intersection", "/v1/overlap", "/v1/sketches/{name}/frequency", "/v1/sketches/{name}/check", "/v1/series/{name}/check"}
+var readPosts = []string{"/v1/intersection", "/v1/overlap", "/v1/retention", "/v1/funnel", "/v1/sketches/{name}/frequency", "/v1/sketches/{name}/check", "/v1/series/{name}/check"}
 
 // TestKeyOnEveryWriteRoute: every route that can write checks
 // Idempotency-Key (a malformed one is a 400 naming it), and the spec

@@ -65,6 +65,8 @@ func (s *Server) routes() http.Handler {
 		read.With(s.idempotent).Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))
 		read.Post("/overlap", s.handle(s.handleOverlap))
+		read.Post("/retention", s.handle(s.handleRetention))
+		read.Post("/funnel", s.handle(s.handleFunnel))
 		write.Post("/sketches/{name}/fold", s.handle(s.handleFold))
 		read.Get("/sketches/{name}/raw", s.handle(s.handleRawGet))
 		write.Put("/sketches/{name}/raw", s.handle(s.handleRawPut))
@@ -73,6 +75,7 @@ func (s *Server) routes() http.Handler {
 		read.Get("/series", s.handle(s.handleSeriesList))
 		write.Put("/series/{name}", s.handle(s.handleSeriesCreate))
 		read.Get("/series/{name}", s.handle(s.handleSeriesDescribe))
+		write.Patch("/series/{name}", s.handle(s.handleSeriesChange))
 		write.Delete("/series/{name}", s.handle(s.handleSeriesDelete))
 		write.Post("/series/{name}/add", s.handle(s.handleSeriesAdd))
 		read.Get("/series/{name}/count", s.handle(s.handleSeriesCount))
@@ -86,6 +89,10 @@ func (s *Server) routes() http.Handler {
 		read.Get("/series/{name}/cdf", s.handle(s.handleSeriesCDF))
 		read.Get("/series/{name}/pmf", s.handle(s.handleSeriesPMF))
 		read.Get("/series/{name}/raw", s.handle(s.handleSeriesRaw))
+		write.Put("/series/{name}/buckets", s.handle(s.handleBucketsImport(true)))
+		write.Post("/series/{name}/buckets", s.handle(s.handleBucketsImport(false)))
+		write.Put("/series/{name}/buckets/{level}/{start}", s.handle(s.handleBucketImport(true)))
+		write.Post("/series/{name}/buckets/{level}/{start}", s.handle(s.handleBucketImport(false)))
 	})
 	s.patterns = map[string]bool{}
 	chi.Walk(r, func(_, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -102,7 +109,7 @@ func allowedMethods(mux *chi.Mux, r *http.Request) []string {
 		path = r.URL.Path
 	}
 	var out []string
-	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodPatch, http.MethodDelete} {
 		if mux.Find(chi.NewRouteContext(), m, path) != "" {
 			out = append(out, m)
 			if m == http.MethodGet {

@@ -573,3 +573,68 @@ func TestRegisterLine(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesBackfillAndChange: the README's levels take adds up to a late
+// limit past the hour level's retention, each answer naming the levels
+// that took it; PATCH changes the late limit and retentions, refusing a
+// change the spec refuses and changing nothing then.
+func TestSeriesBackfillAndChange(t *testing.T) {
+	t.Parallel()
+	e := seriesEnv(t)
+	js := "application/json"
+	must(t, e.send(t, http.MethodPut, "/v1/series/a", js, `{"tz":"UTC","levels":{"hour":"P14D","day":"P400D","month":"P5Y"},"late_limit":"P90D"}`), http.StatusCreated, "create with late_limit past the hour level")
+	type added struct {
+		Accepted int
+		Levels   []string
+		Warnings []string
+	}
+	add := func(ts time.Time, want int) added {
+		t.Helper()
+		r := must(t, e.postJSON(t, "/v1/series/a/add?ts="+rfc(ts), `{"ids":[1,2,3]}`), want, "add at "+ts.String())
+		var a added
+		if want == http.StatusOK {
+			decode(t, r.Body, &a)
+		}
+		return a
+	}
+	now := time.Now()
+	if a := add(now.AddDate(0, 0, -30), http.StatusOK); a.Accepted != 3 || !slices.Equal(a.Levels, []string{"day", "month"}) || len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "hour level keeps (P14D)") {
+		t.Errorf("an add 30 days late = %+v, want day and month, with a warning about hours", a)
+	}
+	if a := add(now.Add(-time.Minute), http.StatusOK); !slices.Equal(a.Levels, []string{"hour", "day", "month"}) || a.Warnings == nil || len(a.Warnings) != 0 {
+		t.Errorf("an add of now = %+v, want all three levels and no warnings", a)
+	}
+	r := must(t, e.send(t, http.MethodPatch, "/v1/series/a", js, `{"late_limit":"P7D","levels":{"hour":"P2D"}}`), http.StatusOK, "patch")
+	var d seriesResponse
+	decode(t, r.Body, &d)
+	if d.LateLimit != "P7D" || d.Levels[0].Retention != "P2D" || d.Levels[1].Retention != "P400D" {
+		t.Errorf("PATCH answered %+v", d)
+	}
+	checkProblem(t, e.postJSON(t, "/v1/series/a/add?ts="+rfc(now.AddDate(0, 0, -30)), `{"ids":[4]}`), http.StatusUnprocessableEntity)
+	if a := add(now.AddDate(0, 0, -3), http.StatusOK); !slices.Equal(a.Levels, []string{"day", "month"}) {
+		t.Errorf("3 days late with hours kept P2D = %+v, want day and month", a)
+	}
+	for _, c := range []struct {
+		name, path, ctype, body string
+		want                    int
+	}{
+		{"nothing to change", "/v1/series/a", js, `{}`, 400},
+		{"a level not kept", "/v1/series/a", js, `{"levels":{"week":"P30D"}}`, 400},
+		{"unknown level", "/v1/series/a", js, `{"levels":{"fortnight":"P30D"}}`, 400},
+		{"bad duration", "/v1/series/a", js, `{"late_limit":"7 days"}`, 400},
+		{"coarser keeps less", "/v1/series/a", js, `{"levels":{"day":"P1D"}}`, 400},
+		{"late past the coarsest", "/v1/series/a", js, `{"late_limit":"P6Y"}`, 400},
+		{"tz is not changed", "/v1/series/a", js, `{"tz":"Europe/Berlin"}`, 400},
+		{"not json", "/v1/series/a", "text/plain", `late_limit=P1D`, 415},
+		{"missing series", "/v1/series/none", js, `{"late_limit":"P1D"}`, 404},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkProblem(t, e.send(t, http.MethodPatch, c.path, c.ctype, c.body), c.want)
+		})
+	}
+	r = must(t, e.get(t, "/v1/series/a"), http.StatusOK, "describe")
+	decode(t, r.Body, &d)
+	if d.LateLimit != "P7D" || d.Levels[0].Retention != "P2D" || d.Levels[2].Retention != "P5Y" {
+		t.Errorf("refused changes changed the series: %+v", d)
+	}
+}

@@ -117,10 +117,17 @@ type SeriesStore interface {
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error)
 	// DeleteSeries removes name and all its buckets.
 	DeleteSeries(ctx context.Context, name string) error
-	// AddSeries adds in's ids, stamped ts, to one bucket per level
-	// (series.Spec.Buckets at the backend's clock: a ts too late or too
-	// far ahead is Invalid and changes nothing), all in one atomic write.
-	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error)
+	// AddSeries adds in's ids, stamped ts, to one bucket per level that
+	// keeps ts (series.Spec.Buckets at the backend's clock: a ts too late,
+	// too far ahead or kept by no level is Unprocessable and changes
+	// nothing), all in one atomic write. It says which levels took them.
+	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error)
+	// ChangeSeries applies c to name's definition (series.Spec.Changed:
+	// a change the spec refuses is Invalid and changes nothing) and
+	// returns the new description. Writes and reads that follow use the
+	// new definition; buckets a shorter retention leaves out go at the
+	// next ExpireSeries.
+	ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error)
 	// ViewSeries calls plan with name's spec, then fn with the spec and
 	// the stored buckets inside the runs plan returned (a bucket no add
 	// reached is not stored), in the runs' order and by start within
@@ -129,6 +136,16 @@ type SeriesStore interface {
 	// cache entry or memory for an absent bucket. fn must not keep or
 	// change them; plan's and fn's errors are returned as they are.
 	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error
+	// ImportSeries writes buckets of name in one atomic, durable write:
+	// prepare gets name's spec and returns the buckets to import, at its
+	// parameters; the backend plans them with series.Spec.ImportWrites at
+	// its clock (whose errors it returns, changing nothing) and applies
+	// each write: a replaced bucket takes the sketch as its state, a
+	// merged or rolled-up one the union of its state and the sketch. It
+	// returns the writes applied, in (level, start) order. prepare's
+	// error is returned as is; it may be called again if the series
+	// changes meanwhile, and must not keep the spec.
+	ImportSeries(ctx context.Context, name string, replace bool, prepare func(*series.Spec) ([]series.Import, error)) ([]series.Write, error)
 	// ExpireSeries removes every bucket whose level's retention has run
 	// out at now, in every series, and says how much it removed.
 	ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error)

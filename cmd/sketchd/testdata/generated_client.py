@@ -42,6 +42,7 @@ from sketchd_client.models import (
     Problem,
     Registers,
     Sampled,
+    SeriesAdded,
     SeriesCount,
     SeriesRequest,
     SeriesRequestLevels,
@@ -130,9 +131,9 @@ def main(base):
     check(r.status_code == 201 and r.parsed.type_.value == "hll", "create a series", r.content)
     now = datetime.datetime.now(datetime.timezone.utc)
     r = add_to_series.sync_detailed("py:active", client=c, body=AddIds(ids=[1, 2, 3]), ts=now)
-    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 3, "series add", r.content)
+    check(isinstance(r.parsed, SeriesAdded) and r.parsed.accepted == 3 and [l.value for l in r.parsed.levels] == ["hour", "day"], "series add", r.content)
     r = add_to_series.sync_detailed("py:active", client=c, body=AddIds(ids=[3, 4]), ts=now - datetime.timedelta(days=1))
-    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 2, "series add a day late", r.content)
+    check(isinstance(r.parsed, SeriesAdded) and r.parsed.accepted == 2 and r.parsed.warnings == [], "series add a day late", r.content)
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     r = series_count.sync_detailed("py:active", client=c, from_=day - datetime.timedelta(days=7), to=day + datetime.timedelta(days=1))
     check(isinstance(r.parsed, SeriesCount) and r.parsed.cardinality == 4, "series count", r.content)

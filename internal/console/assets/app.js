@@ -174,6 +174,8 @@ const views = [
   { pattern: /^\/sketch\/(.+)$/, render: (m) => sketchView(decodeURIComponent(m[1])), nav: 'nav-list' },
   { pattern: /^\/series\/(.+)$/, render: (m, q) => seriesView(decodeURIComponent(m[1]), q), nav: 'nav-list' },
   { pattern: /^\/overlap$/, render: (_m, q) => overlapView(q.getAll('s')), nav: 'nav-overlap' },
+  { pattern: /^\/retention$/, render: (_m, q) => retentionView(q), nav: 'nav-retention' },
+  { pattern: /^\/funnel$/, render: (_m, q) => funnelView(q.getAll('s')), nav: 'nav-funnel' },
   { pattern: /^\/?$/, render: (_m, q) => listView(q.get('prefix') || ''), nav: 'nav-list' },
 ];
 
@@ -1366,3 +1368,124 @@ function numbersThree(sets, x, pairs, layout) {
 
 tokenState();
 route();
+
+// ---- retention and funnels ----
+
+// A share's colour: lighter for smaller shares, on one hue, so the
+// triangle reads as a heatmap; text stays dark enough on every shade.
+function shareColour(r) {
+  const v = Math.min(Math.max(r, 0), 1);
+  return `hsl(212, 70%, ${Math.round(96 - 36 * Math.sqrt(v))}%)`;
+}
+
+// cellDetail is a cell's numbers in words: its estimate, error and bounds,
+// its share with its bounds, and its verdict.
+function cellDetail(label, c) {
+  const verdictText = c.spurious ? 'not reliable (spurious): not to be told from no overlap' : c.reliable ? 'reliable' : 'not reliable: read the bounds, not the number';
+  return `${label}: ${count(c.estimate)} ± ${count(c.error)} users (bounds ${count(c.lower)} to ${count(c.upper)}), ` +
+    `${pct(c.share.estimate)} of the cohort (bounds ${pct(c.share.lower)} to ${pct(c.share.upper)}); ${verdictText}.`;
+}
+
+async function retentionView(q) {
+  const PERIODS = { P1D: 'day', P1W: 'week', P1M: 'month' };
+  const section = el('section', { class: 'detail' }, el('h1', {}, 'Retention'));
+  const series = q.get('series') || '';
+  const period = PERIODS[q.get('period')] ? q.get('period') : 'P1D';
+  const cohorts = Math.min(Math.max(parseInt(q.get('cohorts') || '7', 10) || 7, 1), 60);
+  const periods = Math.min(Math.max(parseInt(q.get('periods') || '7', 10) || 7, 1), 60);
+  const nameInput = el('input', { id: 'ret-series', value: series, required: true, spellcheck: 'false' });
+  const periodSelect = el('select', { id: 'ret-period' }, Object.entries(PERIODS).map(([v, t]) => el('option', { value: v, selected: v === period ? '' : null }, t)));
+  const startInput = el('input', { id: 'ret-start', type: 'date', value: q.get('start') || '', required: true });
+  const cohortsInput = el('input', { id: 'ret-cohorts', type: 'number', min: '1', max: '60', value: String(cohorts) });
+  const periodsInput = el('input', { id: 'ret-periods', type: 'number', min: '1', max: '60', value: String(periods) });
+  const form = el('form', { class: 'inline', id: 'retention-form' },
+    el('label', { for: 'ret-series' }, 'Series'), nameInput,
+    el('label', { for: 'ret-period' }, 'Period'), periodSelect,
+    el('label', { for: 'ret-start' }, 'First cohort'), startInput,
+    el('label', { for: 'ret-cohorts' }, 'Cohorts'), cohortsInput,
+    el('label', { for: 'ret-periods' }, 'Periods after'), periodsInput,
+    el('button', { type: 'submit' }, 'Show'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    location.hash = `#/retention?${new URLSearchParams({ series: nameInput.value, period: periodSelect.value, start: startInput.value, cohorts: cohortsInput.value, periods: periodsInput.value })}`;
+  });
+  section.append(el('p', { class: 'muted' }, 'Of the users active in each period (a cohort), the share active again 1, 2, … periods later. Every cell has its error; cells the sketches cannot estimate reliably are hatched and show their bounds, not a number.'), form);
+  if (!series || !DAY.test(q.get('start') || '')) return section;
+  const sr = await api('GET', seriesPath(series));
+  const start = midnight(q.get('start'), sr.tz).toISOString();
+  const r = await api('POST', '/v1/retention', { series: sr.name, period, start, cohorts, periods });
+  const detail = el('p', { id: 'cell-detail', class: 'cell-detail', 'aria-live': 'polite' }, 'Focus or point at a cell for its numbers.');
+  const show = (text) => { detail.textContent = text; };
+  const head = el('tr', {}, el('th', { scope: 'col' }, 'Cohort'), el('th', { scope: 'col' }, 'Users'),
+    Array.from({ length: periods }, (_, k) => el('th', { scope: 'col' }, `+${k + 1}`)));
+  const rows = r.cohorts.map((row) => {
+    const label = dayOf(row.start, sr.tz);
+    const cells = Array.from({ length: periods }, (_, k) => {
+      const c = row.cells.find((x) => x.offset === k + 1);
+      if (!c) return el('td', { class: 'ret-none' }, '');
+      const text = cellDetail(`${label} +${k + 1}`, c);
+      const shown = c.reliable ? pct(c.share.estimate) : `${pct(c.share.lower)}–${pct(c.share.upper)}`;
+      const td = el('td', {
+        class: `ret-cell ${c.reliable ? 'reliable' : 'unreliable'}`, tabindex: '0', 'aria-label': text, title: text,
+        'data-share': String(c.share.estimate), 'data-reliable': String(c.reliable),
+      }, shown);
+      // Through the CSSOM: the page's policy refuses style attributes.
+      if (c.reliable) td.style.backgroundColor = shareColour(c.share.estimate);
+      td.addEventListener('focus', () => show(text));
+      td.addEventListener('mouseenter', () => show(text));
+      return td;
+    });
+    return el('tr', {}, el('th', { scope: 'row' }, label), el('td', { class: 'num' }, `${count(row.size.estimate)} ± ${count(row.size.error)}`), cells);
+  });
+  const table = el('table', { id: 'retention', class: 'retention' }, el('caption', { class: 'muted' }, `${sr.name}, by ${PERIODS[period]}, share of each cohort`), el('thead', {}, head), el('tbody', {}, rows));
+  section.append(el('div', { class: 'table-wrap' }, table), detail);
+  if (r.warnings.length) section.append(el('ul', { class: 'warnings', id: 'retention-warnings' }, r.warnings.map((w) => el('li', {}, w))));
+  return section;
+}
+
+// funnelView draws a funnel's steps (sketch names or series ranges, as
+// the overlap route writes them) as bars with error whiskers.
+async function funnelView(values) {
+  values = values.filter(Boolean).slice(0, 8);
+  const section = el('section', { class: 'detail' }, el('h1', {}, 'Funnel'));
+  const input = el('textarea', { id: 'funnel-steps', rows: '4', spellcheck: 'false' }, values.join('\n'));
+  const form = el('form', { id: 'funnel-form' },
+    el('label', { for: 'funnel-steps' }, 'Steps, one a line: a sketch name, or ~series/first-day/last-day'), input,
+    el('button', { type: 'submit' }, 'Show'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const steps = input.value.split('\n').map((x) => x.trim()).filter(Boolean);
+    location.hash = `#/funnel?${steps.map((v) => `s=${encodeURIComponent(v)}`).join('&')}`;
+  });
+  section.append(el('p', { class: 'muted' }, 'Users in every step so far, each with its error (the whisker spans its bounds), and the conversion from the step before with its error.'), form);
+  if (values.length < 2) return section;
+  const ops = await Promise.all(values.map(resolveOperand));
+  const r = await api('POST', '/v1/funnel', { steps: ops.map((o) => o.op) });
+  const top = Math.max(...r.steps.map((st) => st.upper), 1);
+  const BW = 480;
+  const rowH = 58;
+  const x = (v) => 8 + (BW - 16) * (v / top);
+  const chart = svg('svg', { id: 'funnel', viewBox: `0 0 ${BW} ${rowH * r.steps.length + 8}`, role: 'img', 'aria-label': 'Funnel: users reaching each step, with error bounds' });
+  const list = el('ol', { id: 'funnel-steps-list', class: 'funnel-list' });
+  r.steps.forEach((st, i) => {
+    const y = 8 + i * rowH;
+    const name = ops[i].name;
+    chart.append(svg('g', { class: `step ${st.reliable ? 'reliable' : 'unreliable'}` },
+      svg('rect', { class: 'fbar', x: 8, y, width: Math.max(x(st.estimate) - 8, 1), height: 26 }),
+      svg('line', { class: 'fwhisker', x1: x(st.lower), x2: x(st.upper), y1: y + 13, y2: y + 13 }),
+      svg('line', { class: 'fwhisker', x1: x(st.lower), x2: x(st.lower), y1: y + 5, y2: y + 21 }),
+      svg('line', { class: 'fwhisker', x1: x(st.upper), x2: x(st.upper), y1: y + 5, y2: y + 21 }),
+      svg('text', { class: 'flabel', x: 8, y: y + 44 }, `${i + 1}. ${name}`),
+      svg('title', {}, `${name}: ${count(st.estimate)} ± ${count(st.error)} (bounds ${count(st.lower)} to ${count(st.upper)})`)));
+    const conv = st.conversion
+      ? `; ${pct(st.conversion.estimate)} ± ${pct(st.conversion.error)} of the step before, ${pct(st.overall.estimate)} ± ${pct(st.overall.error)} of the first`
+      : '';
+    const v = st.reliable ? '' : ' Not reliable: read the bounds, not the number.';
+    list.append(el('li', { class: st.reliable ? 'reliable' : 'unreliable' },
+      el('strong', {}, name), ` ${count(st.estimate)} ± ${count(st.error)} users (bounds ${count(st.lower)} to ${count(st.upper)})${conv}.${v}`,
+      (st.warnings || []).length ? el('ul', { class: 'warnings' }, st.warnings.map((w) => el('li', {}, w))) : null));
+  });
+  section.append(chart, list);
+  if (r.warnings.length) section.append(el('ul', { class: 'warnings', id: 'funnel-warnings' }, r.warnings.map((w) => el('li', {}, w))));
+  return section;
+}

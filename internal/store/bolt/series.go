@@ -625,27 +625,28 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 // created anew between the look and the write.
 var errSeriesChanged = errors.New("the series changed")
 
-// AddSeries adds in's ids stamped ts to one bucket per level, creating
-// the buckets it needs, in one durable write.
-func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error) {
+// AddSeries adds in's ids stamped ts to one bucket per level that keeps
+// ts, creating the buckets it needs, in one durable write.
+func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error) {
 	for {
 		spec, _, err := s.series(name)
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		keys, err := spec.Buckets(ts, s.opts.Now())
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		kind := spec.Params.Kind()
 		b, err := kind.Prepare(in)
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		names := []string{seriesKey(name)}
 		for _, k := range keys {
 			names = append(names, bucketKey(name, k))
 		}
+		added := spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys)
 		err = s.update(ctx, names, func(t *tx) error {
 			d := t.entry(names[0]).st
 			if d == nil {
@@ -674,14 +675,73 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 					return err // unreachable: checked above
 				}
 			}
-			t.res.Added = sketch.Added{Type: kind.Type, Accepted: b.Len()}
+			t.res.SeriesAdded = added
+			t.res.Added = added.Added
 			return nil
 		})
 		if err == errSeriesChanged {
 			continue
 		}
-		return sketch.Added{Type: kind.Type, Accepted: b.Len()}, err
+		if err != nil {
+			return series.Added{}, err
+		}
+		return added, nil
 	}
+}
+
+// ChangeSeries applies c to name's definition in one durable write; a
+// change to what the definition already is writes nothing.
+func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error) {
+	if idem.From(ctx) == nil {
+		if err := s.changeSeries(ctx, name, c, nil); err != nil {
+			return series.Info{}, err
+		}
+		return s.DescribeSeries(ctx, name)
+	}
+	// Under an idempotency key the answer is decided with the change:
+	// the buckets listed before the locks, as they are then.
+	stale, err := s.bucketKeys(name)
+	if err != nil {
+		return series.Info{}, err
+	}
+	var info series.Info
+	err = s.changeSeries(ctx, name, c, func(t *tx, st *state) error {
+		sts := make([]*state, len(stale))
+		for i, k := range stale {
+			sts[i] = t.entry(k).st
+		}
+		var err error
+		info, err = seriesInfo(name, st, stale, sts)
+		t.res = idem.Result{Series: info}
+		return err
+	}, stale...)
+	return info, err
+}
+
+// changeSeries applies c to name's definition, then calls answer (if
+// set) with the definition as changed, inside the write locking name and
+// also.
+func (s *DB) changeSeries(ctx context.Context, name string, c series.Change, answer func(*tx, *state) error, also ...string) error {
+	key := seriesKey(name)
+	return s.update(ctx, append([]string{key}, also...), func(t *tx) error {
+		e := t.entry(key)
+		if e.st == nil {
+			return seriesNotFound(name)
+		}
+		spec, err := e.st.def.Changed(c)
+		if err != nil {
+			return err
+		}
+		st := e.st
+		if !spec.Same(e.st.def) {
+			st = &state{def: spec, created: e.st.created, updated: t.now}
+			t.put(e, st)
+		}
+		if answer != nil {
+			return answer(t, st)
+		}
+		return nil
+	})
 }
 
 // ViewSeries calls plan with name's spec, then fn with the stored
@@ -792,4 +852,66 @@ func (s *DB) expire(ctx context.Context, name string, now time.Time) (series.Exp
 		return series.Expired{}, err
 	}
 	return x, nil
+}
+
+// ImportSeries plans and applies an import into name's buckets in one
+// durable write (see server.SeriesStore): every bucket is computed first,
+// so a merge that fails changes nothing.
+func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepare func(*series.Spec) ([]series.Import, error)) ([]series.Write, error) {
+	for {
+		spec, _, err := s.series(name)
+		if err != nil {
+			return nil, err
+		}
+		imports, err := prepare(spec)
+		if err != nil {
+			return nil, err
+		}
+		writes, err := spec.ImportWrites(imports, replace, s.opts.Now())
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 1+len(writes))
+		names[0] = seriesKey(name)
+		for i, w := range writes {
+			names[i+1] = bucketKey(name, w.Key)
+		}
+		err = s.update(ctx, names, func(t *tx) error {
+			d := t.entry(names[0]).st
+			if d == nil {
+				return seriesNotFound(name)
+			}
+			if d.def != spec {
+				return errSeriesChanged
+			}
+			sts := make([]*state, len(writes))
+			for i, w := range writes {
+				old := t.entry(names[i+1]).st
+				st := &state{sk: w.Sketch.Clone(), created: t.now, updated: t.now}
+				if old != nil {
+					st.created = old.created
+					if w.Action != series.Replaced {
+						merged, err := sketch.MergedInto(name, old.sk, w.Sketch)
+						if err != nil {
+							return err
+						}
+						st.sk = merged
+					}
+				}
+				sts[i] = st
+			}
+			for i := range writes {
+				t.put(t.entry(names[i+1]), sts[i])
+			}
+			t.res = idem.Result{Writes: writes}
+			return nil
+		})
+		if err == errSeriesChanged {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return writes, nil
+	}
 }

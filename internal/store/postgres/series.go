@@ -169,11 +169,7 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 	if err != nil {
 		return series.Info{}, false, err
 	}
-	levels := make([]levelJSON, len(spec.Levels))
-	for i, l := range spec.Levels {
-		levels[i] = levelJSON{l.Level.String(), l.Retention.String()}
-	}
-	lj, err := json.Marshal(levels)
+	lj, err := levelsJSON(spec)
 	if err != nil {
 		return series.Info{}, false, err
 	}
@@ -214,6 +210,55 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 		return series.Info{}, false, err
 	}
 	return info, created, nil
+}
+
+// ChangeSeries applies c to name's definition in one transaction that
+// locks it FOR UPDATE (adds, which lock it FOR SHARE, wait). A change to
+// what the definition already is writes nothing.
+func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error) {
+	g := idem.From(ctx)
+	var info series.Info
+	err := s.inTx(ctx, "change series", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.claimInTx(ctx, tx, g, s.opts.Now()); err != nil {
+			return err
+		}
+		d, err := readDef(ctx, tx, name, "FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		spec, err := d.spec.Changed(c)
+		if err != nil {
+			return err
+		}
+		if !spec.Same(d.spec) {
+			lj, err := levelsJSON(spec)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE sketchd_series SET levels = $2, late_limit = $3 WHERE name = $1`, name, lj, spec.LateLimit.String()); err != nil {
+				return err
+			}
+		}
+		// The description as this transaction leaves the series.
+		if info, err = describeSeries(ctx, tx, name); err != nil {
+			return err
+		}
+		return answerInTx(ctx, tx, g, idem.Result{Series: info})
+	})
+	s.defs.drop(name)
+	if err != nil {
+		return series.Info{}, err
+	}
+	return info, nil
+}
+
+// levelsJSON is the levels column of spec.
+func levelsJSON(spec *series.Spec) ([]byte, error) {
+	levels := make([]levelJSON, len(spec.Levels))
+	for i, l := range spec.Levels {
+		levels[i] = levelJSON{l.Level.String(), l.Retention.String()}
+	}
+	return json.Marshal(levels)
 }
 
 // DescribeSeries returns name's spec and, per level, its buckets.
@@ -433,20 +478,21 @@ func writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Ti
 	return flush()
 }
 
-// AddSeries adds in's ids stamped ts to one bucket per level, creating
-// the buckets it needs, in one transaction: the definition locked FOR
-// SHARE (a delete waits), then the buckets in (level, start) order.
-func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error) {
+// AddSeries adds in's ids stamped ts to one bucket per level that keeps
+// ts, creating the buckets it needs, in one transaction: the definition
+// locked FOR SHARE (a delete or change waits), then the buckets in
+// (level, start) order.
+func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error) {
 	for fresh := false; ; fresh = true {
 		if err := ctx.Err(); err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		// The definition as the node last read it; the write's own
 		// transaction checks it is still the stored one (errSeriesChanged
 		// reads it again).
 		d, cached, err := s.knownDef(ctx, name, fresh)
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		now := s.opts.Now()
 		keys, err := d.spec.Buckets(ts, now)
@@ -454,19 +500,19 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 			if cached {
 				continue // perhaps only under a definition since replaced
 			}
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		kind := d.spec.Params.Kind()
 		b, err := kind.Prepare(in)
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		adds := make([]*bucketAdd, len(keys))
 		for i, k := range keys {
 			adds[i] = &bucketAdd{series: name, key: k, params: d.spec.Params, b: b}
 		}
 		slices.SortFunc(adds, compareBuckets)
-		added := sketch.Added{Type: kind.Type, Accepted: b.Len()}
+		added := d.spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys)
 		if kind.Type == sketch.TypeHLL {
 			err = s.addHLLSeries(ctx, name, d, adds, added)
 		} else {
@@ -476,15 +522,17 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 			continue
 		}
 		if err != nil {
-			return sketch.Added{}, err
+			return series.Added{}, err
 		}
 		return added, nil
 	}
 }
 
 // checkDefSQL locks a series' definition FOR SHARE and fails (division by
-// zero, which aborts the transaction) unless it is the one created at $2.
-const checkDefSQL = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sketchd_series WHERE name = $1 AND created_at = $2 FOR SHARE) d`
+// zero, which aborts the transaction) unless it is the one created at $2
+// and last changed by transaction $3 (its xmin: a definition changed
+// since, by ChangeSeries on any node, fails it).
+const checkDefSQL = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sketchd_series WHERE name = $1 AND created_at = $2 AND xmin::text::bigint = $3 FOR SHARE) d`
 
 // seriesOp is one HLL series add waiting for seriesLoop: its buckets
 // (sorted) and the delta of its ids, built and checked by the caller.
@@ -503,10 +551,10 @@ type seriesOp struct {
 // waiting on this node together, and waits for its outcome. Under an
 // idempotency key the answer (of added) is sealed first: it does not
 // depend on the transaction.
-func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, added sketch.Added) error {
+func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucketAdd, added series.Added) error {
 	g := idem.From(ctx)
 	if g != nil {
-		if _, err := g.Seal(idem.Result{Added: added}); err != nil {
+		if _, err := g.Seal(idem.Result{Added: added.Added, SeriesAdded: added}); err != nil {
 			return err
 		}
 	}
@@ -626,7 +674,7 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 		queueRecord(&b, o.guard, now, s.expiredBefore(now))
 	}
 	for _, n := range names {
-		b.Queue(checkDefSQL, n, defs[n].created)
+		b.Queue(checkDefSQL, n, defs[n].created, defs[n].version)
 	}
 	for _, bk := range buckets {
 		b.Queue(upsertHLL, bk.name, bk.key.Level.String(), bk.key.Start, bk.delta.AppendBinary(nil), now)
@@ -660,7 +708,7 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 // addSeriesLocked writes an add to a series of another kind: the
 // definition locked FOR SHARE, then each bucket locked, changed in Go and
 // written back, in (level, start) order.
-func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time, added sketch.Added) error {
+func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bucketAdd, now time.Time, added series.Added) error {
 	g := idem.From(ctx)
 	return s.inTx(ctx, "add to series", func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.claimInTx(ctx, tx, g, now); err != nil {
@@ -676,7 +724,7 @@ func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bu
 		if err := writeBuckets(ctx, tx, adds, now.UTC(), func(_ *bucketAdd, _ *state, err error) error { return err }); err != nil {
 			return err
 		}
-		return answerInTx(ctx, tx, g, idem.Result{Added: added})
+		return answerInTx(ctx, tx, g, idem.Result{Added: added.Added, SeriesAdded: added})
 	})
 }
 
@@ -1078,4 +1126,122 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 		}
 	}
 	return res.Close()
+}
+
+// ImportSeries plans and applies an import into name's buckets in one
+// transaction (see server.SeriesStore): the definition locked FOR SHARE
+// and checked to be the one the plan used, then each bucket in (level,
+// start) order: an HLL bucket upserted in its hll column (replaced, or
+// merged with hll_union), a bucket of another kind replaced, or locked,
+// merged in Go and written back.
+func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepare func(*series.Spec) ([]series.Import, error)) ([]series.Write, error) {
+	for fresh := false; ; fresh = true {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d, cached, err := s.knownDef(ctx, name, fresh)
+		if err != nil {
+			return nil, err
+		}
+		imports, err := prepare(d.spec)
+		if err != nil {
+			if cached {
+				continue // perhaps only under a definition since replaced
+			}
+			return nil, err
+		}
+		writes, err := d.spec.ImportWrites(imports, replace, s.opts.Now())
+		if err != nil {
+			if cached {
+				continue
+			}
+			return nil, err
+		}
+		now := s.opts.Now().UTC()
+		g := idem.From(ctx)
+		err = s.inTx(ctx, "import series buckets", func(ctx context.Context, tx pgx.Tx) error {
+			if err := s.claimInTx(ctx, tx, g, now); err != nil {
+				return err
+			}
+			have, err := readDef(ctx, tx, name, "FOR SHARE")
+			if err != nil {
+				return err
+			}
+			if have.version != d.version || !have.same(d) {
+				return errSeriesChanged
+			}
+			if err := importBuckets(ctx, tx, name, d.spec.Params, writes, now); err != nil {
+				return err
+			}
+			return answerInTx(ctx, tx, g, idem.Result{Writes: writes})
+		})
+		if errors.Is(err, errSeriesChanged) {
+			continue
+		}
+		if err != nil {
+			if sketch.KindOf(err) == sketch.NotFound {
+				s.defs.drop(name)
+			}
+			return nil, err
+		}
+		return writes, nil
+	}
+}
+
+// replaceHLL replaces an HLL bucket's state, creating the bucket.
+const replaceHLL = `INSERT INTO sketchd_series_buckets AS b (series, level, start, hll, updated_at)
+VALUES ($1, $2, $3, $4::bytea::hll, $5)
+ON CONFLICT (series, level, start) DO UPDATE SET hll = EXCLUDED.hll, updated_at = EXCLUDED.updated_at`
+
+// importBuckets applies writes (in (level, start) order) within tx.
+func importBuckets(ctx context.Context, tx pgx.Tx, name string, params sketch.Params, writes []series.Write, now time.Time) error {
+	if params.Kind().Type == sketch.TypeHLL {
+		var b pgx.Batch
+		for _, w := range writes {
+			q := upsertHLL
+			if w.Action == series.Replaced {
+				q = replaceHLL
+			}
+			b.Queue(q, name, w.Level.String(), w.Start, w.Sketch.AppendBinary(nil), now)
+		}
+		return tx.SendBatch(ctx, &b).Close()
+	}
+	for _, w := range writes {
+		level := w.Level.String()
+		if w.Action == series.Replaced {
+			if _, err := tx.Exec(ctx, `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (series, level, start) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at`,
+				name, level, w.Start, w.Sketch.AppendBinary(nil), now); err != nil {
+				return err
+			}
+			continue
+		}
+		empty, err := params.New()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (series, level, start) DO NOTHING`,
+			name, level, w.Start, empty.AppendBinary(nil), now); err != nil {
+			return err
+		}
+		var data []byte
+		if err := tx.QueryRow(ctx, `SELECT data FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE`,
+			name, level, w.Start).Scan(&data); err != nil {
+			return err
+		}
+		cur, err := params.Kind().Decode(data)
+		if err != nil {
+			return sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q does not decode", name))
+		}
+		merged, err := sketch.MergedInto(name, cur, w.Sketch)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sketchd_series_buckets SET data = $4, updated_at = $5 WHERE series = $1 AND level = $2 AND start = $3`,
+			name, level, w.Start, merged.AppendBinary(nil), now); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -538,6 +538,36 @@ func TestSeriesAddAfterRedefinition(t *testing.T) {
 	}
 }
 
+// TestSeriesChangeOnAnotherNode: a node that cached a series' definition
+// obeys a change another node made: a shorter late limit refuses an add
+// its cached one allowed, and the adds it then takes use the new one.
+func TestSeriesChangeOnAnotherNode(t *testing.T) {
+	dbs := open(t, 2)
+	spec := &series.Spec{Params: sketch.HLLParams{Params: hll.DefaultParams()}, TZ: "UTC",
+		Levels: []series.LevelSpec{{Level: series.Hour, Retention: series.Duration{Days: 14}}, {Level: series.Day, Retention: series.Duration{Days: 60}}}, LateLimit: series.Duration{Days: 30}}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := dbs[0].CreateSeries(ctx, "x", spec); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := dbs[0].AddSeries(ctx, "x", now.AddDate(0, 0, -20), sketch.IDs([]cms.ID{cms.IntID(1)})); err != nil {
+		t.Fatal(err)
+	}
+	late := series.Duration{Days: 2}
+	if _, err := dbs[1].ChangeSeries(ctx, "x", series.Change{LateLimit: &late, Retentions: map[series.Level]series.Duration{series.Hour: {Days: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbs[0].AddSeries(ctx, "x", now.AddDate(0, 0, -10), sketch.IDs([]cms.ID{cms.IntID(2)})); sketch.KindOf(err) != sketch.Unprocessable {
+		t.Fatalf("an add 10 days late after another node set late_limit P2D: %v, want Unprocessable", err)
+	}
+	a, err := dbs[0].AddSeries(ctx, "x", now.Add(-36*time.Hour), sketch.IDs([]cms.ID{cms.IntID(3)}))
+	if err != nil || len(a.Levels) != 1 || a.Levels[0] != series.Day {
+		t.Fatalf("an add 36 hours late with hours kept P1D: %+v, %v; want the day only", a, err)
+	}
+}
+
 // TestSeriesReadPlan: the statement of a series read scans each run by
 // the primary key, in the generic plan a prepared statement comes to
 // after a few runs too, which cannot see that a read asks for one or two

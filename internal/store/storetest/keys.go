@@ -13,6 +13,7 @@ import (
 
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/idem"
+	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -63,6 +64,12 @@ func render(res idem.Result) ([]byte, error) {
 	}
 	if res.Series.Name != "" {
 		parts = append(parts, "series="+res.Series.Name)
+	}
+	for _, l := range res.SeriesAdded.Levels {
+		parts = append(parts, "level="+l.String())
+	}
+	if res.Writes != nil {
+		parts = append(parts, fmt.Sprintf("writes=%d", len(res.Writes)))
 	}
 	return []byte(strings.Join(parts, " ")), nil
 }
@@ -183,8 +190,22 @@ func testKeysEveryWrite(t *testing.T, in *Instance) {
 		ts := time.Now().Add(-time.Hour)
 		writes = append(writes,
 			write{"CreateSeries", "s", func(ctx context.Context) error { _, _, err := ss.CreateSeries(ctx, "s", spec); return err }, "created series=s"},
-			write{"AddSeries", "s", func(ctx context.Context) error { _, err := ss.AddSeries(ctx, "s", ts, Ints(0, 7)); return err }, "added=hll:7"},
+			write{"AddSeries", "s", func(ctx context.Context) error { _, err := ss.AddSeries(ctx, "s", ts, Ints(0, 7)); return err }, "added=hll:7 level=hour level=day level=month"},
 			write{"CreateSeries again", "s", func(ctx context.Context) error { _, _, err := ss.CreateSeries(ctx, "s", spec); return err }, "series=s"},
+			write{"ChangeSeries", "s", func(ctx context.Context) error {
+				late := series.Duration{Days: 30}
+				_, err := ss.ChangeSeries(ctx, "s", series.Change{LateLimit: &late, Retentions: map[series.Level]series.Duration{series.Hour: {Days: 20}}})
+				return err
+			}, "series=s"},
+			write{"AddSeries past the hours", "s", func(ctx context.Context) error {
+				_, err := ss.AddSeries(ctx, "s", time.Now().AddDate(0, 0, -25), Ints(0, 7))
+				return err
+			}, "added=hll:7 level=day level=month"},
+			write{"ImportSeries", "s", func(ctx context.Context) error {
+				day := series.Day.Start(time.Now().AddDate(0, 0, -30), spec.Location())
+				_, err := ss.ImportSeries(ctx, "s", false, importOf(t, []series.Key{{Level: series.Day, Start: day}}, [][]cms.ID{Ints(500, 600).IDs}))
+				return err
+			}, "writes=2"},
 			write{"DeleteSeries", "s", func(ctx context.Context) error { return ss.DeleteSeries(ctx, "s") }, ""},
 		)
 	}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,6 +69,9 @@ var seriesTests = []struct {
 	{"SeriesDeleteRecreate", testSeriesDeleteRecreate},
 	{"SeriesExpire", testSeriesExpire},
 	{"SeriesRuns", testSeriesRuns},
+	{"SeriesBackfill", testSeriesBackfill},
+	{"SeriesChange", testSeriesChange},
+	{"SeriesImport", testSeriesImport},
 }
 
 func testSeriesLifecycle(t *testing.T, in *Instance) {
@@ -395,4 +399,114 @@ func testSeriesRuns(t *testing.T, in *Instance) {
 		t.Fatalf("expired %+v, want the 1931 hour and month", x)
 	}
 	check("expired", "a century of hours", read(century), 1, 2, 3)
+}
+
+// testSeriesBackfill: with a late limit past the hour level's retention,
+// an add older than hours are kept goes to days and months only, says
+// so, and leaves no hour bucket; one past the late limit is refused.
+func testSeriesBackfill(t *testing.T, in *Instance) {
+	spec := seriesSpec(t, hllParams11())
+	spec.LateLimit = series.Duration{Days: 90}
+	must(t, spec.Validate(), "validate")
+	_, _, err := seriesOf(in).CreateSeries(ctx, "s", spec)
+	must(t, err, "create")
+	loc := spec.Location()
+	ts := time.Now().AddDate(0, 0, -30)
+	a, err := seriesOf(in).AddSeries(ctx, "s", ts, Ints(0, 200))
+	must(t, err, "add 30 days late")
+	if a.Accepted != 200 || !slices.Equal(a.Levels, []series.Level{series.Day, series.Month}) || len(a.Skipped) != 1 || a.Skipped[0].Level != series.Hour {
+		t.Errorf("AddSeries 30 days late = %+v, want day and month, hour skipped", a)
+	}
+	keys := []series.Key{{Level: series.Hour, Start: series.Hour.Start(ts, loc)}, {Level: series.Day, Start: series.Day.Start(ts, loc)}, {Level: series.Month, Start: series.Month.Start(ts, loc)}}
+	want := hllOf(t, 11, Ints(0, 200).IDs...)
+	for _, when := range []string{"fresh", "reopened"} {
+		if when == "reopened" {
+			in.Reopen(t)
+		}
+		got := bucketBytes(t, seriesOf(in), "s", keys...)
+		if got[0] != nil || !bytes.Equal(got[1], want) || !bytes.Equal(got[2], want) {
+			t.Errorf("%s: hour %v, day %v, month %v; want no hour bucket and the ids in day and month", when, got[0] != nil, bytes.Equal(got[1], want), bytes.Equal(got[2], want))
+		}
+	}
+	a, err = seriesOf(in).AddSeries(ctx, "s", time.Now().Add(-time.Hour), Ints(0, 1))
+	must(t, err, "add now")
+	if len(a.Levels) != 3 || len(a.Skipped) != 0 {
+		t.Errorf("an add of now = %+v, want all three levels", a)
+	}
+	_, err = seriesOf(in).AddSeries(ctx, "s", time.Now().AddDate(0, 0, -91), Ints(0, 1))
+	mustKind(t, err, sketch.Unprocessable, "an add past the late limit")
+}
+
+// testSeriesChange: a change of the late limit and of retentions is
+// stored, used by adds and reads at once, refused whole when the spec
+// refuses it, and a shorter retention's buckets go at the next retention
+// pass.
+func testSeriesChange(t *testing.T, in *Instance) {
+	spec := seriesSpec(t, hllParams11())
+	_, _, err := seriesOf(in).CreateSeries(ctx, "s", spec)
+	must(t, err, "create")
+	loc := spec.Location()
+	now := time.Now()
+	five := now.AddDate(0, 0, -5)
+	_, err = seriesOf(in).AddSeries(ctx, "s", five, Ints(0, 50))
+	must(t, err, "add 5 days late")
+	_, err = seriesOf(in).AddSeries(ctx, "s", now.AddDate(0, 0, -30), Ints(0, 1))
+	mustKind(t, err, sketch.Unprocessable, "30 days late under P7D")
+
+	late := series.Duration{Days: 90}
+	info, err := seriesOf(in).ChangeSeries(ctx, "s", series.Change{LateLimit: &late, Retentions: map[series.Level]series.Duration{series.Hour: {Days: 2}}})
+	must(t, err, "change")
+	if info.Spec.LateLimit != late || info.Spec.Levels[0].Retention != (series.Duration{Days: 2}) || info.Spec.Levels[1].Retention != (series.Duration{Days: 400}) {
+		t.Errorf("ChangeSeries = %s", info.Spec)
+	}
+	a, err := seriesOf(in).AddSeries(ctx, "s", now.AddDate(0, 0, -30), Ints(100, 150))
+	must(t, err, "30 days late under P90D")
+	if !slices.Equal(a.Levels, []series.Level{series.Day, series.Month}) {
+		t.Errorf("30 days late: levels %v, want day and month", a.Levels)
+	}
+	a, err = seriesOf(in).AddSeries(ctx, "s", five, Ints(50, 60))
+	must(t, err, "5 days late with hours kept P2D")
+	if !slices.Equal(a.Levels, []series.Level{series.Day, series.Month}) {
+		t.Errorf("5 days late with hours kept P2D: levels %v, want day and month", a.Levels)
+	}
+	// Refused whole: nothing changes.
+	_, err = seriesOf(in).ChangeSeries(ctx, "s", series.Change{LateLimit: &late, Retentions: map[series.Level]series.Duration{series.Week: {Days: 30}}})
+	mustKind(t, err, sketch.Invalid, "a level the series does not keep")
+	_, err = seriesOf(in).ChangeSeries(ctx, "s", series.Change{Retentions: map[series.Level]series.Duration{series.Month: {Days: 60}}})
+	mustKind(t, err, sketch.Invalid, "the coarsest level under the late limit")
+	_, err = seriesOf(in).ChangeSeries(ctx, "none", series.Change{LateLimit: &late})
+	mustKind(t, err, sketch.NotFound, "a missing series")
+	in.Reopen(t)
+	info, err = seriesOf(in).DescribeSeries(ctx, "s")
+	must(t, err, "describe")
+	if info.Spec.LateLimit != late || info.Spec.Levels[0].Retention != (series.Duration{Days: 2}) || info.Spec.Levels[2].Retention != (series.Duration{Years: 5}) {
+		t.Errorf("after reopen: %s", info.Spec)
+	}
+	hour := series.Key{Level: series.Hour, Start: series.Hour.Start(five, loc)}
+	// Shorter: the pass removes the hour bucket now past P2D.
+	x, err := seriesOf(in).ExpireSeries(ctx, time.Now())
+	must(t, err, "expire")
+	if x.Buckets != 1 {
+		t.Errorf("the pass after shortening hours to P2D expired %d buckets, want the 5-day-old hour", x.Buckets)
+	}
+	if b := bucketBytes(t, seriesOf(in), "s", hour)[0]; b != nil {
+		t.Error("the hour bucket past the shorter retention is still there")
+	}
+	// Longer: at once.
+	info, err = seriesOf(in).ChangeSeries(ctx, "s", series.Change{Retentions: map[series.Level]series.Duration{series.Hour: {Days: 14}}})
+	must(t, err, "lengthen")
+	a, err = seriesOf(in).AddSeries(ctx, "s", five, Ints(60, 70))
+	must(t, err, "5 days late with hours kept P14D again")
+	if len(a.Levels) != 3 {
+		t.Errorf("after lengthening: levels %v, want all three", a.Levels)
+	}
+	if got := bucketBytes(t, seriesOf(in), "s", hour)[0]; !bytes.Equal(got, hllOf(t, 11, Ints(60, 70).IDs...)) {
+		t.Error("the hour bucket of an add after lengthening holds other ids")
+	}
+	// The same change again writes nothing and answers the same.
+	again, err := seriesOf(in).ChangeSeries(ctx, "s", series.Change{Retentions: map[series.Level]series.Duration{series.Hour: {Days: 14}}})
+	must(t, err, "the same change")
+	if !again.Spec.Same(info.Spec) {
+		t.Errorf("the same change gave %s, want %s", again.Spec, info.Spec)
+	}
 }

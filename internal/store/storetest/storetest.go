@@ -53,8 +53,10 @@ type SeriesStore interface {
 	DescribeSeries(ctx context.Context, name string) (series.Info, error)
 	ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error)
 	DeleteSeries(ctx context.Context, name string) error
-	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (sketch.Added, error)
+	AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error)
+	ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error)
 	ViewSeries(ctx context.Context, name string, plan func(*series.Spec) ([]series.Run, error), fn func(*series.Spec, []series.Bucket) error) error
+	ImportSeries(ctx context.Context, name string, replace bool, prepare func(*series.Spec) ([]series.Import, error)) ([]series.Write, error)
 	ExpireSeries(ctx context.Context, now time.Time) (series.Expired, error)
 }
 

@@ -53,17 +53,20 @@ func TestBrowserRetention(t *testing.T) {
 	var api struct {
 		Cohorts []struct {
 			Cells []struct {
-				Reliable bool
-				Share    struct{ Estimate, Lower, Upper float64 }
+				Reliable    bool
+				VerdictText string `json:"verdict_text"`
+				Share       struct{ Estimate, Lower, Upper float64 }
 			}
 		}
 	}
 	s.call(t, http.MethodPost, "/v1/retention", "application/json",
 		[]byte(fmt.Sprintf(`{"series":"big","period":"P1D","start":%q,"cohorts":3,"periods":2}`, days[0].Format(time.RFC3339))), &api)
 	var want []bool
+	var words []string
 	for _, row := range api.Cohorts {
 		for _, c := range row.Cells {
 			want = append(want, c.Reliable)
+			words = append(words, c.VerdictText)
 		}
 	}
 	if len(want) != 3 || !want[0] || want[1] || !want[2] {
@@ -109,8 +112,9 @@ func TestBrowserRetention(t *testing.T) {
 			if !reached {
 				t.Fatal("Tab never reached the unreliable cell")
 			}
-			if d := tb.text(t, "#cell-detail"); !strings.Contains(d, "not reliable") || !strings.Contains(d, "bounds") {
-				t.Errorf("the focused cell's detail = %q", d)
+			// The unreliable cell's detail gives the API's own words.
+			if d := tb.text(t, "#cell-detail"); words[1] == "" || !strings.Contains(d, words[1]) || !strings.Contains(d, "bounds") {
+				t.Errorf("the focused cell's detail = %q, want the API's verdict %q", d, words[1])
 			}
 			tb.readable(t)
 			tb.noErrors(t, nil)
@@ -135,8 +139,9 @@ func TestBrowserFunnel(t *testing.T) {
 	}
 	var api struct {
 		Steps []struct {
-			Estimate float64
-			Reliable bool
+			Estimate    float64
+			Reliable    bool
+			VerdictText string `json:"verdict_text"`
 		}
 	}
 	s.call(t, http.MethodPost, "/v1/funnel", "application/json", []byte(`{"steps":[`+strings.Join(ops, ",")+`]}`), &api)
@@ -162,7 +167,7 @@ func TestBrowserFunnel(t *testing.T) {
 				}
 			}
 			items := eval[[]string](t, tb, `[...document.querySelectorAll('#funnel-steps-list > li')].map(li => li.textContent)`)
-			if len(items) != 3 || !strings.Contains(items[1], "of the step before") || !strings.Contains(items[1], "±") || !strings.Contains(items[2], "Not reliable") {
+			if len(items) != 3 || !strings.Contains(items[1], "of the step before") || !strings.Contains(items[1], "±") || api.Steps[2].VerdictText == "" || !strings.Contains(items[2], api.Steps[2].VerdictText) {
 				t.Errorf("step list %q", items)
 			}
 			tb.readable(t)

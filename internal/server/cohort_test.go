@@ -24,6 +24,8 @@ type retentionAnswer struct {
 			Start                         time.Time
 			Estimate, Error, Lower, Upper float64
 			Reliable, Spurious            bool
+			Verdict                       string
+			VerdictText                   string `json:"verdict_text"`
 			Method                        string
 			Warnings                      []string
 			Share                         ratioAnswer
@@ -71,6 +73,16 @@ func TestRetention(t *testing.T) {
 				if c.Offset != k+1 || !c.Start.Equal(first.AddDate(0, 0, i+k+1)) || c.Estimate != want[i][k] || c.Share.Estimate != want[i][k]/300 ||
 					!c.Reliable || !c.Share.Reliable || c.Method != "mle" || c.Warnings == nil {
 					t.Errorf("%s: cell (%d, %d) = %+v, want %v", what, i, k+1, c, want[i][k])
+				}
+				// The cell's verdict is the intersection's, word for word.
+				var x struct {
+					Verdict     string
+					VerdictText string `json:"verdict_text"`
+				}
+				pair := fmt.Sprintf(`{"sketches":[%q,%q]}`, "dau:"+first.AddDate(0, 0, i).Format("2006-01-02"), "dau:"+first.AddDate(0, 0, i+k+1).Format("2006-01-02"))
+				decode(t, must(t, e.postJSON(t, "/v1/intersection", pair), http.StatusOK, "intersection").Body, &x)
+				if x.Verdict == "" || c.Verdict != x.Verdict || c.VerdictText != x.VerdictText {
+					t.Errorf("%s: cell (%d, %d) verdict %q %q, POST /v1/intersection %q %q", what, i, k+1, c.Verdict, c.VerdictText, x.Verdict, x.VerdictText)
 				}
 			}
 		}

@@ -257,14 +257,18 @@ type ratioDTO struct {
 
 // cellDTO is an intersection as a retention cell or funnel step shows it.
 type cellDTO struct {
-	Estimate float64  `json:"estimate"`
-	Error    float64  `json:"error"`
-	Lower    float64  `json:"lower"`
-	Upper    float64  `json:"upper"`
-	Reliable bool     `json:"reliable"`
-	Spurious bool     `json:"spurious"`
-	Method   string   `json:"method"`
-	Warnings []string `json:"warnings"`
+	Estimate float64 `json:"estimate"`
+	Error    float64 `json:"error"`
+	Lower    float64 `json:"lower"`
+	Upper    float64 `json:"upper"`
+	Reliable bool    `json:"reliable"`
+	Spurious bool    `json:"spurious"`
+	// Verdict and VerdictText are the intersection's, as POST
+	// /v1/intersection gives them; the console shows them as they are.
+	Verdict     string   `json:"verdict"`
+	VerdictText string   `json:"verdict_text"`
+	Method      string   `json:"method"`
+	Warnings    []string `json:"warnings"`
 }
 
 type retentionCell struct {
@@ -310,7 +314,7 @@ func ratioOut(q cohort.Ratio) ratioDTO {
 
 func cellOut(x sketch.Intersection) cellDTO {
 	c := cellDTO{Estimate: finite(x.Estimate), Error: finite(x.Error), Lower: finite(x.Lower), Upper: finite(x.Upper),
-		Reliable: x.Reliable, Spurious: x.Spurious, Method: string(x.Method), Warnings: x.Warnings}
+		Reliable: x.Reliable, Spurious: x.Spurious, Verdict: string(x.Verdict), VerdictText: x.VerdictText, Method: string(x.Method), Warnings: x.Warnings}
 	if c.Warnings == nil {
 		c.Warnings = []string{}
 	}
@@ -339,6 +343,11 @@ func funnelDTO(steps []cohort.Step, warnings []string) funnelResponse {
 			out.cellDTO = cellDTO{Reliable: true, Warnings: []string{}}
 		}
 		out.Estimate, out.Error, out.Lower, out.Upper = finite(st.Reach.Estimate), finite(st.Reach.Error), finite(st.Reach.Lower), finite(st.Reach.Upper)
+		if st.Intersection == nil {
+			// The first step is one set's count: judged by its bounds.
+			v, text := sketch.JudgeBounds(st.Reach.Estimate, st.Reach.Lower, st.Reach.Upper, st.Reach.Error == 0)
+			out.Verdict, out.VerdictText = string(v), text
+		}
 		out.Warnings = append([]string{}, st.Warnings...)
 		if st.Conversion != nil {
 			c, o := ratioOut(*st.Conversion), ratioOut(*st.Overall)

@@ -1381,9 +1381,13 @@ function shareColour(r) {
 // cellDetail is a cell's numbers in words: its estimate, error and bounds,
 // its share with its bounds, and its verdict.
 function cellDetail(label, c) {
-  const verdictText = c.spurious ? 'not reliable (spurious): not to be told from no overlap' : c.reliable ? 'reliable' : 'not reliable: read the bounds, not the number';
   return `${label}: ${count(c.estimate)} ± ${count(c.error)} users (bounds ${count(c.lower)} to ${count(c.upper)}), ` +
-    `${pct(c.share.estimate)} of the cohort (bounds ${pct(c.share.lower)} to ${pct(c.share.upper)}); ${verdictText}.`;
+    `${pct(c.share.estimate)} of the cohort (bounds ${pct(c.share.lower)} to ${pct(c.share.upper)}). ${c.verdict_text}`;
+}
+
+// trusted reports whether the API's verdict lets a number be read as one.
+function trusted(x) {
+  return x.verdict === 'reliable' || x.verdict === 'exact';
 }
 
 async function retentionView(q) {
@@ -1424,13 +1428,14 @@ async function retentionView(q) {
       const c = row.cells.find((x) => x.offset === k + 1);
       if (!c) return el('td', { class: 'ret-none' }, '');
       const text = cellDetail(`${label} +${k + 1}`, c);
-      const shown = c.reliable ? pct(c.share.estimate) : `${pct(c.share.lower)}–${pct(c.share.upper)}`;
+      const ok = trusted(c);
+      const shown = ok ? pct(c.share.estimate) : `${pct(c.share.lower)}–${pct(c.share.upper)}`;
       const td = el('td', {
-        class: `ret-cell ${c.reliable ? 'reliable' : 'unreliable'}`, tabindex: '0', 'aria-label': text, title: text,
-        'data-share': String(c.share.estimate), 'data-reliable': String(c.reliable),
+        class: `ret-cell ${ok ? 'reliable' : 'unreliable'}`, tabindex: '0', 'aria-label': text, title: text,
+        'data-share': String(c.share.estimate), 'data-verdict': c.verdict,
       }, shown);
       // Through the CSSOM: the page's policy refuses style attributes.
-      if (c.reliable) td.style.backgroundColor = shareColour(c.share.estimate);
+      if (ok) td.style.backgroundColor = shareColour(c.share.estimate);
       td.addEventListener('focus', () => show(text));
       td.addEventListener('mouseenter', () => show(text));
       return td;
@@ -1470,7 +1475,8 @@ async function funnelView(values) {
   r.steps.forEach((st, i) => {
     const y = 8 + i * rowH;
     const name = ops[i].name;
-    chart.append(svg('g', { class: `step ${st.reliable ? 'reliable' : 'unreliable'}` },
+    const ok = trusted(st);
+    chart.append(svg('g', { class: `step ${ok ? 'reliable' : 'unreliable'}` },
       svg('rect', { class: 'fbar', x: 8, y, width: Math.max(x(st.estimate) - 8, 1), height: 26 }),
       svg('line', { class: 'fwhisker', x1: x(st.lower), x2: x(st.upper), y1: y + 13, y2: y + 13 }),
       svg('line', { class: 'fwhisker', x1: x(st.lower), x2: x(st.lower), y1: y + 5, y2: y + 21 }),
@@ -1480,8 +1486,8 @@ async function funnelView(values) {
     const conv = st.conversion
       ? `; ${pct(st.conversion.estimate)} ± ${pct(st.conversion.error)} of the step before, ${pct(st.overall.estimate)} ± ${pct(st.overall.error)} of the first`
       : '';
-    const v = st.reliable ? '' : ' Not reliable: read the bounds, not the number.';
-    list.append(el('li', { class: st.reliable ? 'reliable' : 'unreliable' },
+    const v = ok ? '' : ` ${st.verdict_text}`;
+    list.append(el('li', { class: ok ? 'reliable' : 'unreliable' },
       el('strong', {}, name), ` ${count(st.estimate)} ± ${count(st.error)} users (bounds ${count(st.lower)} to ${count(st.upper)})${conv}.${v}`,
       (st.warnings || []).length ? el('ul', { class: 'warnings' }, st.warnings.map((w) => el('li', {}, w))) : null));
   });

@@ -253,11 +253,7 @@ func (s *Server) handleSeriesQuantile(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	list, err := boolParam(q, "buckets", false)
-	if err != nil {
-		return err
-	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	plan, u, list, err := s.rangeUnionOf(r, q, ss, name, from, to)
 	if err != nil {
 		return err
 	}
@@ -277,11 +273,7 @@ func (s *Server) handleSeriesRangeCount(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	list, err := boolParam(q, "buckets", false)
-	if err != nil {
-		return err
-	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	plan, u, list, err := s.rangeUnionOf(r, q, ss, name, from, to)
 	if err != nil {
 		return err
 	}
@@ -501,11 +493,7 @@ func (s *Server) handleSeriesRank(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	list, err := boolParam(q, "buckets", false)
-	if err != nil {
-		return err
-	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	plan, u, list, err := s.rangeUnionOf(r, q, ss, name, from, to)
 	if err != nil {
 		return err
 	}
@@ -537,11 +525,7 @@ func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf 
 	if err != nil {
 		return err
 	}
-	list, err := boolParam(q, "buckets", false)
-	if err != nil {
-		return err
-	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	plan, u, list, err := s.rangeUnionOf(r, q, ss, name, from, to)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,6 +262,18 @@ func (s *Server) budget() *series.Budget {
 // union of its stored buckets (an empty sketch of the series' parameters
 // when none holds anything). With list, a plan of more buckets than an
 // answer may list is refused before anything is read.
+// rangeUnionOf is rangeUnion for a series read: within the request's
+// budget, the plan listing every bucket when the query asks
+// (?buckets=true), which it reports.
+func (s *Server) rangeUnionOf(r *http.Request, q url.Values, ss SeriesStore, name string, from, to time.Time) (series.Plan, sketch.Sketch, bool, error) {
+	list, err := boolParam(q, "buckets", false)
+	if err != nil {
+		return series.Plan{}, nil, false, err
+	}
+	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	return plan, u, list, err
+}
+
 func (s *Server) rangeUnion(ctx context.Context, ss SeriesStore, name string, from, to time.Time, b *series.Budget, list bool) (series.Plan, sketch.Sketch, error) {
 	var plan series.Plan
 	var u sketch.Sketch
@@ -315,11 +328,7 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	list, err := boolParam(q, "buckets", false)
-	if err != nil {
-		return err
-	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	plan, u, list, err := s.rangeUnionOf(r, q, ss, name, from, to)
 	if err != nil {
 		return err
 	}
@@ -648,11 +657,7 @@ func (s *Server) handleSeriesTop(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := boolParam(q, "buckets", false)
-	if err != nil {
-		return err
-	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	plan, u, list, err := s.rangeUnionOf(r, q, ss, name, from, to)
 	if err != nil {
 		return err
 	}
@@ -971,11 +976,7 @@ func (s *Server) handleSeriesFrequencyReport(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return err
 	}
-	list, err := boolParam(q, "buckets", false)
-	if err != nil {
-		return err
-	}
-	plan, u, err := s.rangeUnion(r.Context(), ss, name, from, to, s.budget(), list)
+	plan, u, list, err := s.rangeUnionOf(r, q, ss, name, from, to)
 	if err != nil {
 		return err
 	}

@@ -71,17 +71,22 @@ type RatioEstimate struct {
 }
 
 // CellEstimate is an intersection as a retention cell or funnel step
-// shows it: read Reliable and Warnings before the numbers, as for
-// Intersection.
+// shows it: read Verdict (or Reliable) and Warnings before the numbers,
+// as for Intersection.
 type CellEstimate struct {
-	Estimate float64  `json:"estimate"`
-	Error    float64  `json:"error"`
-	Lower    float64  `json:"lower"`
-	Upper    float64  `json:"upper"`
-	Reliable bool     `json:"reliable"`
-	Spurious bool     `json:"spurious"`
-	Method   string   `json:"method"`
-	Warnings []string `json:"warnings"`
+	Estimate float64 `json:"estimate"`
+	Error    float64 `json:"error"`
+	Lower    float64 `json:"lower"`
+	Upper    float64 `json:"upper"`
+	Reliable bool    `json:"reliable"` // Verdict is VerdictReliable or VerdictExact
+	Spurious bool    `json:"spurious"`
+	// Verdict is one of the Verdict constants, the intersection's (a
+	// funnel's first step: its count judged by its bounds); VerdictText
+	// says it for people.
+	Verdict     string   `json:"verdict"`
+	VerdictText string   `json:"verdict_text"`
+	Method      string   `json:"method"`
+	Warnings    []string `json:"warnings"`
 }
 
 // RetentionCell is |cohort ∩ active Offset periods later| (the period

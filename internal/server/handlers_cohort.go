@@ -347,6 +347,7 @@ func funnelDTO(steps []cohort.Step, warnings []string) funnelResponse {
 			// The first step is one set's count: judged by its bounds.
 			v, text := sketch.JudgeBounds(st.Reach.Estimate, st.Reach.Lower, st.Reach.Upper, st.Reach.Error == 0)
 			out.Verdict, out.VerdictText = string(v), text
+			out.Reliable = v == sketch.VerdictReliable || v == sketch.VerdictExact
 		}
 		out.Warnings = append([]string{}, st.Warnings...)
 		if st.Conversion != nil {

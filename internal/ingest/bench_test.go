@@ -93,6 +93,10 @@ func BenchmarkJSONInts(b *testing.B) {
 	b.Run("ingest", func(b *testing.B) {
 		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
 	})
+	uniform := jsonBody(b, "ids", uniformInts(), false)
+	b.Run("ingest_uniform1e8", func(b *testing.B) {
+		benchHashes(b, uniform, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+	})
 	pretty := jsonBody(b, "ids", ints, true)
 	b.Run("ingest_indented", func(b *testing.B) {
 		benchHashes(b, pretty, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })

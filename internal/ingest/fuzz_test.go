@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sketchd/sketchd/internal/murmur"
 )
 
 // The fuzz oracles use encoding/json as the reference. Where this package
@@ -541,4 +543,69 @@ func idHashesOf(ids []ID) []uint64 {
 		out[i] = id.Hash()
 	}
 	return out
+}
+
+// jsonIntToken is the JSON integer grammar, a whole token.
+var jsonIntToken = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// FuzzJSONIntList checks the integer scanning of AppendJSONHashes against
+// strconv.ParseInt: s is put between `{"ids":[` and `]}` (and the same for
+// "hashes"), cut at its commas, and the body must be accepted exactly when
+// every piece, without JSON whitespace, is a JSON integer that ParseInt
+// takes, with ParseInt's values. Pieces go through every path of the
+// scanner: short ones followed by a comma, long ones, the last one of the
+// array.
+func FuzzJSONIntList(f *testing.F) {
+	for _, s := range []string{
+		"1", "0,1,2", "12345678,1", "123456789,1", "99999999,0", "-12345678,7", "00,1", "01234567,1",
+		"00000000,1", "0,0", "-0,0", "12345678.5,1", "1234567e8,1", "1234567E+1,1", "12345678 ,\t1",
+		" 1 , 2 ", "1,,2", "1,", ",1", "", " ", "9223372036854775807,-9223372036854775808",
+		"9223372036854775808,1", "-9223372036854775809,1", "18446744073709551616,1", "1234567,12345678,123456789,1",
+		"1234567\x00,1", "1234567:,1", "1234567/,1", "12345678]", "1,2]", "1],\"x\":[2", "0x10,1", "+1,2", "1_000,1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.ContainsRune(s, '"') {
+			t.Skip("string ids are FuzzJSONHashes' business")
+		}
+		var want []int64
+		valid := true
+		if strings.Trim(s, " \t\r\n") != "" {
+			for _, tok := range strings.Split(s, ",") {
+				tok = strings.Trim(tok, " \t\r\n")
+				v, err := strconv.ParseInt(tok, 10, 64)
+				if err != nil || !jsonIntToken.MatchString(tok) {
+					valid = false
+					break
+				}
+				want = append(want, v)
+			}
+		}
+		for _, key := range []string{"ids", "hashes"} {
+			body := []byte(`{"` + key + `":[` + s + `]}`)
+			got, err := AppendJSONHashes(nil, body, -1)
+			if !valid {
+				if err == nil {
+					t.Fatalf("%s accepted: %x", body, got)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s refused: %v", body, err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d hashes, want %d", body, len(got), len(want))
+			}
+			for k, v := range want {
+				h := uint64(v)
+				if key == "ids" {
+					h, _ = murmur.Int64(v, 0)
+				}
+				if got[k] != h {
+					t.Fatalf("%s: hash %d is %x, want %x (of %d)", body, k, got[k], h, v)
+				}
+			}
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unsafe"
 
@@ -91,6 +92,24 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 		}
 		if i >= len(b) {
 			return dst, i, newError(ErrSyntax, i, "unexpected end of body, want an id")
+		}
+		// The usual id, up to eight digits and a comma, takes one word and
+		// no call; anything else (a sign, more digits, ']', a leading zero,
+		// a string) takes the general path below, which decides as before.
+		if i+9 <= len(b) {
+			nd, d := nonDigits(binary.LittleEndian.Uint64(b[i:]))
+			if nd > 0 && b[i+nd] == ',' && (nd == 1 || b[i] != '0') {
+				v := eight(d, nd)
+				if ids && raw < 0 {
+					v, _ = murmur.Int64(int64(v), 0)
+				}
+				dst = append(dst, v)
+				i += nd + 1
+				if i < len(b) && b[i] <= ' ' {
+					i = skipSpace(b, i)
+				}
+				continue
+			}
 		}
 		if c := b[i]; c-'0' < 10 || c == '-' {
 			v, j, ok := parseInt(b, i)

@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	overlap := fs.Bool("overlap", false, "simulate POST /v1/overlap's counts instead of intersections (-sets up to 64, -structures, -users, -log2m, -runs, -seed)")
 	structs := fs.String("structures", "dc2,dc5,dc20,random", "with -overlap: populations, comma separated (dc2, dc5, dc20, random)")
 	users := fs.Int("users", 1_000_000, "with -overlap: users in the union")
+	kind := fs.String("kind", "hll", "with -overlap: the sketches' type (hll, ds_hll, zeta_hll, airlift_hll)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-sets: %w", err)
 	}
 	if *overlap {
-		og := ovGrid{sets: g.sets, structures: strings.Split(*structs, ","), users: *users, runs: *runs, seed: *seed}
+		og := ovGrid{sets: g.sets, structures: strings.Split(*structs, ","), users: *users, runs: *runs, seed: *seed, kind: sketch.Type(*kind)}
 		if og.log2ms, err = parseList(*log2ms, strconv.Atoi); err != nil {
 			return fmt.Errorf("-log2m: %w", err)
 		}

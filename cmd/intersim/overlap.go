@@ -12,8 +12,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sketchd/sketchd/internal/airlift"
+	"github.com/sketchd/sketchd/internal/dshll"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/internal/zeta"
 )
 
 // The overlap simulation (-overlap) measures sketch.EstimateOverlap: N
@@ -28,6 +31,9 @@ type ovGrid struct {
 	log2ms     []int
 	runs       int
 	seed       uint64
+	// kind is the sketches' type: hll (built at genLog2m and folded to
+	// each log2m) or ds_hll, zeta_hll, airlift_hll (built at each).
+	kind sketch.Type
 }
 
 // structures describes each population, by name.
@@ -111,10 +117,15 @@ func (g ovGrid) ovUnit(run, ni int) (map[ovKey][]ovObs, error) {
 			regs[i] = make([]uint8, 1<<genLog2m)
 		}
 		byMask := map[uint64]int{}
+		var drawn []ovUser // users, for kinds built at each log2m
 		for range g.users {
 			m := membership(s, n, &gen)
 			byMask[m]++
 			h := gen.next()
+			if g.kind != sketch.TypeHLL {
+				drawn = append(drawn, ovUser{m, h})
+				continue
+			}
 			for i := range n {
 				if m&(1<<i) != 0 {
 					addHash(regs[i], h)
@@ -124,6 +135,9 @@ func (g ovGrid) ovUnit(run, ni int) (map[ovKey][]ovObs, error) {
 		full := make([]sketch.Sketch, n)
 		fullH := make([]*hll.Sketch, n)
 		for i := range regs {
+			if g.kind != sketch.TypeHLL {
+				break
+			}
 			var err error
 			if fullH[i], err = sketchOf(regs[i]); err != nil {
 				return nil, err
@@ -135,12 +149,19 @@ func (g ovGrid) ovUnit(run, ni int) (map[ovKey][]ovObs, error) {
 		}
 		truth := ovTruth(byMask, n)
 		for _, lg := range g.log2ms {
-			for i, h := range fullH {
-				f, err := h.Fold(lg, regwidth)
-				if err != nil {
+			if g.kind == sketch.TypeHLL {
+				for i, h := range fullH {
+					f, err := h.Fold(lg, regwidth)
+					if err != nil {
+						return nil, err
+					}
+					full[i] = sketch.NewHLL(f)
+				}
+			} else {
+				var err error
+				if full, err = buildKind(g.kind, lg, n, drawn); err != nil {
 					return nil, err
 				}
-				full[i] = sketch.NewHLL(f)
 			}
 			o, err := sketch.EstimateOverlap(labels, full)
 			if err != nil {
@@ -171,6 +192,67 @@ func (g ovGrid) ovUnit(run, ni int) (map[ovKey][]ovObs, error) {
 		}
 	}
 	return out, nil
+}
+
+// ovUser is a drawn user: its sets and its value (a hash, or an id).
+type ovUser struct{ mask, value uint64 }
+
+// ovKinds are the kinds -kind takes, with the precisions each has.
+var ovKinds = map[sketch.Type][2]int{
+	sketch.TypeHLL:        {4, genLog2m},
+	sketch.TypeDSHLL:      {4, genLog2m},
+	sketch.TypeZetaHLL:    {10, genLog2m},
+	sketch.TypeAirliftHLL: {4, genLog2m},
+}
+
+// buildKind builds n sketches of kind at precision lg holding the users
+// of each set, as the kind adds them: a ds_hll sketch hashes the value as
+// an integer id (DataSketches' own hash); zeta_hll and airlift_hll take
+// it as the id's hash.
+func buildKind(kind sketch.Type, lg, n int, users []ovUser) ([]sketch.Sketch, error) {
+	var p sketch.Params
+	switch kind {
+	case sketch.TypeDSHLL:
+		p = sketch.DSHLLParams{Params: dshll.Params{LgK: lg, Type: dshll.HLL4}}
+	case sketch.TypeZetaHLL:
+		p = sketch.ZetaParams{Params: zeta.ParamsFor(lg)}
+	case sketch.TypeAirliftHLL:
+		p = sketch.AirliftParams{Params: airlift.Params{IndexBits: lg}}
+	default:
+		return nil, fmt.Errorf("kind %s is not built here", kind)
+	}
+	sks := make([]sketch.Sketch, n)
+	hashes := make([][]uint64, n)
+	for _, u := range users {
+		for i := range n {
+			if u.mask&(1<<i) != 0 {
+				hashes[i] = append(hashes[i], u.value)
+			}
+		}
+	}
+	for i := range sks {
+		s, err := p.New()
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
+		case sketch.TypeDSHLL:
+			d, _ := sketch.DSHLLOf(s)
+			for _, h := range hashes[i] {
+				if err := d.AddInt(int64(h)); err != nil {
+					return nil, err
+				}
+			}
+		case sketch.TypeZetaHLL:
+			z, _ := sketch.ZetaOf(s)
+			z.AddHashes(hashes[i])
+		case sketch.TypeAirliftHLL:
+			a, _ := sketch.AirliftOf(s)
+			a.AddHashes(hashes[i])
+		}
+		sks[i] = s
+	}
+	return sks, nil
 }
 
 // ovTruth returns the true value of every count of a population.
@@ -207,9 +289,13 @@ func runOverlap(ctx context.Context, g ovGrid, workers int, stdout io.Writer) er
 			return fmt.Errorf("-structures: unknown %q", s)
 		}
 	}
+	lim, ok := ovKinds[g.kind]
+	if !ok {
+		return fmt.Errorf("-kind: %q is not hll, ds_hll, zeta_hll or airlift_hll", g.kind)
+	}
 	for _, lg := range g.log2ms {
-		if lg < 4 || lg > genLog2m {
-			return fmt.Errorf("-log2m %d outside 4..%d", lg, genLog2m)
+		if lg < lim[0] || lg > lim[1] {
+			return fmt.Errorf("-log2m %d outside %d..%d for %s", lg, lim[0], lim[1], g.kind)
 		}
 	}
 	type job struct{ run, ni int }
@@ -318,8 +404,13 @@ var ovGroupOrder = []string{"union", "exactly 1", "at least 2", "exactly k ≥ 2
 // the median relative error and the calibration of the error.
 func ovReport(w io.Writer, g ovGrid, all map[ovKey][]ovObs) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Overlap grid: %d runs per cell, %d users, sets %s, log2m %s, regwidth %d, seed %d.\n\n",
-		g.runs, g.users, joinInts(g.sets), joinInts(g.log2ms), regwidth, g.seed)
+	if g.kind == sketch.TypeHLL {
+		fmt.Fprintf(&b, "Overlap grid: %d runs per cell, %d users, sets %s, log2m %s, regwidth %d, seed %d.\n\n",
+			g.runs, g.users, joinInts(g.sets), joinInts(g.log2ms), regwidth, g.seed)
+	} else {
+		fmt.Fprintf(&b, "Overlap grid of %s sketches: %d runs per cell, %d users, sets %s, log2m %s, seed %d.\n\n",
+			g.kind, g.runs, g.users, joinInts(g.sets), joinInts(g.log2ms), g.seed)
+	}
 	for _, s := range g.structures {
 		fmt.Fprintf(&b, "- %s: %s\n", s, structures[s])
 	}

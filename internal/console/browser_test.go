@@ -1146,7 +1146,8 @@ func TestBrowserZetaHLL(t *testing.T) {
 }
 
 // TestBrowserRegistersOverlap: two DataSketches HLL sketches can be
-// selected and are drawn in the overlap view with the API's numbers.
+// selected and are drawn in the overlap view with the API's numbers,
+// and their regions listed as POST /v1/overlap counts them.
 func TestBrowserRegistersOverlap(t *testing.T) {
 	b := browser(t)
 	s := newSite(t, false)
@@ -1172,6 +1173,8 @@ func TestBrowserRegistersOverlap(t *testing.T) {
 			t.Errorf("%s shows %q, want %q (API %v)", id, got, count(v), v)
 		}
 	}
+	tb.wait(t, "#regions tbody tr")
+	tb.sameRegions(t, s, "spark:a", "spark:b")
 	tb.readable(t)
 	tb.screenshot(t, "console-ds-hll-overlap")
 	tb.noErrors(t, nil)

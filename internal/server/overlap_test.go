@@ -143,3 +143,66 @@ func TestOverlapOfPrefixes(t *testing.T) {
 		t.Errorf("overlap of eu:* and us: exactly %+v, only here %+v; want 100 in one, 50 in both, 50 only in eu:*", o.Exactly, o.OnlyHere)
 	}
 }
+
+// TestOverlapOfFamilyKinds: ds_hll, zeta_hll and airlift_hll sketches
+// overlap as hll ones do, every count's bounds holding the truth (the
+// data centers of TestOverlapOverHTTP); mixed kinds and cpc are refused
+// with a 409 that names them.
+func TestOverlapOfFamilyKinds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	type span struct{ lo, hi int64 }
+	members := [][]span{
+		{{0, 60_000}, {100_000, 106_000}, {200_000, 203_000}},
+		{{300_000, 340_000}, {100_000, 106_000}, {200_000, 203_000}},
+		{{400_000, 420_000}, {200_000, 203_000}},
+	}
+	for _, kind := range []struct{ typ, params string }{
+		{"ds_hll", `"lg_k":14`}, {"zeta_hll", `"precision":14`}, {"airlift_hll", `"index_bits":14`},
+	} {
+		names := make([]string, len(members))
+		for i, spans := range members {
+			names[i] = fmt.Sprintf("%s:%d", kind.typ, i)
+			e.create(t, names[i], fmt.Sprintf(`{"type":%q,%s}`, kind.typ, kind.params))
+			var ids []int64
+			for _, s := range spans {
+				ids = append(ids, idRange(s.lo, s.hi)...)
+			}
+			must(t, e.send(t, http.MethodPost, "/v1/sketches/"+names[i]+"/add", "application/octet-stream", octetIDs(ids...)), http.StatusOK, "add to "+names[i])
+		}
+		var o overlapAnswer
+		decode(t, must(t, e.postJSON(t, "/v1/overlap", fmt.Sprintf(`{"sketches":["%s","%s","%s"]}`, names[0], names[1], names[2])), http.StatusOK, kind.typ+" overlap").Body, &o)
+		if o.Sets != 3 || o.Log2m != 14 || !o.Complete || len(o.Exactly) != 3 || len(o.OnlyHere) != 3 || len(o.Regions) != 7 {
+			t.Fatalf("%s: answer %+v, want 3 complete sets at log2m 14 with 7 regions", kind.typ, o)
+		}
+		check := func(what string, f overlapFig, want float64) {
+			t.Helper()
+			if !f.covers(want) || f.Error <= 0 || f.Verdict == "" {
+				t.Errorf("%s %s = %.0f ± %.0f [%.0f, %.0f] %s, want bounds around %.0f", kind.typ, what, f.Estimate, f.Error, f.Lower, f.Upper, f.Verdict, want)
+			}
+		}
+		check("union", o.Union, 129_000)
+		for k, want := range []float64{120_000, 6_000, 3_000} {
+			check(fmt.Sprintf("exactly %d", k+1), o.Exactly[k], want)
+		}
+		for i, want := range []float64{60_000, 40_000, 20_000} {
+			check(fmt.Sprintf("only in %d", i), o.OnlyHere[i], want)
+		}
+		check("all three", o.Regions[6], 3_000)
+	}
+	e.create(t, "c", `{"type":"cpc"}`)
+	for _, tt := range []struct {
+		body string
+		want []string
+	}{
+		{`{"sketches":["ds_hll:0","zeta_hll:1"]}`, []string{"ds_hll", "zeta_hll", `"ds_hll:0"`, `"zeta_hll:1"`}},
+		{`{"sketches":["c","c"]}`, []string{"cpc", "registers"}},
+	} {
+		p := checkProblem(t, e.postJSON(t, "/v1/overlap", tt.body), http.StatusConflict)
+		for _, w := range tt.want {
+			if !strings.Contains(p.Detail, w) {
+				t.Errorf("%s: detail %q does not say %q", tt.body, p.Detail, w)
+			}
+		}
+	}
+}

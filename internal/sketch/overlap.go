@@ -89,18 +89,19 @@ type Overlap struct {
 }
 
 // EstimateOverlap counts how the sets sks (named by labels, in order)
-// overlap. The sketches must be of one HLL-family kind, so that their
-// unions are lossless: today that is hll (other kinds fail with a
-// Conflict; an HLL-family kind with its own registers joins by giving
-// overlapOperands a lossless union and an estimate with its error).
-// Sketches of different log2m are folded to the smallest. If every
-// operand holds an exact list of hashes (EXPLICIT or EMPTY), every count
-// is exact.
+// overlap. The sketches must be of one HLL-family kind with registers,
+// so that their unions are lossless and their errors can be measured on
+// the registers: hll, ds_hll, zeta_hll or airlift_hll (registerSource).
+// Other kinds fail with a Conflict, cpc with one saying why. Sketches of
+// different precision are compared at the smallest (and at most
+// hll.MaxLog2m), larger ones folded down. If every operand is an hll
+// sketch holding an exact list of hashes (EXPLICIT or EMPTY), every
+// count is exact.
 //
 // It fails with an *Error of kind Invalid wrapping ErrOverlapCount or
-// ErrUndefined, or of kind Conflict for mixed or non-HLL kinds; labels of
-// another length than sks, a nil sketch or a failed fold are internal
-// errors.
+// ErrUndefined, or of kind Conflict for mixed kinds or kinds without
+// registers; labels of another length than sks, a nil sketch or a failed
+// fold are internal errors.
 func EstimateOverlap(labels []string, sks []Sketch) (Overlap, error) {
 	n := len(sks)
 	if n < MinOverlap || n > MaxOverlap {
@@ -117,22 +118,24 @@ func EstimateOverlap(labels []string, sks []Sketch) (Overlap, error) {
 	if err := SameKind(labels, sks); err != nil {
 		return Overlap{}, err
 	}
-	hs, err := overlapOperands(labels, sks)
-	if err != nil {
-		return Overlap{}, err
+	if _, ok := HLLOf(sks[0]); ok {
+		hs, err := overlapOperands(labels, sks)
+		if err != nil {
+			return Overlap{}, err
+		}
+		return overlapHLL(labels, hs)
 	}
-	return overlapHLL(labels, hs)
+	return overlapFamily(labels, sks)
 }
 
-// overlapOperands returns the operands as sketches of the HLL family the
-// estimator works on. It is the one place a kind joins the family.
+// overlapKinds names the kinds an overlap takes, for messages.
+const overlapKinds = "hll, ds_hll, zeta_hll or airlift_hll"
+
+// overlapOperands returns hll operands as the hll sketches they are.
 func overlapOperands(labels []string, sks []Sketch) ([]*hll.Sketch, error) {
 	hs := make([]*hll.Sketch, len(sks))
 	for i, s := range sks {
-		h, ok := HLLOf(s)
-		if !ok {
-			return nil, Errorf(Conflict, "an overlap takes HLL-family sketches (%s); %s is a %s sketch", TypeHLL, quote(labels[i]), s.Kind().Type)
-		}
+		h, _ := HLLOf(s)
 		if h.Representation() == hll.Undefined {
 			return nil, Wrap(Invalid, ErrUndefined, fmt.Sprintf("sketch %q is undefined and cannot be counted", labels[i]))
 		}
@@ -155,8 +158,8 @@ func overlapHLL(labels []string, hs []*hll.Sketch) (Overlap, error) {
 			allExact = false
 		}
 	}
-	out := Overlap{Sets: n, Log2m: p.Log2m, Warnings: []string{}}
 	if allExact {
+		out := Overlap{Sets: n, Log2m: p.Log2m, Warnings: []string{}}
 		exactOverlap(&out, labels, hs)
 		return out, nil
 	}
@@ -174,6 +177,20 @@ func overlapHLL(labels []string, hs []*hll.Sketch) (Overlap, error) {
 		}
 		regs[i] = h.Registers(nil)
 	}
+	var warnings []string
+	if folded {
+		warnings = append(warnings, fmt.Sprintf("the sketches were folded to %d registers (log2m %d) to compare them, so the error is that of the smallest sketch", p.NumRegisters(), p.Log2m))
+	}
+	return overlapRegisters(labels, regs, p, warnings), nil
+}
+
+// overlapRegisters counts the overlap of register arrays at p: register
+// values are one plus a count of leading or trailing zeros of a hash's
+// bits outside the index, 0 for an empty register, whatever the format.
+// warnings are appended to the answer's.
+func overlapRegisters(labels []string, regs [][]uint8, p hll.Params, warnings []string) Overlap {
+	n := len(regs)
+	out := Overlap{Sets: n, Log2m: p.Log2m, Warnings: []string{}}
 	m := p.NumRegisters()
 	depth := 1
 	for depth < n-1 {
@@ -252,10 +269,8 @@ func overlapHLL(labels []string, hs []*hll.Sketch) (Overlap, error) {
 	if !ests.measured() {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("with %d registers the errors cannot be measured from the registers; each is the sum of the unions' errors as if independent, which is wider", m))
 	}
-	if folded {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the sketches were folded to %d registers (log2m %d) to compare them, so the error is that of the smallest sketch", m, p.Log2m))
-	}
-	return out, nil
+	out.Warnings = append(out.Warnings, warnings...)
+	return out
 }
 
 // latticeSize is the number of subsets of n operands with at most depth

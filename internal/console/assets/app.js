@@ -1066,11 +1066,16 @@ async function overlapView(values) {
     const drawn = vennThree(sets, x, pairs);
     result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
   }
-  // POST /v1/overlap counts hll sketches only; other kinds have no regions.
-  if (sets.every((s) => s.type === 'hll')) result.append(regionsTable(sets, await api('POST', '/v1/overlap', { sketches: ops })));
+  // POST /v1/overlap counts the kinds with HLL registers; theta and cpc
+  // have no regions.
+  if (overlapKinds.includes(sets[0].type)) result.append(regionsTable(sets, await api('POST', '/v1/overlap', { sketches: ops })));
   section.append(result);
   return section;
 }
+
+// overlapKinds are the kinds POST /v1/overlap counts (all sets are of
+// one kind here).
+const overlapKinds = ['hll', 'ds_hll', 'zeta_hll', 'airlift_hll'];
 
 // fit returns a transform from layout units to a w×h viewBox with margin.
 function fit(circles, w, h, margin) {

@@ -190,7 +190,7 @@ func Run(t *testing.T, b Backend) {
 			if b.WithClock == nil {
 				t.Skipf("the %s backend's clock cannot be set", b.Name)
 			}
-			clk := &Clock{t: time.Now().UTC().Truncate(time.Second)}
+			clk := NewClock(time.Now().UTC().Truncate(time.Second))
 			in := Open(t, b.WithClock(clk.Now))
 			if _, ok := in.Store.(ExpiryStore); !ok {
 				t.Skipf("the %s backend does not expire sketches yet", b.Name)

@@ -75,10 +75,15 @@ func parseExpiry(after, at *string) (sketch.Expiry, error) {
 	return x, nil
 }
 
-// formatAfter writes d (whole seconds) as an ISO 8601 duration.
+// formatAfter writes d (whole seconds) as an ISO 8601 duration: whole
+// days as days (P7D), anything else in hours, minutes and seconds (PT36H,
+// not P1DT12H), as a user most likely wrote it.
 func formatAfter(d time.Duration) string {
 	s := int(d / time.Second)
-	return series.Duration{Days: s / 86400, Hours: s % 86400 / 3600, Minutes: s % 3600 / 60, Seconds: s % 60}.String()
+	if s%86400 == 0 {
+		return series.Duration{Days: s / 86400}.String()
+	}
+	return series.Duration{Hours: s / 3600, Minutes: s % 3600 / 60, Seconds: s % 60}.String()
 }
 
 // expiryFields are what a description says of a sketch's expiry.

@@ -143,19 +143,27 @@ func testExpiryReads(t *testing.T, in *Instance, clk *Clock) {
 // across a crash); a write to one with an instant does not.
 func testExpiryWritesPush(t *testing.T, in *Instance, clk *Clock) {
 	t0 := clk.Now()
+	bloom, err := sketch.Lookup(sketch.TypeBloom)
+	must(t, err, "bloom kind")
 	create(t, in, "a", withExpiry(hllSpec(11), sketch.Expiry{After: time.Hour}))
 	create(t, in, "b", withExpiry(hllSpec(11), sketch.Expiry{At: t0.Add(90 * time.Minute)}))
+	// A kind whose whole state a write reads (not an HLL's delta).
+	create(t, in, "bl", withExpiry(sketch.Spec{Params: bloom.Default()}, sketch.Expiry{After: time.Hour}))
 	clk.Advance(50 * time.Minute)
 	add(t, in, "a", Ints(0, 10))
 	add(t, in, "b", Ints(0, 10))
+	add(t, in, "bl", Ints(0, 10))
 	clk.Advance(50 * time.Minute)
-	add(t, in, "a", Ints(0, 10)) // changes no register
+	add(t, in, "a", Ints(0, 10))  // changes no register
+	add(t, in, "bl", Ints(0, 10)) // changes nothing
 	in.Crash(t)
 	clk.Advance(50 * time.Minute) // 150 min: 50 after the last add
-	info, err := in.Describe(ctx, "a")
-	must(t, err, "describe a 50 minutes after an add that changed nothing")
-	if want := t0.Add(100 * time.Minute); !info.UpdatedAt.Equal(want) {
-		t.Errorf("updated_at %v, want %v", info.UpdatedAt, want)
+	for _, n := range []string{"a", "bl"} {
+		info, err := in.Describe(ctx, n)
+		must(t, err, "describe "+n+" 50 minutes after an add that changed nothing")
+		if want := t0.Add(100 * time.Minute); !info.UpdatedAt.Equal(want) {
+			t.Errorf("%s: updated_at %v, want %v", n, info.UpdatedAt, want)
+		}
 	}
 	_, err = in.Describe(ctx, "b")
 	mustKind(t, err, sketch.NotFound, "describe b past its instant")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -103,6 +104,8 @@ func testExpiryReads(t *testing.T, in *Instance, clk *Clock) {
 	mustKind(t, err, sketch.NotFound, "union with an expired sketch")
 	_, err = in.Add(ctx, "p/after", Ints(0, 5), false)
 	mustKind(t, err, sketch.NotFound, "add to an expired sketch")
+	_, err = in.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(1), Sketches: []string{"p/keep", "p/after"}}}, false)
+	mustKind(t, err, sketch.NotFound, "events to an expired sketch")
 	_, err = expiryOf(in).SetExpiry(ctx, "p/after", sketch.Expiry{})
 	mustKind(t, err, sketch.NotFound, "set the expiry of an expired sketch")
 	err = in.Delete(ctx, "p/after")

@@ -54,6 +54,13 @@ var compat = map[string]operation{
 	"PUT /v1/sketches/{name}":    {params: []string{"Idempotency-Key"}, methods: []string{"Create"}, request: reflect.TypeFor[client.CreateRequest](), response: tSketch},
 	"GET /v1/sketches/{name}":    {methods: []string{"Describe"}, response: tSketch},
 	"DELETE /v1/sketches/{name}": {params: []string{"Idempotency-Key"}, methods: []string{"Delete"}},
+	"PATCH /v1/sketches/{name}": {params: []string{"Idempotency-Key"}, methods: []string{"SetExpiry"},
+		// SetExpiry's body: one of the two, a value or null.
+		request: reflect.TypeFor[struct {
+			ExpireAfter *string    `json:"expire_after"`
+			ExpireAt    *time.Time `json:"expire_at"`
+		}](),
+		response: tSketch},
 	"POST /v1/sketches/{name}/add": {
 		methods: []string{"AddInts", "AddStrings", "AddIDs", "AddHashes", "AddItems", "AddNew", "AddValues", "AddLongs"},
 		params:  []string{"Idempotency-Key", "create", "report"},

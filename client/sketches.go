@@ -105,6 +105,12 @@ type Sketch struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Metric    bool      `json:"metric"`
+	// ExpireAfter (an ISO 8601 duration) or ExpireAt is set when the
+	// sketch expires, ExpiresAt then says when as of its last write.
+	// Past it the sketch is gone (IsNotFound), as if deleted.
+	ExpireAfter string     `json:"expire_after,omitempty"`
+	ExpireAt    *time.Time `json:"expire_at,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
 	// FoldedFromLog2m is set only by MergeRaw with WithFold when it
 	// folded the stored HLL down: the log2m it had before.
 	FoldedFromLog2m int `json:"folded_from_log2m,omitempty"`
@@ -162,11 +168,50 @@ type CreateRequest struct {
 
 	// Metric exports the estimate on /metrics.
 	Metric bool `json:"metric,omitempty"`
+
+	// ExpireAfter makes the sketch expire that long after its last
+	// write (an ISO 8601 duration of weeks, days, hours, minutes and
+	// seconds: "P7D", "PT36H"); ExpireAt at an instant. At most one.
+	ExpireAfter string     `json:"expire_after,omitempty"`
+	ExpireAt    *time.Time `json:"expire_at,omitempty"`
+}
+
+// Expiry is when a sketch expires (SetExpiry): After its last write (an
+// ISO 8601 duration such as "P7D") or At an instant; the zero Expiry
+// clears it, so the sketch never expires.
+type Expiry struct {
+	After string
+	At    time.Time
+}
+
+// SetExpiry sets, changes or clears when the sketch expires (PATCH
+// /v1/sketches/{name}) and returns its description. It counts as a
+// write, so After runs from it. A bad value is IsInvalid and changes
+// nothing; an expired sketch is IsNotFound. It is retried with its
+// Idempotency-Key.
+func (c *Client) SetExpiry(ctx context.Context, name string, x Expiry) (*Sketch, error) {
+	var body map[string]any
+	switch {
+	case x.After != "" && !x.At.IsZero():
+		body = map[string]any{"expire_after": x.After, "expire_at": x.At} // refused by the server, by name
+	case x.After != "":
+		body = map[string]any{"expire_after": x.After}
+	case !x.At.IsZero():
+		body = map[string]any{"expire_at": x.At}
+	default:
+		body = map[string]any{"expire_after": nil}
+	}
+	cl, err := jsonCall(http.MethodPatch, sketchPath(name), body, true, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	cl.write = true
+	return into[Sketch](ctx, c, cl)
 }
 
 // Create creates the sketch name (PUT /v1/sketches/{name}). created is
 // false when it already existed with the same type and parameters (then
-// only the metric flag is updated); other parameters are a conflict
+// only the metric flag and the expiry are updated); other parameters are a conflict
 // (IsConflict). Create is retried with its Idempotency-Key: a retry after
 // a lost answer gets the first attempt's answer (created true for the
 // sketch it made).

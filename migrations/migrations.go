@@ -55,6 +55,7 @@ func Steps() []Step {
 		{Version: 4, Name: "give the store an identity its log shares", Up: v4StoreIdentity},
 		{Version: 5, Name: "checksum every stored record and the checkpoint position", Up: v5Checksums},
 		{Version: 6, Name: "create the idempotency bucket", Up: v6IdempotencyKeys},
+		{Version: 7, Name: "let sketch records carry an expiry", Up: v7SketchExpiry},
 	}
 }
 

@@ -400,8 +400,8 @@ func TestV6AddsIdempotencyBucket(t *testing.T) {
 		}
 		return nil
 	})
-	from, to, err := run(t, db)
-	if err != nil || from != 5 || to != Latest() || Latest() != 6 {
+	from, to, err := runUpTo(t, db, 6)
+	if err != nil || from != 5 || to != 6 {
 		t.Fatalf("Run on a version-5 file = %d, %d, %v; want 5, 6, nil", from, to, err)
 	}
 	db.View(func(tx *bolt.Tx) error {
@@ -416,5 +416,45 @@ func TestV6AddsIdempotencyBucket(t *testing.T) {
 	})
 	if got := storeID(t, db); !bytes.Equal(got, id) {
 		t.Errorf("store id changed from %x to %x", id, got)
+	}
+}
+
+// TestV7KeepsRecords upgrades testdata/v4.db to version 6, then to 7:
+// step 7 only raises the version, every stored byte stays.
+func TestV7KeepsRecords(t *testing.T) {
+	db := openDB(t, copyFixture(t, "v4.db"))
+	if _, to, err := runUpTo(t, db, 6); err != nil || to != 6 {
+		t.Fatalf("Run on v4.db up to 6 = %d, %v", to, err)
+	}
+	dump := func() map[string]string {
+		m := map[string]string{}
+		db.View(func(tx *bolt.Tx) error {
+			return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+				return b.ForEach(func(k, v []byte) error {
+					if string(name) != "meta" || string(k) != KeyVersion {
+						m[string(name)+"/"+string(k)] = string(v)
+					}
+					return nil
+				})
+			})
+		})
+		return m
+	}
+	before := dump()
+	if len(before) == 0 {
+		t.Fatal("v4.db holds nothing to compare")
+	}
+	from, to, err := run(t, db)
+	if err != nil || from != 6 || to != Latest() || Latest() != 7 {
+		t.Fatalf("Run on a version-6 file = %d, %d, %v; want 6, 7, nil", from, to, err)
+	}
+	after := dump()
+	if len(after) != len(before) {
+		t.Fatalf("%d entries after step 7, %d before", len(after), len(before))
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("entry %q changed in step 7", k)
+		}
 	}
 }

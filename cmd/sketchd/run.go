@@ -132,6 +132,9 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 	if ss, ok := any(db).(server.SeriesStore); ok {
 		go expireSeries(ctx, ss, m, log, cfg.retentionInterval)
 	}
+	if xs, ok := any(db).(server.ExpiryStore); ok {
+		go expireSketches(ctx, xs, log, cfg.retentionInterval)
+	}
 
 	hs := &http.Server{
 		Handler:           srv,
@@ -263,6 +266,27 @@ func expireSeries(ctx context.Context, ss server.SeriesStore, m *metrics.Metrics
 			log.Error("removing expired series buckets failed", "err", err)
 		case x.Buckets > 0:
 			log.Info("removed expired series buckets", "buckets", x.Buckets, "bytes", x.Bytes)
+		}
+	}
+}
+
+// expireSketches removes expired sketches every interval until ctx ends
+// (they are gone for readers and writers from the moment they expire).
+func expireSketches(ctx context.Context, xs server.ExpiryStore, log *slog.Logger, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		n, err := xs.ExpireSketches(ctx, time.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("removing expired sketches failed", "err", err)
+		case n > 0:
+			log.Info("removed expired sketches", "sketches", n)
 		}
 	}
 }

@@ -609,10 +609,12 @@ func badInputCases(f fixture) []badCase {
 	add("frequency: text/plain", "POST", "/v1/sketches/c/frequency", "text/plain", `{"ids":[1]}`, 415)
 	add("intersection: no type", "POST", "/v1/intersection", "", `{"sketches":["h","he"]}`, 415)
 	add("fold: xml", "POST", "/v1/sketches/h/fold", "application/xml", `<fold/>`, 415)
+	add("expiry: no type", "PATCH", "/v1/sketches/h", "", `{"expire_after":"P1D"}`, 415)
+	add("expiry: unknown field", "PATCH", "/v1/sketches/h", "application/json", `{"expire_in":"P1D"}`, 400)
 
 	// Methods.
 	for _, m := range []struct{ method, path string }{
-		{"PATCH", "/v1/sketches/h"},
+		{"PATCH", "/v1/sketches/h/add"},
 		{"POST", "/v1/sketches/h"},
 		{"DELETE", "/v1/sketches"},
 		{"PUT", "/v1/sketches"},

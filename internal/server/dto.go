@@ -51,6 +51,10 @@ type createRequest struct {
 	SparsePrec *int  `json:"sparse_precision"`
 	IndexBits  *int  `json:"index_bits"`
 	Metric     *bool `json:"metric"`
+	// When the sketch expires: a duration from its last write, or an
+	// instant (handlers_expiry.go).
+	ExpireAfter *string `json:"expire_after"`
+	ExpireAt    *string `json:"expire_at"`
 }
 
 // kindFields names the create fields each kind takes.
@@ -97,6 +101,10 @@ func (c createRequest) spec() (sketch.Spec, error) {
 	var sp sketch.Spec
 	if c.Metric != nil {
 		sp.Metric = *c.Metric
+	}
+	var err error
+	if sp.Expiry, err = parseExpiry(c.ExpireAfter, c.ExpireAt); err != nil {
+		return sp, err
 	}
 	if _, known := kindFields[typ]; known {
 		if f, other := c.foreignField(typ); f != "" {

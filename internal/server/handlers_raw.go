@@ -309,7 +309,7 @@ func (s *Server) writeDescribe(w http.ResponseWriter, r *http.Request, name stri
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, status, describe(info))
+	return writeJSON(w, status, withExpiry(info, describe(info)))
 }
 
 // noneMatch reports whether an If-None-Match header (a list of entity

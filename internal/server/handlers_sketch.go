@@ -58,7 +58,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 	}
 	resp := listResponse{Sketches: make([]any, len(infos))}
 	for i, in := range infos {
-		resp.Sketches[i] = describe(in)
+		resp.Sketches[i] = withExpiry(in, describe(in))
 	}
 	if more {
 		resp.Next = infos[len(infos)-1].Name
@@ -113,11 +113,16 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if !spec.Expiry.IsZero() {
+		if _, err := s.expiryStore(); err != nil {
+			return err
+		}
+	}
 	return s.commit(w, r, func(res idem.Result) (*answer, error) {
 		if !res.Created {
-			return jsonAnswer(http.StatusOK, describe(res.Info))
+			return jsonAnswer(http.StatusOK, withExpiry(res.Info, describe(res.Info)))
 		}
-		a, err := jsonAnswer(http.StatusCreated, describe(res.Info))
+		a, err := jsonAnswer(http.StatusCreated, withExpiry(res.Info, describe(res.Info)))
 		if a != nil {
 			a.location = "/v1/sketches/" + name
 		}

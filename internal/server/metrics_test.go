@@ -151,7 +151,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		return e.postJSON(t, "/v1/events", `{"events":[{"id":1.5,"sketches":["h"]}]}`)
 	})
 	send(key{"/v1/union", "POST", "200"}, 2, func(i int) response { return e.postJSON(t, "/v1/union", `{"sketches":["h"]}`) })
-	send(key{"unmatched", "PATCH", "405"}, 1, func(i int) response { return e.send(t, "PATCH", "/v1/sketches/h", "", "") })
+	send(key{"unmatched", "PATCH", "405"}, 1, func(i int) response { return e.send(t, "PATCH", "/v1/sketches/h/add", "", "") })
 	send(key{"unmatched", "GET", "404"}, 2, func(i int) response { return e.get(t, fmt.Sprintf("/nothing-%d", i)) })
 	send(key{"unmatched", "GET", "404"}, 1, func(i int) response { return e.get(t, "/v1/sketches/h/nothing") })
 	// Every path without a route counts alike, whether chi matched a

@@ -49,6 +49,7 @@ func (s *Server) routes() http.Handler {
 		write.Put("/sketches/{name}", s.handle(s.handleCreate))
 		read.Get("/sketches/{name}", s.handle(s.handleDescribe))
 		write.Delete("/sketches/{name}", s.handle(s.handleDelete))
+		write.Patch("/sketches/{name}", s.handle(s.handleExpiry))
 		write.Post("/sketches/{name}/add", s.handle(s.handleAdd))
 		write.Post("/events", s.handle(s.handleEvents))
 		read.Post("/sketches/{name}/frequency", s.handle(s.handleFrequencyPost))

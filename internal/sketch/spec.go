@@ -23,6 +23,8 @@ const (
 type Spec struct {
 	Params Params
 	Metric bool
+	// Expiry is when the sketch expires (zero: never).
+	Expiry Expiry
 }
 
 // Type is the spec's sketch type ("" when it has no parameters).

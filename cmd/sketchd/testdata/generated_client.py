@@ -16,7 +16,7 @@ from sketchd_client import Client
 from sketchd_client.api.ingest import add_ids
 from sketchd_client.api.queries import intersection, union
 from sketchd_client.api.series import add_to_series, create_series, series_count
-from sketchd_client.api.sketches import create_sketch, describe_sketch
+from sketchd_client.api.sketches import change_sketch_expiry, create_sketch, describe_sketch
 from sketchd_client.models import (
     CMS,
     HLL,
@@ -30,6 +30,7 @@ from sketchd_client.models import (
     CreateDSHLL,
     CreateFreq,
     CreateHLL,
+    ExpiryChange,
     CreateTheta,
     CreateZetaHLL,
     CreateAirliftHLL,
@@ -117,6 +118,19 @@ def main(base):
     check(isinstance(d, HLL) and d.cardinality == 4 and d.representation.value == "EXPLICIT", "describe", r.content)
     r = describe_sketch.sync_detailed("py:cms", client=c)
     check(isinstance(r.parsed, CMS) and r.parsed.total == 4, "describe a Count-Min", r.content)
+
+    # Expiry: at create, shown in describe, changed and cleared by PATCH.
+    r = create_sketch.sync_detailed("py:day", client=c, body=CreateHLL(log2m=11, expire_after="P7D"))
+    d = r.parsed
+    check(r.status_code == 201 and isinstance(d, HLL) and d.expire_after == "P7D" and d.expires_at == d.updated_at + datetime.timedelta(days=7),
+          "create with expire_after", r.content)
+    at = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=2)).replace(microsecond=0)
+    r = change_sketch_expiry.sync_detailed("py:day", client=c, body=ExpiryChange(expire_at=at))
+    check(r.status_code == 200 and isinstance(r.parsed, HLL) and r.parsed.expires_at == at, "PATCH expire_at", r.content)
+    r = change_sketch_expiry.sync_detailed("py:day", client=c, body=ExpiryChange(expire_after=None))
+    check(r.status_code == 200 and isinstance(r.parsed, HLL) and not r.parsed.expires_at, "PATCH null clears the expiry", r.content)
+    r = change_sketch_expiry.sync_detailed("py:day", client=c, body=ExpiryChange(expire_after="P0D"))
+    check(r.status_code == 400 and isinstance(r.parsed, Problem) and "expire_after" in r.parsed.detail, "a zero expire_after is a Problem naming it", r.content)
 
     # Union and intersection.
     r = union.sync_detailed(client=c, body=UnionBody(sketches=["py:hll", "py:hll2"]))

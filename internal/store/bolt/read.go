@@ -84,7 +84,7 @@ func (s *DB) kindOf(name string) (*sketch.Kind, error) {
 	if err := s.lockedReadable(); err != nil {
 		return nil, err
 	}
-	if e.st == nil {
+	if e.st == nil || e.st.expired(s.opts.Now()) {
 		return nil, notFound(name)
 	}
 	return e.st.sk.Kind(), nil
@@ -113,6 +113,7 @@ func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) 
 	// walked in name order from the page's start, so a page costs about
 	// a page of rows however many sketches wait for a checkpoint.
 	start := max(prefix, after, firstSketchKey)
+	now := s.opts.Now()
 	// From memory: up to limit+1 sketches, and every changed name walked
 	// to find them (deleted ones included), which bbolt must not answer.
 	var mem []sketch.Info
@@ -125,7 +126,7 @@ func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) 
 		}
 		over[e.name] = struct{}{}
 		e.mu.Lock()
-		if e.st != nil {
+		if e.st != nil && !e.st.expired(now) {
 			mem = append(mem, e.st.info(e.name))
 		}
 		e.mu.Unlock()
@@ -154,6 +155,9 @@ func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) 
 			if err != nil {
 				s.skipUnreadable(k, err, "list")
 				skipped = append(skipped, quoteName(k))
+				continue
+			}
+			if st.expired(now) {
 				continue
 			}
 			disk = append(disk, st.info(n))

@@ -17,9 +17,14 @@ import (
 //
 //	byte 0      record format: 2 (1 before schema version 5, see below)
 //	byte 1      kind tag (sketch.Kind.Tag)
-//	byte 2      flags (bit 0: estimate exported on /metrics)
+//	byte 2      flags (bit 0: estimate exported on /metrics; bit 1:
+//	            expires a time after its last write; bit 2: expires at
+//	            an instant; bits 1 and 2 only from schema version 7)
 //	bytes 3-10  created, big-endian Unix nanoseconds
 //	bytes 11-18 updated, big-endian Unix nanoseconds
+//	8 bytes     bit 1 only: the time after the last write, big-endian
+//	            nanoseconds (positive, sketch.Expiry.After)
+//	8 bytes     bit 2 only: the instant, big-endian Unix nanoseconds
 //	...         the body: the sketch in its kind's encoding (the HLL
 //	            storage format, the CMS format, ...), or a series
 //	            definition (appendDef)
@@ -41,6 +46,9 @@ const (
 	recordHeaderLen = 3 + 8 + 8
 	recordCRCLen    = 4
 	flagMetric      = 1
+	flagExpireAfter = 2
+	flagExpireAt    = 4
+	knownFlags      = flagMetric | flagExpireAfter | flagExpireAt
 )
 
 // errChecksum is the error of a stored record whose checksum does not
@@ -55,6 +63,8 @@ type state struct {
 	def              *series.Spec
 	metric           bool
 	created, updated time.Time
+	// expiry is a sketch's (never a series definition's or bucket's).
+	expiry sketch.Expiry
 }
 
 // appendRecord appends the record of st, kept under the entry key key,
@@ -64,10 +74,22 @@ func appendRecord(b []byte, key string, st *state) []byte {
 	if st.metric {
 		flags |= flagMetric
 	}
+	if st.expiry.After > 0 {
+		flags |= flagExpireAfter
+	}
+	if !st.expiry.At.IsZero() {
+		flags |= flagExpireAt
+	}
 	start := len(b)
 	b = append(b, recordFormat, st.kind().Tag, flags)
 	b = binary.BigEndian.AppendUint64(b, uint64(st.created.UnixNano()))
 	b = binary.BigEndian.AppendUint64(b, uint64(st.updated.UnixNano()))
+	if flags&flagExpireAfter != 0 {
+		b = binary.BigEndian.AppendUint64(b, uint64(st.expiry.After))
+	}
+	if flags&flagExpireAt != 0 {
+		b = binary.BigEndian.AppendUint64(b, uint64(st.expiry.At.UnixNano()))
+	}
 	if st.def != nil {
 		b = appendDef(b, st.def)
 	} else {
@@ -138,7 +160,7 @@ func checkRecord2(key string, rec []byte) ([]byte, error) {
 // decodeBody decodes a record whose length and checksum were checked:
 // its flags, kind and body.
 func decodeBody(key string, rec, body []byte) (*state, error) {
-	if rec[2]&^flagMetric != 0 {
+	if rec[2]&^knownFlags != 0 {
 		return nil, fmt.Errorf("record flags %#x unknown", rec[2])
 	}
 	kind, err := sketch.ByTag(rec[1])
@@ -150,7 +172,27 @@ func decodeBody(key string, rec, body []byte) (*state, error) {
 		created: time.Unix(0, int64(binary.BigEndian.Uint64(rec[3:]))).UTC(),
 		updated: time.Unix(0, int64(binary.BigEndian.Uint64(rec[11:]))).UTC(),
 	}
+	if rec[2]&flagExpireAfter != 0 {
+		if len(body) < 8 {
+			return nil, fmt.Errorf("record of %d bytes ends in its expiry", len(rec))
+		}
+		st.expiry.After = time.Duration(binary.BigEndian.Uint64(body))
+		if st.expiry.After <= 0 {
+			return nil, fmt.Errorf("record expiry %d ns after the last write, want positive", int64(st.expiry.After))
+		}
+		body = body[8:]
+	}
+	if rec[2]&flagExpireAt != 0 {
+		if len(body) < 8 || st.expiry.After != 0 {
+			return nil, fmt.Errorf("record of %d bytes with flags %#x has no room for its expiry instant", len(rec), rec[2])
+		}
+		st.expiry.At = time.Unix(0, int64(binary.BigEndian.Uint64(body))).UTC()
+		body = body[8:]
+	}
 	if key != "" && key[0] == prefixSeries {
+		if !st.expiry.IsZero() {
+			return nil, fmt.Errorf("series record with an expiry (flags %#x)", rec[2])
+		}
 		st.metric = false
 		if st.def, err = decodeDef(kind, body); err != nil {
 			return nil, err
@@ -167,7 +209,13 @@ func (st *state) typ() sketch.Type { return st.sk.Kind().Type }
 
 // spec returns the sketch's spec.
 func (st *state) spec() sketch.Spec {
-	return sketch.Spec{Params: st.sk.Params(), Metric: st.metric}
+	return sketch.Spec{Params: st.sk.Params(), Metric: st.metric, Expiry: st.expiry}
+}
+
+// expired reports whether the sketch is expired at now (never for a
+// series definition or bucket).
+func (st *state) expired(now time.Time) bool {
+	return st.def == nil && st.expiry.Expired(st.updated, now)
 }
 
 // info describes the state under name.

@@ -200,6 +200,9 @@ func FuzzDecodeEntry(f *testing.F) {
 		b[len(b)/2] ^= 1
 		f.Add(sr.key, b)
 	}
+	for _, rec := range expiryRecords(f) {
+		f.Add("e", rec)
+	}
 	f.Add("x", []byte{})
 	f.Add("x", []byte{recordFormat, 1, 0})
 	f.Add("\x01s", []byte{recordFormat, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
@@ -230,4 +233,66 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 			t.Fatalf("accepted %x as %d", v, lsn)
 		}
 	})
+}
+
+// expiryRecords are records of sketch "e" with each kind of expiry.
+func expiryRecords(tb testing.TB) [][]byte {
+	h, _ := hll.New(hllParams(10))
+	h.AddInt64(7)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	var out [][]byte
+	for _, x := range []sketch.Expiry{{After: 36 * time.Hour}, {At: at}} {
+		st := &state{sk: sketch.NewHLL(h), created: at.Add(-time.Hour), updated: at.Add(-time.Minute), expiry: x}
+		out = append(out, appendRecord(nil, "e", st))
+	}
+	return out
+}
+
+// TestRecordExpiry: a sketch's expiry survives encoding, in the layout
+// record.go describes (flag bit 1 or 2, then 8 big-endian bytes after the
+// times); a record with both flags, or a duration that is not positive,
+// is refused, and a flipped bit in the expiry fails the checksum.
+func TestRecordExpiry(t *testing.T) {
+	recs := expiryRecords(t)
+	want := []sketch.Expiry{{After: 36 * time.Hour}, {At: time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)}}
+	for i, rec := range recs {
+		if got := rec[2]; got != byte(2<<i) {
+			t.Errorf("record %d: flags %#x, want %#x", i, got, 2<<i)
+		}
+		v := binary.BigEndian.Uint64(rec[recordHeaderLen:])
+		if i == 0 && time.Duration(v) != want[0].After || i == 1 && int64(v) != want[1].At.UnixNano() {
+			t.Errorf("record %d: expiry bytes %d", i, v)
+		}
+		st, err := decodeEntry("e", rec)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if !st.expiry.At.Equal(want[i].At) || st.expiry.After != want[i].After {
+			t.Errorf("record %d: decoded expiry %+v, want %+v", i, st.expiry, want[i])
+		}
+		bad := bytes.Clone(rec)
+		bad[recordHeaderLen+3] ^= 1
+		if _, err := decodeEntry("e", bad); !errors.Is(err, errChecksum) {
+			t.Errorf("record %d with a flipped expiry bit: %v, want a checksum error", i, err)
+		}
+	}
+	reseal := func(rec []byte) []byte {
+		end := len(rec) - recordCRCLen
+		return binary.BigEndian.AppendUint32(rec[:end:end], recordCRC("e", rec[:end]))
+	}
+	both := bytes.Clone(recs[0])
+	both[2] |= flagExpireAt
+	if _, err := decodeEntry("e", reseal(both)); err == nil {
+		t.Error("accepted a record with both expiry flags")
+	}
+	zero := bytes.Clone(recs[0])
+	binary.BigEndian.PutUint64(zero[recordHeaderLen:], 0)
+	if _, err := decodeEntry("e", reseal(zero)); err == nil {
+		t.Error("accepted a record expiring 0 after its last write")
+	}
+	neg := bytes.Clone(recs[0])
+	binary.BigEndian.PutUint64(neg[recordHeaderLen:], uint64(1)<<63)
+	if _, err := decodeEntry("e", reseal(neg)); err == nil {
+		t.Error("accepted a record expiring a negative time after its last write")
+	}
 }

@@ -476,10 +476,14 @@ func (s *DB) viewKeys(ctx context.Context, keys []string, fn func([]*state) erro
 		}
 	}
 	sts := make([]*state, len(keys))
+	now := s.opts.Now()
 	for i, k := range keys {
 		j, _ := slices.BinarySearch(uniq, k)
 		if sts[i] = es[j].st; sts[i] == nil && es[j].unreadable {
 			return damaged(k, s.path, errors.New("being deleted"))
+		}
+		if sts[i] != nil && sts[i].expired(now) {
+			sts[i] = nil // gone, as if deleted
 		}
 	}
 	return fn(sts)

@@ -614,8 +614,12 @@ func (s *DB) replay(o op) error {
 		if tag := e.st.sk.Kind().Tag; tag != o.tag {
 			return fmt.Errorf("the sketch has kind tag %d, the delta %d", tag, o.tag)
 		}
-		if err := e.st.sk.ApplyDelta(o.delta); err != nil {
-			return err
+		// An empty delta (schema version 7 on) moves only the last write
+		// of a sketch that expires after it.
+		if len(o.delta) > 0 {
+			if err := e.st.sk.ApplyDelta(o.delta); err != nil {
+				return err
+			}
 		}
 		e.st.updated = o.updated
 	case opMetric:

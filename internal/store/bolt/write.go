@@ -72,9 +72,14 @@ func (t *tx) delete(e *entry) {
 func (t *tx) add(e *entry, b sketch.Batch) error {
 	delta, err := e.st.sk.Apply(b, t.scratch[:0])
 	t.scratch = delta[:0]
-	if err != nil || len(delta) == 0 {
+	if err != nil {
 		return err
 	}
+	if len(delta) == 0 && (e.st.expiry.After == 0 || b.Len() == 0) {
+		return nil
+	}
+	// An add that changes nothing still moves the last write of a sketch
+	// that expires after it: an empty delta logs the new time.
 	e.st.updated = t.now
 	if len(delta) > e.st.sk.SizeBytes()+recordHeaderLen {
 		t.put(e, e.st)
@@ -200,11 +205,33 @@ func (s *DB) apply(es []*entry, fn func(t *tx) error, g *idem.Guard) (*batch, *k
 			return nil, nil, err
 		}
 	}
+	// An expired sketch is gone for the write, as if deleted: fn sees no
+	// state, and unless fn puts a new one the deletion is logged with its
+	// changes (nothing is changed or logged if fn fails).
+	var hidden []*state
+	for i, e := range es {
+		if e.st != nil && e.st.expired(t.now) {
+			if hidden == nil {
+				hidden = make([]*state, len(es))
+			}
+			hidden[i], e.st = e.st, nil
+		}
+	}
 	if err := fn(t); err != nil {
+		for i, st := range hidden {
+			if st != nil {
+				es[i].st = st
+			}
+		}
 		if key != nil {
 			s.keys.settle(key, err, false)
 		}
 		return nil, nil, err
+	}
+	for i, st := range hidden {
+		if st != nil && !t.touched[i] {
+			t.delete(es[i])
+		}
 	}
 	if key != nil {
 		answer, err := g.Seal(t.res)
@@ -263,7 +290,7 @@ func newState(spec sketch.Spec, now time.Time) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &state{sk: sk, metric: spec.Metric, created: now, updated: now}, nil
+	return &state{sk: sk, metric: spec.Metric, created: now, updated: now, expiry: spec.Expiry}, nil
 }
 
 // Create creates name with spec. If it exists with the same kind and
@@ -273,13 +300,20 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 	if err := spec.Validate(); err != nil {
 		return sketch.Info{}, false, err
 	}
+	if err := spec.Expiry.Validate(s.opts.Now()); err != nil {
+		return sketch.Info{}, false, err
+	}
 	err = s.update(ctx, []string{name}, func(t *tx) error {
 		e := t.entry(name)
 		if e.st != nil {
 			if have := e.st.spec(); !have.SameParams(spec) {
 				return sketch.Errorf(sketch.Conflict, "sketch %q exists with %s; the request asks for %s", name, have.Params, spec.Params)
 			}
-			if e.st.metric != spec.Metric {
+			if e.st.expiry != spec.Expiry {
+				st := e.st.clone()
+				st.metric, st.expiry, st.updated = spec.Metric, spec.Expiry, t.now
+				t.put(e, st)
+			} else if e.st.metric != spec.Metric {
 				t.setMetric(e, spec.Metric)
 			}
 			info = e.st.info(name)

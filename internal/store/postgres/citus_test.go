@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -104,7 +105,7 @@ func TestCitusPrefixUnionRunsOnWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "EXPLAIN (VERBOSE) "+postgres.PrefixUnionSQL, "campaign:", "", "campaign:\x7f")
+	rows, err := conn.Query(ctx, "EXPLAIN (VERBOSE) "+postgres.PrefixUnionSQL, "campaign:", "", "campaign:\x7f", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

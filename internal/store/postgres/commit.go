@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,11 +49,12 @@ type state struct {
 	sk               sketch.Sketch
 	metric           bool
 	created, updated time.Time
+	expiry           sketch.Expiry
 }
 
 // info describes the state under name.
 func (st *state) info(name string) sketch.Info {
-	in := sketch.Info{Name: name, Spec: sketch.Spec{Params: st.sk.Params(), Metric: st.metric}, CreatedAt: st.created, UpdatedAt: st.updated}
+	in := sketch.Info{Name: name, Spec: sketch.Spec{Params: st.sk.Params(), Metric: st.metric, Expiry: st.expiry}, CreatedAt: st.created, UpdatedAt: st.updated}
 	st.sk.Describe(&in)
 	return in
 }
@@ -73,6 +75,9 @@ type row struct {
 	// read them whole: a rewrite of the row applies only if they are
 	// still the stored ones (casSQL).
 	read string
+	// expired reports that the row the lock read had expired: it is
+	// deleted, and a new state replaces it with a fresh row.
+	expired bool
 }
 
 // tx is one transaction's view of its rows, in name order. Writes change
@@ -186,7 +191,8 @@ func (s *DB) commitRetrying(group []*op) error {
 const lockSQL = `SELECT kind, metric, created_at, updated_at,
 	CASE WHEN kind <> 'hll' THEN data
 	     WHEN $2 THEN hll_send(hll)
-	     ELSE substring(hll_send(hll) FROM 1 FOR 3) END
+	     ELSE substring(hll_send(hll) FROM 1 FOR 3) END,
+	extract(epoch FROM expire_after)::bigint, expire_at
 FROM sketchd_sketches WHERE name = $1 FOR UPDATE`
 
 // commit runs group in one transaction: it locks the rows of every name
@@ -253,13 +259,22 @@ func (s *DB) commit(group []*op) error {
 		var kind string
 		var b []byte
 		st := &state{}
-		err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b)
+		var after *int64
+		var at *time.Time
+		err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b, &after, &at)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			res.Close()
 			return err
+		}
+		st.expiry = expiryOf(after, at)
+		if st.expiry.Expired(st.updated, t.now) {
+			// Gone, as if deleted: the writes see no row, and the
+			// row is deleted with them.
+			r.had, r.expired, r.changed = true, true, true
+			continue
 		}
 		if err := r.locked(st, kind, b, full[r.name]); err != nil {
 			res.Close()
@@ -358,13 +373,27 @@ func raced(err error) error {
 // the new placement, where other writers may have changed the row
 // meanwhile, and a plain UPDATE would overwrite their acknowledged writes.
 const casSQL = `WITH u AS (UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
-	created_at = $7, updated_at = $8 WHERE name = $1 AND md5(coalesce(hll_send(hll), data)) = $9 RETURNING 1)
+	created_at = $7, updated_at = $8, expire_after = $10::float8 * interval '1 second', expire_at = $11
+	WHERE name = $1 AND md5(coalesce(hll_send(hll), data)) = $9 RETURNING 1)
 SELECT 1 / count(*)::int FROM u`
+
+// insertSQL inserts a new row.
+const insertSQL = `INSERT INTO sketchd_sketches (name, kind, params, metric, hll, data, created_at, updated_at, expire_after, expire_at)
+	VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8, $9::float8 * interval '1 second', $10)`
 
 // queueWrite queues the statement that writes r back, if it changed.
 func queueWrite(wb *pgx.Batch, r *row) error {
 	if !r.changed {
 		return nil
+	}
+	if r.expired {
+		// The lock held the expired row: delete it, and insert what
+		// replaces it, if anything.
+		wb.Queue("DELETE FROM sketchd_sketches WHERE name = $1", r.name)
+		if r.st == nil {
+			return nil
+		}
+		r.had, r.delta = false, false
 	}
 	switch {
 	case r.st == nil && r.had:
@@ -382,15 +411,14 @@ func queueWrite(wb *pgx.Batch, r *row) error {
 		if err != nil {
 			return err
 		}
+		after, at := expiryArgs(r.st.expiry)
 		if r.had {
-			wb.Queue(casSQL, r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, r.read)
+			wb.Queue(casSQL, r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, r.read, after, at)
 		} else {
 			// A row another node inserted since the lock fails this
 			// insert (unique violation) and the transaction with it;
 			// the write then runs again.
-			wb.Queue(`INSERT INTO sketchd_sketches (name, kind, params, metric, hll, data, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8)`,
-				r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated)
+			wb.Queue(insertSQL, r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, after, at)
 		}
 	}
 	return nil
@@ -429,11 +457,12 @@ func (s *DB) fastRows(group []*op) (rows []*row, ok bool) {
 }
 
 // addSQL merges a delta into a stored HLL, failing (and so failing the
-// transaction) when there is no such HLL (division by zero) or it has
+// transaction) when there is no such HLL or it has expired at $3 (division
+// by zero) or it has
 // other parameters (hll_union refuses other log2m, regwidth or
 // expthresh).
 const addSQL = `WITH u AS (UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3
-	WHERE name = $1 AND kind = 'hll' RETURNING 1)
+	WHERE name = $1 AND kind = 'hll' AND ` + liveSQL + ` RETURNING 1)
 SELECT 1 / count(*)::int FROM u`
 
 // commitAdds commits a group of HLL adds in one round trip, BEGIN, one
@@ -561,3 +590,43 @@ func paramsJSON(p sketch.Params) ([]byte, error) {
 	}
 	return json.Marshal(p)
 }
+
+// liveSQL is the condition of a row not expired at $3 (the expiry
+// columns as 0004_expiry.sql describes them). It subtracts timestamps
+// (immutable) rather than adding the interval to updated_at: timestamptz
+// + interval is STABLE, and Citus refuses a modification (addSQL) that
+// applies a STABLE function to columns.
+const liveSQL = `(expire_at IS NULL OR expire_at > $3) AND (expire_after IS NULL OR $3 - updated_at < expire_after)`
+
+// live is liveSQL with the time in the parameter param.
+func live(param string) string { return strings.ReplaceAll(liveSQL, "$3", param) }
+
+// expiryOf is the expiry of a row's expire_after (whole seconds) and
+// expire_at columns.
+func expiryOf(after *int64, at *time.Time) sketch.Expiry {
+	var x sketch.Expiry
+	if after != nil {
+		x.After = time.Duration(*after) * time.Second
+	}
+	if at != nil {
+		x.At = at.UTC()
+	}
+	return x
+}
+
+// expiryArgs are the arguments that write x to the expiry columns: whole
+// seconds, or NULL, and the instant, or NULL.
+func expiryArgs(x sketch.Expiry) (after *float64, at *time.Time) {
+	if x.After > 0 {
+		f := float64(x.After / time.Second)
+		after = &f
+	}
+	if !x.At.IsZero() {
+		t := x.At
+		at = &t
+	}
+	return after, at
+}
+
+// expired reports whether st is expired at now.
+func (st *state) expired(now time.Time) bool { return st.expiry.Expired(st.updated, now) }

@@ -77,4 +77,5 @@ func conformance(t *testing.T, backend func(postgres.Options) storetest.Backend)
 var (
 	_ storetest.Store       = (*postgres.DB)(nil)
 	_ storetest.SeriesStore = (*postgres.DB)(nil)
+	_ storetest.ExpiryStore = (*postgres.DB)(nil)
 )

@@ -12,16 +12,20 @@ import (
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
-const selectState = `SELECT name, kind, metric, created_at, updated_at, coalesce(hll_send(hll), data) FROM sketchd_sketches`
+const selectState = `SELECT name, kind, metric, created_at, updated_at, coalesce(hll_send(hll), data),
+	extract(epoch FROM expire_after)::bigint, expire_at FROM sketchd_sketches`
 
 // scanState reads one row of selectState.
 func scanState(rows pgx.Rows) (string, *state, error) {
 	var name, kind string
 	var b []byte
 	st := &state{}
-	if err := rows.Scan(&name, &kind, &st.metric, &st.created, &st.updated, &b); err != nil {
+	var after *int64
+	var at *time.Time
+	if err := rows.Scan(&name, &kind, &st.metric, &st.created, &st.updated, &b, &after, &at); err != nil {
 		return "", nil, err
 	}
+	st.expiry = expiryOf(after, at)
 	sk, _, err := decodeLocked(kind, b, true)
 	if err != nil {
 		return "", nil, fmt.Errorf("sketch %q: %w", name, err)
@@ -39,6 +43,7 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 		return err
 	}
 	uniq := sortedUnique(names)
+	now := s.opts.Now()
 	rows, err := s.pool.Query(ctx, selectState+" WHERE name = ANY($1)", uniq)
 	if err != nil {
 		return s.classify(ctx, err, "read")
@@ -50,7 +55,9 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 			rows.Close()
 			return s.classify(ctx, err, "read")
 		}
-		found[name] = st
+		if !st.expired(now) {
+			found[name] = st // an expired sketch is gone, as if deleted
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return s.classify(ctx, err, "read")
@@ -100,10 +107,10 @@ func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketc
 	}
 	// Names are ASCII letters, digits and . _ : - (sketch.ValidateName),
 	// all below 0x7f: every name with the prefix sorts before prefix+0x7f.
-	q := selectState + ` WHERE name > $1 AND name >= $2 AND starts_with(name, $2)`
-	args := []any{after, prefix, limit + 1}
+	q := selectState + ` WHERE name > $1 AND name >= $2 AND starts_with(name, $2) AND ` + live("$4")
+	args := []any{after, prefix, limit + 1, s.opts.Now().UTC()}
 	if prefix != "" {
-		q += ` AND name < $4`
+		q += ` AND name < $5`
 		args = append(args, prefix+"\x7f")
 	}
 	q += ` ORDER BY name LIMIT $3`
@@ -190,6 +197,9 @@ func (s *DB) MetricQuantiles(qs []float64, yield func(name string, q, value floa
 			s.log.Warn("reading metric sketches' quantiles for /metrics", "err", err)
 			return
 		}
+		if st.expired(s.opts.Now()) {
+			continue
+		}
 		if vs := sketch.QuantilesOf(st.sk, qs); vs != nil {
 			out = append(out, value{name, vs})
 		}
@@ -227,7 +237,9 @@ func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
 			s.log.Warn("reading metric sketches for /metrics", "err", err)
 			return
 		}
-		out = append(out, est{name, st.sk.Estimate()})
+		if !st.expired(s.opts.Now()) {
+			out = append(out, est{name, st.sk.Estimate()})
+		}
 	}
 	if rows.Err() != nil {
 		s.log.Warn("reading metric sketches for /metrics", "err", rows.Err())
@@ -244,7 +256,8 @@ const scrapeTimeout = 5 * time.Second
 // prefixWhere selects the sketches whose names start with $1, except $2:
 // a range scan of the primary key ($3 is $1 followed by 0x7f, above every
 // name character; see List), so on Citus each shard scans its own index.
-const prefixWhere = ` WHERE name >= $1 AND name < $3 AND starts_with(name, $1) AND name <> $2`
+const prefixWhere = ` WHERE name >= $1 AND name < $3 AND starts_with(name, $1) AND name <> $2
+	AND (expire_at IS NULL OR expire_at > $4) AND (expire_after IS NULL OR $4 - updated_at < expire_after)`
 
 // prefixUnionSQL unions the HLLs under a prefix where they are stored:
 // one row per (kind, parameters) among them, with how many sketches it
@@ -259,7 +272,7 @@ GROUP BY 1, 2, 3, 4, 5`
 
 // prefixRowsSQL reads the sketches of one kind under a prefix, in name
 // order, for kinds PostgreSQL cannot union.
-const prefixRowsSQL = `SELECT name, data FROM sketchd_sketches` + prefixWhere + ` AND kind = $4 ORDER BY name`
+const prefixRowsSQL = `SELECT name, data FROM sketchd_sketches` + prefixWhere + ` AND kind = $5 ORDER BY name`
 
 // UnionPrefix returns the union of every sketch whose name starts with
 // prefix, except exclude, and how many it unioned (see server.Store).
@@ -273,7 +286,8 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 		return nil, 0, err
 	}
 	end := prefix + "\x7f"
-	rows, err := s.pool.Query(ctx, prefixUnionSQL, prefix, exclude, end)
+	now := s.opts.Now().UTC()
+	rows, err := s.pool.Query(ctx, prefixUnionSQL, prefix, exclude, end, now)
 	if err != nil {
 		return nil, 0, s.classify(ctx, err, "prefix union")
 	}
@@ -327,7 +341,7 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 		out, err := u.Result()
 		return out, total, err
 	}
-	rows, err = s.pool.Query(ctx, prefixRowsSQL, prefix, exclude, end, string(kind.Type))
+	rows, err = s.pool.Query(ctx, prefixRowsSQL, prefix, exclude, end, now, string(kind.Type))
 	if err != nil {
 		return nil, 0, s.classify(ctx, err, "prefix union")
 	}

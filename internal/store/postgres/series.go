@@ -1114,12 +1114,19 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 		var kind string
 		var b []byte
 		st := &state{}
-		err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b)
+		var after *int64
+		var at *time.Time
+		err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b, &after, &at)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return err
+		}
+		if st.expiry = expiryOf(after, at); st.expired(t.now) {
+			// Gone, as if deleted (see commit).
+			r.had, r.expired, r.changed = true, true, true
+			continue
 		}
 		if err := r.locked(st, kind, b, false); err != nil {
 			return err

@@ -23,7 +23,7 @@ func newState(spec sketch.Spec, now time.Time) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &state{sk: sk, metric: spec.Metric, created: now, updated: now}, nil
+	return &state{sk: sk, metric: spec.Metric, created: now, updated: now, expiry: spec.Expiry}, nil
 }
 
 // add applies the prepared batch b to r's sketch, which accepted it
@@ -33,7 +33,9 @@ func (t *tx) add(r *row, b sketch.Batch) error {
 	if err != nil {
 		return err
 	}
-	if len(delta) > 0 || r.delta && b.Len() > 0 {
+	// An add that changes nothing still moves the last write of a sketch
+	// that expires after it.
+	if len(delta) > 0 || (r.delta || r.st.expiry.After > 0) && b.Len() > 0 {
 		r.st.updated = t.now
 		r.changed = true
 	}
@@ -85,6 +87,9 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 	if err := spec.Validate(); err != nil {
 		return sketch.Info{}, false, err
 	}
+	if err := spec.Expiry.Validate(s.opts.Now()); err != nil {
+		return sketch.Info{}, false, err
+	}
 	names := []string{name}
 	err = s.submit(ctx, names, names, func(t *tx) error {
 		r := t.row(name)
@@ -96,6 +101,10 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 			}
 			if r.st.metric != spec.Metric {
 				r.st.metric = spec.Metric
+				r.changed = true
+			}
+			if r.st.expiry != spec.Expiry {
+				r.st.expiry, r.st.updated = spec.Expiry, t.now
 				r.changed = true
 			}
 			info = r.st.info(name)
@@ -445,4 +454,84 @@ func sortedUnique(names []string) []string {
 	names = slices.Clone(names)
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// SetExpiry makes x name's expiry (the zero Expiry: never) and returns
+// its new description. It is a write: expire_after counts from it.
+func (s *DB) SetExpiry(ctx context.Context, name string, x sketch.Expiry) (info sketch.Info, err error) {
+	if err := x.Validate(s.opts.Now()); err != nil {
+		return sketch.Info{}, err
+	}
+	names := []string{name}
+	err = s.submit(ctx, names, names, func(t *tx) error {
+		r := t.row(name)
+		if r.st == nil {
+			return notFound(name)
+		}
+		r.st.expiry, r.st.updated = x, t.now
+		r.changed = true
+		info = r.st.info(name)
+		t.res = idem.Result{Info: info}
+		return nil
+	})
+	return info, err
+}
+
+// expiredSQL finds up to $2 sketches expired at $1 (on Citus, on every
+// shard); deleteExpiredSQL deletes one of them if it is still expired
+// once its row is locked (an add may have moved its last write since).
+// A page at a time, so that no statement holds the locks of millions of
+// rows.
+const (
+	expiredSQL       = `SELECT name FROM sketchd_sketches WHERE expire_at <= $1 OR $1 - updated_at >= expire_after ORDER BY name LIMIT $2`
+	deleteExpiredSQL = `DELETE FROM sketchd_sketches WHERE name = $1 AND (expire_at <= $2 OR $2 - updated_at >= expire_after)`
+)
+
+// expiryPage is how many sketches ExpireSketches deletes per round trip.
+const expiryPage = 500
+
+// ExpireSketches removes every sketch expired at now and says how many.
+func (s *DB) ExpireSketches(ctx context.Context, now time.Time) (int, error) {
+	now = now.UTC()
+	removed := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		rows, err := s.pool.Query(ctx, expiredSQL, now, expiryPage)
+		if err != nil {
+			return removed, s.classify(ctx, err, "expire")
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return removed, s.classify(ctx, err, "expire")
+		}
+		if len(names) == 0 {
+			return removed, nil
+		}
+		var b pgx.Batch
+		for _, n := range names {
+			b.Queue(deleteExpiredSQL, n, now)
+		}
+		res := s.pool.SendBatch(ctx, &b)
+		for range names {
+			tag, err := res.Exec()
+			if err != nil {
+				res.Close()
+				return removed, s.classify(ctx, err, "expire")
+			}
+			// 0 rows: written meanwhile, so no longer expired at now
+			// (and not found again by the next page).
+			removed += int(tag.RowsAffected())
+		}
+		if err := res.Close(); err != nil {
+			return removed, s.classify(ctx, err, "expire")
+		}
+		for _, n := range names {
+			s.kinds.Delete(n)
+		}
+		if len(names) < expiryPage {
+			return removed, nil
+		}
+	}
 }

@@ -12,4 +12,6 @@ var (
 	_ storetest.Store       = server.Store(nil)
 	_ server.SeriesStore    = storetest.SeriesStore(nil)
 	_ storetest.SeriesStore = server.SeriesStore(nil)
+	_ server.ExpiryStore    = storetest.ExpiryStore(nil)
+	_ storetest.ExpiryStore = server.ExpiryStore(nil)
 )

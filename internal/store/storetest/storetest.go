@@ -70,6 +70,9 @@ type Backend struct {
 	// again the data a clean Close left. close closes the store; it is
 	// called once, and then the data may be checked.
 	Open func(tb testing.TB, place string) (s Store, close func() error)
+	// WithClock returns the backend with its clock set to now (nil: the
+	// backend's clock cannot be set; tests that need it skip).
+	WithClock func(now func() time.Time) Backend
 }
 
 // Instance is an open store of a Backend, closed when the test ends.
@@ -179,6 +182,20 @@ func Run(t *testing.T, b Backend) {
 				t.Skipf("the %s backend does not keep idempotency keys", b.Name)
 			}
 			tc.fn(t, in)
+		})
+	}
+	for _, tc := range expiryTests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if b.WithClock == nil {
+				t.Skipf("the %s backend's clock cannot be set", b.Name)
+			}
+			clk := NewClock(time.Now().UTC().Truncate(time.Second))
+			in := Open(t, b.WithClock(clk.Now))
+			if _, ok := in.Store.(ExpiryStore); !ok {
+				t.Skipf("the %s backend does not expire sketches yet", b.Name)
+			}
+			tc.fn(t, in, clk)
 		})
 	}
 	for _, tc := range seriesTests {

@@ -5,6 +5,7 @@ package bolttest
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sketchd/sketchd/internal/store/bolt"
 	"github.com/sketchd/sketchd/internal/store/storetest"
@@ -28,6 +29,11 @@ func Backend(opts bolt.Options) storetest.Backend {
 				}
 				return bolt.Check(path)
 			}
+		},
+		WithClock: func(now func() time.Time) storetest.Backend {
+			o := opts
+			o.Now = now
+			return Backend(o)
 		},
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,6 +49,11 @@ func backend(name string, opts postgres.Options, schema func(testing.TB, string)
 				tb.Fatal(err)
 			}
 			return db, db.Close
+		},
+		WithClock: func(now func() time.Time) storetest.Backend {
+			o := opts
+			o.Now = now
+			return backend(name, o, schema)
 		},
 	}
 }

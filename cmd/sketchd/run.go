@@ -251,14 +251,7 @@ func (o *observer) ObserveCheckpoint(sketches int, d time.Duration) {
 // expireSeries removes series buckets past their retention every interval
 // until ctx ends.
 func expireSeries(ctx context.Context, ss server.SeriesStore, m *metrics.Metrics, log *slog.Logger, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, interval, func() {
 		x, err := ss.ExpireSeries(ctx, time.Now())
 		m.SeriesExpired(x.Buckets, x.Bytes)
 		switch {
@@ -267,12 +260,11 @@ func expireSeries(ctx context.Context, ss server.SeriesStore, m *metrics.Metrics
 		case x.Buckets > 0:
 			log.Info("removed expired series buckets", "buckets", x.Buckets, "bytes", x.Bytes)
 		}
-	}
+	})
 }
 
-// expireSketches removes expired sketches every interval until ctx ends
-// (they are gone for readers and writers from the moment they expire).
-func expireSketches(ctx context.Context, xs server.ExpiryStore, log *slog.Logger, interval time.Duration) {
+// every runs fn every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func()) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -281,6 +273,14 @@ func expireSketches(ctx context.Context, xs server.ExpiryStore, log *slog.Logger
 			return
 		case <-tick.C:
 		}
+		fn()
+	}
+}
+
+// expireSketches removes expired sketches every interval until ctx ends
+// (they are gone for readers and writers from the moment they expire).
+func expireSketches(ctx context.Context, xs server.ExpiryStore, log *slog.Logger, interval time.Duration) {
+	every(ctx, interval, func() {
 		n, err := xs.ExpireSketches(ctx, time.Now())
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -288,7 +288,7 @@ func expireSketches(ctx context.Context, xs server.ExpiryStore, log *slog.Logger
 		case n > 0:
 			log.Info("removed expired sketches", "sketches", n)
 		}
-	}
+	})
 }
 
 // reloadOnHangup reloads the token file on SIGHUP. A failed reload leaves

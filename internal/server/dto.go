@@ -368,51 +368,47 @@ type sampledResponse struct {
 // zeta_hll sketch also the type of ids it counts and how many values
 // were added.
 type registersResponse struct {
-	Name            string    `json:"name,omitempty"`
-	Type            string    `json:"type"`
-	LgK             *int      `json:"lg_k,omitempty"`
-	TgtType         string    `json:"tgt_type,omitempty"`
-	Precision       *int      `json:"precision,omitempty"`
-	SparsePrecision *int      `json:"sparse_precision,omitempty"`
-	ValueType       string    `json:"value_type,omitempty"`
-	NumValues       *int64    `json:"num_values,omitempty"`
-	IndexBits       *int      `json:"index_bits,omitempty"`
-	Representation  string    `json:"representation"`
-	Cardinality     float64   `json:"cardinality"`
-	StdError        float64   `json:"std_error"`
-	Lower           float64   `json:"lower_bound"`
-	Upper           float64   `json:"upper_bound"`
-	SizeBytes       int       `json:"size_bytes"`
-	CreatedAt       time.Time `json:"created_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
-	Metric          bool      `json:"metric"`
+	Name string `json:"name,omitempty"`
+	registersState
+	SizeBytes int       `json:"size_bytes"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Metric    bool      `json:"metric"`
+}
+
+// registersState is what a description and a union answer of the family
+// share: the kind, its parameters, the representation, and the estimate
+// with its error and bounds.
+type registersState struct {
+	Type            string  `json:"type"`
+	LgK             *int    `json:"lg_k,omitempty"`
+	TgtType         string  `json:"tgt_type,omitempty"`
+	Precision       *int    `json:"precision,omitempty"`
+	SparsePrecision *int    `json:"sparse_precision,omitempty"`
+	ValueType       string  `json:"value_type,omitempty"`
+	NumValues       *int64  `json:"num_values,omitempty"`
+	IndexBits       *int    `json:"index_bits,omitempty"`
+	Representation  string  `json:"representation"`
+	Cardinality     float64 `json:"cardinality"`
+	StdError        float64 `json:"std_error"`
+	Lower           float64 `json:"lower_bound"`
+	Upper           float64 `json:"upper_bound"`
 }
 
 func registersOf(in sketch.Info) registersResponse {
-	return registersResponse{Name: in.Name, Type: string(in.Spec.Type()), Representation: in.Representation,
-		Cardinality: finite(in.Cardinality), StdError: in.StdError, Lower: in.Lower, Upper: in.Upper,
+	return registersResponse{Name: in.Name,
+		registersState: registersState{Type: string(in.Spec.Type()), Representation: in.Representation,
+			Cardinality: finite(in.Cardinality), StdError: in.StdError, Lower: in.Lower, Upper: in.Upper},
 		SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric}
 }
 
 // unionRegistersResponse is the union of sketches of the HLL family in
 // another ecosystem's format.
 type unionRegistersResponse struct {
-	Type            string   `json:"type"`
-	LgK             *int     `json:"lg_k,omitempty"`
-	TgtType         string   `json:"tgt_type,omitempty"`
-	Precision       *int     `json:"precision,omitempty"`
-	SparsePrecision *int     `json:"sparse_precision,omitempty"`
-	ValueType       string   `json:"value_type,omitempty"`
-	NumValues       *int64   `json:"num_values,omitempty"`
-	IndexBits       *int     `json:"index_bits,omitempty"`
-	Representation  string   `json:"representation"`
-	Cardinality     float64  `json:"cardinality"`
-	StdError        float64  `json:"std_error"`
-	Lower           float64  `json:"lower_bound"`
-	Upper           float64  `json:"upper_bound"`
-	Into            string   `json:"into,omitempty"`
-	Matched         int      `json:"matched,omitempty"`
-	Warnings        []string `json:"warnings,omitempty"`
+	registersState
+	Into     string   `json:"into,omitempty"`
+	Matched  int      `json:"matched,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // unionRegisters describes u as a union answer, or false when it is not of
@@ -425,9 +421,7 @@ func unionRegisters(u sketch.Sketch, into string, warnings []string) (unionRegis
 	if !ok {
 		return unionRegistersResponse{}, false
 	}
-	return unionRegistersResponse{Type: d.Type, LgK: d.LgK, TgtType: d.TgtType, Precision: d.Precision, SparsePrecision: d.SparsePrecision,
-		ValueType: d.ValueType, NumValues: d.NumValues, IndexBits: d.IndexBits, Representation: d.Representation,
-		Cardinality: d.Cardinality, StdError: d.StdError, Lower: d.Lower, Upper: d.Upper, Into: into, Warnings: warnings}, true
+	return unionRegistersResponse{registersState: d.registersState, Into: into, Warnings: warnings}, true
 }
 
 // bloomState is a Bloom filter's shape, stated items and rate (absent

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -170,11 +171,7 @@ func (s *Server) handleQuantile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	qs, err := floatList(q, "q", 0, 1)
-	if err != nil {
-		return err
-	}
-	inclusive, err := boolParam(q, "inclusive", true)
+	qs, inclusive, err := numbersInclusive(q, "q", 0, 1)
 	if err != nil {
 		return err
 	}
@@ -245,11 +242,7 @@ func (s *Server) handleSeriesQuantile(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	qs, err := floatList(q, "q", 0, 1)
-	if err != nil {
-		return err
-	}
-	inclusive, err := boolParam(q, "inclusive", true)
+	qs, inclusive, err := numbersInclusive(q, "q", 0, 1)
 	if err != nil {
 		return err
 	}
@@ -416,11 +409,7 @@ func (s *Server) handleRank(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	values, err := floatList(q, "value", -math.MaxFloat64, math.MaxFloat64)
-	if err != nil {
-		return err
-	}
-	inclusive, err := boolParam(q, "inclusive", true)
+	values, inclusive, err := numbersInclusive(q, "value", -math.MaxFloat64, math.MaxFloat64)
 	if err != nil {
 		return err
 	}
@@ -451,11 +440,7 @@ func (s *Server) distribution(w http.ResponseWriter, r *http.Request, pmf bool) 
 	if err != nil {
 		return err
 	}
-	splits, err := floatList(q, "split", -math.MaxFloat64, math.MaxFloat64)
-	if err != nil {
-		return err
-	}
-	inclusive, err := boolParam(q, "inclusive", true)
+	splits, inclusive, err := numbersInclusive(q, "split", -math.MaxFloat64, math.MaxFloat64)
 	if err != nil {
 		return err
 	}
@@ -485,11 +470,7 @@ func (s *Server) handleSeriesRank(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	values, err := floatList(q, "value", -math.MaxFloat64, math.MaxFloat64)
-	if err != nil {
-		return err
-	}
-	inclusive, err := boolParam(q, "inclusive", true)
+	values, inclusive, err := numbersInclusive(q, "value", -math.MaxFloat64, math.MaxFloat64)
 	if err != nil {
 		return err
 	}
@@ -517,11 +498,7 @@ func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf 
 	if err != nil {
 		return err
 	}
-	splits, err := floatList(q, "split", -math.MaxFloat64, math.MaxFloat64)
-	if err != nil {
-		return err
-	}
-	inclusive, err := boolParam(q, "inclusive", true)
+	splits, inclusive, err := numbersInclusive(q, "split", -math.MaxFloat64, math.MaxFloat64)
 	if err != nil {
 		return err
 	}
@@ -534,4 +511,15 @@ func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf 
 		return err
 	}
 	return writeJSON(w, http.StatusOK, seriesDistributionResponse{rangeResponse: rangeDTO(plan, list), distributionResponse: resp})
+}
+
+// numbersInclusive parses a quantile-style read's query: the numbers
+// under param (each in [lo, hi]) and ?inclusive (default true).
+func numbersInclusive(q url.Values, param string, lo, hi float64) ([]float64, bool, error) {
+	xs, err := floatList(q, param, lo, hi)
+	if err != nil {
+		return nil, false, err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	return xs, inclusive, err
 }

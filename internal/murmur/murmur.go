@@ -63,27 +63,34 @@ func fmix64(k uint64) uint64 {
 }
 
 // Int64Hashes replaces each value of vs, an int64's bits, by its h1 of
-// Int64 with seed 0 (postgresql-hll's hll_hash_bigint). It hashes four
-// values a step, each an independent chain of multiplies the processor
-// overlaps, with no branch inside the step: what a parser gains by
-// collecting a batch's values first and hashing them after.
+// Int64 with seed 0 (postgresql-hll's hll_hash_bigint). Where the
+// processor has AVX2, four values go through the multiplies at once in
+// vector registers (int64HashesAVX2, BenchmarkInt64Hashes); the rest, and
+// every value elsewhere, take the portable loop, which writes the hash out
+// in its body (as a function it is too big for the compiler to inline,
+// and a call per value spills the loop's state around it).
 func Int64Hashes(vs []uint64) {
-	i := 0
-	for ; i+4 <= len(vs); i += 4 {
-		b := vs[i : i+4 : i+4]
-		b0, b1, b2, b3 := hashBigint(b[0]), hashBigint(b[1]), hashBigint(b[2]), hashBigint(b[3])
-		b[0], b[1], b[2], b[3] = b0, b1, b2, b3
-	}
-	for ; i < len(vs); i++ {
-		vs[i] = hashBigint(vs[i])
-	}
+	int64HashesPortable(vs[int64HashesVector(vs):])
 }
 
-// hashBigint is h1 of Int64(int64(v), 0) with the seed folded in: h1
-// enters the finalisation as (k1^8)+8 and h2 as that plus 8.
-func hashBigint(v uint64) uint64 {
-	k1 := bits.RotateLeft64(v*c1, 31) * c2
-	h1 := (k1 ^ 8) + 8
-	f1, f2 := fmix64(h1), fmix64(h1+8)
-	return f1 + f2
+// int64HashesPortable is Int64Hashes without vector instructions.
+func int64HashesPortable(vs []uint64) {
+	for i, v := range vs {
+		// Int64's h1 with the seed folded in: it enters the finaliser as
+		// (k1^8)+8 and h2 as that plus 8.
+		k1 := bits.RotateLeft64(v*c1, 31) * c2
+		f1 := (k1 ^ 8) + 8
+		f2 := f1 + 8
+		f1 ^= f1 >> 33
+		f2 ^= f2 >> 33
+		f1 *= 0xff51afd7ed558ccd
+		f2 *= 0xff51afd7ed558ccd
+		f1 ^= f1 >> 33
+		f2 ^= f2 >> 33
+		f1 *= 0xc4ceb9fe1a85ec53
+		f2 *= 0xc4ceb9fe1a85ec53
+		f1 ^= f1 >> 33
+		f2 ^= f2 >> 33
+		vs[i] = f1 + f2
+	}
 }

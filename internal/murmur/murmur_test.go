@@ -3,6 +3,7 @@ package murmur
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"syscall"
@@ -99,19 +100,48 @@ func TestInt64Hashes(t *testing.T) {
 	checkInt64Hashes(t, vs)
 }
 
+// checkInt64Hashes checks Int64Hashes of vs against the reference murmur3,
+// through the vector kernel where the processor has one and through the
+// portable loop alone.
 func checkInt64Hashes(t *testing.T, vs []uint64) {
 	t.Helper()
-	got := slices.Clone(vs)
-	Int64Hashes(got)
-	for i, v := range vs {
-		if want, _ := reference(int64(v), 0); got[i] != want {
-			t.Fatalf("Int64Hashes of %d values: [%d] (%d) = %#x, want %#x", len(vs), i, int64(v), got[i], want)
+	for _, vector := range kernels(t) {
+		got := slices.Clone(vs)
+		withVector(vector, func() { Int64Hashes(got) })
+		for i, v := range vs {
+			if want, _ := reference(int64(v), 0); got[i] != want {
+				t.Fatalf("Int64Hashes (vector kernel %v) of %d values: [%d] (%d) = %#x, want %#x", vector, len(vs), i, int64(v), got[i], want)
+			}
 		}
 	}
 }
 
+// kernels lists the settings of hasAVX2 this machine can run: the
+// portable loop always, the vector kernel where the processor has it.
+// SKETCHD_REQUIRE_AVX2=1 makes a machine without it a failure, not a
+// portable-only run.
+func kernels(tb testing.TB) []bool {
+	if hasAVX2 {
+		return []bool{false, true}
+	}
+	if os.Getenv("SKETCHD_REQUIRE_AVX2") == "1" {
+		tb.Fatalf("SKETCHD_REQUIRE_AVX2=1 but the vector kernel does not run here (GOARCH=%s, purego tag, or no AVX2)", runtime.GOARCH)
+	}
+	return []bool{false}
+}
+
+// withVector runs f with the vector kernel on or off. Tests that change
+// it do not run in parallel.
+func withVector(on bool, f func()) {
+	was := hasAVX2
+	hasAVX2 = on
+	defer func() { hasAVX2 = was }()
+	f()
+}
+
 func FuzzInt64Hashes(f *testing.F) {
 	f.Add(int64(0), int64(-1), int64(1<<63-1), int64(-1<<63), int64(42))
+	f.Add(int64(1<<32), int64(1<<32-1), int64(-1<<32), int64(0x7f), int64(8))
 	f.Fuzz(func(t *testing.T, a, b, c, d, e int64) {
 		vs := []uint64{uint64(a), uint64(b), uint64(c), uint64(d), uint64(e)}
 		for n := range len(vs) + 1 {
@@ -123,9 +153,11 @@ func FuzzInt64Hashes(f *testing.F) {
 var sink uint64
 
 // BenchmarkInt64Hashes hashes 10,000 values in place a block at a time
-// (block), against Int64 called on each (each, the peer), alternating
-// every iteration. cpu-ns/id is the CPU of the benchmark's thread (locked
-// to it), which a loaded machine inflates far less than ns/op.
+// (block: the vector kernel where the processor has one), through the
+// portable loop alone (portable), and with Int64 called on each (each, the
+// peer), in turn every iteration. cpu-ns/id is the CPU of the benchmark's
+// thread (locked to it), which a loaded machine inflates far less than
+// ns/op.
 func BenchmarkInt64Hashes(b *testing.B) {
 	r := rand.New(rand.NewPCG(6, 6))
 	src := make([]uint64, 10000)
@@ -135,20 +167,24 @@ func BenchmarkInt64Hashes(b *testing.B) {
 	vs := make([]uint64, len(src))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var block, each time.Duration
+	var block, portable, each time.Duration
 	for b.Loop() {
 		t0 := threadCPU(b)
 		copy(vs, src)
 		Int64Hashes(vs)
 		t1 := threadCPU(b)
 		copy(vs, src)
+		withVector(false, func() { Int64Hashes(vs) })
+		t2 := threadCPU(b)
+		copy(vs, src)
 		for i, v := range vs {
 			vs[i], _ = Int64(int64(v), 0)
 		}
-		block, each = block+t1-t0, each+threadCPU(b)-t1
+		block, portable, each = block+t1-t0, portable+t2-t1, each+threadCPU(b)-t2
 	}
 	n := float64(b.N) * float64(len(vs))
 	b.ReportMetric(float64(block.Nanoseconds())/n, "block-cpu-ns/id")
+	b.ReportMetric(float64(portable.Nanoseconds())/n, "portable-cpu-ns/id")
 	b.ReportMetric(float64(each.Nanoseconds())/n, "each-cpu-ns/id")
 	b.ReportMetric(float64(block)/float64(each), "block/each")
 }

@@ -1,0 +1,85 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Each multiplier of hll_hash_bigint (Int64) split into its low and high 32 bits
+// (VPMULUDQ multiplies the low 32 bits of each 64-bit lane), then the
+// seed-and-length term 8, four times over (a 32-byte operand).
+DATA consts<>+0x00(SB)/8, $0x114253d5 // c1 low
+DATA consts<>+0x08(SB)/8, $0x87c37b91 // c1 high
+DATA consts<>+0x10(SB)/8, $0x2745937f // c2 low
+DATA consts<>+0x18(SB)/8, $0x4cf5ad43 // c2 high
+DATA consts<>+0x20(SB)/8, $0xed558ccd // fmix64 first multiplier, low
+DATA consts<>+0x28(SB)/8, $0xff51afd7 // high
+DATA consts<>+0x30(SB)/8, $0x1a85ec53 // fmix64 second multiplier, low
+DATA consts<>+0x38(SB)/8, $0xc4ceb9fe // high
+DATA consts<>+0x40(SB)/8, $8
+DATA consts<>+0x48(SB)/8, $8
+DATA consts<>+0x50(SB)/8, $8
+DATA consts<>+0x58(SB)/8, $8
+GLOBL consts<>(SB), RODATA|NOPTR, $0x60
+
+// MUL64 sets x to x*C mod 2^64 in each lane, C given as its low (lo) and
+// high (hi) 32 bits: xl*Cl + ((xh*Cl + xl*Ch) << 32). t0-t2 are scratch.
+#define MUL64(x, lo, hi, t0, t1, t2) \
+	VPMULUDQ lo, x, t0 \
+	VPSRLQ   $32, x, t1 \
+	VPMULUDQ lo, t1, t1 \
+	VPMULUDQ hi, x, t2 \
+	VPADDQ   t1, t2, t1 \
+	VPSLLQ   $32, t1, t1 \
+	VPADDQ   t0, t1, x
+
+// XSHR33 sets x to x ^ (x >> 33); t is scratch.
+#define XSHR33(x, t) \
+	VPSRLQ $33, x, t \
+	VPXOR  t, x, x
+
+// FMIX64 is MurmurHash3's 64-bit finaliser in each lane.
+#define FMIX64(x, t0, t1, t2) \
+	XSHR33(x, t0) \
+	MUL64(x, Y12, Y13, t0, t1, t2) \
+	XSHR33(x, t0) \
+	MUL64(x, Y14, Y15, t0, t1, t2) \
+	XSHR33(x, t0)
+
+// func int64HashesAVX2(vs []uint64)
+// Replaces each value of vs by its h1 of Int64 with seed 0, four lanes a step;
+// len(vs) must be a multiple of 4.
+TEXT ·int64HashesAVX2(SB), NOSPLIT, $0-24
+	MOVQ vs_base+0(FP), SI
+	MOVQ vs_len+8(FP), CX
+	SHRQ $2, CX
+	JZ   done
+	VPBROADCASTQ consts<>+0x00(SB), Y8
+	VPBROADCASTQ consts<>+0x08(SB), Y9
+	VPBROADCASTQ consts<>+0x10(SB), Y10
+	VPBROADCASTQ consts<>+0x18(SB), Y11
+	VPBROADCASTQ consts<>+0x20(SB), Y12
+	VPBROADCASTQ consts<>+0x28(SB), Y13
+	VPBROADCASTQ consts<>+0x30(SB), Y14
+	VPBROADCASTQ consts<>+0x38(SB), Y15
+
+loop:
+	VMOVDQU (SI), Y0
+	// k1 = rotl(v*c1, 31) * c2
+	MUL64(Y0, Y8, Y9, Y2, Y3, Y4)
+	VPSLLQ $31, Y0, Y2
+	VPSRLQ $33, Y0, Y3
+	VPOR   Y2, Y3, Y0
+	MUL64(Y0, Y10, Y11, Y2, Y3, Y4)
+	// h1 = (k1 ^ 8) + 8; h2 = h1 + 8
+	VPXOR  consts<>+0x40(SB), Y0, Y0
+	VPADDQ consts<>+0x40(SB), Y0, Y0
+	VPADDQ consts<>+0x40(SB), Y0, Y1
+	FMIX64(Y0, Y2, Y3, Y4)
+	FMIX64(Y1, Y5, Y6, Y7)
+	VPADDQ  Y1, Y0, Y0
+	VMOVDQU Y0, (SI)
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+
+done:
+	RET

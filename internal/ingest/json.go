@@ -87,6 +87,19 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 		raw = len(dst)
 	}
 	for n := 0; ; n++ {
+		// Runs of the usual id, up to eight digits and a comma, take one
+		// word each in a loop of their own (shortIDs), while dst has room;
+		// the element after a run takes the path below.
+		if raw >= 0 || !ids {
+			k := len(dst)
+			dst, i = shortIDs(dst, b, i, maxIDs-n)
+			if len(dst) > k {
+				n += len(dst) - k
+				if i < len(b) && b[i] <= ' ' {
+					i = skipSpace(b, i)
+				}
+			}
+		}
 		if n == maxIDs {
 			return dst, i, tooMany(i, pathIndex(field, n), maxIDs)
 		}
@@ -167,6 +180,32 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 		}
 		return dst, i, afterElem(b, i, pathIndex(field, n))
 	}
+}
+
+// shortIDs appends to dst, from b[i] on, the values of the ids that are
+// one to eight digits (no leading zero) followed by a comma, and returns
+// dst and the index after the last one's comma. It stops at any other
+// element, where fewer than nine bytes are left, after room ids (room < 0:
+// no limit) or once dst is full: it never grows dst, so the loop makes no
+// call and keeps its state in registers (a call in the loop would spill
+// it on every id).
+func shortIDs(dst []uint64, b []byte, i, room int) ([]uint64, int) {
+	n := len(dst)
+	buf := dst[:cap(dst)]
+	end := len(buf)
+	if room >= 0 && n+room < end {
+		end = n + room
+	}
+	for n < end && i+9 <= len(b) {
+		nd, d := nonDigits(binary.LittleEndian.Uint64(b[i:]))
+		if nd == 0 || b[i+nd] != ',' || (nd > 1 && b[i] == '0') {
+			break
+		}
+		buf[n] = eight(d, nd)
+		n++
+		i += nd + 1
+	}
+	return buf[:n], i
 }
 
 // AppendJSONItems parses a JSON body of ids to keep (Count-Min adds,

@@ -238,28 +238,47 @@ func (s *Sketch) addHashes(hs []uint64, changed []uint64, track bool) []uint64 {
 
 // addDense is addHashes for registers: one loop over the batch with the
 // registers, histogram and limits held in locals, instead of a call and a
-// type switch per hash (AddHash).
+// type switch per hash (AddHash). The loop is a function of its own that
+// makes no call (growRegisters), a chunk of hashes at a time: in a
+// function with a call anywhere in the loop (growing changed) the
+// compiler keeps the loop's state on the stack for every hash.
 func (s *Sketch) addDense(hs []uint64, changed []uint64, track bool) []uint64 {
-	regs, hist := s.regs, s.hist
-	mask := uint64(len(regs) - 1) // len(regs) is a power of two
-	shift, top := s.shift, s.max
+	var grew [256]uint64
+	for len(hs) > 0 {
+		chunk := hs[:min(len(hs), len(grew))]
+		hs = hs[len(chunk):]
+		n := growRegisters(s.regs, s.hist, chunk, s.shift, s.max, &grew)
+		if track {
+			changed = append(changed, grew[:n]...)
+		}
+	}
+	return changed
+}
+
+// growRegisters raises the registers of regs (len a power of two) that
+// the hashes of hs (at most 256) set higher, keeping hist, and writes the
+// hashes that raised one to grew; it returns how many. The shift is
+// masked to 63 (it is at most 16) so it needs no check for shifts of 64
+// and more.
+func growRegisters(regs []uint8, hist *[128]int, hs []uint64, shift, top uint8, grew *[256]uint64) int {
+	mask := len(regs) - 1
+	shift &= 63
+	n := 0
 	for _, h := range hs {
 		w := h >> shift
 		if w == 0 {
 			continue
 		}
 		v := min(uint8(bits.TrailingZeros64(w))+1, top)
-		i := h & mask
-		if old := regs[i]; v > old {
-			regs[i] = v
-			hist[old&127]--
+		if r := &regs[int(h)&mask]; v > *r {
+			hist[*r&127]--
 			hist[v&127]++
-			if track {
-				changed = append(changed, h)
-			}
+			*r = v
+			grew[n&255] = h // n < len(hs) <= 256
+			n++
 		}
 	}
-	return changed
+	return n
 }
 
 func (s *Sketch) addSlow(h uint64) bool {

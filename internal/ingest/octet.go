@@ -19,10 +19,7 @@ func AppendOctetHashes(dst []uint64, body []byte, maxIDs int) ([]uint64, error) 
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, len(body)/8)[:n+len(body)/8]
-	for k, i := n, 0; k < len(dst); k, i = k+1, i+8 {
-		dst[k] = binary.BigEndian.Uint64(body[i:])
-	}
-	murmur.Int64Hashes(dst[n:])
+	murmur.Int64HashesBigEndian(dst[n:], body)
 	return dst, nil
 }
 

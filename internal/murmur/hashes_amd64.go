@@ -24,3 +24,21 @@ func int64HashesVector(vs []uint64) int {
 	int64HashesAVX2(vs[:n])
 	return n
 }
+
+// int64HashesBigEndianAVX2 is int64HashesAVX2 reading the values as
+// big-endian int64s from src (at least 8*len(dst) bytes) into dst;
+// len(dst) must be a multiple of 4.
+//
+//go:noescape
+func int64HashesBigEndianAVX2(dst []uint64, src []byte)
+
+// int64HashesBigEndianVector hashes the longest prefix of dst the vector
+// kernel takes from src and returns its length (0 without AVX2).
+func int64HashesBigEndianVector(dst []uint64, src []byte) int {
+	if !hasAVX2 {
+		return 0
+	}
+	n := len(dst) &^ 3
+	int64HashesBigEndianAVX2(dst[:n], src[:8*n])
+	return n
+}

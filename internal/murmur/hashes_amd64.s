@@ -17,7 +17,13 @@ DATA consts<>+0x40(SB)/8, $8
 DATA consts<>+0x48(SB)/8, $8
 DATA consts<>+0x50(SB)/8, $8
 DATA consts<>+0x58(SB)/8, $8
-GLOBL consts<>(SB), RODATA|NOPTR, $0x60
+// A VPSHUFB mask reversing the bytes of each 64-bit lane: big-endian to
+// little-endian.
+DATA consts<>+0x60(SB)/8, $0x0001020304050607
+DATA consts<>+0x68(SB)/8, $0x08090a0b0c0d0e0f
+DATA consts<>+0x70(SB)/8, $0x0001020304050607
+DATA consts<>+0x78(SB)/8, $0x08090a0b0c0d0e0f
+GLOBL consts<>(SB), RODATA|NOPTR, $0x80
 
 // MUL64 sets x to x*C mod 2^64 in each lane, C given as its low (lo) and
 // high (hi) 32 bits: xl*Cl + ((xh*Cl + xl*Ch) << 32). t0-t2 are scratch.
@@ -43,38 +49,46 @@ GLOBL consts<>(SB), RODATA|NOPTR, $0x60
 	MUL64(x, Y14, Y15, t0, t1, t2) \
 	XSHR33(x, t0)
 
+// LOADCONSTS puts the multipliers in Y8-Y15, as HASH4 takes them.
+#define LOADCONSTS \
+	VPBROADCASTQ consts<>+0x00(SB), Y8 \
+	VPBROADCASTQ consts<>+0x08(SB), Y9 \
+	VPBROADCASTQ consts<>+0x10(SB), Y10 \
+	VPBROADCASTQ consts<>+0x18(SB), Y11 \
+	VPBROADCASTQ consts<>+0x20(SB), Y12 \
+	VPBROADCASTQ consts<>+0x28(SB), Y13 \
+	VPBROADCASTQ consts<>+0x30(SB), Y14 \
+	VPBROADCASTQ consts<>+0x38(SB), Y15
+
+// HASH4 replaces the four values in Y0 by their h1 of Int64 with seed 0:
+// k1 = rotl(v*c1, 31) * c2, h1 = (k1 ^ 8) + 8, h2 = h1 + 8, then
+// fmix64(h1) + fmix64(h2). It uses Y1-Y7 and the constants LOADCONSTS set.
+#define HASH4 \
+	MUL64(Y0, Y8, Y9, Y2, Y3, Y4) \
+	VPSLLQ $31, Y0, Y2 \
+	VPSRLQ $33, Y0, Y3 \
+	VPOR   Y2, Y3, Y0 \
+	MUL64(Y0, Y10, Y11, Y2, Y3, Y4) \
+	VPXOR  consts<>+0x40(SB), Y0, Y0 \
+	VPADDQ consts<>+0x40(SB), Y0, Y0 \
+	VPADDQ consts<>+0x40(SB), Y0, Y1 \
+	FMIX64(Y0, Y2, Y3, Y4) \
+	FMIX64(Y1, Y5, Y6, Y7) \
+	VPADDQ Y1, Y0, Y0
+
 // func int64HashesAVX2(vs []uint64)
-// Replaces each value of vs by its h1 of Int64 with seed 0, four lanes a step;
-// len(vs) must be a multiple of 4.
+// Replaces each value of vs by its h1 of Int64 with seed 0, four lanes a
+// step; len(vs) must be a multiple of 4.
 TEXT ·int64HashesAVX2(SB), NOSPLIT, $0-24
 	MOVQ vs_base+0(FP), SI
 	MOVQ vs_len+8(FP), CX
 	SHRQ $2, CX
 	JZ   done
-	VPBROADCASTQ consts<>+0x00(SB), Y8
-	VPBROADCASTQ consts<>+0x08(SB), Y9
-	VPBROADCASTQ consts<>+0x10(SB), Y10
-	VPBROADCASTQ consts<>+0x18(SB), Y11
-	VPBROADCASTQ consts<>+0x20(SB), Y12
-	VPBROADCASTQ consts<>+0x28(SB), Y13
-	VPBROADCASTQ consts<>+0x30(SB), Y14
-	VPBROADCASTQ consts<>+0x38(SB), Y15
+	LOADCONSTS
 
 loop:
 	VMOVDQU (SI), Y0
-	// k1 = rotl(v*c1, 31) * c2
-	MUL64(Y0, Y8, Y9, Y2, Y3, Y4)
-	VPSLLQ $31, Y0, Y2
-	VPSRLQ $33, Y0, Y3
-	VPOR   Y2, Y3, Y0
-	MUL64(Y0, Y10, Y11, Y2, Y3, Y4)
-	// h1 = (k1 ^ 8) + 8; h2 = h1 + 8
-	VPXOR  consts<>+0x40(SB), Y0, Y0
-	VPADDQ consts<>+0x40(SB), Y0, Y0
-	VPADDQ consts<>+0x40(SB), Y0, Y1
-	FMIX64(Y0, Y2, Y3, Y4)
-	FMIX64(Y1, Y5, Y6, Y7)
-	VPADDQ  Y1, Y0, Y0
+	HASH4
 	VMOVDQU Y0, (SI)
 	ADDQ    $32, SI
 	DECQ    CX
@@ -82,4 +96,30 @@ loop:
 	VZEROUPPER
 
 done:
+	RET
+
+// func int64HashesBigEndianAVX2(dst []uint64, src []byte)
+// Sets each dst[i] to the h1 of Int64 with seed 0 of the big-endian int64
+// at src[8*i:], four lanes a step; len(dst) must be a multiple of 4 and
+// len(src) at least 8*len(dst).
+TEXT ·int64HashesBigEndianAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	SHRQ $2, CX
+	JZ   bedone
+	LOADCONSTS
+
+beloop:
+	VMOVDQU (SI), Y0
+	VPSHUFB consts<>+0x60(SB), Y0, Y0
+	HASH4
+	VMOVDQU Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     beloop
+	VZEROUPPER
+
+bedone:
 	RET

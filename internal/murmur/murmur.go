@@ -12,6 +12,7 @@
 package murmur
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"unsafe"
 
@@ -71,6 +72,20 @@ func fmix64(k uint64) uint64 {
 // and a call per value spills the loop's state around it).
 func Int64Hashes(vs []uint64) {
 	int64HashesPortable(vs[int64HashesVector(vs):])
+}
+
+// Int64HashesBigEndian sets dst[i] to the hash Int64Hashes gives the
+// big-endian int64 at src[8*i:] (an application/octet-stream id body),
+// for every i of dst; src must hold at least 8*len(dst) bytes. With AVX2
+// the bytes are swapped in the vector registers, so the values are read
+// and the hashes written in one pass.
+func Int64HashesBigEndian(dst []uint64, src []byte) {
+	_ = src[:8*len(dst)]
+	n := int64HashesBigEndianVector(dst, src)
+	for i := n; i < len(dst); i++ {
+		dst[i] = binary.BigEndian.Uint64(src[8*i:])
+	}
+	int64HashesPortable(dst[n:])
 }
 
 // int64HashesPortable is Int64Hashes without vector instructions.

@@ -100,17 +100,29 @@ func TestInt64Hashes(t *testing.T) {
 	checkInt64Hashes(t, vs)
 }
 
-// checkInt64Hashes checks Int64Hashes of vs against the reference murmur3,
+// checkInt64Hashes checks Int64Hashes of vs, and Int64HashesBigEndian of
+// their big-endian bytes, against the reference murmur3,
 // through the vector kernel where the processor has one and through the
 // portable loop alone.
 func checkInt64Hashes(t *testing.T, vs []uint64) {
 	t.Helper()
+	var be []byte
+	for _, v := range vs {
+		be = binary.BigEndian.AppendUint64(be, v)
+	}
+	be = append(be, 0xa5) // a byte past the last id must not be read as one
 	for _, vector := range kernels(t) {
 		got := slices.Clone(vs)
 		withVector(vector, func() { Int64Hashes(got) })
+		fromBytes := make([]uint64, len(vs))
+		withVector(vector, func() { Int64HashesBigEndian(fromBytes, be) })
 		for i, v := range vs {
-			if want, _ := reference(int64(v), 0); got[i] != want {
+			want, _ := reference(int64(v), 0)
+			if got[i] != want {
 				t.Fatalf("Int64Hashes (vector kernel %v) of %d values: [%d] (%d) = %#x, want %#x", vector, len(vs), i, int64(v), got[i], want)
+			}
+			if fromBytes[i] != want {
+				t.Fatalf("Int64HashesBigEndian (vector kernel %v) of %d values: [%d] (%d) = %#x, want %#x", vector, len(vs), i, int64(v), fromBytes[i], want)
 			}
 		}
 	}

@@ -135,7 +135,9 @@ for _ in $(seq 1 600); do
 done
 SK_RSS=$(kib "$SPID" VmRSS)
 SK_HWM=$(kib "$SPID" VmHWM)
-log "sketchd: RSS $(mib "$SK_RSS") MiB, peak while loading $(mib "$SK_HWM") MiB"
+SK_ANON=$(kib "$SPID" RssAnon)
+SK_FILE=$(kib "$SPID" RssFile)
+log "sketchd: RSS $(mib "$SK_RSS") MiB (anonymous $(mib "$SK_ANON"), bbolt's mapped file $(mib "$SK_FILE")), peak while loading $(mib "$SK_HWM") MiB"
 # One process pages through the listing (a process a page would cost more
 # than the pages).
 listed=$(python3 - "127.0.0.1:$SPORT" <<'PY'
@@ -157,11 +159,15 @@ PY
 [[ $listed == "$N" ]] || die "listed $listed sketches, want $N"
 SK_RSS2=$(kib "$SPID" VmRSS)
 SK_HWM2=$(kib "$SPID" VmHWM)
-log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB, peak $(mib "$SK_HWM2") MiB"
-awk -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+SK_ANON2=$(kib "$SPID" RssAnon)
+SK_FILE2=$(kib "$SPID" RssFile)
+log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB (anonymous $(mib "$SK_ANON2"), bbolt's mapped file $(mib "$SK_FILE2")), peak $(mib "$SK_HWM2") MiB"
+# RssFile is bbolt's file as mapped pages the listing touched: page cache
+# the kernel reclaims under pressure, not memory sketchd holds; RssAnon is.
+awk -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
 	printf "%d small sketches (load average %s)\n", n, load
 	printf "  redis RSS              %6.0f MiB\n", r / 1024
-	printf "  sketchd RSS            %6.0f MiB  %.2fx redis\n", s / 1024, s / r
-	printf "  sketchd RSS, listed    %6.0f MiB  %.2fx redis\n", s2 / 1024, s2 / r
+	printf "  sketchd RSS            %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s / 1024, s / r, a / 1024, f / 1024
+	printf "  sketchd RSS, listed    %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s2 / 1024, s2 / r, a2 / 1024, f2 / 1024
 	printf "  sketchd peak (VmHWM)   %6.0f MiB  %.2fx redis\n", h / 1024, h / r
 }'

@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// Each multiplier of hll_hash_bigint (Int64) split into its low and high 32 bits
-// (VPMULUDQ multiplies the low 32 bits of each 64-bit lane), then the
-// seed-and-length term 8, four times over (a 32-byte operand).
+// Each multiplier of hll_hash_bigint (Int64) split into its low and high
+// 32 bits (VPMULUDQ multiplies the low 32 bits of each 64-bit lane), then
+// the seed-and-length term 8, four times over (a 32-byte operand).
 DATA consts<>+0x00(SB)/8, $0x114253d5 // c1 low
 DATA consts<>+0x08(SB)/8, $0x87c37b91 // c1 high
 DATA consts<>+0x10(SB)/8, $0x2745937f // c2 low

@@ -95,13 +95,6 @@ func importBody(buckets []BucketImport) ([]byte, error) {
 
 func (c *Client) importCall(ctx context.Context, method, path string, body []byte, contentType string, opts []CallOption) (*BucketsImported, error) {
 	cc := callOptions(opts)
-	q := url.Values{}
-	if cc.fold {
-		q.Set("fold", "true")
-	}
-	if cc.format != "" {
-		q.Set("format", cc.format)
-	}
-	return into[BucketsImported](ctx, c, call{method: method, path: path, query: q, body: body, contentType: contentType,
+	return into[BucketsImported](ctx, c, call{method: method, path: path, query: foldQuery(cc), body: body, contentType: contentType,
 		idempotent: cc.retryUnsafe, write: true, ok: []int{http.StatusOK}})
 }

@@ -97,5 +97,5 @@ type SeriesQuantiles struct {
 // SeriesQuantiles returns quantiles of the values added over [from, to)
 // (GET /v1/series/{name}/quantile): a day's median and p99.
 func (c *Client) SeriesQuantiles(ctx context.Context, name string, from, to time.Time, qs ...float64) (*SeriesQuantiles, error) {
-	return into[SeriesQuantiles](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "quantile"), query: floatsQuery(rangeQuery(from, to), "q", qs), idempotent: true, ok: []int{http.StatusOK}})
+	return into[SeriesQuantiles](ctx, c, c.seriesGet(name, "quantile", from, to, "q", qs))
 }

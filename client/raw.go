@@ -98,14 +98,7 @@ func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...C
 // (an HLL merge is safe to repeat).
 func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (*Sketch, error) {
 	cc := callOptions(opts)
-	q := url.Values{}
-	if cc.fold {
-		q.Set("fold", "true")
-	}
-	if cc.format != "" {
-		q.Set("format", cc.format)
-	}
-	q = rawQuery(q, cc)
+	q := rawQuery(foldQuery(cc), cc)
 	r, err := c.do(ctx, call{method: http.MethodPost, path: sketchPath(name, "raw"), query: q, body: data, contentType: "application/octet-stream",
 		idempotent: cc.retryUnsafe, write: true, ok: []int{http.StatusOK}})
 	if err != nil {
@@ -113,4 +106,17 @@ func (c *Client) MergeRaw(ctx context.Context, name string, data []byte, opts ..
 	}
 	s := new(Sketch)
 	return s, decode(r, s)
+}
+
+// foldQuery is the query of an upload that may fold (WithFold) and name
+// its format (WithFormat).
+func foldQuery(cc callConfig) url.Values {
+	q := url.Values{}
+	if cc.fold {
+		q.Set("fold", "true")
+	}
+	if cc.format != "" {
+		q.Set("format", cc.format)
+	}
+	return q
 }

@@ -77,9 +77,21 @@ type quantileResponse struct {
 // DataSketches fits it to the 99th percentile of the error.
 const kllConfidence = 0.99
 
-// quantiles answers qs from sk, inclusive (the libraries' default).
-func quantiles(label string, sk sketch.Sketch, qs []float64) (quantileResponse, error) {
-	return quantilesOf(label, sk, qs, true)
+// quantileKind is nil for the parameters of a kind that answers quantiles
+// (kll, and cms over a value domain) and for any other the Conflict that
+// says why: a series' quantile lines are refused from its parameters,
+// before anything is read.
+func quantileKind(label string, p sketch.Params) error {
+	switch p := p.(type) {
+	case sketch.KLLParams:
+		return nil
+	case sketch.CMSParams:
+		if p.DomainBits > 0 {
+			return nil
+		}
+		return sketch.Errorf(sketch.Conflict, "%s counts ids, not values: quantiles need a cms sketch created with domain_bits", label)
+	}
+	return sketch.Errorf(sketch.Conflict, "%s is a %s sketch; quantiles need a kll sketch, or a cms sketch with domain_bits", label, p.Kind().Type)
 }
 
 // quantilesOf answers qs from a KLL sketch or a Count-Min over a value
@@ -106,11 +118,8 @@ func quantilesOf(label string, sk sketch.Sketch, qs []float64, inclusive bool) (
 		return resp, nil
 	}
 	c, ok := sketch.CMSOf(sk)
-	if !ok {
-		return quantileResponse{}, sketch.Errorf(sketch.Conflict, "%s is a %s sketch; quantiles need a kll sketch, or a cms sketch with domain_bits", label, sk.Kind().Type)
-	}
-	if c.DomainBits() == 0 {
-		return quantileResponse{}, sketch.Errorf(sketch.Conflict, "%s counts ids, not values: quantiles need a cms sketch created with domain_bits", label)
+	if !ok || c.DomainBits() == 0 {
+		return quantileResponse{}, quantileKind(label, sk.Params())
 	}
 	resp := quantileResponse{Type: string(sketch.TypeCMS), N: c.Total(), Quantiles: make([]quantileValue, len(qs))}
 	at := func(q float64) (*float64, cms.QuantileEstimate, error) {

@@ -444,11 +444,7 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 		resp.Points = make([]timeseriesPoint, len(plan.Points))
 		if qs != nil {
 			// Quantile lines need a kind that answers quantiles.
-			empty, err := spec.Params.New()
-			if err != nil {
-				return err
-			}
-			if _, err := quantiles("series "+strconv.Quote(name), empty, qs); err != nil {
+			if err := quantileKind("series "+strconv.Quote(name), spec.Params); err != nil {
 				return err
 			}
 		} else if registerLine(plan.Points, sks, spec, resp.Points) {
@@ -479,7 +475,7 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 			}
 			resp.Points[i] = pointDTO(p, v, spec.Location())
 			if qs != nil {
-				qr, err := quantiles("series "+strconv.Quote(name), v, qs)
+				qr, err := quantilesOf("series "+strconv.Quote(name), v, qs, true)
 				if err != nil {
 					return err
 				}
@@ -1003,7 +999,7 @@ func (s *Server) handleSeriesCheck(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	in, done, err := s.checkBody(w, r, q)
+	in, done, err := s.idBody(w, r, q)
 	if err != nil {
 		return err
 	}

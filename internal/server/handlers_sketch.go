@@ -270,16 +270,16 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in, done, err := s.checkBody(w, r, q)
+	in, done, err := s.idBody(w, r, q)
 	if err != nil {
 		return err
 	}
 	defer done()
 	var resp checkResponse
-	err = s.store.View(r.Context(), []string{name}, func(sks []sketch.Sketch) error {
-		f, ok := sketch.BloomOf(sks[0])
+	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
+		f, ok := sketch.BloomOf(sk)
 		if !ok {
-			return sketch.WrongKind(name, sks[0].Kind().Type, sketch.TypeBloom)
+			return sketch.WrongKind(name, sk.Kind().Type, sketch.TypeBloom)
 		}
 		resp, err = check(f, in)
 		return err
@@ -290,9 +290,14 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, resp)
 }
 
-// checkBody reads the id body of a membership check; done releases it.
-func (s *Server) checkBody(w http.ResponseWriter, r *http.Request, q map[string][]string) (*bodyInput, func(), error) {
+// idBody reads an id body in any format (?id_type and ?byte_order in q,
+// where the route takes them); done releases it.
+func (s *Server) idBody(w http.ResponseWriter, r *http.Request, q map[string][]string) (*bodyInput, func(), error) {
 	format, lines, err := s.idFormat(r, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	little, err := byteOrder(q, format)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -300,7 +305,7 @@ func (s *Server) checkBody(w http.ResponseWriter, r *http.Request, q map[string]
 	if err != nil {
 		return nil, nil, err
 	}
-	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines}
+	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, little: little}
 	return in, func() { in.release(); s.putBody(body) }, nil
 }
 
@@ -325,14 +330,10 @@ func check(f *bloom.Filter, in *bodyInput) (checkResponse, error) {
 	return resp, nil
 }
 
-// addBody reads an id body in any format (?id_type in q) and answers what
-// add, the store's write, applied, counting it in the metrics.
-func (s *Server) addBody(w http.ResponseWriter, r *http.Request, q map[string][]string, add func(context.Context, sketch.Input) (sketch.Added, error)) error {
-	return s.addBodyAs(w, r, q, false, add)
-}
-
-// addBodyAs is addBody; with fresh (add?report=new) the input asks which
-// ids were new, and the answer lists them (freshResponse).
+// addBodyAs reads an id body in any format (?id_type in q) and answers
+// what add, the store's write, applied, counting it in the metrics; with
+// fresh (add?report=new) the input asks which ids were new, and the
+// answer lists them (freshResponse).
 func (s *Server) addBodyAs(w http.ResponseWriter, r *http.Request, q map[string][]string, fresh bool, add func(context.Context, sketch.Input) (sketch.Added, error)) error {
 	return s.addBodyAnswer(w, r, q, fresh, func(ctx context.Context, in sketch.Input) (idem.Result, error) {
 		a, err := add(ctx, in)
@@ -344,21 +345,12 @@ func (s *Server) addBodyAs(w http.ResponseWriter, r *http.Request, q map[string]
 // when set, renders the answer from it (also under an idempotency key,
 // where the store renders it before it commits).
 func (s *Server) addBodyAnswer(w http.ResponseWriter, r *http.Request, q map[string][]string, fresh bool, add func(context.Context, sketch.Input) (idem.Result, error), answerOf func(idem.Result) any) error {
-	format, lines, err := s.idFormat(r, q)
+	in, done, err := s.idBody(w, r, q)
 	if err != nil {
 		return err
 	}
-	little, err := byteOrder(q, format)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(w, r, s.cfg.MaxBody)
-	if err != nil {
-		return err
-	}
-	defer s.putBody(body)
-	in := &bodyInput{s: s, body: body.Bytes(), format: format, lines: lines, little: little, fresh: fresh}
-	defer in.release()
+	defer done()
+	in.fresh = fresh
 	return s.commit(w, r, func(res idem.Result) (*answer, error) {
 		if answerOf != nil {
 			return jsonAnswer(http.StatusOK, answerOf(res))

@@ -629,6 +629,19 @@ func (s *DB) DeleteSeries(ctx context.Context, name string) error {
 // created anew between the look and the write.
 var errSeriesChanged = errors.New("the series changed")
 
+// sameSeries checks that d, the definition state of the series name read
+// inside a write or view, is still spec, the one looked at before it: a
+// missing series is NotFound, another definition errSeriesChanged.
+func sameSeries(name string, d *state, spec *series.Spec) error {
+	if d == nil {
+		return seriesNotFound(name)
+	}
+	if d.def != spec {
+		return errSeriesChanged
+	}
+	return nil
+}
+
 // AddSeries adds in's ids stamped ts to one bucket per level that keeps
 // ts, creating the buckets it needs, in one durable write.
 func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch.Input) (series.Added, error) {
@@ -652,12 +665,8 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 		}
 		added := spec.AddedTo(sketch.Added{Type: kind.Type, Accepted: b.Len()}, keys)
 		err = s.update(ctx, names, func(t *tx) error {
-			d := t.entry(names[0]).st
-			if d == nil {
-				return seriesNotFound(name)
-			}
-			if d.def != spec {
-				return errSeriesChanged
+			if err := sameSeries(name, t.entry(names[0]).st, spec); err != nil {
+				return err
 			}
 			sts := make([]*state, len(keys))
 			for i, n := range names[1:] {
@@ -769,11 +778,8 @@ func (s *DB) ViewSeries(ctx context.Context, name string, plan func(*series.Spec
 		}
 		keys := append([]string{seriesKey(name)}, found...)
 		err = s.viewKeys(ctx, keys, func(sts []*state) error {
-			if sts[0] == nil {
-				return seriesNotFound(name)
-			}
-			if sts[0].def != spec {
-				return errSeriesChanged
+			if err := sameSeries(name, sts[0], spec); err != nil {
+				return err
 			}
 			bs := make([]series.Bucket, 0, len(found))
 			for i, st := range sts[1:] {
@@ -881,12 +887,8 @@ func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepar
 			names[i+1] = bucketKey(name, w.Key)
 		}
 		err = s.update(ctx, names, func(t *tx) error {
-			d := t.entry(names[0]).st
-			if d == nil {
-				return seriesNotFound(name)
-			}
-			if d.def != spec {
-				return errSeriesChanged
+			if err := sameSeries(name, t.entry(names[0]).st, spec); err != nil {
+				return err
 			}
 			sts := make([]*state, len(writes))
 			for i, w := range writes {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.etcd.io/bbolt"
+
 	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -78,7 +80,20 @@ func (s *DB) ExpireSketches(ctx context.Context, now time.Time) (int, error) {
 
 // expiredAt reports whether the sketch name is expired at now (false if
 // it is missing or cannot be read: the write that removes it checks again).
+// A sketch in memory answers from there (it may be newer than bbolt); any
+// other from its stored record's header, without decoding the sketch or
+// taking it into the cache.
 func (s *DB) expiredAt(name string, now time.Time) bool {
+	s.cacheMu.Lock()
+	_, inMemory := s.entries[name]
+	s.cacheMu.Unlock()
+	if !inMemory {
+		if expired, ok := s.storedExpired(name, now); ok {
+			return expired
+		}
+	}
+	// In memory, or a record missing or unreadable: the load reports
+	// damage as every read does.
 	e, err := s.acquire(name)
 	if err != nil {
 		return false
@@ -87,4 +102,26 @@ func (s *DB) expiredAt(name string, now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.st != nil && e.st.expired(now)
+}
+
+// storedExpired reads whether the stored record of the sketch name is
+// expired at now from its header; ok is false if there is no record or
+// it cannot be read.
+func (s *DB) storedExpired(name string, now time.Time) (expired, ok bool) {
+	s.bdb.View(func(tx *bbolt.Tx) error {
+		bucket, key := location(name)
+		rec := tx.Bucket(bucket).Get(key)
+		if rec == nil {
+			return nil
+		}
+		body, err := checkRecord2(name, rec)
+		if err != nil {
+			return nil
+		}
+		if st, _, _, err := decodeHeader(rec, body); err == nil {
+			expired, ok = st.expired(now), true
+		}
+		return nil
+	})
+	return expired, ok
 }

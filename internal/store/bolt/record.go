@@ -160,34 +160,9 @@ func checkRecord2(key string, rec []byte) ([]byte, error) {
 // decodeBody decodes a record whose length and checksum were checked:
 // its flags, kind and body.
 func decodeBody(key string, rec, body []byte) (*state, error) {
-	if rec[2]&^knownFlags != 0 {
-		return nil, fmt.Errorf("record flags %#x unknown", rec[2])
-	}
-	kind, err := sketch.ByTag(rec[1])
+	st, kind, body, err := decodeHeader(rec, body)
 	if err != nil {
 		return nil, err
-	}
-	st := &state{
-		metric:  rec[2]&flagMetric != 0,
-		created: time.Unix(0, int64(binary.BigEndian.Uint64(rec[3:]))).UTC(),
-		updated: time.Unix(0, int64(binary.BigEndian.Uint64(rec[11:]))).UTC(),
-	}
-	if rec[2]&flagExpireAfter != 0 {
-		if len(body) < 8 {
-			return nil, fmt.Errorf("record of %d bytes ends in its expiry", len(rec))
-		}
-		st.expiry.After = time.Duration(binary.BigEndian.Uint64(body))
-		if st.expiry.After <= 0 {
-			return nil, fmt.Errorf("record expiry %d ns after the last write, want positive", int64(st.expiry.After))
-		}
-		body = body[8:]
-	}
-	if rec[2]&flagExpireAt != 0 {
-		if len(body) < 8 || st.expiry.After != 0 {
-			return nil, fmt.Errorf("record of %d bytes with flags %#x has no room for its expiry instant", len(rec), rec[2])
-		}
-		st.expiry.At = time.Unix(0, int64(binary.BigEndian.Uint64(body))).UTC()
-		body = body[8:]
 	}
 	if key != "" && key[0] == prefixSeries {
 		if !st.expiry.IsZero() {
@@ -203,6 +178,42 @@ func decodeBody(key string, rec, body []byte) (*state, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// decodeHeader decodes what a checked record says before its body: its
+// flags, kind, times and expiry. It returns the state without a sketch or
+// definition, the kind, and the body after the expiry.
+func decodeHeader(rec, body []byte) (*state, *sketch.Kind, []byte, error) {
+	if rec[2]&^knownFlags != 0 {
+		return nil, nil, nil, fmt.Errorf("record flags %#x unknown", rec[2])
+	}
+	kind, err := sketch.ByTag(rec[1])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st := &state{
+		metric:  rec[2]&flagMetric != 0,
+		created: time.Unix(0, int64(binary.BigEndian.Uint64(rec[3:]))).UTC(),
+		updated: time.Unix(0, int64(binary.BigEndian.Uint64(rec[11:]))).UTC(),
+	}
+	if rec[2]&flagExpireAfter != 0 {
+		if len(body) < 8 {
+			return nil, nil, nil, fmt.Errorf("record of %d bytes ends in its expiry", len(rec))
+		}
+		st.expiry.After = time.Duration(binary.BigEndian.Uint64(body))
+		if st.expiry.After <= 0 {
+			return nil, nil, nil, fmt.Errorf("record expiry %d ns after the last write, want positive", int64(st.expiry.After))
+		}
+		body = body[8:]
+	}
+	if rec[2]&flagExpireAt != 0 {
+		if len(body) < 8 || st.expiry.After != 0 {
+			return nil, nil, nil, fmt.Errorf("record of %d bytes with flags %#x has no room for its expiry instant", len(rec), rec[2])
+		}
+		st.expiry.At = time.Unix(0, int64(binary.BigEndian.Uint64(body))).UTC()
+		body = body[8:]
+	}
+	return st, kind, body, nil
 }
 
 func (st *state) typ() sketch.Type { return st.sk.Kind().Type }

@@ -76,6 +76,20 @@ func MarkLongs(b []byte) []byte {
 	return c
 }
 
+// SizeBytes is the length of the sketch's compact encoding (AppendBinary),
+// without encoding it: an 8-byte head, then the value of a sketch of one,
+// or for two or more values the rest of the header, a word per level, min,
+// max and the retained items.
+func (s *Sketch[T]) SizeBytes() int {
+	switch s.n {
+	case 0:
+		return 8
+	case 1:
+		return 8 + 8
+	}
+	return fullHeaderLen + 4*s.numLevels() + 8*(s.Retained()+2)
+}
+
 // AppendBinary appends the sketch's compact encoding (doc.go) to b.
 func (s *Sketch[T]) AppendBinary(b []byte) []byte {
 	var flags byte
@@ -94,7 +108,7 @@ func (s *Sketch[T]) AppendBinary(b []byte) []byte {
 		b = head(preIntsShort, serVerSingle, flags|flagSingle)
 		return appendItem(b, s.at(s.levels[0]))
 	}
-	b = slices.Grow(b, fullHeaderLen+4*s.numLevels()+8*(s.Retained()+2))
+	b = slices.Grow(b, s.SizeBytes())
 	b = head(preIntsFull, serVerFull, flags)
 	b = binary.LittleEndian.AppendUint64(b, s.n)
 	b = binary.LittleEndian.AppendUint16(b, uint16(s.minK))

@@ -61,20 +61,32 @@ func TestRoundTrip(t *testing.T) {
 			var s *Sketch[int64]
 			if s, err = Decode[int64](b); err == nil {
 				back = s.AppendBinary(nil)
+				checkSize(t, s, i)
 				s.Update(3) // a decoded sketch takes updates
+				checkSize(t, s, i)
 				_, err = Decode[int64](s.AppendBinary(nil))
 			}
 		} else {
 			var s *Sketch[float64]
 			if s, err = Decode[float64](b); err == nil {
 				back = s.AppendBinary(nil)
+				checkSize(t, s, i)
 				s.Update(3)
+				checkSize(t, s, i)
 				_, err = Decode[float64](s.AppendBinary(nil))
 			}
 		}
 		if err != nil || !slices.Equal(back, b) {
 			t.Errorf("encoding %d: %v, round trip equal %t", i, err, slices.Equal(back, b))
 		}
+	}
+}
+
+// checkSize checks SizeBytes against the encoding it counts.
+func checkSize[T Item](t *testing.T, s *Sketch[T], i int) {
+	t.Helper()
+	if got, want := s.SizeBytes(), len(s.AppendBinary(nil)); got != want {
+		t.Errorf("encoding %d (n=%d): SizeBytes() = %d, AppendBinary wrote %d", i, s.N(), got, want)
 	}
 }
 

@@ -195,7 +195,7 @@ func (s kllSketch[T]) Params() Params {
 func (s kllSketch[T]) AppendBinary(b []byte) []byte { return s.s.AppendBinary(b) }
 func (s kllSketch[T]) Clone() Sketch                { return kllSketch[T]{s.s.Clone()} }
 func (s kllSketch[T]) Check(Batch) error            { return nil }
-func (s kllSketch[T]) SizeBytes() int               { return len(s.s.AppendBinary(nil)) }
+func (s kllSketch[T]) SizeBytes() int               { return s.s.SizeBytes() }
 func (s kllSketch[T]) MemoryBytes() int64           { return int64(s.s.MemoryBytes()) + 128 }
 func (s kllSketch[T]) Representation() string       { return "" }
 func (s kllSketch[T]) Estimate() float64            { return float64(s.s.N()) }

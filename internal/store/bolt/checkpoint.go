@@ -216,7 +216,7 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 		return s.recoverLog()
 	}
 	s.keys.sweep(s.opts.Now())
-	if s.wal.lastLSN() == s.checkpointed && s.dirtyCount() == 0 && !s.keys.pending() {
+	if s.wal.lastLSN() == s.checkpointed && s.dirtyN.Load() == 0 && !s.keys.pending() {
 		return nil
 	}
 	start := time.Now()
@@ -269,12 +269,6 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 func (s *DB) checkpointDue() bool {
 	return s.wal.bytes() >= s.opts.CheckpointBytes || s.dirtyBytes.Load() >= s.opts.CacheBytes ||
 		s.dirtyN.Load() >= int64(s.opts.CheckpointSketches)
-}
-
-func (s *DB) dirtyCount() int {
-	s.dirtyMu.Lock()
-	defer s.dirtyMu.Unlock()
-	return len(s.dirty)
 }
 
 // checkpointLoop checkpoints on the interval, when the log grows past

@@ -54,19 +54,6 @@ func bucketKey(name string, k series.Key) string {
 // bucketPrefix is the key prefix of all of name's buckets.
 func bucketPrefix(name string) string { return string(prefixBucket) + name + "\x00" }
 
-// bucketSeriesName returns the series of a bucket's entry key, and false
-// for the key of anything else.
-func bucketSeriesName(key string) (string, bool) {
-	if key == "" || key[0] != prefixBucket {
-		return "", false
-	}
-	i := strings.IndexByte(key, 0)
-	if i < 0 {
-		return "", false
-	}
-	return key[1:i], true
-}
-
 // parseBucketKey reads a bucket key's level and start (in UTC).
 func parseBucketKey(key string) (series.Level, time.Time, error) {
 	i := strings.IndexByte(key, 0)
@@ -351,12 +338,7 @@ func unixSpans(a, b int64) [][2]uint64 {
 // dirtyBucketsOf returns the buckets of series name changed since their
 // last committed checkpoint, in key order.
 func (s *DB) dirtyBucketsOf(name string) []*entry {
-	return s.dirtyEntries(bucketPrefix(name))
-}
-
-// dirtyEntries returns the entries changed since their last committed
-// checkpoint whose keys start with prefix, in key order.
-func (s *DB) dirtyEntries(prefix string) []*entry {
+	prefix := bucketPrefix(name)
 	var out []*entry
 	s.dirtyFrom(prefix, prefix, false, func(e *entry) bool {
 		out = append(out, e)

@@ -40,7 +40,8 @@ func (t ItemType) String() string {
 	return "double"
 }
 
-func typeOf[T Item]() ItemType {
+// ItemTypeOf is the ItemType of a sketch of T.
+func ItemTypeOf[T Item]() ItemType {
 	var z T
 	if _, ok := any(z).(float64); ok {
 		return Doubles
@@ -99,7 +100,7 @@ func (s *Sketch[T]) AppendBinary(b []byte) []byte {
 	head := func(preInts, serVer, flags byte) []byte {
 		b = append(b, preInts, serVer, family, flags)
 		b = binary.LittleEndian.AppendUint16(b, uint16(s.k))
-		return append(b, m, byte(typeOf[T]()))
+		return append(b, m, byte(ItemTypeOf[T]()))
 	}
 	switch s.n {
 	case 0:
@@ -197,7 +198,7 @@ func Decode[T Item](b []byte) (*Sketch[T], error) {
 	if b[6] != m {
 		return nil, fmt.Errorf("kll: offset 6: m %d, want 8: %w", b[6], ErrParams)
 	}
-	if want := typeOf[T](); ItemType(b[7]) != want {
+	if want := ItemTypeOf[T](); ItemType(b[7]) != want {
 		return nil, fmt.Errorf("kll: offset 7: item type %d, want %d (%s): %w", b[7], want, want, ErrCorrupt)
 	}
 	s := &Sketch[T]{k: k, minK: k, level0Sorted: flags&flagSorted != 0}

@@ -150,7 +150,7 @@ func (s *Sketch[T]) compressWhileUpdating() {
 		halveUp(s.items, adjBeg, adjPop, c)
 	} else {
 		halveDown(s.items, adjBeg, adjPop, c)
-		mergeSorted(s.items, adjBeg, half, rawEnd, popAbove, adjBeg+half)
+		mergeInto(s.items[adjBeg+half:adjBeg+half+half+popAbove], s.items[adjBeg:adjBeg+half], s.items[rawEnd:rawEnd+popAbove])
 	}
 	s.levels[h+1] -= half
 	if odd == 1 {
@@ -212,26 +212,6 @@ func halveUp[T Item](buf []T, start, length, coin int) {
 	for i := start + length - 1; i >= start+length/2; i-- {
 		buf[i] = buf[j]
 		j -= 2
-	}
-}
-
-// mergeSorted merges buf[a:a+na] and buf[b:b+nb] (sorted) into buf[c:],
-// where c+na ≤ b and c ≥ a+na, so that no input is overwritten before it
-// is read.
-func mergeSorted[T Item](buf []T, a, na, b, nb, c int) {
-	ia, ib, ea, eb := a, b, a+na, b+nb
-	for k := c; k < c+na+nb; k++ {
-		switch {
-		case ia == ea:
-			buf[k] = buf[ib]
-			ib++
-		case ib == eb || buf[ia] < buf[ib]:
-			buf[k] = buf[ia]
-			ia++
-		default:
-			buf[k] = buf[ib]
-			ib++
-		}
 	}
 }
 
@@ -301,7 +281,11 @@ func (s *Sketch[T]) mergeHigherLevels(o *Sketch[T], finalN uint64) {
 	s.items, s.levels = items, levels
 }
 
-// mergeInto merges the sorted a and b into dst.
+// mergeInto merges the sorted a and b into dst (len(a)+len(b) long),
+// taking from b on ties. dst may share a buffer with a and b where no
+// input is overwritten before it is read: the compactions pass a dst
+// that starts where a ends and whose first len(a) slots end at or before
+// b's start.
 func mergeInto[T Item](dst, a, b []T) {
 	i, j := 0, 0
 	for k := range dst {
@@ -352,7 +336,7 @@ func generalCompress[T Item](k, numLevels int, buf []T, levels, out []int, level
 				halveUp(buf, adjBeg, adjPop, c)
 			} else {
 				halveDown(buf, adjBeg, adjPop, c)
-				mergeSorted(buf, adjBeg, half, rawLim, popAbove, adjBeg+half)
+				mergeInto(buf[adjBeg+half:adjBeg+half+half+popAbove], buf[adjBeg:adjBeg+half], buf[rawLim:rawLim+popAbove])
 			}
 			count -= half
 			levels[h+1] -= half

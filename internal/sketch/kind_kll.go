@@ -21,7 +21,7 @@ var (
 )
 
 func kllKind[T kll.Item](tag byte) Kind {
-	typ := kllItemType[T]()
+	typ := kll.ItemTypeOf[T]()
 	return Kind{
 		Type:    TypeKLL,
 		Format:  "DataSketches' compact KLL of " + typ.String() + "s",
@@ -84,14 +84,6 @@ func kllKind[T kll.Item](tag byte) Kind {
 			return kllSketch[T]{u}, nil
 		},
 	}
-}
-
-func kllItemType[T kll.Item]() kll.ItemType {
-	var z T
-	if _, ok := any(z).(float64); ok {
-		return kll.Doubles
-	}
-	return kll.Longs
 }
 
 // ValueInput is an Input whose body can be read as numbers, for kinds
@@ -187,10 +179,10 @@ type kllBatch[T kll.Item] []T
 func (b kllBatch[T]) Len() int { return len(b) }
 
 func (s kllSketch[T]) Kind() *Kind {
-	return KLLParams{Items: kllItemType[T]()}.Kind()
+	return KLLParams{Items: kll.ItemTypeOf[T]()}.Kind()
 }
 func (s kllSketch[T]) Params() Params {
-	return KLLParams{K: s.s.K(), Items: kllItemType[T]()}
+	return KLLParams{K: s.s.K(), Items: kll.ItemTypeOf[T]()}
 }
 func (s kllSketch[T]) AppendBinary(b []byte) []byte { return s.s.AppendBinary(b) }
 func (s kllSketch[T]) Clone() Sketch                { return kllSketch[T]{s.s.Clone()} }

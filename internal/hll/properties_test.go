@@ -90,6 +90,11 @@ func TestUnionProperties(t *testing.T) {
 		if !bytes.Equal(left, bytesOf(t, all)) {
 			t.Fatalf("%s: union = %x, sketch of all hashes = %x", where, left, bytesOf(t, all))
 		}
+		// A union of three in one call: its registers, and the histogram
+		// its estimate reads, are those of the sketch of all the hashes.
+		if three := union(t, a, b, c); !bytes.Equal(bytesOf(t, three), left) || three.Estimate() != all.Estimate() {
+			t.Fatalf("%s: Union(a, b, c) = %x estimating %v, want %x estimating %v", where, bytesOf(t, three), three.Estimate(), left, all.Estimate())
+		}
 		inPlace := a.Clone()
 		for _, o := range []*Sketch{b, c} {
 			if err := inPlace.Union(o); err != nil {

@@ -152,9 +152,6 @@ func maxWord(a, b uint64) uint64 {
 	return a&mask | b&^mask
 }
 
-// rehist recounts the histogram of a dense sketch.
-func (s *Sketch) rehist() { countMax(s.hist, s.regs, s.regs) }
-
 // Union returns a new sketch holding the union of sketches, which may
 // differ in parameters: the result has the smallest log2m (larger ones are
 // folded down), the widest regwidth (narrower ones widen, losing nothing),
@@ -193,18 +190,21 @@ func Union(sketches ...*Sketch) (*Sketch, error) {
 	if len(dense) == 1 {
 		first = dense[0].Clone()
 	} else {
-		// The first two are merged into new registers as they are counted;
-		// any others are merged after, and counted again.
+		// Any between the first and the last are merged into new
+		// registers uncounted; the last is merged as the result is
+		// counted, in one pass.
 		first = newSketch(p, kindDense)
 		first.regs = make([]uint8, len(dense[0].regs))
 		first.hist = new([128]int)
-		maxCount(first.hist, first.regs, dense[0].regs, dense[1].regs)
-		for _, d := range dense[2:] {
-			maxBytes(first.regs, d.regs)
+		a, last := dense[0].regs, len(dense)-1
+		if last > 1 {
+			copy(first.regs, a)
+			for _, d := range dense[1:last] {
+				maxBytes(first.regs, d.regs)
+			}
+			a = first.regs
 		}
-		if len(dense) > 2 {
-			first.rehist()
-		}
+		maxCount(first.hist, first.regs, a, dense[last].regs)
 	}
 	first.p, first.maxSparse = out.p, out.maxSparse
 	first.union(out)

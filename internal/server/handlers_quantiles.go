@@ -164,6 +164,20 @@ func rangeCount(label string, sk sketch.Sketch, lo, hi uint64) (rangeCountRespon
 		Intervals: r.Intervals, Total: c.Total()}, nil
 }
 
+// answerOne answers 200 with what fn makes of the sketch name, read
+// unchanged while fn runs.
+func answerOne[T any](s *Server, w http.ResponseWriter, r *http.Request, name string, fn func(sketch.Sketch) (T, error)) error {
+	var resp T
+	err := s.viewOne(r.Context(), name, func(sk sketch.Sketch) (err error) {
+		resp, err = fn(sk)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
 // viewOne runs fn on the sketch name, unchanged while it runs.
 func (s *Server) viewOne(ctx context.Context, name string, fn func(sketch.Sketch) error) error {
 	return s.store.View(ctx, []string{name}, func(sks []sketch.Sketch) error { return fn(sks[0]) })
@@ -184,15 +198,9 @@ func (s *Server) handleQuantile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var resp quantileResponse
-	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
-		resp, err = quantilesOf(strconv.Quote(name), sk, qs, inclusive)
-		return err
+	return answerOne(s, w, r, name, func(sk sketch.Sketch) (quantileResponse, error) {
+		return quantilesOf(strconv.Quote(name), sk, qs, inclusive)
 	})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, resp)
 }
 
 // handleRange answers the count of values in [lo, hi] of a Count-Min
@@ -210,15 +218,9 @@ func (s *Server) handleRange(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var resp rangeCountResponse
-	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
-		resp, err = rangeCount(strconv.Quote(name), sk, lo, hi)
-		return err
+	return answerOne(s, w, r, name, func(sk sketch.Sketch) (rangeCountResponse, error) {
+		return rangeCount(strconv.Quote(name), sk, lo, hi)
 	})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, resp)
 }
 
 func loHi(q map[string][]string) (lo, hi uint64, err error) {
@@ -422,15 +424,9 @@ func (s *Server) handleRank(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var resp rankResponse
-	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
-		resp, err = ranksOf(strconv.Quote(name), sk, values, inclusive)
-		return err
+	return answerOne(s, w, r, name, func(sk sketch.Sketch) (rankResponse, error) {
+		return ranksOf(strconv.Quote(name), sk, values, inclusive)
 	})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) handleCDF(w http.ResponseWriter, r *http.Request) error {
@@ -453,15 +449,9 @@ func (s *Server) distribution(w http.ResponseWriter, r *http.Request, pmf bool) 
 	if err != nil {
 		return err
 	}
-	var resp distributionResponse
-	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
-		resp, err = distribution(strconv.Quote(name), sk, splits, inclusive, pmf)
-		return err
+	return answerOne(s, w, r, name, func(sk sketch.Sketch) (distributionResponse, error) {
+		return distribution(strconv.Quote(name), sk, splits, inclusive, pmf)
 	})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, resp)
 }
 
 type seriesRankResponse struct {

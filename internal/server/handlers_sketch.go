@@ -275,19 +275,13 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
-	var resp checkResponse
-	err = s.viewOne(r.Context(), name, func(sk sketch.Sketch) error {
+	return answerOne(s, w, r, name, func(sk sketch.Sketch) (checkResponse, error) {
 		f, ok := sketch.BloomOf(sk)
 		if !ok {
-			return sketch.WrongKind(name, sk.Kind().Type, sketch.TypeBloom)
+			return checkResponse{}, sketch.WrongKind(name, sk.Kind().Type, sketch.TypeBloom)
 		}
-		resp, err = check(f, in)
-		return err
+		return check(f, in)
 	})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, resp)
 }
 
 // idBody reads an id body in any format (?id_type and ?byte_order in q,
@@ -523,11 +517,13 @@ func (in *bodyInput) Type() sketch.Type {
 	if in.fresh {
 		return sketch.TypeBloom
 	}
-	if in.format == formatJSON && ingest.FirstKey(in.body) == "values" {
-		return sketch.TypeKLL
-	}
-	if in.format == formatJSON && ingest.FirstKey(in.body) == "items" {
-		return sketch.TypeCMS
+	if in.format == formatJSON {
+		switch ingest.FirstKey(in.body) {
+		case "values":
+			return sketch.TypeKLL
+		case "items":
+			return sketch.TypeCMS
+		}
 	}
 	return sketch.TypeHLL
 }

@@ -96,6 +96,10 @@ func (s *Spec) ImportWrites(imports []Import, replace bool, now time.Time) ([]Wr
 		writes = append(writes, Write{Key: k, Sketch: im.Sketch, Action: action})
 	}
 	rolled := map[Key]int{} // index in writes
+	// copied says which rolled-up writes hold a copy of their own: the
+	// first bucket rolled into one is the caller's sketch, copied only
+	// when a second merges into it.
+	copied := map[int]bool{}
 	for i := range len(writes) {
 		w := writes[i]
 		end := w.Level.Next(w.Start, s.loc)
@@ -113,11 +117,12 @@ func (s *Spec) ImportWrites(imports []Import, replace bool, now time.Time) ([]Wr
 				continue
 			}
 			if j, ok := rolled[ck]; ok {
-				u := writes[j].Sketch.Clone()
-				if err := u.Merge(w.Sketch); err != nil {
+				if !copied[j] {
+					writes[j].Sketch, copied[j] = writes[j].Sketch.Clone(), true
+				}
+				if err := writes[j].Sketch.Merge(w.Sketch); err != nil {
 					return nil, err
 				}
-				writes[j].Sketch = u
 				continue
 			}
 			rolled[ck] = len(writes)

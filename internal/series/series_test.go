@@ -1,6 +1,7 @@
 package series
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -523,6 +524,34 @@ func TestImportWrites(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("two hours:\n got %v\nwant %v", got, want)
+	}
+	// The imported sketches are left as they were, and each roll-up holds
+	// the union of the buckets under it, in a copy of its own.
+	a, b := sk(), sk()
+	for i, x := range []sketch.Sketch{a, b} {
+		h, _ := sketch.HLLOf(x)
+		for v := range uint64(200) {
+			h.AddHash((v + uint64(i)*200) * 0x9e3779b97f4a7c15)
+		}
+	}
+	was := [][]byte{a.AppendBinary(nil), b.AppendBinary(nil)}
+	u := a.Clone()
+	if err := u.Merge(b); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err = s.ImportWrites([]Import{{Key{Hour, h1}, a}, {Key{Hour, h2}, b}}, true, now); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.AppendBinary(nil), was[0]) || !bytes.Equal(b.AppendBinary(nil), was[1]) {
+		t.Error("ImportWrites changed the sketches it was given")
+	}
+	for _, w := range ws[2:] {
+		if !bytes.Equal(w.Sketch.AppendBinary(nil), u.AppendBinary(nil)) {
+			t.Errorf("%s roll-up = %x, want the union of both hours %x", w.Level, w.Sketch.AppendBinary(nil), u.AppendBinary(nil))
+		}
+	}
+	if ws[2].Sketch == ws[3].Sketch || ws[3].Sketch == ws[4].Sketch {
+		t.Error("two roll-ups share one sketch")
 	}
 	// A week starting 2026-09-28 spans two months: no roll-up.
 	w := Week.Start(time.Date(2026, 9, 30, 12, 0, 0, 0, loc), loc)

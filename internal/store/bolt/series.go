@@ -875,16 +875,19 @@ func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepar
 			sts := make([]*state, len(writes))
 			for i, w := range writes {
 				old := t.entry(names[i+1]).st
-				st := &state{sk: w.Sketch.Clone(), created: t.now, updated: t.now}
+				st := &state{created: t.now, updated: t.now}
 				if old != nil {
 					st.created = old.created
-					if w.Action != series.Replaced {
-						merged, err := sketch.MergedInto(name, old.sk, w.Sketch)
-						if err != nil {
-							return err
-						}
-						st.sk = merged
+				}
+				if old != nil && w.Action != series.Replaced {
+					// MergedInto copies the stored sketch before merging.
+					merged, err := sketch.MergedInto(name, old.sk, w.Sketch)
+					if err != nil {
+						return err
 					}
+					st.sk = merged
+				} else {
+					st.sk = w.Sketch.Clone()
 				}
 				sts[i] = st
 			}

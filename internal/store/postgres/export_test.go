@@ -6,7 +6,7 @@ const ReadRunsSQL = readRunsSQL
 
 // PrefixUnionSQL is the statement a prefix union of HLLs runs, for the
 // test that explains it on Citus.
-const PrefixUnionSQL = prefixUnionSQL
+var PrefixUnionSQL = prefixUnionSQL
 
 // Split runs the committer's split of a group of writes naming the given
 // sketches and returns, for each write, the index of the part it went to

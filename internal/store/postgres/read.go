@@ -256,8 +256,9 @@ const scrapeTimeout = 5 * time.Second
 // prefixWhere selects the sketches whose names start with $1, except $2:
 // a range scan of the primary key ($3 is $1 followed by 0x7f, above every
 // name character; see List), so on Citus each shard scans its own index.
-const prefixWhere = ` WHERE name >= $1 AND name < $3 AND starts_with(name, $1) AND name <> $2
-	AND (expire_at IS NULL OR expire_at > $4) AND (expire_after IS NULL OR $4 - updated_at < expire_after)`
+// $4 is the time the sketches must be live at (liveSQL).
+var prefixWhere = ` WHERE name >= $1 AND name < $3 AND starts_with(name, $1) AND name <> $2
+	AND ` + live("$4")
 
 // prefixUnionSQL unions the HLLs under a prefix where they are stored:
 // one row per (kind, parameters) among them, with how many sketches it
@@ -265,14 +266,14 @@ const prefixWhere = ` WHERE name >= $1 AND name < $3 AND starts_with(name, $1) A
 // postgresql-hll's union of the group (hll_union_agg takes one set of
 // parameters). On Citus, each worker aggregates its shards and the
 // coordinator merges one partial union per shard and group.
-const prefixUnionSQL = `SELECT kind, hll_log2m(hll), hll_regwidth(hll), (hll_expthresh(hll)).specified, hll_sparseon(hll),
+var prefixUnionSQL = `SELECT kind, hll_log2m(hll), hll_regwidth(hll), (hll_expthresh(hll)).specified, hll_sparseon(hll),
 	count(*), min(name), hll_send(hll_union_agg(hll))
 FROM sketchd_sketches` + prefixWhere + `
 GROUP BY 1, 2, 3, 4, 5`
 
 // prefixRowsSQL reads the sketches of one kind under a prefix, in name
 // order, for kinds PostgreSQL cannot union.
-const prefixRowsSQL = `SELECT name, data FROM sketchd_sketches` + prefixWhere + ` AND kind = $5 ORDER BY name`
+var prefixRowsSQL = `SELECT name, data FROM sketchd_sketches` + prefixWhere + ` AND kind = $5 ORDER BY name`
 
 // UnionPrefix returns the union of every sketch whose name starts with
 // prefix, except exclude, and how many it unioned (see server.Store).

@@ -39,16 +39,20 @@ var errNotRanged = errors.New("cms: the sketch has no value domain (DomainBits 0
 // keeps: 2^(B−j) exact ones when that fits in width·depth, else
 // width·depth hashed ones.
 func (p Params) levelSize(j int) int {
-	if shift := p.DomainBits - j; shift < 62 && 1<<shift <= p.Width*p.Depth {
-		return 1 << shift
+	if exactAt(p.DomainBits, j, p.Width*p.Depth) {
+		return 1 << (p.DomainBits - j)
 	}
 	return p.Width * p.Depth
 }
 
 // exactLevel reports whether level j keeps exact counters.
-func (s *Sketch) exactLevel(j int) bool {
-	shift := s.bits - j
-	return shift < 62 && 1<<shift <= s.width*s.depth
+func (s *Sketch) exactLevel(j int) bool { return exactAt(s.bits, j, s.width*s.depth) }
+
+// exactAt reports whether level j of a domain of bits bits keeps exact
+// counters: its 2^(bits−j) values fit in cells counters.
+func exactAt(bits, j, cells int) bool {
+	shift := bits - j
+	return shift < 62 && 1<<shift <= cells
 }
 
 // checkValue refuses, for a ranged sketch, a value outside its domain.

@@ -662,11 +662,16 @@ func (s *DB) AddSeries(ctx context.Context, name string, ts time.Time, in sketch
 				}
 			}
 			for i, n := range names[1:] {
+				// A new bucket is logged as one put of its state with the
+				// batch applied, as a new sketch is (putNew).
 				e := t.entry(n)
+				var err error
 				if e.st == nil {
-					t.put(e, sts[i])
+					err = t.putNew(e, sts[i], b)
+				} else {
+					err = t.add(e, b)
 				}
-				if err := t.add(e, b); err != nil {
+				if err != nil {
 					return err // unreachable: checked above
 				}
 			}

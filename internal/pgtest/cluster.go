@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,8 @@ type Cluster struct {
 	mu          sync.Mutex
 	Coordinator *Node
 	Workers     []*Node
+	// all is every node started, registered or not, for remove.
+	all []*Node
 }
 
 // Node is one PostgreSQL instance of a Cluster.
@@ -102,6 +105,9 @@ func (c *Cluster) newNode() *Node {
 	c.tb.Helper()
 	port := freePort(c.tb)
 	n := &Node{Port: port, data: filepath.Join(c.dir, fmt.Sprintf("pg%d", port)), log: filepath.Join(c.dir, fmt.Sprintf("pg%d.log", port))}
+	c.mu.Lock()
+	c.all = append(c.all, n)
+	c.mu.Unlock()
 	c.run("initdb", "-D", n.data, "-A", "trust", "-U", "postgres", "--no-sync")
 	conf := fmt.Sprintf(`
 shared_preload_libraries = 'citus'
@@ -195,22 +201,25 @@ func (c *Cluster) command(name string, args ...string) *exec.Cmd {
 	return exec.Command(path, args...)
 }
 
-// remove stops every node at once and removes the directory.
+// remove stops every node started, as a worker or not, and
+// removes the directory; after a failure it logs the end of each node's
+// log.
 func (c *Cluster) remove() {
-	nodes := append([]*Node{c.Coordinator}, c.Workers...)
+	c.mu.Lock()
+	nodes := slices.Clone(c.all)
+	c.mu.Unlock()
 	for _, n := range nodes {
-		if n == nil {
-			continue
-		}
 		if _, err := os.Stat(filepath.Join(n.data, "postmaster.pid")); err == nil {
 			_ = c.command("pg_ctl", "-D", n.data, "-m", "immediate", "-w", "stop").Run()
 		}
 	}
 	if c.tb.Failed() {
 		for _, n := range nodes {
-			if n != nil {
-				c.tb.Logf("log of %s (tail):\n%s", n.Addr(), tail(c.Log(n), 40))
+			role := "worker"
+			if n == c.Coordinator {
+				role = "coordinator"
 			}
+			c.tb.Logf("log of the %s on %s (tail):\n%s", role, n.Addr(), tail(c.Log(n), 40))
 		}
 	}
 	os.RemoveAll(c.dir)

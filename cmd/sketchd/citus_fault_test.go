@@ -49,10 +49,12 @@ import (
 // The cluster is configured as docs/scale-out.md tells operators to:
 // citus.recover_2pc_interval of 5 s. SKETCHD_CITUS_SOAK=N runs the faults
 // N times, with longer load.
-func TestCitusFaults(t *testing.T) {
+func TestCitusFaults(tt *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a Citus cluster and three sketchd processes")
+		tt.Skip("starts a Citus cluster and three sketchd processes")
 	}
+	t := &recorder{T: tt}
+	tt.Cleanup(t.repeat) // first registered, so it runs last
 	rounds := 1
 	if v := os.Getenv("SKETCHD_CITUS_SOAK"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -66,6 +68,8 @@ func TestCitusFaults(t *testing.T) {
 	// quickly; the layout is the production one.
 	dsn := pgstoretest.WithSetting(pgstoretest.SchemaOn(t, cl.DSN(cl.Coordinator), t.TempDir()), "citus.shard_count", "6")
 	c := &cluster{t: t, dsn: dsn, nodes: make([]*proc, 3)}
+	// Registered after the cluster's, so run before it stops the nodes.
+	t.Cleanup(func() { c.logTails(20) })
 	var wg sync.WaitGroup
 	for i := range c.nodes {
 		wg.Go(func() { c.start(i) })
@@ -106,6 +110,7 @@ func TestCitusFaults(t *testing.T) {
 		{"a third worker added and the shards rebalanced", func() {
 			if len(cl.Workers) < 3 {
 				cl.AddWorker()
+				t.Logf("third worker added at %s", time.Now().Format("15:04:05.000"))
 			}
 			f.exec("SELECT citus_rebalance_start()")
 			f.exec("SELECT citus_rebalance_wait()")
@@ -133,6 +138,7 @@ func TestCitusFaults(t *testing.T) {
 			t.Logf("%s: %s to %s", name, start.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
 			time.Sleep(load)
 			acked := stop()
+			t.Logf("load stopped at %s", time.Now().Format("15:04:05.000"))
 			f.recovered(name)
 			if problems := f.verify(f.ledger); len(problems) > 0 {
 				t.Fatalf("after %s:\n%s", name, strings.Join(problems, "\n"))
@@ -150,7 +156,7 @@ func TestCitusFaults(t *testing.T) {
 // sketches, the ledger of what was sent and acknowledged, and how to check
 // it against the cluster.
 type faultLoad struct {
-	t      *testing.T
+	t      testing.TB
 	c      *cluster
 	admin  *pgx.Conn
 	cl     *pgtest.Cluster
@@ -169,7 +175,7 @@ const (
 	faultLog2m  = 12
 )
 
-func newFaultLoad(t *testing.T, c *cluster, admin *pgx.Conn, cl *pgtest.Cluster) *faultLoad {
+func newFaultLoad(t testing.TB, c *cluster, admin *pgx.Conn, cl *pgtest.Cluster) *faultLoad {
 	t.Helper()
 	f := &faultLoad{t: t, c: c, admin: admin, cl: cl, ledger: newFaultLedger(), ts: time.Now().Add(-10 * time.Minute).UTC()}
 	first := newClient(c.pick(0))
@@ -700,4 +706,73 @@ func (f *faultLoad) checkTheChecks() {
 			f.t.Errorf("the checks did not catch %s", name)
 		}
 	}
+}
+
+// recorder is TestCitusFaults' testing.TB: it keeps the failure
+// messages and repeats them when the test ends, after the logs of the
+// database nodes and sketchd processes, so that the end of a failing
+// run's output, which is what CI shows, says what failed.
+type recorder struct {
+	*testing.T
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) keep(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, msg)
+}
+
+// repeat logs the failure messages again.
+func (r *recorder) repeat() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.msgs) > 0 {
+		r.T.Logf("TestCitusFaults failed (the messages again, after the logs):\n%s", strings.Join(r.msgs, "\n"))
+	}
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.T.Helper()
+	r.keep(fmt.Sprintf(format, args...))
+	r.T.Fatalf(format, args...)
+}
+
+func (r *recorder) Fatal(args ...any) {
+	r.T.Helper()
+	r.keep(fmt.Sprint(args...))
+	r.T.Fatal(args...)
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.T.Helper()
+	r.keep(fmt.Sprintf(format, args...))
+	r.T.Errorf(format, args...)
+}
+
+func (r *recorder) Error(args ...any) {
+	r.T.Helper()
+	r.keep(fmt.Sprint(args...))
+	r.T.Error(args...)
+}
+
+// logTails logs the end of each live sketchd process's log when the test
+// has failed.
+func (c *cluster) logTails(lines int) {
+	if !c.t.Failed() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, p := range c.nodes {
+		if p != nil {
+			c.t.Logf("log of sketchd node %d on %s (tail):\n%s", i, p.addr, tailLines(p.log(), lines))
+		}
+	}
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -19,7 +19,7 @@ import (
 // cluster is several sketchd processes over one PostgreSQL schema, as
 // behind a load balancer: clients pick any live node.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	dsn   string
 	mu    sync.Mutex
 	nodes []*proc // nil while a node is down

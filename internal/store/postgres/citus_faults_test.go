@@ -2,10 +2,12 @@ package postgres_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -428,4 +430,162 @@ func TestCitusRewriteAcrossShardMove(t *testing.T) {
 		t.Errorf("the rewrite's function ran %d times; want 2 (once on the old placement, once more after the write found the row changed)", calls)
 	}
 	statements.checkDocumented(t)
+}
+
+// TestCitusSeriesRewriteAcrossShardMove: a series add of a kind other
+// than HLL reads each bucket under FOR UPDATE and writes it back changed.
+// A shard move that completed between the read and the write would send
+// the write to the new placement, over an add acknowledged there
+// meanwhile. The test holds an add between its read and its write (a
+// query tracer pauses it), moves the series' shard with block_writes,
+// adds through another node while the first add is held, lets it go on,
+// and finds every count in every bucket.
+func TestCitusSeriesRewriteAcrossShardMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Citus cluster of its own")
+	}
+	c := pgtest.StartCitus(t, 2)
+	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
+	pause := &pauseAfter{match: "FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE",
+		paused: make(chan struct{}), resume: make(chan struct{})}
+	other := &statementLog{}
+	dbs := make([]*postgres.DB, 2)
+	for i, tracer := range []pgx.QueryTracer{pause, other} {
+		var err error
+		if dbs[i], err = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: time.Minute, Tracer: tracer}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dbs[i].Close() })
+	}
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	spec := testSeriesSpec(t, sketch.CMSParams{Params: cms.Params{Width: 200, Depth: 4}})
+	if _, _, err := dbs[0].CreateSeries(ctx, "s", spec); err != nil {
+		t.Fatal(err)
+	}
+	items := func(n int) storetest.Input {
+		return storetest.Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{uint64(n)}}
+	}
+	ts := time.Now()
+	if _, err := dbs[1].AddSeries(ctx, "s", ts, items(5)); err != nil {
+		t.Fatal(err)
+	}
+	var shard int64
+	var from int
+	if err := admin.QueryRow(ctx, `SELECT shardid, nodeport FROM citus_shards
+		WHERE shardid = get_shard_id_for_distribution_column('sketchd_series', 's'::text)`).Scan(&shard, &from); err != nil {
+		t.Fatal(err)
+	}
+	to := c.Workers[0].Port
+	if from == to {
+		to = c.Workers[1].Port
+	}
+
+	pause.arm()
+	held := make(chan error, 1)
+	go func() {
+		_, err := dbs[0].AddSeries(ctx, "s", ts, items(100))
+		held <- err
+	}()
+	<-pause.paused
+	moved, added := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := admin.Exec(ctx, "SELECT citus_move_shard_placement($1, '127.0.0.1', $2, '127.0.0.1', $3, 'block_writes')", shard, from, to)
+		moved <- err
+	}()
+	go func() {
+		_, err := dbs[1].AddSeries(ctx, "s", ts, items(7))
+		added <- err
+	}()
+	// The move waits for the held add, and the other add for one of them;
+	// if both finish, the move completed between the held add's read and
+	// its write. Either way the held add goes on after a while.
+	results := map[string]chan error{"the held add": held, "the move": moved, "the other add": added}
+	errs := map[string]error{}
+	var early []string
+	timeout := time.After(3 * time.Second)
+wait:
+	for moved != nil || added != nil {
+		select {
+		case errs["the move"] = <-moved:
+			early = append(early, "the move")
+			moved = nil
+		case errs["the other add"] = <-added:
+			early = append(early, "the other add")
+			added = nil
+		case <-timeout:
+			break wait
+		}
+	}
+	t.Logf("done while an add held its bucket: %v", early)
+	close(pause.resume)
+	for what, ch := range results {
+		if _, ok := errs[what]; ok {
+			continue
+		}
+		select {
+		case errs[what] = <-ch:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not finish in a minute after the held add went on", what)
+		}
+	}
+	for what, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	var now int
+	if err := admin.QueryRow(ctx, "SELECT nodeport FROM citus_shards WHERE shardid = $1", shard).Scan(&now); err != nil || now != to {
+		t.Fatalf("shard %d is on port %d after the move (%v), want %d", shard, now, err, to)
+	}
+	keys, err := spec.Buckets(ts, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sk := range buckets(t, dbs[1], "s", keys) {
+		cm, ok := sketch.CMSOf(sk)
+		if !ok {
+			t.Fatalf("bucket %v: not a Count-Min (%v)", keys[i], sk)
+		}
+		if cm.Total() != 112 {
+			t.Errorf("bucket %s %v: total %d after 5, 100 (held between its read and its write) and 7; want 112", keys[i].Level, keys[i].Start, cm.Total())
+		}
+	}
+	pause.checkDocumented(t)
+	other.checkDocumented(t)
+}
+
+// pauseAfter is a query tracer that records statements (statementLog)
+// and, once armed, holds the first statement containing match when it
+// ends: it closes paused and waits for resume.
+type pauseAfter struct {
+	statementLog
+	match          string
+	armed          atomic.Bool
+	once           sync.Once
+	paused, resume chan struct{}
+}
+
+type pauseKey struct{}
+
+func (p *pauseAfter) arm() { p.armed.Store(true) }
+
+func (p *pauseAfter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	ctx = p.statementLog.TraceQueryStart(ctx, conn, d)
+	if p.armed.Load() && strings.Contains(normalizeSQL(d.SQL), p.match) {
+		ctx = context.WithValue(ctx, pauseKey{}, true)
+	}
+	return ctx
+}
+
+func (p *pauseAfter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if ctx.Value(pauseKey{}) != nil {
+		p.once.Do(func() {
+			close(p.paused)
+			<-p.resume
+		})
+	}
 }

@@ -343,22 +343,8 @@ func TestCitusRewriteAcrossShardMove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
-	c := pgtest.StartCitus(t, 2)
-	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
 	statements := &statementLog{}
-	dbs := make([]*postgres.DB, 2)
-	for i := range dbs {
-		var err error
-		if dbs[i], err = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: time.Minute, Tracer: statements}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { dbs[i].Close() })
-	}
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
+	c, dbs, admin := citusNodes(t, statements, statements)
 	spec := sketch.Spec{Params: sketch.CMSParams{Params: cms.Params{Width: 200, Depth: 4}}}
 	if _, _, err := dbs[0].Create(ctx, "c", spec); err != nil {
 		t.Fatal(err)
@@ -415,7 +401,7 @@ func TestCitusRewriteAcrossShardMove(t *testing.T) {
 		t.Fatalf("the rewrite: %v", err)
 	}
 	var total uint64
-	err = dbs[1].View(ctx, []string{"c"}, func(sks []sketch.Sketch) error {
+	err := dbs[1].View(ctx, []string{"c"}, func(sks []sketch.Sketch) error {
 		cm, _ := sketch.CMSOf(sks[0])
 		total = cm.Total()
 		return nil
@@ -444,24 +430,10 @@ func TestCitusSeriesRewriteAcrossShardMove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
-	c := pgtest.StartCitus(t, 2)
-	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
 	pause := &pauseAfter{match: "FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE",
 		paused: make(chan struct{}), resume: make(chan struct{})}
 	other := &statementLog{}
-	dbs := make([]*postgres.DB, 2)
-	for i, tracer := range []pgx.QueryTracer{pause, other} {
-		var err error
-		if dbs[i], err = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: time.Minute, Tracer: tracer}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { dbs[i].Close() })
-	}
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
+	c, dbs, admin := citusNodes(t, pause, other)
 	spec := testSeriesSpec(t, sketch.CMSParams{Params: cms.Params{Width: 200, Depth: 4}})
 	if _, _, err := dbs[0].CreateSeries(ctx, "s", spec); err != nil {
 		t.Fatal(err)
@@ -556,6 +528,29 @@ wait:
 	}
 	pause.checkDocumented(t)
 	other.checkDocumented(t)
+}
+
+// citusNodes starts a Citus cluster of a coordinator and two workers and
+// opens a store node on it for each tracer, and an admin connection to
+// the coordinator; all are closed when the test ends.
+func citusNodes(t *testing.T, tracers ...pgx.QueryTracer) (*pgtest.Cluster, []*postgres.DB, *pgx.Conn) {
+	t.Helper()
+	c := pgtest.StartCitus(t, 2)
+	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
+	dbs := make([]*postgres.DB, len(tracers))
+	for i, tracer := range tracers {
+		var err error
+		if dbs[i], err = postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: time.Minute, Tracer: tracer}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dbs[i].Close() })
+	}
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	return c, dbs, admin
 }
 
 // pauseAfter is a query tracer that records statements (statementLog)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/pgtest"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -350,10 +351,7 @@ func TestCitusRewriteAcrossShardMove(t *testing.T) {
 	if _, _, err := dbs[0].Create(ctx, "c", spec); err != nil {
 		t.Fatal(err)
 	}
-	items := func(n int) storetest.Input {
-		return storetest.Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{uint64(n)}}
-	}
-	if _, err := dbs[1].Add(ctx, "c", items(5), false); err != nil {
+	if _, err := dbs[1].Add(ctx, "c", oneID(5), false); err != nil {
 		t.Fatal(err)
 	}
 
@@ -370,7 +368,7 @@ func TestCitusRewriteAcrossShardMove(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			b, err := add.Kind().Prepare(items(100))
+			b, err := add.Kind().Prepare(oneID(100))
 			if err != nil {
 				return nil, err
 			}
@@ -394,7 +392,7 @@ func TestCitusRewriteAcrossShardMove(t *testing.T) {
 	if _, err := admin.Exec(ctx, "SELECT citus_move_shard_placement($1, '127.0.0.1', $2, '127.0.0.1', $3, 'block_writes')", shard, from, to); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dbs[1].Add(ctx, "c", items(7), false); err != nil {
+	if _, err := dbs[1].Add(ctx, "c", oneID(7), false); err != nil {
 		t.Fatalf("an add on the new placement: %v", err)
 	}
 	close(resume)
@@ -433,14 +431,11 @@ func TestCitusSeriesRewriteAcrossShardMove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
-	items := func(n int) storetest.Input {
-		return storetest.Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{uint64(n)}}
-	}
 	// The held rewrite: an add, or an import merging an hour bucket (and
 	// so its day and month).
 	t.Run("add", func(t *testing.T) {
 		seriesRewriteAcrossShardMove(t, func(db *postgres.DB, ts time.Time, n int) error {
-			_, err := db.AddSeries(ctx, "s", ts, items(n))
+			_, err := db.AddSeries(ctx, "s", ts, oneID(n))
 			return err
 		})
 	})
@@ -455,7 +450,7 @@ func TestCitusSeriesRewriteAcrossShardMove(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				b, err := sk.Kind().Prepare(items(n))
+				b, err := sk.Kind().Prepare(oneID(n))
 				if err != nil {
 					return nil, err
 				}
@@ -469,94 +464,30 @@ func TestCitusSeriesRewriteAcrossShardMove(t *testing.T) {
 	})
 }
 
+// oneID is n counts of the id 1, for a Count-Min.
+func oneID(n int) storetest.Input {
+	return storetest.Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{uint64(n)}}
+}
+
 func seriesRewriteAcrossShardMove(t *testing.T, rewrite func(db *postgres.DB, ts time.Time, n int) error) {
-	pause := &pauseAfter{match: "FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE",
-		paused: make(chan struct{}), resume: make(chan struct{})}
+	pause := newPause("FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE")
 	other := &statementLog{}
 	c, dbs, admin := citusNodes(t, pause, other)
 	spec := testSeriesSpec(t, sketch.CMSParams{Params: cms.Params{Width: 200, Depth: 4}})
 	if _, _, err := dbs[0].CreateSeries(ctx, "s", spec); err != nil {
 		t.Fatal(err)
 	}
-	items := func(n int) storetest.Input {
-		return storetest.Input{IDs: []cms.ID{cms.IntID(1)}, Counts: []uint64{uint64(n)}}
-	}
 	ts := time.Now()
 	if keys, err := spec.Buckets(ts, ts); err != nil || keys[0].Level != series.Hour {
 		t.Fatalf("the first bucket of %v is %v (%v), want an hour", ts, keys, err)
 	}
-	if _, err := dbs[1].AddSeries(ctx, "s", ts, items(5)); err != nil {
+	if _, err := dbs[1].AddSeries(ctx, "s", ts, oneID(5)); err != nil {
 		t.Fatal(err)
 	}
-	var shard int64
-	var from int
-	if err := admin.QueryRow(ctx, `SELECT shardid, nodeport FROM citus_shards
-		WHERE shardid = get_shard_id_for_distribution_column('sketchd_series', 's'::text)`).Scan(&shard, &from); err != nil {
-		t.Fatal(err)
-	}
-	to := c.Workers[0].Port
-	if from == to {
-		to = c.Workers[1].Port
-	}
-
-	pause.arm()
-	held := make(chan error, 1)
-	go func() { held <- rewrite(dbs[0], ts, 100) }()
-	<-pause.paused
-	// The move starts first and, if it completes while the rewrite is
-	// held, the other add runs on the new placement; otherwise the move
-	// waits for the held rewrite and the other add waits too. Either way
-	// the held rewrite goes on after a few seconds.
-	moved, added := make(chan error, 1), make(chan error, 1)
-	go func() {
-		_, err := admin.Exec(ctx, "SELECT citus_move_shard_placement($1, '127.0.0.1', $2, '127.0.0.1', $3, 'block_writes')", shard, from, to)
-		moved <- err
-	}()
-	errs := map[string]error{}
-	var early []string
-	select {
-	case errs["the move"] = <-moved:
-		early = append(early, "the move")
-	case <-time.After(3 * time.Second):
-	}
-	go func() {
-		// Retried as a client retries a 503 (Citus may cancel it as part
-		// of a distributed deadlock with the move).
-		var err error
-		for range 20 {
-			if _, err = dbs[1].AddSeries(ctx, "s", ts, items(7)); sketch.KindOf(err) != sketch.Unavailable {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		added <- err
-	}()
-	select {
-	case errs["the other add"] = <-added:
-		early = append(early, "the other add")
-	case <-time.After(3 * time.Second):
-	}
-	t.Logf("done while a rewrite held its bucket: %v", early)
-	close(pause.resume)
-	for what, ch := range map[string]chan error{"the held rewrite": held, "the move": moved, "the other add": added} {
-		if _, ok := errs[what]; ok {
-			continue
-		}
-		select {
-		case errs[what] = <-ch:
-		case <-time.After(time.Minute):
-			t.Fatalf("%s did not finish in a minute after the held rewrite went on", what)
-		}
-	}
-	for what, err := range errs {
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	var now int
-	if err := admin.QueryRow(ctx, "SELECT nodeport FROM citus_shards WHERE shardid = $1", shard).Scan(&now); err != nil || now != to {
-		t.Fatalf("shard %d is on port %d after the move (%v), want %d", shard, now, err, to)
-	}
+	moveWhileHeld(t, c, admin, pause, "s", func() error { return rewrite(dbs[0], ts, 100) }, func() error {
+		_, err := dbs[1].AddSeries(ctx, "s", ts, oneID(7))
+		return err
+	})
 	keys, err := spec.Buckets(ts, ts)
 	if err != nil {
 		t.Fatal(err)
@@ -569,6 +500,124 @@ func seriesRewriteAcrossShardMove(t *testing.T, rewrite func(db *postgres.DB, ts
 		if cm.Total() != 112 {
 			t.Errorf("bucket %s %v: total %d after 5, 100 (held between its read and its write) and 7; want 112", keys[i].Level, keys[i].Start, cm.Total())
 		}
+	}
+	pause.checkDocumented(t)
+	other.checkDocumented(t)
+}
+
+// moveWhileHeld runs held, which pause holds at its statement, moves the
+// shard group of the series name to the other worker with block_writes,
+// runs other (through another node), lets held go on, and fails the test
+// unless all three succeed and the shard ended on the other worker. The
+// move starts first and, if it completes while held is held, other runs
+// on the new placement; otherwise the move waits for held and other waits
+// too. Either way held goes on after a few seconds. other is retried as a
+// client retries a 503 (Citus may cancel it as part of a distributed
+// deadlock with the move).
+func moveWhileHeld(t *testing.T, c *pgtest.Cluster, admin *pgx.Conn, pause *pauseAfter, name string, held, other func() error) {
+	t.Helper()
+	var shard int64
+	var from int
+	if err := admin.QueryRow(ctx, `SELECT shardid, nodeport FROM citus_shards
+		WHERE shardid = get_shard_id_for_distribution_column('sketchd_series', $1::text)`, name).Scan(&shard, &from); err != nil {
+		t.Fatal(err)
+	}
+	to := c.Workers[0].Port
+	if from == to {
+		to = c.Workers[1].Port
+	}
+	pause.arm()
+	heldDone, moved, otherDone := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	go func() { heldDone <- held() }()
+	<-pause.paused
+	go func() {
+		_, err := admin.Exec(ctx, "SELECT citus_move_shard_placement($1, '127.0.0.1', $2, '127.0.0.1', $3, 'block_writes')", shard, from, to)
+		moved <- err
+	}()
+	errs := map[string]error{}
+	var early []string
+	select {
+	case errs["the move"] = <-moved:
+		early = append(early, "the move")
+	case <-time.After(3 * time.Second):
+	}
+	go func() {
+		var err error
+		for range 20 {
+			if err = other(); sketch.KindOf(err) != sketch.Unavailable {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		otherDone <- err
+	}()
+	select {
+	case errs["the other write"] = <-otherDone:
+		early = append(early, "the other write")
+	case <-time.After(3 * time.Second):
+	}
+	t.Logf("done while a write was held between its read and its write: %v", early)
+	close(pause.resume)
+	for what, ch := range map[string]chan error{"the held write": heldDone, "the move": moved, "the other write": otherDone} {
+		if _, ok := errs[what]; ok {
+			continue
+		}
+		select {
+		case errs[what] = <-ch:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not finish in a minute after the held write went on", what)
+		}
+	}
+	for what, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	var now int
+	if err := admin.QueryRow(ctx, "SELECT nodeport FROM citus_shards WHERE shardid = $1", shard).Scan(&now); err != nil || now != to {
+		t.Fatalf("shard %d is on port %d after the move (%v), want %d", shard, now, err, to)
+	}
+}
+
+// TestCitusSeriesChangeAcrossShardMove: a PATCH of a series reads its
+// definition FOR UPDATE and writes it back changed. The test holds one
+// PATCH (a longer hour retention) between its read and its write while
+// the series' shard moves and another node PATCHes the late limit, and
+// finds both changes in the definition. A plain UPDATE loses the other
+// node's late limit.
+func TestCitusSeriesChangeAcrossShardMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Citus cluster of its own")
+	}
+	pause := newPause("FROM sketchd_series WHERE name = $1 FOR UPDATE")
+	other := &statementLog{}
+	c, dbs, admin := citusNodes(t, pause, other)
+	spec := testSeriesSpec(t, sketch.HLLParams{Params: hll.DefaultParams()})
+	if _, _, err := dbs[0].CreateSeries(ctx, "s", spec); err != nil {
+		t.Fatal(err)
+	}
+	hours := series.Duration{Days: 3}
+	late := series.Duration{Days: 1}
+	moveWhileHeld(t, c, admin, pause, "s", func() error {
+		_, err := dbs[0].ChangeSeries(ctx, "s", series.Change{Retentions: map[series.Level]series.Duration{series.Hour: hours}})
+		return err
+	}, func() error {
+		_, err := dbs[1].ChangeSeries(ctx, "s", series.Change{LateLimit: &late})
+		return err
+	})
+	var got *series.Spec
+	err := dbs[1].ViewSeries(ctx, "s", func(sp *series.Spec) ([]series.Run, error) {
+		got = sp
+		return nil, nil
+	}, func(*series.Spec, []series.Bucket) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := got.Kept(series.Hour); kept != hours {
+		t.Errorf("hour retention %v after the held PATCH; want %v", kept, hours)
+	}
+	if got.LateLimit != late {
+		t.Errorf("late limit %v after the other node's PATCH; want %v (lost under the held one)", got.LateLimit, late)
 	}
 	pause.checkDocumented(t)
 	other.checkDocumented(t)
@@ -609,6 +658,10 @@ type pauseAfter struct {
 }
 
 type pauseKey struct{}
+
+func newPause(match string) *pauseAfter {
+	return &pauseAfter{match: match, paused: make(chan struct{}), resume: make(chan struct{})}
+}
 
 func (p *pauseAfter) arm() { p.armed.Store(true) }
 

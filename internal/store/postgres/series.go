@@ -35,6 +35,9 @@ type def struct {
 	created time.Time
 	// version is the definition row's xmin (see bucketCache).
 	version int64
+	// levels and late are the levels and late_limit columns as read, for
+	// ChangeSeries' compare-and-swap.
+	levels, late string
 }
 
 // same reports whether d is the definition o read earlier: a series
@@ -69,6 +72,7 @@ func readDef(ctx context.Context, q interface {
 		return def{}, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("the definition of series %q does not decode", name))
 	}
 	d.created = d.created.UTC()
+	d.levels, d.late = string(levels), late
 	return d, nil
 }
 
@@ -212,10 +216,31 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 	return info, created, nil
 }
 
+// changeDefSQL writes a changed definition only if the row still holds
+// the levels and late limit read ($4, $5) under the same created_at ($6),
+// and fails the transaction (division by zero) otherwise. The FOR UPDATE
+// read makes that the rule on PostgreSQL; on Citus a row lock holds one
+// placement of the shard, and a move that completes between the read and
+// the write sends the write to the new placement, where another node's
+// change may have been acknowledged meanwhile (see casSQL).
+const changeDefSQL = `WITH u AS (UPDATE sketchd_series SET levels = $2, late_limit = $3
+	WHERE name = $1 AND levels = $4::jsonb AND late_limit = $5 AND created_at = $6 RETURNING 1)
+SELECT 1 / count(*)::int FROM u`
+
 // ChangeSeries applies c to name's definition in one transaction that
-// locks it FOR UPDATE (adds, which lock it FOR SHARE, wait). A change to
-// what the definition already is writes nothing.
+// locks it FOR UPDATE (adds, which lock it FOR SHARE, wait), and runs it
+// again when the row changed under it (changeDefSQL). A change to what
+// the definition already is writes nothing.
 func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (series.Info, error) {
+	for {
+		info, err := s.changeSeries(ctx, name, c)
+		if !errors.Is(err, errRetry) {
+			return info, err
+		}
+	}
+}
+
+func (s *DB) changeSeries(ctx context.Context, name string, c series.Change) (series.Info, error) {
 	g := idem.From(ctx)
 	var info series.Info
 	err := s.inTx(ctx, "change series", func(ctx context.Context, tx pgx.Tx) error {
@@ -235,8 +260,8 @@ func (s *DB) ChangeSeries(ctx context.Context, name string, c series.Change) (se
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `UPDATE sketchd_series SET levels = $2, late_limit = $3 WHERE name = $1`, name, lj, spec.LateLimit.String()); err != nil {
-				return err
+			if _, err := tx.Exec(ctx, changeDefSQL, name, lj, spec.LateLimit.String(), []byte(d.levels), d.late, d.created); err != nil {
+				return raced(err)
 			}
 		}
 		// The description as this transaction leaves the series.

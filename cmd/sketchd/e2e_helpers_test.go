@@ -11,11 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/pgtest"
 )
 
 // client talks to one sketchd over HTTP.
@@ -75,16 +78,11 @@ func jsonBody(tb testing.TB, v any) []byte {
 	return b
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
+// freeAddr returns a loopback address that was free a moment ago, its
+// port below the kernel's ephemeral range (pgtest.FreePort says why).
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(pgtest.FreePort(tb)))
 }
 
 // waitReady polls /readyz until it answers 200, for at most 30s.

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -103,7 +104,7 @@ func StartCitus(tb testing.TB, workers int, conf ...string) *Cluster {
 // extensions created.
 func (c *Cluster) newNode() *Node {
 	c.tb.Helper()
-	port := freePort(c.tb)
+	port := FreePort(c.tb)
 	n := &Node{Port: port, data: filepath.Join(c.dir, fmt.Sprintf("pg%d", port)), log: filepath.Join(c.dir, fmt.Sprintf("pg%d.log", port))}
 	c.mu.Lock()
 	c.all = append(c.all, n)
@@ -162,10 +163,25 @@ func (c *Cluster) Stop(n *Node, mode string) {
 	c.run("pg_ctl", "-D", n.data, "-m", mode, "-w", "stop")
 }
 
-// Start starts a stopped node and waits until it takes connections.
+// Start starts a stopped node and waits until it takes connections. A
+// start that fails because its port is in use is tried again, four times
+// a second apart: the port may have been taken for a moment (a node
+// stopped for a second leaves it free for anything to take).
 func (c *Cluster) Start(n *Node) {
 	c.tb.Helper()
-	c.run("pg_ctl", "-D", n.data, "-l", n.log, "-w", "-t", "120", "start")
+	args := []string{"-D", n.data, "-l", n.log, "-w", "-t", "120", "start"}
+	for attempt := 1; ; attempt++ {
+		out, err := c.command("pg_ctl", args...).CombinedOutput()
+		if err == nil {
+			return
+		}
+		if attempt < 5 && strings.Contains(tail(c.Log(n), 10), "Address already in use") {
+			c.tb.Logf("node %s: port in use, starting again in a second", n.Addr())
+			time.Sleep(time.Second)
+			continue
+		}
+		c.tb.Fatalf("pg_ctl %s: %v\n%s\n%s", strings.Join(args, " "), err, out, tail(c.Log(n), 20))
+	}
 }
 
 // AddWorker starts a new worker and registers it with the coordinator.
@@ -233,13 +249,51 @@ func tail(s string, lines int) string {
 	return strings.Join(parts, "\n")
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(tb testing.TB) int {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for a server a test starts. It is chosen below the kernel's ephemeral
+// range (net.ipv4.ip_local_port_range), from which every outgoing
+// connection takes its local port: a port from that range can be taken
+// by any connection between the check and the server's bind (which then
+// fails with "address already in use"), and a busy run, many packages at
+// once, makes that likely. Where the range starts too low to leave room,
+// the kernel picks.
+func FreePort(tb testing.TB) int {
 	tb.Helper()
+	if low := ephemeralLow(); low > minPort+1000 {
+		for range 100 {
+			p := minPort + rand.IntN(low-minPort)
+			if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+				ln.Close()
+				return p
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// minPort is the lowest port FreePort picks: above the usual fixed ports
+// of local servers (PostgreSQL's 5432, Redis's 6379, 8080).
+const minPort = 10000
+
+// ephemeralLow returns the first port of the kernel's ephemeral range,
+// or 32768 (Linux's default) when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return low
 }

@@ -1,0 +1,49 @@
+package pgtest
+
+import (
+	"net"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestFreePort: the port is free and below the kernel's ephemeral range,
+// where no outgoing connection takes it.
+func TestFreePort(t *testing.T) {
+	low := ephemeralLow()
+	if low <= minPort+1000 {
+		t.Skipf("the ephemeral range starts at %d: FreePort lets the kernel pick", low)
+	}
+	for range 20 {
+		p := FreePort(t)
+		if p < minPort || p >= low {
+			t.Fatalf("port %d, want one in [%d, %d)", p, minPort, low)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d is not free: %v", p, err)
+		}
+		ln.Close()
+	}
+}
+
+// TestStartWhilePortTaken: a node whose port something else holds for a
+// moment starts once it is let go.
+func TestStartWhilePortTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL instance")
+	}
+	c := StartCitus(t, 0)
+	n := c.Coordinator
+	c.Stop(n, "fast")
+	ln, err := net.Listen("tcp", n.Addr())
+	if err != nil {
+		t.Fatalf("holding the stopped node's port: %v", err)
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		ln.Close()
+	}()
+	c.Start(n)
+	c.Exec(n, "SELECT 1")
+}

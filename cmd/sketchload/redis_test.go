@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/pgtest"
 )
 
 // startRedis runs a throwaway redis-server (no persistence) on a free
@@ -26,12 +28,7 @@ func startRedis(t *testing.T) string {
 	if err != nil {
 		t.Skip("redis-server not found on PATH: skipping the Redis mode test")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback port: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := pgtest.FreePort(t)
 	var log bytes.Buffer
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--protected-mode", "yes")

@@ -217,9 +217,9 @@ func (c *Cluster) command(name string, args ...string) *exec.Cmd {
 	return exec.Command(path, args...)
 }
 
-// remove stops every node started, as a worker or not, and
-// removes the directory; after a failure it logs the end of each node's
-// log.
+// remove stops every node the cluster started (a worker that never got
+// registered too) and removes the directory; after a failure it logs the
+// end of each node's log.
 func (c *Cluster) remove() {
 	c.mu.Lock()
 	nodes := slices.Clone(c.all)

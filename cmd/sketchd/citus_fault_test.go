@@ -718,10 +718,11 @@ type recorder struct {
 	msgs []string
 }
 
+// keep records a failure message with the time it was made.
 func (r *recorder) keep(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, msg)
+	r.msgs = append(r.msgs, time.Now().Format("15:04:05.000")+" "+msg)
 }
 
 // repeat logs the failure messages again.

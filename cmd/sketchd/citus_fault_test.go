@@ -752,12 +752,6 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.T.Errorf(format, args...)
 }
 
-func (r *recorder) Error(args ...any) {
-	r.T.Helper()
-	r.keep(fmt.Sprint(args...))
-	r.T.Error(args...)
-}
-
 // logTails logs the end of each live sketchd process's log when the test
 // has failed.
 func (c *cluster) logTails(lines int) {
@@ -768,12 +762,7 @@ func (c *cluster) logTails(lines int) {
 	defer c.mu.Unlock()
 	for i, p := range c.nodes {
 		if p != nil {
-			c.t.Logf("log of sketchd node %d on %s (tail):\n%s", i, p.addr, tailLines(p.log(), lines))
+			c.t.Logf("log of sketchd node %d on %s (tail):\n%s", i, p.addr, pgtest.Tail(p.log(), lines))
 		}
 	}
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

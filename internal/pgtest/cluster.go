@@ -175,12 +175,12 @@ func (c *Cluster) Start(n *Node) {
 		if err == nil {
 			return
 		}
-		if attempt < 5 && strings.Contains(tail(c.Log(n), 10), "Address already in use") {
+		if attempt < 5 && strings.Contains(Tail(c.Log(n), 10), "Address already in use") {
 			c.tb.Logf("node %s: port in use, starting again in a second", n.Addr())
 			time.Sleep(time.Second)
 			continue
 		}
-		c.tb.Fatalf("pg_ctl %s: %v\n%s\n%s", strings.Join(args, " "), err, out, tail(c.Log(n), 20))
+		c.tb.Fatalf("pg_ctl %s: %v\n%s\n%s", strings.Join(args, " "), err, out, Tail(c.Log(n), 20))
 	}
 }
 
@@ -235,13 +235,14 @@ func (c *Cluster) remove() {
 			if n == c.Coordinator {
 				role = "coordinator"
 			}
-			c.tb.Logf("log of the %s on %s (tail):\n%s", role, n.Addr(), tail(c.Log(n), 40))
+			c.tb.Logf("log of the %s on %s (tail):\n%s", role, n.Addr(), Tail(c.Log(n), 40))
 		}
 	}
 	os.RemoveAll(c.dir)
 }
 
-func tail(s string, lines int) string {
+// Tail returns the last lines of s.
+func Tail(s string, lines int) string {
 	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(parts) > lines {
 		parts = parts[len(parts)-lines:]

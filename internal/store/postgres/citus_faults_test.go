@@ -478,7 +478,8 @@ func seriesRewriteAcrossShardMove(t *testing.T, rewrite func(db *postgres.DB, ts
 		t.Fatal(err)
 	}
 	ts := time.Now()
-	if keys, err := spec.Buckets(ts, ts); err != nil || keys[0].Level != series.Hour {
+	keys, err := spec.Buckets(ts, ts)
+	if err != nil || keys[0].Level != series.Hour {
 		t.Fatalf("the first bucket of %v is %v (%v), want an hour", ts, keys, err)
 	}
 	if _, err := dbs[1].AddSeries(ctx, "s", ts, oneID(5)); err != nil {
@@ -488,10 +489,6 @@ func seriesRewriteAcrossShardMove(t *testing.T, rewrite func(db *postgres.DB, ts
 		_, err := dbs[1].AddSeries(ctx, "s", ts, oneID(7))
 		return err
 	})
-	keys, err := spec.Buckets(ts, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, sk := range buckets(t, dbs[1], "s", keys) {
 		cm, ok := sketch.CMSOf(sk)
 		if !ok {
@@ -605,14 +602,7 @@ func TestCitusSeriesChangeAcrossShardMove(t *testing.T) {
 		_, err := dbs[1].ChangeSeries(ctx, "s", series.Change{LateLimit: &late})
 		return err
 	})
-	var got *series.Spec
-	err := dbs[1].ViewSeries(ctx, "s", func(sp *series.Spec) ([]series.Run, error) {
-		got = sp
-		return nil, nil
-	}, func(*series.Spec, []series.Bucket) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, got := view(t, dbs[1], "s", nil)
 	if kept, _ := got.Kept(series.Hour); kept != hours {
 		t.Errorf("hour retention %v after the held PATCH; want %v", kept, hours)
 	}

@@ -182,6 +182,9 @@ func (s *Sketch) entries() ([]uint64, []uint32) {
 	return keys, counts
 }
 
+// Entries returns the retained hashes ascending, with each one's count.
+func (s *Sketch) Entries() ([]uint64, []uint32) { return s.sortedEntries() }
+
 // sortedEntries returns the keys ascending with their counts.
 func (s *Sketch) sortedEntries() ([]uint64, []uint32) {
 	keys, counts := s.entries()

@@ -78,12 +78,18 @@ func sameAsJavaCPC(tb testing.TB, what string, s *Sketch, j javaCPC) {
 // 0.05% below to 43% above Java's at lg_k 4, 16% above at lg_k 5, under
 // 0.3% from lg_k 10). Until it is fixed, the test holds the deviation to
 // what was measured, so that it cannot grow unnoticed, and an upgrade that
-// fixes it keeps passing.
+// fixes it keeps passing. Both libraries divide the same estimate by one
+// minus their table's error and round up: before rounding the ratio of
+// the two lies in [0.9995, 1.432] (lg_k 4, 1 and 3 sd; the tables give
+// it exactly), within [0.999, 1.5]; rounding up moves each bound by less
+// than one, so sketchd's bound is at least 0.999·(Java's − 1) and at most
+// ⌈1.5·Java's⌉. Held to 0.999·Java's unrounded, a bound of a few hundred
+// failed about one random lg_k 4 build in twenty (52 for Java's 53).
 func upperAsJava(lgK int, ub, java float64) bool {
 	if lgK > 14 {
 		return ub == java
 	}
-	return ub >= 0.999*java && ub <= 1.5*java
+	return ub >= 0.999*(java-1) && ub <= math.Ceil(1.5*java)
 }
 
 type cpcBuild struct {

@@ -37,7 +37,9 @@ func TestSeriesRollingSQL(t *testing.T) {
 	for d := range days {
 		ts := day0.AddDate(0, 0, -d).Add(time.Duration(r.IntN(23)) * time.Hour)
 		if ts.After(now) {
-			ts = now.Add(-time.Minute)
+			// The day's start: a minute ago is the day before in a
+			// day's first minute.
+			ts = day0
 		}
 		ids := make([]int64, 300)
 		for i := range ids {

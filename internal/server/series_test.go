@@ -240,7 +240,9 @@ func TestSeriesCMS(t *testing.T) {
 	now := time.Now()
 	must(t, e.postJSON(t, "/v1/series/c/add?ts="+rfc(now.Add(-3*time.Hour)), `{"items":[{"id":"a","count":5},{"id":7,"count":2}]}`), http.StatusOK, "add items")
 	must(t, e.postJSON(t, "/v1/series/c/add", `{"ids":["a","b"]}`), http.StatusOK, "add ids now")
-	from, to := now.Add(-5*time.Hour).Truncate(time.Hour), now.Add(time.Hour).Truncate(time.Hour)
+	// The server stamped the ids before this clock reading: a range
+	// ending after its hour holds them even if an hour began since now.
+	from, to := now.Add(-5*time.Hour).Truncate(time.Hour), time.Now().Add(time.Hour).Truncate(time.Hour)
 	var c countAnswer
 	decode(t, must(t, e.get(t, "/v1/series/c/count?from="+rfc(from)+"&to="+rfc(to)+"&id=a&id_type=text"), http.StatusOK, "count").Body, &c)
 	if c.Total == nil || *c.Total != 9 || len(c.Results) != 1 || c.Results[0].Estimate < 6 {
@@ -437,8 +439,10 @@ func TestSeriesEvents(t *testing.T) {
 	yesterday := day.Add(-12 * time.Hour)
 	body := fmt.Sprintf(`{"events":[{"id":1,"sketches":["h"],"series":["s"]},{"id":2,"series":["s"],"ts":%q},{"id":3,"sketches":["h"]}]}`, yesterday.Format(time.RFC3339))
 	must(t, e.postJSON(t, "/v1/events", body), http.StatusOK, "events")
+	// The server stamped event 1 before this clock reading, on its day.
+	end := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 	var c countAnswer
-	decode(t, must(t, e.get(t, "/v1/series/s/count?from="+rfc(day.AddDate(0, 0, -1))+"&to="+rfc(day.AddDate(0, 0, 1))), http.StatusOK, "count").Body, &c)
+	decode(t, must(t, e.get(t, "/v1/series/s/count?from="+rfc(day.AddDate(0, 0, -1))+"&to="+rfc(end)), http.StatusOK, "count").Body, &c)
 	if c.Cardinality != 2 {
 		t.Errorf("series count = %v, want 2", c.Cardinality)
 	}
@@ -481,8 +485,9 @@ func TestSeriesThetaAndFreq(t *testing.T) {
 	must(t, e.postJSON(t, "/v1/series/f/add?ts="+rfc(now.Add(-time.Hour)), `{"ids":["alice","bob"]}`), http.StatusOK, "add")
 	must(t, e.postJSON(t, "/v1/series/f/add", `{"ids":["alice"]}`), http.StatusOK, "add")
 	must(t, e.postJSON(t, "/v1/series/t/add", idsJSON(idRange(0, 5000)...)), http.StatusOK, "add theta")
+	// The adds without ts were stamped before this clock reading.
 	day := now.UTC().Truncate(24 * time.Hour)
-	rng := "?from=" + rfc(day.AddDate(0, 0, -1)) + "&to=" + rfc(day.AddDate(0, 0, 1))
+	rng := "?from=" + rfc(day.AddDate(0, 0, -1)) + "&to=" + rfc(time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1))
 	var rep struct {
 		Reach, Impressions struct{ Estimate float64 }
 		Classes            []struct {

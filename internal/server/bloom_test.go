@@ -253,7 +253,9 @@ func TestBloomSeries(t *testing.T) {
 	t.Parallel()
 	e := seriesEnv(t)
 	must(t, e.send(t, http.MethodPut, "/v1/series/seen", "application/json", `{"type":"bloom","expected_items":1000,"fpp":0.01,"tz":"UTC","levels":{"day":"P30D"}}`), http.StatusCreated, "create")
-	now := time.Now().UTC()
+	// Today's bucket is the one the server stamps event 4 in, and the
+	// one a minute ago is in.
+	now := awayFromMidnight(t)
 	today := now.Truncate(24 * time.Hour)
 	must(t, e.postJSON(t, "/v1/series/seen/add?ts="+rfc(now.Add(-time.Minute)), `{"ids":[1,2]}`), http.StatusOK, "add today")
 	must(t, e.postJSON(t, "/v1/series/seen/add?ts="+rfc(today.Add(-time.Hour)), `{"ids":[3]}`), http.StatusOK, "add yesterday")

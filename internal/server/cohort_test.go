@@ -43,7 +43,8 @@ func TestRetention(t *testing.T) {
 	e := seriesEnv(t)
 	js := "application/json"
 	must(t, e.send(t, http.MethodPut, "/v1/series/s", js, `{"tz":"UTC","levels":{"hour":"P14D","day":"P400D","month":"P5Y"},"late_limit":"P30D"}`), http.StatusCreated, "create")
-	today := time.Now().UTC().Truncate(24 * time.Hour)
+	// Today is the period the server sees in progress throughout.
+	today := awayFromMidnight(t).Truncate(24 * time.Hour)
 	first := today.AddDate(0, 0, -3)
 	// Day d holds ids [100d, 100d+300): consecutive days share 200, two
 	// apart 100, three apart none. Today too (in progress).

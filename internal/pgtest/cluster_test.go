@@ -27,6 +27,28 @@ func TestFreePort(t *testing.T) {
 	}
 }
 
+// TestFreePortReserves: a port FreePort gave is not given again while the
+// test that asked for it runs (the lock the FreePort of a test binary
+// running at once meets, as this one does), and is free once it ends.
+func TestFreePortReserves(t *testing.T) {
+	if low := ephemeralLow(); low <= minPort+1000 {
+		t.Skipf("the ephemeral range starts at %d: FreePort lets the kernel pick", low)
+	}
+	var p int
+	t.Run("holder", func(t *testing.T) {
+		p = FreePort(t)
+		if release, ok := reservePort(p); ok {
+			release()
+			t.Fatalf("port %d reserved again while the test it was given to runs", p)
+		}
+	})
+	release, ok := reservePort(p)
+	if !ok {
+		t.Fatalf("port %d still reserved after its test ended", p)
+	}
+	release()
+}
+
 // TestStartWhilePortTaken: a node whose port something else holds for a
 // moment starts once it is let go.
 func TestStartWhilePortTaken(t *testing.T) {

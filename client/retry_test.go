@@ -208,12 +208,14 @@ func TestRetryAfter(t *testing.T) {
 	}
 
 	// A deadline that ends before the pause: the 503 is returned at once
-	// rather than slept on.
-	f.reset(1, unavailable("2"))
-	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	// rather than slept on. The pause is the longest the policy waits
+	// out and the deadline a second shorter, so that only a request
+	// taking 4s (not one slowed by a loaded machine) ends it first.
+	f.reset(1, unavailable("5"))
+	short, cancel := context.WithTimeout(ctx, 4*time.Second)
 	defer cancel()
 	if _, err := c.Describe(short, "s"); !client.IsUnavailable(err) || f.seen.Load() != 1 {
-		t.Fatalf("Describe with a 500ms deadline and Retry-After 2 = %v after %d requests", err, f.seen.Load())
+		t.Fatalf("Describe with a 4s deadline and Retry-After 5 = %v after %d requests", err, f.seen.Load())
 	}
 }
 
@@ -257,13 +259,16 @@ func TestRetryOnTimeout(t *testing.T) {
 	}
 	f := newFaults("/s", 1, stall)
 	s := startSketchd(t, f.wrap)
-	c := newClient(t, s, quick, client.WithHTTPClient(&http.Client{Timeout: time.Second}))
+	// Each attempt has 3s: the stalled one uses them up; the next must
+	// finish within them, on a loaded machine too.
+	c := newClient(t, s, quick, client.WithHTTPClient(&http.Client{Timeout: 3 * time.Second}))
 	if _, _, err := c.Create(ctx, "s", client.CreateRequest{}); err != nil || f.seen.Load() != 2 {
 		t.Fatalf("Create after a timeout = %v after %d requests; want success on the second", err, f.seen.Load())
 	}
-	// The caller's own deadline is not retried.
+	// The caller's own deadline is not retried. It leaves a loaded
+	// machine a second to bring the request to the stalling server.
 	f.reset(1, stall)
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if _, err := c.Describe(short, "s"); !errors.Is(err, context.DeadlineExceeded) || f.seen.Load() != 1 {
 		t.Fatalf("Describe past the caller's deadline = %v after %d requests", err, f.seen.Load())

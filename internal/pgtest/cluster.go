@@ -251,6 +251,37 @@ func Tail(s string, lines int) string {
 	return strings.Join(parts, "\n")
 }
 
+// AwayFromMidnight returns the time once the wall clock is at least
+// margin from a UTC midnight on either side, waiting if it is not (in
+// 2·margin of every day, a wait of at most 2·margin). A test whose
+// expectations name today's bucket while a server stamps adds, or judges
+// a period in progress, by its own clock starts with it, so that one day
+// lasts the whole test if the test takes less than margin.
+func AwayFromMidnight(tb testing.TB, margin time.Duration) time.Time {
+	tb.Helper()
+	now := time.Now().UTC()
+	wait := midnightWait(now, margin)
+	if wait == 0 {
+		return now
+	}
+	tb.Logf("waiting %v for the clock to leave midnight", wait.Round(time.Second))
+	time.Sleep(wait)
+	return time.Now().UTC()
+}
+
+// midnightWait is how long from now until the clock is margin past the
+// nearest UTC midnight, if it is nearer than margin; else 0.
+func midnightWait(now time.Time, margin time.Duration) time.Duration {
+	since := now.Sub(now.Truncate(24 * time.Hour))
+	switch {
+	case since < margin:
+		return margin - since
+	case since > 24*time.Hour-margin:
+		return 24*time.Hour - since + margin
+	}
+	return 0
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
 // for a server a test starts. It is chosen below the kernel's ephemeral
 // range (net.ipv4.ip_local_port_range), from which every outgoing

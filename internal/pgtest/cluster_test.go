@@ -49,6 +49,31 @@ func TestFreePortReserves(t *testing.T) {
 	release()
 }
 
+// TestMidnightWait: AwayFromMidnight waits only within margin of a UTC
+// midnight, and then until margin past it.
+func TestMidnightWait(t *testing.T) {
+	day := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		at, want time.Duration
+	}{
+		{0, time.Minute},
+		{20 * time.Second, 40 * time.Second},
+		{time.Minute, 0},
+		{12 * time.Hour, 0},
+		{24*time.Hour - time.Minute, 0},
+		{24*time.Hour - 10*time.Second, 70 * time.Second},
+	} {
+		if got := midnightWait(day.Add(c.at), time.Minute); got != c.want {
+			t.Errorf("at %v past midnight: wait %v, want %v", c.at, got, c.want)
+		}
+	}
+	// In another zone the day still ends at UTC midnight.
+	berlin := time.FixedZone("CET", 3600)
+	if got := midnightWait(day.Add(-30*time.Second).In(berlin), time.Minute); got != 90*time.Second {
+		t.Errorf("30s before UTC midnight, read in CET: wait %v, want 1m30s", got)
+	}
+}
+
 // TestStartWhilePortTaken: a node whose port something else holds for a
 // moment starts once it is let go.
 func TestStartWhilePortTaken(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/pgtest"
 )
 
 type bloomAnswer struct {
@@ -255,7 +256,7 @@ func TestBloomSeries(t *testing.T) {
 	must(t, e.send(t, http.MethodPut, "/v1/series/seen", "application/json", `{"type":"bloom","expected_items":1000,"fpp":0.01,"tz":"UTC","levels":{"day":"P30D"}}`), http.StatusCreated, "create")
 	// Today's bucket is the one the server stamps event 4 in, and the
 	// one a minute ago is in.
-	now := awayFromMidnight(t)
+	now := pgtest.AwayFromMidnight(t, time.Minute)
 	today := now.Truncate(24 * time.Hour)
 	must(t, e.postJSON(t, "/v1/series/seen/add?ts="+rfc(now.Add(-time.Minute)), `{"ids":[1,2]}`), http.StatusOK, "add today")
 	must(t, e.postJSON(t, "/v1/series/seen/add?ts="+rfc(today.Add(-time.Hour)), `{"ids":[3]}`), http.StatusOK, "add yesterday")

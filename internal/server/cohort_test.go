@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/pgtest"
 )
 
 type ratioAnswer struct {
@@ -44,7 +46,7 @@ func TestRetention(t *testing.T) {
 	js := "application/json"
 	must(t, e.send(t, http.MethodPut, "/v1/series/s", js, `{"tz":"UTC","levels":{"hour":"P14D","day":"P400D","month":"P5Y"},"late_limit":"P30D"}`), http.StatusCreated, "create")
 	// Today is the period the server sees in progress throughout.
-	today := awayFromMidnight(t).Truncate(24 * time.Hour)
+	today := pgtest.AwayFromMidnight(t, time.Minute).Truncate(24 * time.Hour)
 	first := today.AddDate(0, 0, -3)
 	// Day d holds ids [100d, 100d+300): consecutive days share 200, two
 	// apart 100, three apart none. Today too (in progress).

@@ -85,33 +85,6 @@ func withConfig(f func(*Config)) func(*envSetup) {
 	return func(s *envSetup) { f(&s.cfg) }
 }
 
-// dayMargin is how far from a UTC midnight awayFromMidnight starts a
-// test: far more than such a test takes under the race detector on a
-// loaded machine.
-const dayMargin = time.Minute
-
-// awayFromMidnight returns the time once the wall clock is at least
-// dayMargin from a UTC midnight on either side, waiting if it is not (in
-// 2·dayMargin of every day, a wait of at most 2·dayMargin). A test whose
-// expectations name today's bucket while the server stamps adds, or
-// judges a period in progress, by its own clock starts with it, so that
-// one day lasts the whole test.
-func awayFromMidnight(tb testing.TB) time.Time {
-	tb.Helper()
-	now := time.Now().UTC()
-	since := now.Sub(now.Truncate(24 * time.Hour))
-	if since >= dayMargin && since <= 24*time.Hour-dayMargin {
-		return now
-	}
-	wait := dayMargin - since
-	if since > dayMargin {
-		wait = 24*time.Hour - since + dayMargin
-	}
-	tb.Logf("waiting %v for the clock to leave midnight", wait.Round(time.Second))
-	time.Sleep(wait)
-	return time.Now().UTC()
-}
-
 // withClock gives the store a clock of the test's.
 func withClock(now func() time.Time) func(*envSetup) {
 	return func(s *envSetup) { s.now = now }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -426,14 +425,21 @@ func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) 
 }
 
 func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error) {
-	// The series named, their definitions and each event's buckets.
+	// The series named, their definitions and each event's buckets: an
+	// event whose buckets are those of the event before shares its list.
 	specs := map[string]*series.Spec{}
 	bucketSeries := map[string]string{} // bucket key -> series name
-	targets := make([][]string, len(events))
+	var buckets [][]string
+	type bucketOf struct {
+		series string
+		key    series.Key
+	}
+	var these, before []bucketOf // of this event, of the last with buckets
+	var beforeKeys []string
 	now := s.opts.Now()
-	var names []string
+	names := sketch.SketchNames(events)
 	for i, ev := range events {
-		targets[i] = append(targets[i], ev.Sketches...)
+		these = these[:0]
 		for _, sn := range ev.Series {
 			spec, ok := specs[sn]
 			if !ok {
@@ -453,12 +459,28 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 				return nil, sketch.Prefixed(err, fmt.Sprintf("events[%d]: series %q: ", i, sn))
 			}
 			for _, k := range keys {
-				bk := bucketKey(sn, k)
-				bucketSeries[bk] = sn
-				targets[i] = append(targets[i], bk)
+				these = append(these, bucketOf{sn, k})
 			}
 		}
-		names = append(names, targets[i]...)
+		if len(these) == 0 {
+			continue
+		}
+		if buckets == nil {
+			buckets = make([][]string, len(events))
+		}
+		if slices.Equal(these, before) {
+			buckets[i] = beforeKeys
+			continue
+		}
+		for _, b := range these {
+			bk := bucketKey(b.series, b.key)
+			if _, ok := bucketSeries[bk]; !ok {
+				bucketSeries[bk] = b.series
+				names = append(names, bk)
+			}
+			buckets[i] = append(buckets[i], bk)
+		}
+		these, before, beforeKeys = before, these, buckets[i]
 	}
 	counts := map[sketch.Type]int{}
 	err := s.update(ctx, names, func(t *tx) error {
@@ -467,19 +489,27 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 				return errSeriesChanged
 			}
 		}
-		// The ids of each entry, and the event each came from.
-		ids := make([][]cms.ID, len(t.es))
-		from := make([][]int, len(t.es))
-		for i, ev := range events {
-			for _, key := range targets[i] {
-				j := t.index(key)
-				if _, isBucket := bucketSeries[key]; !isBucket && t.es[j].st == nil && !create {
-					return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, key)
+		sketchesOf, bucketsOf := sketch.ListIndex(t.index), sketch.ListIndex(t.index)
+		targets := func(i int, fn func(j int)) {
+			for _, j := range sketchesOf(events[i].Sketches) {
+				fn(j)
+			}
+			if buckets != nil {
+				for _, j := range bucketsOf(buckets[i]) {
+					fn(j)
 				}
-				ids[j] = append(ids[j], ev.ID)
-				from[j] = append(from[j], i)
 			}
 		}
+		if !create {
+			for i := range events {
+				for _, j := range sketchesOf(events[i].Sketches) {
+					if t.es[j].st == nil {
+						return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, t.es[j].name)
+					}
+				}
+			}
+		}
+		ids := sketch.IDsByTarget(events, len(t.es), targets)
 		sts := make([]*state, len(t.es))
 		batches := make([]sketch.Batch, len(t.es))
 		for j, e := range t.es {
@@ -501,7 +531,7 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 				err = sts[j].sk.Check(b)
 			}
 			if err != nil {
-				return eventError(sts[j], ids[j], from[j], err)
+				return sketch.EventError(sts[j].sk, events, targets, j, ids[j], err)
 			}
 			batches[j] = b
 		}
@@ -536,21 +566,6 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 		return nil, err
 	}
 	return counts, nil
-}
-
-// eventError names the first event whose id the sketch refuses (err is
-// the refusal of all its ids together).
-func eventError(st *state, ids []cms.ID, from []int, err error) error {
-	for i, id := range ids {
-		b, perr := st.sk.Kind().Prepare(sketch.IDs([]cms.ID{id}))
-		if perr == nil {
-			perr = st.sk.Check(b)
-		}
-		if perr != nil {
-			return sketch.Prefixed(perr, fmt.Sprintf("events[%d]: ", from[i]))
-		}
-	}
-	return err
 }
 
 // Put creates name as sk, or replaces its state with sk keeping its

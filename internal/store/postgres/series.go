@@ -415,9 +415,11 @@ type bucketAdd struct {
 	series string
 	key    series.Key
 	params sketch.Params
-	ids    []cms.ID // for events: the ids and the events they came from
-	from   []int
-	b      sketch.Batch
+	// For events: the ids, and the bucket's index among those the events
+	// name (its target in sketch.IDsByTarget).
+	ids []cms.ID
+	j   int
+	b   sketch.Batch
 }
 
 func compareBuckets(a, b *bucketAdd) int {
@@ -999,10 +1001,19 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 	}
 	now := s.opts.Now()
 	defs := map[string]def{}
-	adds := map[seriesBucket]*bucketAdd{}
-	var names, seriesNames []string
+	// The buckets the events go to, in the order first named, and each
+	// event's: an event whose buckets are those of the event before
+	// shares its list (what is kept per event stays small; see
+	// sketch.IDsByTarget).
+	adds := map[seriesBucket]int{}
+	var list []*bucketAdd
+	perEvent := make([][]int, len(events))
+	var these, before []seriesBucket // of this event, of the last with buckets
+	var beforeAdds []int
+	names := sketch.SketchNames(events)
+	var seriesNames []string
 	for i, ev := range events {
-		names = append(names, ev.Sketches...)
+		these = these[:0]
 		for _, sn := range ev.Series {
 			d, ok := defs[sn]
 			if !ok {
@@ -1022,28 +1033,45 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 				return nil, sketch.Prefixed(err, fmt.Sprintf("events[%d]: series %q: ", i, sn))
 			}
 			for _, k := range keys {
-				id := seriesBucket{sn, bucketID{k.Level, k.Start.Unix()}}
-				a := adds[id]
-				if a == nil {
-					a = &bucketAdd{series: sn, key: k, params: d.spec.Params}
-					adds[id] = a
+				b := seriesBucket{sn, bucketID{k.Level, k.Start.Unix()}}
+				if _, ok := adds[b]; !ok {
+					adds[b] = len(list)
+					list = append(list, &bucketAdd{series: sn, key: k, params: d.spec.Params, j: len(list)})
 				}
-				a.ids = append(a.ids, ev.ID)
-				a.from = append(a.from, i)
+				these = append(these, b)
 			}
 		}
+		if len(these) == 0 {
+			continue
+		}
+		if slices.Equal(these, before) {
+			perEvent[i] = beforeAdds
+			continue
+		}
+		for _, b := range these {
+			perEvent[i] = append(perEvent[i], adds[b])
+		}
+		these, before, beforeAdds = before, these, perEvent[i]
 	}
-	names = sortedUnique(names)
+	targets := func(i int, fn func(j int)) {
+		for _, j := range perEvent[i] {
+			fn(j)
+		}
+	}
+	for j, ids := range sketch.IDsByTarget(events, len(list), targets) {
+		list[j].ids = ids
+	}
+	slices.Sort(names)
 	slices.Sort(seriesNames)
-	sorted := make([]*bucketAdd, 0, len(adds))
-	for _, a := range adds {
+	sorted := make([]*bucketAdd, 0, len(list))
+	for _, a := range list {
 		b, err := a.params.Kind().Prepare(sketch.IDs(a.ids))
 		if err != nil {
 			sk, nerr := a.params.New()
 			if nerr != nil {
 				return nil, nerr
 			}
-			return nil, eventError(&state{sk: sk}, a.ids, a.from, err)
+			return nil, sketch.EventError(sk, events, targets, a.j, a.ids, err)
 		}
 		a.b = b
 		sorted = append(sorted, a)
@@ -1077,7 +1105,9 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 				return errSeriesChanged
 			}
 		}
-		check := func(a *bucketAdd, st *state, err error) error { return eventError(st, a.ids, a.from, err) }
+		check := func(a *bucketAdd, st *state, err error) error {
+			return sketch.EventError(st.sk, events, targets, a.j, a.ids, err)
+		}
 		if err := writeBuckets(ctx, ptx, sorted, now.UTC(), check); err != nil {
 			return err
 		}

@@ -3,13 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -256,11 +254,8 @@ func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) 
 		}
 		return nil, s.classifyWrite(err)
 	}
-	var names []string
-	for _, ev := range events {
-		names = append(names, ev.Sketches...)
-	}
-	names = sortedUnique(names)
+	names := sketch.SketchNames(events)
+	slices.Sort(names)
 	var counts map[sketch.Type]int
 	err := s.submit(ctx, names, nil, func(t *tx) error {
 		counts = map[sketch.Type]int{}
@@ -281,19 +276,22 @@ func addEventIDs(t *tx, names []string, events []sketch.Event, create bool, coun
 	for j, n := range names {
 		rows[j] = t.row(n)
 	}
-	index := func(n string) int { j, _ := slices.BinarySearch(names, n); return j }
-	ids := make([][]cms.ID, len(names))
-	from := make([][]int, len(names))
-	for i, ev := range events {
-		for _, name := range ev.Sketches {
-			j := index(name)
-			if rows[j].st == nil && !create {
-				return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, name)
+	sketchesOf := sketch.ListIndex(func(n string) int { j, _ := slices.BinarySearch(names, n); return j })
+	if !create {
+		for i := range events {
+			for _, j := range sketchesOf(events[i].Sketches) {
+				if rows[j].st == nil {
+					return sketch.Errorf(sketch.NotFound, "events[%d]: sketch %q does not exist", i, names[j])
+				}
 			}
-			ids[j] = append(ids[j], ev.ID)
-			from[j] = append(from[j], i)
 		}
 	}
+	targets := func(i int, fn func(j int)) {
+		for _, j := range sketchesOf(events[i].Sketches) {
+			fn(j)
+		}
+	}
+	ids := sketch.IDsByTarget(events, len(names), targets)
 	sts := make([]*state, len(names))
 	batches := make([]sketch.Batch, len(names))
 	for j, r := range rows {
@@ -308,7 +306,7 @@ func addEventIDs(t *tx, names []string, events []sketch.Event, create bool, coun
 			err = sts[j].sk.Check(b)
 		}
 		if err != nil {
-			return eventError(sts[j], ids[j], from[j], err)
+			return sketch.EventError(sts[j].sk, events, targets, j, ids[j], err)
 		}
 		batches[j] = b
 	}
@@ -322,21 +320,6 @@ func addEventIDs(t *tx, names []string, events []sketch.Event, create bool, coun
 		counts[sts[j].sk.Kind().Type] += batches[j].Len()
 	}
 	return nil
-}
-
-// eventError names the first event whose id the sketch refuses (err is
-// the refusal of all its ids together).
-func eventError(st *state, ids []cms.ID, from []int, err error) error {
-	for i, id := range ids {
-		b, perr := st.sk.Kind().Prepare(sketch.IDs([]cms.ID{id}))
-		if perr == nil {
-			perr = st.sk.Check(b)
-		}
-		if perr != nil {
-			return sketch.Prefixed(perr, fmt.Sprintf("events[%d]: ", from[i]))
-		}
-	}
-	return err
 }
 
 // Put creates name as sk, or replaces its state with sk keeping its

@@ -428,6 +428,33 @@ func TestSeriesOperands(t *testing.T) {
 	checkProblem(t, e.postJSON(t, "/v1/union", `{"sketches":[`+a+`,"c"]}`), http.StatusConflict)
 }
 
+// TestSeriesEventRefusedByABucket: an id a series' bucket refuses (a
+// text over a Count-Min's limit) is named by its event, among events
+// whose buckets are the same, and nothing changes.
+func TestSeriesEventRefusedByABucket(t *testing.T) {
+	t.Parallel()
+	e := seriesEnv(t)
+	must(t, e.send(t, http.MethodPut, "/v1/series/cs", "application/json", `{"type":"cms","width":64,"depth":3,"tz":"UTC","levels":{"hour":"P2D","day":"P30D"}}`), http.StatusCreated, "create")
+	e.create(t, "h", `{}`)
+	ts := pgtest.AwayFromMidnight(t, time.Minute).Add(-30 * time.Minute).Truncate(time.Minute).Format(time.RFC3339)
+	long := strings.Repeat("y", 1025)
+	body := fmt.Sprintf(`{"events":[{"id":1,"sketches":["h"],"series":["cs"],"ts":%[1]q},{"id":2,"series":["cs"],"ts":%[1]q},{"id":3,"sketches":["h"]},`+
+		`{"id":4,"series":["cs"],"ts":%[1]q},{"id":%[2]q,"series":["cs"],"ts":%[1]q}]}`, ts, long)
+	before := e.raw(t, "h")
+	p := checkProblem(t, e.postJSON(t, "/v1/events", body), http.StatusBadRequest)
+	if !strings.HasPrefix(p.Detail, "events[4]") {
+		t.Errorf("detail %q, want it to name events[4]", p.Detail)
+	}
+	if !bytes.Equal(e.raw(t, "h"), before) {
+		t.Error("a refused events body changed a sketch")
+	}
+	var c struct{ Total *uint64 }
+	decode(t, must(t, e.get(t, "/v1/series/cs/count?from="+url.QueryEscape(ts)+"&to="+rfc(time.Now().Add(time.Hour))+"&id=1"), http.StatusOK, "count").Body, &c)
+	if c.Total == nil || *c.Total != 0 {
+		t.Errorf("series total %v after a refused body, want 0", c.Total)
+	}
+}
+
 // TestSeriesEvents: an event may name series, with its own stamp; all or
 // nothing across sketches and series.
 func TestSeriesEvents(t *testing.T) {

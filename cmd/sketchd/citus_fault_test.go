@@ -647,6 +647,7 @@ func (f *faultLoad) verify(l *faultLedger) []string {
 		}
 		// Counts alone miss an acknowledged id lost beside a cut-off
 		// write that was stored; in exact mode the hashes tell each id.
+		sent := hashesOf(maps.Keys(l.sentIDs[n]))
 		for i := range f.c.nodes {
 			b := download(n, i)
 			if b == nil {
@@ -666,7 +667,6 @@ func (f *faultLoad) verify(l *faultLedger) []string {
 					bad("%s through node %d lacks %d, acknowledged by %s", n, i, id, l.how[id])
 				}
 			}
-			sent := hashesOf(maps.Keys(l.sentIDs[n]))
 			for h := range kept {
 				if _, ok := sent[h]; !ok {
 					bad("%s through node %d holds hash %#x of no id sent", n, i, h)

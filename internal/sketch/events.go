@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sketchd/sketchd/internal/cms"
 )
@@ -60,6 +61,25 @@ func ListIndex(index func(string) int) func([]string) []int {
 		}
 		return idx
 	}
+}
+
+// Repeated keeps the last keys it was given and what was built of them,
+// so that consecutive events with the same keys (the buckets an add's
+// stamp falls in) share one value.
+type Repeated[K comparable, V any] struct {
+	keys []K
+	val  V
+	set  bool
+}
+
+// Of returns build's value for keys, or the value built for the keys
+// before if they are equal. The caller may reuse keys after the call.
+func (r *Repeated[K, V]) Of(keys []K, build func() V) V {
+	if !r.set || !slices.Equal(keys, r.keys) {
+		r.keys = append(r.keys[:0], keys...)
+		r.val, r.set = build(), true
+	}
+	return r.val
 }
 
 // IDsByTarget gathers the events' ids by target, j in [0, n): a target

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -85,5 +86,25 @@ func TestEventErrorNamesTheEvent(t *testing.T) {
 	got := EventError(sk, events, targets, 1, ids[1], err)
 	if !strings.HasPrefix(got.Error(), "events[3]: ") || KindOf(got) != KindOf(err) {
 		t.Errorf("EventError = %v (%v), want it to name events[3] and keep %v", got, KindOf(got), KindOf(err))
+	}
+}
+
+func TestRepeated(t *testing.T) {
+	var r Repeated[int, string]
+	builds := 0
+	keys := []int{1, 2}
+	build := func() string { builds++; return fmt.Sprint(keys) }
+	steps := []struct {
+		keys []int
+		want string
+	}{{[]int{1, 2}, "[1 2]"}, {[]int{1, 2}, "[1 2]"}, {[]int{1}, "[1]"}, {[]int{1, 2}, "[1 2]"}}
+	for i, s := range steps {
+		keys = append(keys[:0], s.keys...) // the caller's buffer, reused
+		if got := r.Of(keys, build); got != s.want {
+			t.Errorf("step %d: %q, want %q", i, got, s.want)
+		}
+	}
+	if builds != 3 {
+		t.Errorf("%d builds, want 3: equal keys in a row share one", builds)
 	}
 }

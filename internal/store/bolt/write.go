@@ -434,10 +434,21 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 		series string
 		key    series.Key
 	}
-	var these, before []bucketOf // of this event, of the last with buckets
-	var beforeKeys []string
+	var these []bucketOf
+	var last sketch.Repeated[bucketOf, []string]
 	now := s.opts.Now()
 	names := sketch.SketchNames(events)
+	keysOf := func() []string {
+		keys := make([]string, len(these))
+		for i, b := range these {
+			keys[i] = bucketKey(b.series, b.key)
+			if _, ok := bucketSeries[keys[i]]; !ok {
+				bucketSeries[keys[i]] = b.series
+				names = append(names, keys[i])
+			}
+		}
+		return keys
+	}
 	for i, ev := range events {
 		these = these[:0]
 		for _, sn := range ev.Series {
@@ -468,19 +479,7 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 		if buckets == nil {
 			buckets = make([][]string, len(events))
 		}
-		if slices.Equal(these, before) {
-			buckets[i] = beforeKeys
-			continue
-		}
-		for _, b := range these {
-			bk := bucketKey(b.series, b.key)
-			if _, ok := bucketSeries[bk]; !ok {
-				bucketSeries[bk] = b.series
-				names = append(names, bk)
-			}
-			buckets[i] = append(buckets[i], bk)
-		}
-		these, before, beforeKeys = before, these, buckets[i]
+		buckets[i] = last.Of(these, keysOf)
 	}
 	counts := map[sketch.Type]int{}
 	err := s.update(ctx, names, func(t *tx) error {

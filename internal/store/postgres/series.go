@@ -1008,8 +1008,15 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 	adds := map[seriesBucket]int{}
 	var list []*bucketAdd
 	perEvent := make([][]int, len(events))
-	var these, before []seriesBucket // of this event, of the last with buckets
-	var beforeAdds []int
+	var these []seriesBucket
+	var last sketch.Repeated[seriesBucket, []int]
+	addsOf := func() []int {
+		js := make([]int, len(these))
+		for i, b := range these {
+			js[i] = adds[b]
+		}
+		return js
+	}
 	names := sketch.SketchNames(events)
 	var seriesNames []string
 	for i, ev := range events {
@@ -1041,17 +1048,9 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 				these = append(these, b)
 			}
 		}
-		if len(these) == 0 {
-			continue
+		if len(these) > 0 {
+			perEvent[i] = last.Of(these, addsOf)
 		}
-		if slices.Equal(these, before) {
-			perEvent[i] = beforeAdds
-			continue
-		}
-		for _, b := range these {
-			perEvent[i] = append(perEvent[i], adds[b])
-		}
-		these, before, beforeAdds = before, these, perEvent[i]
 	}
 	targets := func(i int, fn func(j int)) {
 		for _, j := range perEvent[i] {

@@ -16,7 +16,7 @@ var dataSketchesGo = []string{"github.com/apache/datasketches-go/", "github.com/
 
 // engines are the sketch engines below internal/sketch that wrap a
 // library, and what every package above them may therefore depend on.
-var engines = append([]string{mod + "internal/dshll", mod + "internal/cpc", mod + "internal/zeta", mod + "internal/airlift", mod + "internal/hllbias"}, dataSketchesGo...)
+var engines = append([]string{mod + "internal/poison", mod + "internal/dshll", mod + "internal/cpc", mod + "internal/zeta", mod + "internal/airlift", mod + "internal/hllbias"}, dataSketchesGo...)
 
 // above returns allow plus the engines and their libraries.
 func above(allow ...string) []string { return append(allow, engines...) }
@@ -28,6 +28,7 @@ var rules = map[string]struct {
 	allow     []string
 	forbidStd []string
 }{
+	"internal/poison":     {forbidStd: []string{"net/http"}},
 	"internal/murmur":     {allow: []string{"github.com/spaolacci/murmur3"}},
 	"internal/hll":        {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/cms":        {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},

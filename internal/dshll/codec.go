@@ -1,6 +1,7 @@
 package dshll
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -360,12 +361,15 @@ func checkAux(b []byte, p Params, aux int, compact bool) error {
 // Decode decodes a DataSketches HLL sketch image (doc.go lays out the
 // bytes and lists the errors). The bytes are validated before the library
 // reads them; whatever the library still refuses, or panics on, is
-// ErrCorrupt.
+// ErrCorrupt. The sketch keeps nothing of b: the library reads an HLL
+// mode image's registers in place, so it is handed a copy (b may be a
+// request buffer that a later request reuses).
 func Decode(b []byte) (s *Sketch, err error) {
 	p, err := check(b)
 	if err != nil {
 		return nil, err
 	}
+	b = bytes.Clone(b)
 	defer func() {
 		if r := recover(); r != nil {
 			s, err = nil, fmt.Errorf("dshll: the library failed on the image: %v: %w", r, ErrCorrupt)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/idem"
+	"github.com/sketchd/sketchd/internal/poison"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -156,6 +157,7 @@ func (s *Server) putBody(b *body) {
 	}
 	s.bodyBytes.Add(-b.reserved)
 	b.reserved = 0
+	poison.Release(b.buf)
 	if c := cap(b.buf); c > 0 && c <= 4<<20 {
 		buf := b.buf[:0]
 		s.bufs.Put(&buf)

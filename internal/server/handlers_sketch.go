@@ -16,6 +16,7 @@ import (
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/ingest"
+	"github.com/sketchd/sketchd/internal/poison"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -547,6 +548,7 @@ func (s *Server) parseItems(body []byte, format bodyFormat, lines ingest.LineFor
 
 func (in *bodyInput) release() {
 	if in.hp != nil && cap(*in.hp) <= 1<<20 {
+		poison.ReleaseUint64(*in.hp)
 		in.s.hashBufs.Put(in.hp)
 	}
 }

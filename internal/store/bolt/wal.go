@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sketchd/sketchd/internal/poison"
 )
 
 // The write-ahead log makes a write durable with one fdatasync shared by
@@ -308,6 +310,7 @@ func (w *wal) flushAll() {
 		buf := b.buf
 		b.buf = nil
 		if cap(buf) <= 1<<20 {
+			poison.Release(buf)
 			w.free = append(w.free, buf)
 		}
 		w.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"os"
 	"slices"
+
+	"github.com/sketchd/sketchd/internal/poison"
 )
 
 // Reading the log at open. A record that fails its check (short, a length
@@ -94,6 +96,8 @@ func scanWAL(segs []*segment, after, until uint64, fn func(lsn uint64, payload [
 			}
 			off += n
 		}
+		// Nothing replayed may keep a slice of the segment.
+		poison.Release(data)
 	}
 	return sc, nil
 }

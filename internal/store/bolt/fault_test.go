@@ -274,3 +274,37 @@ func TestNoEmptySegments(t *testing.T) {
 	waitReady(t, s)
 	waitSegments(1, "after the log recovered")
 }
+
+// TestLogFailureDuringWrite: a log that fails while a write runs (the
+// flusher's fdatasync failing after the write checked the log, before it
+// appended its record) answers that write as unavailable, as every other
+// write during the failure, never as an internal error; the write is not
+// applied once the store has recovered.
+func TestLogFailureDuringWrite(t *testing.T) {
+	s, _ := openStore(t, Options{CheckpointInterval: time.Hour})
+	spec := sketch.Spec{Params: sketch.CMSParams{Params: cms.Params{Width: 200, Depth: 3}}}
+	mustCreate(t, s, "c", spec)
+	b, err := spec.Params.Kind().Prepare(sketch.IDs([]cms.ID{cms.IntID(7)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.update(ctx, []string{"c"}, func(t *tx) error {
+		s.wal.mu.Lock()
+		s.wal.failLocked(errInjected)
+		s.wal.mu.Unlock()
+		return t.add(t.es[0], b)
+	})
+	if kind := sketch.KindOf(err); kind != sketch.Unavailable {
+		t.Fatalf("a write during a log failure: %v (%v), want Unavailable", err, kind)
+	}
+	waitReady(t, s)
+	err = viewCMS(s, "c", func(c *cms.Sketch) error {
+		if got := c.EstimateInt(7); got != 0 {
+			t.Errorf("the failed write counted: %d", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -260,11 +260,16 @@ func (s *DB) apply(es []*entry, fn func(t *tx) error, g *idem.Guard) (*batch, *k
 		b = binary.AppendUvarint(b, uint64(t.nops))
 		return append(b, t.body...)
 	})
-	if err != nil && key != nil {
-		s.keys.settle(key, err, true)
-		key = nil
+	if err != nil {
+		// The log failed after the check above (the flusher's sync
+		// failing meanwhile): the same answer as every write during
+		// the failure.
+		if key != nil {
+			s.keys.settle(key, err, true)
+		}
+		return nil, nil, errLogFailed(err)
 	}
-	return b, key, err
+	return b, key, nil
 }
 
 func (s *DB) kickCheckpoint() {

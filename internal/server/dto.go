@@ -262,6 +262,9 @@ type hllResponse struct {
 	Representation string    `json:"representation"`
 	Cardinality    float64   `json:"cardinality"`
 	StdError       float64   `json:"std_error"`
+	LowerBound     float64   `json:"lower_bound"`
+	UpperBound     float64   `json:"upper_bound"`
+	Estimator      string    `json:"estimator"`
 	SizeBytes      int       `json:"size_bytes"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
@@ -301,7 +304,8 @@ func describe(in sketch.Info) any {
 	case sketch.HLLParams:
 		return hllResponse{
 			Name: in.Name, Type: string(sketch.TypeHLL), Log2m: p.Log2m, Regwidth: p.Regwidth, Expthresh: p.Expthresh,
-			Sparse: p.Sparse, Representation: in.Representation, Cardinality: finite(in.Cardinality), StdError: in.StdError,
+			Sparse: p.Sparse, Representation: in.Representation, Cardinality: finite(in.Cardinality), StdError: finite(in.StdError),
+			LowerBound: finite(in.Lower), UpperBound: finite(in.Upper), Estimator: hll.PostgreSQLEstimator.String(),
 			SizeBytes: in.SizeBytes, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, Metric: in.Spec.Metric,
 		}
 	case sketch.ThetaParams:
@@ -612,12 +616,19 @@ type unionRequest struct {
 	// starts with it.
 	Prefix *string `json:"prefix"`
 	Into   string  `json:"into"`
+	// Estimator is an hll union's estimator: "postgresql" (absent) or
+	// "improved".
+	Estimator string `json:"estimator"`
 }
 
-// unionResponse is the union of HLL sketches; StdError is relative.
+// unionResponse is the union of HLL sketches; StdError is relative, the
+// bounds at two standard errors.
 type unionResponse struct {
 	Cardinality    float64 `json:"cardinality"`
 	StdError       float64 `json:"std_error"`
+	LowerBound     float64 `json:"lower_bound"`
+	UpperBound     float64 `json:"upper_bound"`
+	Estimator      string  `json:"estimator"`
 	Log2m          int     `json:"log2m"`
 	Regwidth       int     `json:"regwidth"`
 	Representation string  `json:"representation"`

@@ -141,8 +141,14 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(w, r, &req, false); err != nil {
 		return err
 	}
+	est, err := estimatorParam("estimator", req.Estimator)
+	if err != nil {
+		return err
+	}
+	if est != hll.PostgreSQLEstimator && req.Into != "" {
+		return sketch.Errorf(sketch.Invalid, `estimator applies to a union answered, not stored: leave "into" out, or describe the stored sketch with ?estimator=%s`, est)
+	}
 	var names []string
-	var err error
 	if req.Prefix != nil {
 		if req.Sketches != nil {
 			return sketch.Errorf(sketch.Invalid, `give "sketches" or "prefix", not both`)
@@ -187,7 +193,10 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		if res.Sketch != nil {
 			u = res.Sketch
 		}
-		return unionAnswer(u, req.Into, matched, warnings)
+		if err := needsHLL("estimator", est, u); err != nil {
+			return nil, err
+		}
+		return unionAnswer(u, req.Into, matched, warnings, est)
 	}
 	if req.Into == "" {
 		if names != nil {
@@ -213,7 +222,7 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 }
 
 // unionAnswer renders the answer of a union.
-func unionAnswer(u sketch.Sketch, into string, matched int, warnings []string) (*answer, error) {
+func unionAnswer(u sketch.Sketch, into string, matched int, warnings []string, est hll.Estimator) (*answer, error) {
 	if c, ok := sketch.CMSOf(u); ok {
 		p := c.Params()
 		return jsonAnswer(http.StatusOK, unionCMSResponse{Type: string(sketch.TypeCMS), Total: c.Total(), Width: p.Width, Depth: p.Depth,
@@ -240,7 +249,7 @@ func unionAnswer(u sketch.Sketch, into string, matched int, warnings []string) (
 		return jsonAnswer(http.StatusOK, unionSampledResponse{Type: string(u.Kind().Type), Cardinality: in.Cardinality,
 			Lower: in.Lower, Upper: in.Upper, Retained: in.Retained, Theta: in.Theta, Into: into, Matched: matched, Warnings: warnings})
 	}
-	resp := unionDTO(h, into)
+	resp := unionDTO(h, into, est)
 	resp.Matched = matched
 	resp.Warnings = warnings
 	return jsonAnswer(http.StatusOK, resp)
@@ -268,12 +277,34 @@ func (s *Server) unionOperands(ctx context.Context, ops []operand, into string) 
 	return u, warnings, nil
 }
 
-func unionDTO(h *hll.Sketch, into string) unionResponse {
+func unionDTO(h *hll.Sketch, into string, est hll.Estimator) unionResponse {
 	p := h.Params()
+	a := h.Answer(est)
 	return unionResponse{
-		Cardinality: finite(h.Estimate()), StdError: h.StdError(), Log2m: p.Log2m, Regwidth: p.Regwidth,
+		Cardinality: finite(a.Estimate), StdError: finite(a.StdError), LowerBound: finite(a.LowerBound), UpperBound: finite(a.UpperBound),
+		Estimator: est.String(), Log2m: p.Log2m, Regwidth: p.Regwidth,
 		Representation: h.Representation().String(), Into: into,
 	}
+}
+
+// estimatorParam reads an hll estimator's name ("postgresql", the
+// default, or "improved") from the request field or query parameter
+// named field.
+func estimatorParam(field, v string) (hll.Estimator, error) {
+	e, ok := hll.ParseEstimator(v)
+	if !ok {
+		return 0, sketch.Errorf(sketch.Invalid, `%s=%q is not an estimator: use "postgresql" (postgresql-hll's, the default) or "improved" (Ertl's)`, field, clip(v))
+	}
+	return e, nil
+}
+
+// needsHLL refuses an estimator other than the default for a sketch that
+// is not an hll: only hll answers have a choice of estimator.
+func needsHLL(field string, e hll.Estimator, u sketch.Sketch) error {
+	if _, ok := sketch.HLLOf(u); ok || e == hll.PostgreSQLEstimator {
+		return nil
+	}
+	return sketch.Errorf(sketch.Invalid, "%s=%s applies to hll sketches; this is a %s sketch", field, e, u.Kind().Type)
 }
 
 // handleIntersection estimates the intersection of 2 to 8 HLL sketches

@@ -320,11 +320,16 @@ func rangeParams(q map[string][]string) (from, to time.Time, err error) {
 // handleSeriesCount answers the distinct count (HLL) or the total and
 // ?id= frequencies (CMS) over [from, to).
 func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "id*", "id_type", "buckets")
+	name, q, from, to, ss, err := s.seriesRange(r, "id*", "id_type", "buckets", "estimator")
 	if err != nil {
 		return err
 	}
 	ids, err := queryIDs(q, false)
+	if err != nil {
+		return err
+	}
+	ev, _ := first(q, "estimator")
+	est, err := estimatorParam("estimator", ev)
 	if err != nil {
 		return err
 	}
@@ -337,8 +342,9 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 		if len(ids) > 0 {
 			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which an hll series does not keep")
 		}
-		c, e := finite(h.Estimate()), h.StdError()
-		resp.Cardinality, resp.StdError = &c, &e
+		resp.estimateFields = answerFigures(h.Answer(est))
+	} else if err := needsHLL("estimator", est, u); err != nil {
+		return err
 	} else if p, ok := u.Params().(sketch.KLLParams); ok {
 		if len(ids) > 0 {
 			return sketch.Errorf(sketch.Invalid, "id= asks for frequencies, which a kll series does not keep")
@@ -407,7 +413,12 @@ func queryIDs(q map[string][]string, required bool) ([]cms.ID, error) {
 // handleSeriesTimeseries answers one point per step over [from, to), each
 // the union over the trailing window that ends with its step.
 func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) error {
-	name, q, from, to, ss, err := s.seriesRange(r, "step", "window", "q")
+	name, q, from, to, ss, err := s.seriesRange(r, "step", "window", "q", "estimator")
+	if err != nil {
+		return err
+	}
+	ev, _ := first(q, "estimator")
+	est, err := estimatorParam("estimator", ev)
 	if err != nil {
 		return err
 	}
@@ -442,12 +453,15 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 			return err
 		}
 		resp.Points = make([]timeseriesPoint, len(plan.Points))
+		if _, ok := spec.Params.(sketch.HLLParams); !ok && est != hll.PostgreSQLEstimator {
+			return sketch.Errorf(sketch.Invalid, "estimator=%s applies to hll series; this is a %s series", est, spec.Params.Kind().Type)
+		}
 		if qs != nil {
 			// Quantile lines need a kind that answers quantiles.
 			if err := quantileKind("series "+strconv.Quote(name), spec.Params); err != nil {
 				return err
 			}
-		} else if registerLine(plan.Points, sks, spec, resp.Points) {
+		} else if registerLine(plan.Points, sks, spec, resp.Points, est) {
 			return nil
 		}
 		var mergeErr error
@@ -473,7 +487,7 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 					return err
 				}
 			}
-			resp.Points[i] = pointDTO(p, v, spec.Location())
+			resp.Points[i] = pointDTO(p, v, spec.Location(), est)
 			if qs != nil {
 				qr, err := quantilesOf("series "+strconv.Quote(name), v, qs, true)
 				if err != nil {
@@ -549,7 +563,7 @@ const maxLineRegisters = 64 << 20
 // buckets (an EXPLICIT one could make a window's union exact); the
 // caller then unions sketches. So it does when the arrays would take more
 // than maxLineRegisters bytes.
-func registerLine(points []series.Point, sks []sketch.Sketch, spec *series.Spec, out []timeseriesPoint) bool {
+func registerLine(points []series.Point, sks []sketch.Sketch, spec *series.Spec, out []timeseriesPoint, est hll.Estimator) bool {
 	hp, ok := spec.Params.(sketch.HLLParams)
 	if !ok {
 		return false
@@ -619,12 +633,10 @@ func registerLine(points []series.Point, sks []sketch.Sketch, spec *series.Spec,
 		if a == nil {
 			// No bucket of this window holds anything: an EMPTY sketch's
 			// number, exact.
-			c, e := 0.0, 0.0
-			out[i].Cardinality, out[i].StdError = &c, &e
+			out[i].estimateFields = answerFigures(hll.Answer{Estimator: est})
 			continue
 		}
-		c, e := finite(hll.RegisterEstimate(hp.Params, a, b)), hp.StdError()
-		out[i].Cardinality, out[i].StdError = &c, &e
+		out[i].estimateFields = answerFigures(hll.RegisterAnswer(hp.Params, a, b, est))
 	}
 	return true
 }
@@ -886,18 +898,31 @@ func rangeDTO(p series.Plan, list bool) rangeResponse {
 	return r
 }
 
+// estimateFields are a count's estimate, its relative standard error
+// and bounds, and for an hll the estimator behind them.
+type estimateFields struct {
+	Cardinality *float64 `json:"cardinality,omitempty"`
+	StdError    *float64 `json:"std_error,omitempty"`
+	Lower       *float64 `json:"lower_bound,omitempty"`
+	Upper       *float64 `json:"upper_bound,omitempty"`
+	Estimator   *string  `json:"estimator,omitempty"`
+}
+
+// answerFigures renders an hll answer.
+func answerFigures(a hll.Answer) estimateFields {
+	c, e, lo, hi, name := finite(a.Estimate), finite(a.StdError), finite(a.LowerBound), finite(a.UpperBound), a.Estimator.String()
+	return estimateFields{Cardinality: &c, StdError: &e, Lower: &lo, Upper: &hi, Estimator: &name}
+}
+
 type countResponse struct {
 	rangeResponse
 	// Bloom describes the union of a Bloom series' buckets, KLL of a KLL
 	// series'.
-	Bloom       *bloomState       `json:"bloom,omitempty"`
-	KLL         *kllState         `json:"kll,omitempty"`
-	Cardinality *float64          `json:"cardinality,omitempty"`
-	StdError    *float64          `json:"std_error,omitempty"`
-	Lower       *float64          `json:"lower_bound,omitempty"`
-	Upper       *float64          `json:"upper_bound,omitempty"`
-	Total       *uint64           `json:"total,omitempty"`
-	Results     []frequencyResult `json:"results,omitempty"`
+	Bloom *bloomState `json:"bloom,omitempty"`
+	KLL   *kllState   `json:"kll,omitempty"`
+	estimateFields
+	Total   *uint64           `json:"total,omitempty"`
+	Results []frequencyResult `json:"results,omitempty"`
 }
 
 type seriesTopResponse struct {
@@ -906,14 +931,11 @@ type seriesTopResponse struct {
 }
 
 type timeseriesPoint struct {
-	Start       time.Time `json:"start"`
-	End         time.Time `json:"end"`
-	WindowFrom  time.Time `json:"window_from"`
-	Cardinality *float64  `json:"cardinality,omitempty"`
-	StdError    *float64  `json:"std_error,omitempty"`
-	Lower       *float64  `json:"lower_bound,omitempty"`
-	Upper       *float64  `json:"upper_bound,omitempty"`
-	Total       *uint64   `json:"total,omitempty"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	WindowFrom time.Time `json:"window_from"`
+	estimateFields
+	Total *uint64 `json:"total,omitempty"`
 	// FalsePositiveRate is a Bloom series point's: the rate of its
 	// window's union, whose cardinality is its estimated items.
 	FalsePositiveRate *float64 `json:"false_positive_rate,omitempty"`
@@ -931,11 +953,10 @@ type timeseriesResponse struct {
 	Warnings []string          `json:"warnings"`
 }
 
-func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location) timeseriesPoint {
+func pointDTO(p series.Point, v sketch.Sketch, loc *time.Location, est hll.Estimator) timeseriesPoint {
 	out := pointBase(p, loc)
 	if h, ok := sketch.HLLOf(v); ok {
-		c, e := finite(h.Estimate()), h.StdError()
-		out.Cardinality, out.StdError = &c, &e
+		out.estimateFields = answerFigures(h.Answer(est))
 	} else if c, ok := sketch.CMSOf(v); ok {
 		t := c.Total()
 		out.Total = &t

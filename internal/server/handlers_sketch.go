@@ -14,6 +14,7 @@ import (
 
 	"github.com/sketchd/sketchd/internal/bloom"
 	"github.com/sketchd/sketchd/internal/cms"
+	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/ingest"
 	"github.com/sketchd/sketchd/internal/poison"
@@ -139,10 +140,42 @@ func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := query(r); err != nil {
+	q, err := query(r, "estimator")
+	if err != nil {
 		return err
 	}
-	return s.writeDescribe(w, r, name, http.StatusOK)
+	v, _ := first(q, "estimator")
+	est, err := estimatorParam("estimator", v)
+	if err != nil {
+		return err
+	}
+	if est == hll.PostgreSQLEstimator {
+		return s.writeDescribe(w, r, name, http.StatusOK)
+	}
+	// Another estimator reads the registers.
+	var a hll.Answer
+	err = s.store.View(r.Context(), []string{name}, func(sks []sketch.Sketch) error {
+		if err := needsHLL("estimator", est, sks[0]); err != nil {
+			return err
+		}
+		h, _ := sketch.HLLOf(sks[0])
+		a = h.Answer(est)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	info, err := s.store.Describe(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	d, ok := describe(info).(hllResponse)
+	if !ok { // replaced by a sketch of another kind meanwhile
+		return sketch.Errorf(sketch.Conflict, "sketch %q changed kind while it was read; ask again", name)
+	}
+	d.Cardinality, d.StdError, d.LowerBound, d.UpperBound = finite(a.Estimate), finite(a.StdError), finite(a.LowerBound), finite(a.UpperBound)
+	d.Estimator = est.String()
+	return writeJSON(w, http.StatusOK, withExpiry(info, d))
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {

@@ -577,8 +577,9 @@ func TestRegisterLine(t *testing.T) {
 			points = append(points, series.Point{Start: day0.AddDate(0, 0, last-1), End: day0.AddDate(0, 0, last),
 				WindowFrom: day0.AddDate(0, 0, max(0, last-window)), First: max(0, last-window), Last: last})
 		}
+		est := hll.Estimator(trial % 2)
 		got := make([]timeseriesPoint, len(points))
-		if !registerLine(points, sks, spec, got) {
+		if !registerLine(points, sks, spec, got, est) {
 			t.Fatalf("trial %d: declined SPARSE, FULL and empty buckets", trial)
 		}
 		for i, pt := range points {
@@ -592,15 +593,17 @@ func TestRegisterLine(t *testing.T) {
 			if len(in) > 0 {
 				want, _ = hll.Union(in...)
 			}
-			if *got[i].Cardinality != want.Estimate() || *got[i].StdError != want.StdError() || !got[i].WindowFrom.Equal(pt.WindowFrom) {
-				t.Fatalf("trial %d, point %d (window %d): %v ± %v, want %v ± %v",
-					trial, i, window, *got[i].Cardinality, *got[i].StdError, want.Estimate(), want.StdError())
+			a := want.Answer(est)
+			if *got[i].Cardinality != a.Estimate || *got[i].StdError != a.StdError || *got[i].Lower != a.LowerBound || *got[i].Upper != a.UpperBound ||
+				*got[i].Estimator != est.String() || !got[i].WindowFrom.Equal(pt.WindowFrom) {
+				t.Fatalf("trial %d, point %d (window %d, %s): %v ± %v [%v, %v], want %+v",
+					trial, i, window, est, *got[i].Cardinality, *got[i].StdError, *got[i].Lower, *got[i].Upper, a)
 			}
 		}
 		h, _ := hll.New(p)
 		h.AddHash(r.Uint64())
 		sks[r.IntN(len(sks))] = sketch.NewHLL(h) // EXPLICIT
-		if registerLine(points, sks, spec, got) {
+		if registerLine(points, sks, spec, got, est) {
 			t.Fatalf("trial %d: took an EXPLICIT bucket", trial)
 		}
 	}

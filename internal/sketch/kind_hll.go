@@ -167,8 +167,8 @@ func (s hllSketch) ApplyDelta(delta []byte) error {
 
 func (s hllSketch) Describe(in *Info) {
 	in.Representation = s.Representation()
-	in.Cardinality = s.h.Estimate()
-	in.StdError = s.h.StdError()
+	a := s.h.Answer(hll.PostgreSQLEstimator)
+	in.Cardinality, in.StdError, in.Lower, in.Upper = a.Estimate, a.StdError, a.LowerBound, a.UpperBound
 	in.SizeBytes = s.SizeBytes()
 }
 

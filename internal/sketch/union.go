@@ -1,8 +1,12 @@
 package sketch
 
 // unionBatch is how many sketches a Unioner holds before it unions them
-// into its running result.
-const unionBatch = 64
+// into its running result; unionBatchBytes how much memory (MemoryBytes)
+// they may hold before it does so sooner.
+const (
+	unionBatch      = 64
+	unionBatchBytes = 64 << 20
+)
 
 // Unioner unions sketches of one kind given one at a time, holding at
 // most a batch of them: the union of many sketches (all those under a
@@ -12,25 +16,57 @@ const unionBatch = 64
 // (hll, cms, bloom) and for kll sketches of one k (a kll union merges into
 // a copy of its first input); theta and freq unions of more than a batch may differ from a
 // one-shot union in which entries they retain, within their error bounds.
+//
+// A batch is at most unionBatch sketches and unionBatchBytes of memory.
+// A big sketch (a batch of them would pass unionBatchBytes: a Bloom
+// filter of 2^27 bits is 16 MiB) with the parameters of the running
+// result is merged into it in place when nothing waits in the batch, so
+// a union of many big sketches holds the result and the sketch being
+// merged, not a batch of copies. The memory a union needs is then at most
+// unionBatchBytes plus twice the largest sketch, whatever the number or
+// size of its inputs.
 // The zero value is ready to use.
 type Unioner struct {
-	first   string
-	acc     Sketch
-	pending []Sketch
-	n       int
+	first        string
+	acc          Sketch
+	pending      []Sketch
+	pendingBytes int64
+	n            int
 }
 
 // Add adds sk, the sketch stored under name, which the Unioner may keep.
 // A sketch of another kind than the first is a Conflict naming both.
-func (u *Unioner) Add(name string, sk Sketch) error {
+func (u *Unioner) Add(name string, sk Sketch) error { return u.add(name, sk, false) }
+
+// AddLent adds sk, the sketch stored under name, which the Unioner reads
+// only during the call (a store's own copy, under its lock): whatever it
+// keeps, it copies.
+func (u *Unioner) AddLent(name string, sk Sketch) error { return u.add(name, sk, true) }
+
+func (u *Unioner) add(name string, sk Sketch, lent bool) error {
 	if u.n == 0 {
 		u.first = name
 	} else if k := u.kind(); sk.Kind() != k {
 		return Errorf(Conflict, "cannot combine %s sketch %s with %s sketch %s", k.Type, quote(u.first), sk.Kind().Type, quote(name))
 	}
 	u.n++
+	size := sk.MemoryBytes()
+	big := size*unionBatch > unionBatchBytes
+	switch {
+	case big && u.acc == nil && len(u.pending) == 0:
+		// The first: its union alone is a new sketch, no copy needed.
+		acc, err := sk.Kind().Union([]Sketch{sk})
+		u.acc = acc
+		return err
+	case big && u.acc != nil && len(u.pending) == 0 && sk.Params() == u.acc.Params():
+		return u.acc.Merge(sk)
+	}
+	if lent {
+		sk = sk.Clone()
+	}
 	u.pending = append(u.pending, sk)
-	if len(u.pending) == unionBatch {
+	u.pendingBytes += size
+	if big || len(u.pending) == unionBatch || u.pendingBytes >= unionBatchBytes {
 		return u.flush()
 	}
 	return nil
@@ -67,7 +103,8 @@ func (u *Unioner) flush() error {
 		return err
 	}
 	u.acc = acc
-	u.pending = u.pending[:0]
+	clear(u.pending)
+	u.pending, u.pendingBytes = u.pending[:0], 0
 	return nil
 }
 

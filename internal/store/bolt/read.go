@@ -283,17 +283,15 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 		if u.Len()+len(keep) > limit {
 			return nil, 0, sketch.TooManyWithPrefix(prefix, limit)
 		}
-		if len(keep) > 0 {
-			err = s.viewKeys(ctx, keep, func(sts []*state) error {
-				for i, st := range sts {
-					if st == nil {
-						continue // deleted since the names were read
-					}
-					if err := u.Add(keep[i], st.sk.Clone()); err != nil {
-						return err
-					}
+		// One sketch at a time, read in place under its lock: the union
+		// holds its running result and what the Unioner batches, never
+		// a page of copies.
+		for _, name := range keep {
+			err = s.viewKeys(ctx, []string{name}, func(sts []*state) error {
+				if sts[0] == nil {
+					return nil // deleted since the names were read
 				}
-				return nil
+				return u.AddLent(name, sts[0].sk)
 			})
 			if err != nil {
 				return nil, 0, err

@@ -8,7 +8,10 @@ import (
 	"testing"
 )
 
-var sweep = flag.Bool("hll.sweep", false, "TestBoundsCoverEveryN: 1,000 sketches a cell instead of 60, log2m 4 to 17, and a table of the results")
+var (
+	sweep      = flag.Bool("hll.sweep", false, "TestBoundsCoverEveryN: 1,000 sketches a cell instead of 60, log2m 4 to -hll.sweep.max, and a table of the results")
+	sweepLog2m = flag.Int("hll.sweep.max", 17, "the largest log2m -hll.sweep measures")
+)
 
 // boundsLoads are the cardinalities (in multiples of m) the bounds are
 // checked at: the linear-counting range, densely around postgresql-hll's
@@ -32,7 +35,7 @@ func TestBoundsCoverEveryN(t *testing.T) {
 	t.Parallel()
 	reps, lo, hi := 60, 10, 16
 	if *sweep {
-		reps, lo, hi = 1000, 4, 17
+		reps, lo, hi = 1000, 4, *sweepLog2m
 	}
 	for log2m := lo; log2m <= hi; log2m++ {
 		t.Run(fmt.Sprint("log2m=", log2m), func(t *testing.T) {
@@ -40,6 +43,7 @@ func TestBoundsCoverEveryN(t *testing.T) {
 			p := Params{Log2m: log2m, Regwidth: 5, Expthresh: 0, Sparse: true}
 			m := float64(p.NumRegisters())
 			type cell struct {
+				n       int
 				covered [2]int
 				bias    [2]float64
 			}
@@ -56,8 +60,9 @@ func TestBoundsCoverEveryN(t *testing.T) {
 						s.AddHash(r.Uint64())
 					}
 					if n == 0 {
-						continue
+						continue // a load below one id at this m
 					}
+					cells[i].n++
 					for e := range 2 {
 						a := s.Answer(Estimator(e))
 						if a.LowerBound <= float64(n) && float64(n) <= a.UpperBound {
@@ -69,27 +74,33 @@ func TestBoundsCoverEveryN(t *testing.T) {
 			}
 			for e := range 2 {
 				est := Estimator(e)
-				total := 0
+				covered, total := 0, 0
 				for i, c := range cells {
-					total += c.covered[e]
-					rate := float64(c.covered[e]) / float64(reps)
-					bias := c.bias[e] / float64(reps) * math.Sqrt(m) / 1.04 // in standard errors
+					if c.n == 0 {
+						continue
+					}
+					covered += c.covered[e]
+					total += c.n
+					rate := float64(c.covered[e]) / float64(c.n)
+					bias := c.bias[e] / float64(c.n) * math.Sqrt(m) / 1.04 // in standard errors
 					if *sweep {
 						t.Logf("| %d | %s | %g | %.1f%% | %+.2f |", log2m, est, boundsLoads[i], 100*rate, bias)
 					}
 					if rate < 0.8 {
-						t.Errorf("%s estimator at n = %g·m: bounds held the truth in %.0f%% of %d sketches, want at least 80%%", est, boundsLoads[i], 100*rate, reps)
+						t.Errorf("log2m %d, %s estimator at n = %g·m: bounds held the truth in %.0f%% of %d sketches, want at least 80%%", log2m, est, boundsLoads[i], 100*rate, c.n)
 					}
-					if est == ImprovedEstimator && math.Abs(bias) > 4/math.Sqrt(float64(reps)) {
-						t.Errorf("improved estimator at n = %g·m: mean error %+.2f standard errors", boundsLoads[i], bias)
+					// Below log2m 8 the improved estimator leans high by a
+					// tenth to a third of a standard error (docs/hll.md).
+					if est == ImprovedEstimator && log2m >= 8 && math.Abs(bias) > 4/math.Sqrt(float64(c.n)) {
+						t.Errorf("log2m %d, improved estimator at n = %g·m: mean error %+.2f standard errors", log2m, boundsLoads[i], bias)
 					}
 				}
-				rate := float64(total) / float64(reps*len(cells))
+				rate := float64(covered) / float64(total)
 				if *sweep {
 					t.Logf("| %d | %s | all | %.2f%% | |", log2m, est, 100*rate)
 				}
 				if rate < 0.93 {
-					t.Errorf("%s estimator: bounds held the truth in %.2f%% of sketches over every n, want at least 93%%", est, 100*rate)
+					t.Errorf("log2m %d, %s estimator: bounds held the truth in %.2f%% of sketches over every n, want at least 93%%", log2m, est, 100*rate)
 				}
 			}
 		})

@@ -137,8 +137,9 @@ func ParseEstimator(s string) (Estimator, bool) {
 const BoundsZ = 2
 
 // Answer is an estimate with its error: StdError relative to Estimate,
-// and the bounds Estimate·(1 ∓ BoundsZ·StdError) (the lower one at
-// least 0). An exact answer (EMPTY, EXPLICIT) has StdError 0 and both
+// and the bounds Estimate·(1 ∓ BoundsZ·StdError) ∓ 1 (the lower one at
+// least 0; the one id is for small counts, which registers count in
+// whole ids). An exact answer (EMPTY, EXPLICIT) has StdError 0 and both
 // bounds at the estimate.
 type Answer struct {
 	Estimator              Estimator
@@ -214,9 +215,12 @@ func histAnswer(p Params, hist *[128]int, e Estimator) Answer {
 			sigma = math.Sqrt(sigma*sigma + d*d)
 		}
 	}
+	// One id either way besides: a small count in registers is off by
+	// whole ids (two ids in one register count once), which at a few
+	// dozen ids is more than two standard errors.
 	a.StdError = sigma
-	a.LowerBound = max(0, a.Estimate*(1-BoundsZ*sigma))
-	a.UpperBound = a.Estimate * (1 + BoundsZ*sigma)
+	a.LowerBound = max(0, a.Estimate*(1-BoundsZ*sigma)-1)
+	a.UpperBound = a.Estimate*(1+BoundsZ*sigma) + 1
 	return a
 }
 

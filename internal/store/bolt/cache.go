@@ -87,6 +87,9 @@ func (s *DB) removeLocked(e *entry) {
 // acquireAll acquires the distinct names in order; on error it releases
 // what it took.
 func (s *DB) acquireAll(names []string) ([]*entry, error) {
+	if err := s.checkPinBudget(names); err != nil {
+		return nil, err
+	}
 	es := make([]*entry, 0, len(names))
 	for _, n := range names {
 		e, err := s.acquire(n)
@@ -97,6 +100,55 @@ func (s *DB) acquireAll(names []string) ([]*entry, error) {
 		es = append(es, e)
 	}
 	return es, nil
+}
+
+// checkPinBudget refuses, before any is read, a request that would hold
+// several sketches at once (a union or intersection of named sketches, an
+// overlap, an events write) whose sizes add up to more than the cache's
+// bound, Options.CacheBytes (-cache-bytes): cached sketches count their
+// memory, the others their stored bytes (what decoding them costs, about).
+// A read of several copies them besides, so such a request holds at most
+// about twice the cache. A prefix union, which reads one sketch at a
+// time, is not bounded by it.
+func (s *DB) checkPinBudget(names []string) error {
+	if len(names) < 2 {
+		return nil
+	}
+	var total int64
+	var uncached []string
+	s.cacheMu.Lock()
+	for _, n := range names {
+		if !isSketchName(n) {
+			continue // a series bucket: -max-series-buckets bounds those
+		}
+		if e := s.entries[n]; e != nil {
+			total += e.mem.Load()
+		} else {
+			uncached = append(uncached, n)
+		}
+	}
+	s.cacheMu.Unlock()
+	if len(uncached) > 0 && total <= s.opts.CacheBytes {
+		view := s.bdb.View
+		if s.replayTx != nil {
+			view = func(fn func(*bbolt.Tx) error) error { return fn(s.replayTx) }
+		}
+		err := view(func(tx *bbolt.Tx) error {
+			for _, n := range uncached {
+				bucket, key := location(n)
+				total += int64(len(tx.Bucket(bucket).Get(key)))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if total > s.opts.CacheBytes {
+		return sketch.Errorf(sketch.TooLarge, "the %d sketches this request names hold %d MiB together, more than the %d MiB one request may hold at once (-cache-bytes); name fewer, or union a prefix, which reads one sketch at a time",
+			len(names), total>>20, s.opts.CacheBytes>>20)
+	}
+	return nil
 }
 
 func (s *DB) releaseAll(es []*entry) {

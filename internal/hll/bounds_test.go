@@ -137,7 +137,7 @@ func TestImprovedEstimateKnownRegisters(t *testing.T) {
 	p := Params{Log2m: 10, Regwidth: 5, Expthresh: 0, Sparse: false}
 	m := p.NumRegisters()
 	regs := make([]uint8, m)
-	if got := RegisterImprovedEstimate(p, regs, nil); got != 0 {
+	if got := RegisterAnswer(p, regs, nil, ImprovedEstimator).Estimate; got != 0 {
 		t.Errorf("all registers 0: %v, want 0", got)
 	}
 	for i := range regs {
@@ -146,11 +146,11 @@ func TestImprovedEstimateKnownRegisters(t *testing.T) {
 	// z = m·τ(1) (= 0) halved once per k from q = 30 down to 2 (k ≥ 2 hold
 	// no register), then at k = 1 z = (z + m)/2, so z ≈ m/2, plus σ(0) = 0.
 	want := float64(m) * float64(m) / (2 * math.Ln2) / (float64(m) / 2)
-	if got := RegisterImprovedEstimate(p, regs, nil); math.Abs(got-want) > 1e-9*want {
+	if got := RegisterAnswer(p, regs, nil, ImprovedEstimator).Estimate; math.Abs(got-want) > 1e-9*want {
 		t.Errorf("all registers 1: %v, want m/ln 2 = %v", got, want)
 	}
 	raw := 2 * 0.7213 / (1 + 1.079/float64(m)) * float64(m)
-	if got := RegisterImprovedEstimate(p, regs, nil); math.Abs(got-raw) > 0.04*raw {
+	if got := RegisterAnswer(p, regs, nil, ImprovedEstimator).Estimate; math.Abs(got-raw) > 0.04*raw {
 		t.Errorf("all registers 1: improved %v, raw estimator %v", got, raw)
 	}
 }

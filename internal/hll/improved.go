@@ -17,38 +17,6 @@ import "math"
 // registers at the cap. Otherwise every value is exact, q = 64−p and
 // C_{q+1} = 0.
 
-// ImprovedEstimate returns Ertl's improved estimate: 0 for EMPTY, the
-// exact count for EXPLICIT, NaN for UNDEFINED.
-func (s *Sketch) ImprovedEstimate() float64 {
-	switch s.kind {
-	case kindUndefined:
-		return math.NaN()
-	case kindEmpty:
-		return 0
-	case kindExplicit:
-		return float64(len(s.explicit))
-	case kindSparse:
-		var hist [128]int
-		hist[0] = s.p.NumRegisters() - len(s.pairs)
-		for _, p := range s.pairs {
-			hist[uint8(p)&127]++
-		}
-		return improvedEstimate(s.p, &hist)
-	}
-	return improvedEstimate(s.p, s.hist)
-}
-
-// RegisterImprovedEstimate is ImprovedEstimate for the registers
-// max(a[i], b[i]) (b nil: a alone) of a sketch at p.
-func RegisterImprovedEstimate(p Params, a, b []uint8) float64 {
-	if b == nil {
-		b = a
-	}
-	var hist [128]int
-	countMax(&hist, a, b)
-	return improvedEstimate(p, &hist)
-}
-
 // improvedEstimate is algorithm 6 for the histogram hist of m registers.
 func improvedEstimate(p Params, hist *[128]int) float64 {
 	m := float64(p.NumRegisters())

@@ -287,6 +287,12 @@ func unionDTO(h *hll.Sketch, into string, est hll.Estimator) unionResponse {
 	}
 }
 
+// estimatorQuery reads ?estimator=.
+func estimatorQuery(q map[string][]string) (hll.Estimator, error) {
+	v, _ := first(q, "estimator")
+	return estimatorParam("estimator", v)
+}
+
 // estimatorParam reads an hll estimator's name ("postgresql", the
 // default, or "improved") from the request field or query parameter
 // named field.

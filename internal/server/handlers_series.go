@@ -328,8 +328,7 @@ func (s *Server) handleSeriesCount(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	ev, _ := first(q, "estimator")
-	est, err := estimatorParam("estimator", ev)
+	est, err := estimatorQuery(q)
 	if err != nil {
 		return err
 	}
@@ -417,8 +416,7 @@ func (s *Server) handleSeriesTimeseries(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	ev, _ := first(q, "estimator")
-	est, err := estimatorParam("estimator", ev)
+	est, err := estimatorQuery(q)
 	if err != nil {
 		return err
 	}

@@ -144,8 +144,7 @@ func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, _ := first(q, "estimator")
-	est, err := estimatorParam("estimator", v)
+	est, err := estimatorQuery(q)
 	if err != nil {
 		return err
 	}

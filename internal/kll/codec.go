@@ -104,7 +104,8 @@ func (s *Sketch[T]) AppendBinary(b []byte) []byte {
 	}
 	switch s.n {
 	case 0:
-		return head(preIntsShort, serVerFull, flagEmpty)
+		// An empty sketch read with level 0 flagged sorted writes it back.
+		return head(preIntsShort, serVerFull, flags|flagEmpty)
 	case 1:
 		b = head(preIntsShort, serVerSingle, flags|flagSingle)
 		return appendItem(b, s.at(s.levels[0]))

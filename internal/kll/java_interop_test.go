@@ -178,6 +178,21 @@ func javaReadsOurs[T Item](t *testing.T, j *javatest.JVM, r *rand.Rand, c intero
 		t.Fatal(err)
 	}
 	javaCompare(t, what, s, q, want)
+	if ItemTypeOf[T]() != Doubles {
+		return
+	}
+	// With flag 8, as Java 3.2 to 4.0 wrote a sketch of doubles: the
+	// library reads the same sketch, and so does sketchd.
+	old := slices.Clone(enc)
+	old[3] |= flagDoubles
+	want = parseJava[T](t, j.Call(t, append([]string{"kll_read", c.typ, itoa(c.k), hex.EncodeToString(old)}, q.javaTokens()...)...))
+	if lib := libraryBytes(enc); hex.EncodeToString(want.bytes) != lib {
+		t.Errorf("%s with flag 8: Java writes back\n %x\nnot\n %s", what, want.bytes, lib)
+	}
+	if s, err = Decode[T](old); err != nil {
+		t.Fatalf("%s with flag 8: %v", what, err)
+	}
+	javaCompare(t, what+" with flag 8", s, q, want)
 }
 
 // TestWeReadJava: sketches the Java library builds and merges decode here,

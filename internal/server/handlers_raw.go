@@ -176,7 +176,10 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, q map[string][]s
 	}
 	if !hasItems && undeclaredKLL(raw, format) {
 		t, err := itemsOf(r.Context())
-		if err != nil {
+		if err != nil && !kllDamaged(raw) {
+			if sketch.KindOf(err) == sketch.Invalid {
+				s.refused(refusedBadInput)
+			}
 			return nil, err
 		}
 		if t == kll.Longs {
@@ -218,6 +221,17 @@ func undeclaredKLL(raw []byte, format sketch.Type) bool {
 	return !ok
 }
 
+// kllDamaged reports whether raw decodes as a KLL sketch of neither
+// doubles nor longs: then what it keeps does not matter, and the
+// decoder's complaint (as doubles) is the answer.
+func kllDamaged(raw []byte) bool {
+	if _, err := kll.Decode[float64](raw); err == nil {
+		return false
+	}
+	_, err := kll.Decode[int64](kll.MarkLongs(raw))
+	return err != nil
+}
+
 // storedItems says what a KLL upload to the sketch name keeps: what the
 // KLL sketch stored there keeps. A missing sketch is refused, a 400 naming
 // ?items= when the upload would create it (PUT; nothing says what its
@@ -227,7 +241,6 @@ func (s *Server) storedItems(name string, creates bool) kllItemsOf {
 	return func(ctx context.Context) (kll.ItemType, error) {
 		info, err := s.store.Describe(ctx, name)
 		if creates && sketch.KindOf(err) == sketch.NotFound {
-			s.refused(refusedBadInput)
 			return 0, sketch.Errorf(sketch.Invalid, "the upload is a DataSketches KLL sketch, whose bytes do not say whether it keeps doubles or longs, and there is no sketch %s yet to say it: send ?items=long or ?items=double", strconv.Quote(name))
 		}
 		if err != nil {

@@ -236,7 +236,10 @@ func kllDamaged(raw []byte) bool {
 // KLL sketch stored there keeps. A missing sketch is refused, a 400 naming
 // ?items= when the upload would create it (PUT; nothing says what its
 // values are) and the store's 404 when it would merge into it; a sketch
-// of another kind is the Conflict the write would give.
+// of another kind is the Conflict the write would give. It is read before
+// the write, not in it: a sketch replaced in between by one of the other
+// item type makes the write a Conflict (the kinds differ), never a
+// misreading.
 func (s *Server) storedItems(name string, creates bool) kllItemsOf {
 	return func(ctx context.Context) (kll.ItemType, error) {
 		info, err := s.store.Describe(ctx, name)

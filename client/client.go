@@ -110,7 +110,7 @@ type CallOption func(*callConfig)
 type callConfig struct {
 	create      bool
 	fold        bool
-	longs       bool
+	items       string // a KLL upload's ?items=
 	retryUnsafe bool
 	format      string
 }

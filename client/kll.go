@@ -145,17 +145,22 @@ func (c *Client) seriesGet(name, route string, from, to time.Time, key string, f
 }
 
 // WithLongs makes PutRaw and MergeRaw take a KLL upload as a sketch of
-// longs (?items=long): DataSketches' libraries do not say in their bytes
+// longs (?items=long), and WithDoubles as a sketch of doubles
+// (?items=double): DataSketches' libraries do not say in their bytes
 // whether a KLL sketch keeps doubles or longs (sketchd's own downloads
-// do).
-func WithLongs() CallOption { return func(c *callConfig) { c.longs = true } }
+// do). Without either, the sketch uploaded into says it; an upload of a
+// library's KLL bytes that would create a sketch needs one of them.
+func WithLongs() CallOption { return func(c *callConfig) { c.items = ItemsLong } }
+
+// WithDoubles: see WithLongs.
+func WithDoubles() CallOption { return func(c *callConfig) { c.items = ItemsDouble } }
 
 func rawQuery(q url.Values, cc callConfig) url.Values {
-	if cc.longs {
+	if cc.items != "" {
 		if q == nil {
 			q = url.Values{}
 		}
-		q.Set("items", ItemsLong)
+		q.Set("items", cc.items)
 	}
 	return q
 }

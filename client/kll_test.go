@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,24 @@ func TestKLLCalls(t *testing.T) {
 	u, err := c.Union(ctx, client.UnionRequest{Sketches: client.Names("sizes", "copy")})
 	if err != nil || u.Type != client.TypeKLL || u.N != 9 || *u.Max != 3 {
 		t.Fatalf("Union = %+v, %v", u, err)
+	}
+	// Without an option the stored sketch says what the bytes keep; a new
+	// sketch needs one.
+	if sk, err = c.MergeRaw(ctx, "copy", lib); err != nil || sk.N != 9 || sk.Items != client.ItemsLong {
+		t.Fatalf("MergeRaw into longs = %+v, %v", sk, err)
+	}
+	doubles, err := c.Raw(ctx, "lat", client.RawOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err = c.PutRaw(ctx, "copy2", doubles.Data); !client.IsInvalid(err) || !strings.Contains(err.Error(), "?items=long or ?items=double") {
+		t.Fatalf("PutRaw of a library's KLL bytes into a new sketch = %v", err)
+	}
+	if sk, _, err = c.PutRaw(ctx, "copy2", doubles.Data, client.WithDoubles()); err != nil || sk.Items != client.ItemsDouble || sk.N != 10_000 {
+		t.Fatalf("PutRaw(WithDoubles) = %+v, %v", sk, err)
+	}
+	if err = c.Delete(ctx, "copy2"); err != nil {
+		t.Fatal(err)
 	}
 
 	if _, _, err := c.CreateSeries(ctx, "lat", client.SeriesRequest{Type: client.TypeKLL, K: 50, Levels: map[string]string{client.LevelDay: "P30D"}}); err != nil {

@@ -69,9 +69,10 @@ func (c *Client) Raw(ctx context.Context, name string, opts RawOptions) (*Raw, e
 
 // PutRaw creates or replaces the sketch from uploaded bytes of any kind
 // the server reads (PUT /v1/sketches/{name}/raw); created is true when it
-// did not exist. WithFormat names the bytes' kind; WithLongs takes a KLL
-// upload as a sketch of longs. It is retried: replacing with the same
-// bytes again gives the same sketch.
+// did not exist. WithFormat names the bytes' kind; WithLongs or
+// WithDoubles says what a KLL upload keeps, which a library's bytes do
+// not (a new sketch from them needs one). It is retried: replacing with
+// the same bytes again gives the same sketch.
 func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...CallOption) (s *Sketch, created bool, err error) {
 	var q url.Values
 	cc := callOptions(opts)
@@ -92,7 +93,8 @@ func (c *Client) PutRaw(ctx context.Context, name string, data []byte, opts ...C
 // (POST /v1/sketches/{name}/raw), which keeps its parameters: an HLL
 // upload with fewer registers is a conflict unless opts has WithFold,
 // and then the answer's FoldedFromLog2m says what the sketch had.
-// WithLongs takes a KLL upload as a sketch of longs. Merging a Count-Min
+// WithLongs or WithDoubles says what a KLL upload keeps (without, the
+// stored sketch says it). Merging a Count-Min
 // or KLL sketch adds its counts; MergeRaw is retried with its
 // Idempotency-Key, and without keys only when opts has WithUnsafeRetry
 // (an HLL merge is safe to repeat).

@@ -19,7 +19,12 @@ const (
 	flagEmpty       = 1
 	flagSorted      = 2 // level 0 sorted
 	flagSingle      = 4
-	fullHeaderLen   = 20
+	// flagDoubles is how DataSketches' Java library 3.2 to 4.0 marked a
+	// sketch of doubles (DOUBLES_SKETCH_BIT_MASK; its floats sketch, with
+	// 4-byte items, went unmarked); 4.1 stopped writing it and every
+	// version since ignores it.
+	flagDoubles   = 8
+	fullHeaderLen = 20
 )
 
 // ItemType is what a sketch keeps, as byte 7 of sketchd's encoding says:
@@ -67,6 +72,25 @@ func TypeOf(b []byte) (ItemType, error) {
 	return 0, fmt.Errorf("kll: offset 7: item type %d is neither 0 (doubles) nor 1 (longs): %w", b[7], ErrCorrupt)
 }
 
+// Declared reports the item type b's preamble declares, if it declares
+// one: longs when byte 7 is 1 (sketchd's mark), doubles when flag 8 of
+// byte 3 is set (how DataSketches' Java library 3.2 to 4.0 marked a
+// sketch of doubles). ok is false for bytes that are no KLL preamble
+// (Sniff) and for every other library's: their sketches of doubles and of
+// longs look alike, and only the reader can say which it has. A preamble
+// with both marks declares longs, which Decode then refuses.
+func Declared(b []byte) (t ItemType, ok bool) {
+	switch {
+	case !Sniff(b):
+		return 0, false
+	case ItemType(b[7]) == Longs:
+		return Longs, true
+	case b[3]&flagDoubles != 0:
+		return Doubles, true
+	}
+	return 0, false
+}
+
 // MarkLongs returns a copy of b whose byte 7 says longs: how the bytes of
 // a library's sketch of longs, which do not say so, are taken as longs.
 func MarkLongs(b []byte) []byte {
@@ -104,7 +128,8 @@ func (s *Sketch[T]) AppendBinary(b []byte) []byte {
 	}
 	switch s.n {
 	case 0:
-		return head(preIntsShort, serVerFull, flagEmpty)
+		// An empty sketch read with level 0 flagged sorted writes it back.
+		return head(preIntsShort, serVerFull, flags|flagEmpty)
 	case 1:
 		b = head(preIntsShort, serVerSingle, flags|flagSingle)
 		return appendItem(b, s.at(s.levels[0]))
@@ -161,7 +186,8 @@ func finite[T Item](v T) bool {
 //     Java's updatable form (serial version 3);
 //   - ErrParams: k outside MinK..MaxK, m not 8;
 //   - ErrCorrupt: unknown flags or flags that contradict the preamble;
-//     byte 7 not T's item type; a byte after the number of levels not
+//     byte 7 not T's item type; flag 8 (a sketch of doubles, as Java 3.2
+//     to 4.0 wrote it) when T is int64; a byte after the number of levels not
 //     zero; n of 0 or 1 in the full form; min k outside 8..k; no levels or
 //     more than 61; level boundaries out of order or beyond the capacity
 //     the levels imply; no items retained; weights (2^h an item of level
@@ -172,7 +198,8 @@ func finite[T Item](v T) bool {
 //
 // The items are checked against the input's length before anything is
 // allocated, and a decoded sketch holds only its retained items, so memory
-// is bounded by len(b).
+// is bounded by len(b). Flag 8 is read, not kept: the sketch encodes as
+// the libraries write it today, without it.
 func Decode[T Item](b []byte) (*Sketch[T], error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("kll: preamble needs 8 bytes, got %d: %w", len(b), ErrTooShort)
@@ -188,8 +215,11 @@ func Decode[T Item](b []byte) (*Sketch[T], error) {
 	case !full && !(preInts == preIntsShort && (serVer == serVerFull || serVer == serVerSingle)):
 		return nil, fmt.Errorf("kll: offset 0: preamble of %d ints with serial version %d: %w", preInts, serVer, ErrVersion)
 	}
-	if flags&^(flagEmpty|flagSorted|flagSingle) != 0 {
+	if flags&^(flagEmpty|flagSorted|flagSingle|flagDoubles) != 0 {
 		return nil, fmt.Errorf("kll: offset 3: flags %#02x: %w", flags, ErrCorrupt)
+	}
+	if flags&flagDoubles != 0 && ItemTypeOf[T]() != Doubles {
+		return nil, fmt.Errorf("kll: offset 3: flag 8 marks a sketch of doubles (as DataSketches' Java library 3.2 to 4.0 wrote it), not of %ss: %w", ItemTypeOf[T](), ErrCorrupt)
 	}
 	k := int(binary.LittleEndian.Uint16(b[4:]))
 	if err := CheckK(k); err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -124,7 +125,7 @@ func malformed() []struct {
 		{"theta family", set(two(), 2, 3), ErrVersion},
 		{"updatable", set(two(), 1, 3), ErrVersion},
 		{"preamble 3", set(two(), 0, 3), ErrVersion},
-		{"unknown flag", set(two(), 3, 8), ErrCorrupt},
+		{"unknown flag", set(two(), 3, 16), ErrCorrupt},
 		{"empty flag on a full sketch", set(two(), 3, 1), ErrCorrupt},
 		{"k 7", set(set(two(), 4, 7), 5, 0), ErrParams},
 		{"m 4", set(two(), 6, 4), ErrParams},
@@ -183,6 +184,55 @@ func TestDecodeMalformed(t *testing.T) {
 	if _, err := Decode[int64](MarkLongs(validEncodings(t)[0])); err != nil {
 		t.Errorf("an empty sketch marked as longs: %v", err)
 	}
+}
+
+// TestJavaFourDoubles: DataSketches' Java library 3.2 to 4.0 set flag 8 in
+// a sketch of doubles (KllHelper.loadFirst8Bytes, fastEmptyCompactByteArray
+// and fastSingleItemCompactByteArray in its 4.0.0 sources), the bytes
+// otherwise as today's. Such bytes decode as doubles, to the sketch
+// without the flag, and declare doubles; as longs they are refused.
+func TestJavaFourDoubles(t *testing.T) {
+	t.Parallel()
+	for i, b := range validEncodings(t) {
+		if b[7] == byte(Longs) {
+			if d, ok := Declared(b); !ok || d != Longs {
+				t.Errorf("encoding %d, marked longs, declares %v %t", i, d, ok)
+			}
+			if _, ok := Declared(libraryBytesOf(b)); ok {
+				t.Errorf("encoding %d as a library writes it declares an item type", i)
+			}
+			continue
+		}
+		if _, ok := Declared(b); ok {
+			t.Errorf("encoding %d, unmarked, declares an item type", i)
+		}
+		old := slices.Clone(b)
+		old[3] |= flagDoubles
+		if d, ok := Declared(old); !ok || d != Doubles {
+			t.Errorf("encoding %d with flag 8 declares %v %t", i, d, ok)
+		}
+		s, err := Decode[float64](old)
+		if err != nil {
+			t.Errorf("encoding %d with flag 8: %v", i, err)
+			continue
+		}
+		if !slices.Equal(s.AppendBinary(nil), b) {
+			t.Errorf("encoding %d with flag 8 encodes as\n %x, not\n %x", i, s.AppendBinary(nil), b)
+		}
+		if _, err := Decode[int64](MarkLongs(old)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "flag 8") {
+			t.Errorf("encoding %d with flag 8 read as longs: %v", i, err)
+		}
+	}
+	if _, ok := Declared([]byte{1, 2, 3}); ok {
+		t.Error("three bytes declare an item type")
+	}
+}
+
+// libraryBytesOf is b with byte 7 as the libraries write it, 0.
+func libraryBytesOf(b []byte) []byte {
+	c := slices.Clone(b)
+	c[7] = 0
+	return c
 }
 
 // TestDecodeAllocation: inputs claiming the largest sketch allocate no

@@ -45,14 +45,16 @@
 //	0       1     preamble ints: 2 (empty or single item) or 5 (full)
 //	1       1     serial version: 1 (empty or full) or 2 (single item)
 //	2       1     family: 15 (KLL)
-//	3       1     flags: 1 empty, 2 level 0 sorted, 4 single item
+//	3       1     flags: 1 empty, 2 level 0 sorted, 4 single item;
+//	              8 a sketch of doubles, as DataSketches' Java library
+//	              3.2 to 4.0 wrote it (read, never written; see Declared)
 //	4       2     k, 8..65535
 //	6       1     m, the smallest level capacity: 8
 //	7       1     the item type in sketchd's bytes: 0 doubles, 1 longs.
 //	              The libraries write 0 here and ignore it; they do not
-//	              say what the items are, so the bytes of a library's
-//	              sketch of longs are taken as longs by marking them
-//	              (MarkLongs)
+//	              say what the items are (but for flag 8 above), so the
+//	              reader says it: the bytes of a library's sketch of
+//	              longs are taken as longs by marking them (MarkLongs)
 //	(empty: nothing more)
 //	(single item)
 //	8       8     the item: an IEEE 754 double or a two's-complement int64
@@ -81,5 +83,5 @@
 // before allocating and a decoded sketch holds only its R items (its
 // array grows to C on the first update), so memory stays within a small
 // multiple of the input; no input panics. Decoding then encoding gives
-// back the same bytes.
+// back the same bytes (but for flag 8, which is not written).
 package kll

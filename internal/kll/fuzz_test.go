@@ -17,8 +17,9 @@ func sentinels(err error) int {
 }
 
 // FuzzDecode: no input panics; an error wraps exactly one sentinel; a
-// decoded sketch encodes back to the input, answers queries, takes an
-// update and a merge with itself, and still encodes to decodable bytes.
+// decoded sketch encodes back to the input (flag 8 dropped), answers
+// queries, takes an update and a merge with itself, and still encodes to
+// decodable bytes; Declared never contradicts what decodes.
 func FuzzDecode(f *testing.F) {
 	for _, b := range validEncodings(f) {
 		f.Add(b)
@@ -34,13 +35,20 @@ func FuzzDecode(f *testing.F) {
 
 func fuzzType[T Item](t *testing.T, b []byte) {
 	s, err := Decode[T](b)
+	if d, ok := Declared(b); ok && d != ItemTypeOf[T]() && err == nil {
+		t.Fatalf("bytes declaring %ss decode as %ss", d, ItemTypeOf[T]())
+	}
 	if err != nil {
 		if sentinels(err) != 1 {
 			t.Fatalf("error %q wraps %d sentinels", err, sentinels(err))
 		}
 		return
 	}
-	if !bytes.Equal(s.AppendBinary(nil), b) {
+	// The encoding is the input, but for flag 8 (Java 3.2 to 4.0's mark
+	// of a sketch of doubles), which is read and not written.
+	want := bytes.Clone(b)
+	want[3] &^= flagDoubles
+	if !bytes.Equal(s.AppendBinary(nil), want) {
 		t.Fatal("decode then encode differs")
 	}
 	v := s.View()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -40,8 +41,9 @@ func requireDataSketches(tb testing.TB) {
 	}
 }
 
-// pyResult is what the script says about a sketch.
-type pyResult struct {
+// pyResult is what the script says about a sketch of T; a long travels
+// as a JSON integer, exactly.
+type pyResult[T Item] struct {
 	Bytes      string
 	N          uint64
 	K          int
@@ -49,9 +51,9 @@ type pyResult struct {
 	Estimation bool
 	Eps        float64
 	EpsPMF     float64 `json:"eps_pmf"`
-	Min, Max   float64
-	QIncl      []float64 `json:"quantiles_incl"`
-	QExcl      []float64 `json:"quantiles_excl"`
+	Min, Max   T
+	QIncl      []T       `json:"quantiles_incl"`
+	QExcl      []T       `json:"quantiles_excl"`
 	RIncl      []float64 `json:"ranks_incl"`
 	RExcl      []float64 `json:"ranks_excl"`
 	CDFIncl    []float64 `json:"cdf_incl"`
@@ -60,7 +62,9 @@ type pyResult struct {
 	PMFExcl    []float64 `json:"pmf_excl"`
 }
 
-func runPython(tb testing.TB, ops []map[string]any) []pyResult {
+// runPython runs the operations and returns each result undecoded: the
+// caller decodes it as a result of its item type (pyDecode).
+func runPython(tb testing.TB, ops []map[string]any) []json.RawMessage {
 	tb.Helper()
 	requireDataSketches(tb)
 	in, err := json.Marshal(ops)
@@ -75,24 +79,35 @@ func runPython(tb testing.TB, ops []map[string]any) []pyResult {
 	if err != nil {
 		tb.Fatalf("kll_interop.py: %v\n%s", err, stderr.String())
 	}
-	var res []pyResult
+	var res []json.RawMessage
 	if err := json.Unmarshal(out, &res); err != nil {
 		tb.Fatalf("kll_interop.py output: %v", err)
 	}
 	return res
 }
 
-// questions are the ranks, values and split points asked of a sketch of
-// values vals: random ranks (a grid would hit products like 0.07·100 that
-// the libraries round differently), some of the values and some beyond.
-type questions struct {
-	ranks  []float64
-	values []float64
-	splits []float64
+func pyDecode[T Item](tb testing.TB, raw json.RawMessage) pyResult[T] {
+	tb.Helper()
+	var r pyResult[T]
+	if err := json.Unmarshal(raw, &r); err != nil {
+		tb.Fatalf("kll_interop.py result %.200s: %v", raw, err)
+	}
+	return r
 }
 
-func ask(r *rand.Rand, vals []float64) questions {
-	var q questions
+// questions are the ranks, values and split points asked of a sketch of
+// values vals: random ranks (a grid would hit products like 0.07·100 that
+// the libraries round differently), some of the values and some beyond;
+// for longs also 2^53 and its neighbours and both ends of the int64 range,
+// where a value read through a float64 would go wrong.
+type questions[T Item] struct {
+	ranks  []float64
+	values []T
+	splits []T
+}
+
+func ask[T Item](r *rand.Rand, vals []T) questions[T] {
+	var q questions[T]
 	for range 60 {
 		q.ranks = append(q.ranks, r.Float64())
 	}
@@ -104,8 +119,17 @@ func ask(r *rand.Rand, vals []float64) questions {
 		q.values = append(q.values, vals[r.IntN(len(vals))])
 	}
 	lo, hi := slices.Min(vals), slices.Max(vals)
-	q.values = append(q.values, lo-1, hi+1, lo, hi)
-	set := map[float64]bool{}
+	if lo-1 < lo { // not past the end of int64
+		q.values = append(q.values, lo-1)
+	}
+	if hi+1 > hi {
+		q.values = append(q.values, hi+1)
+	}
+	q.values = append(q.values, lo, hi)
+	if ls, ok := any(&q.values).(*[]int64); ok {
+		*ls = append(*ls, 1<<53-1, 1<<53, 1<<53+1, 1<<53+2, math.MinInt64, math.MaxInt64)
+	}
+	set := map[T]bool{}
 	for range 10 {
 		set[vals[r.IntN(len(vals))]] = true
 	}
@@ -116,7 +140,7 @@ func ask(r *rand.Rand, vals []float64) questions {
 	return q
 }
 
-func (q questions) op(typ string, extra map[string]any) map[string]any {
+func (q questions[T]) op(typ string, extra map[string]any) map[string]any {
 	op := map[string]any{"type": typ, "ranks": q.ranks, "values_at": q.values, "splits": q.splits}
 	for k, v := range extra {
 		op[k] = v
@@ -124,60 +148,58 @@ func (q questions) op(typ string, extra map[string]any) map[string]any {
 	return op
 }
 
-// answers is a sketch's own answers to q, as floats.
-type answers struct {
-	qIncl, qExcl, rIncl, rExcl, cdfIncl, cdfExcl, pmfIncl, pmfExcl []float64
-	lowRetained, highRetained                                      float64
+// answers is a sketch's own answers to q.
+type answers[T Item] struct {
+	qIncl, qExcl                                     []T
+	rIncl, rExcl, cdfIncl, cdfExcl, pmfIncl, pmfExcl []float64
+	lowRetained, highRetained                        T
 }
 
-func answer[T Item](tb testing.TB, s *Sketch[T], q questions) answers {
+func answer[T Item](tb testing.TB, s *Sketch[T], q questions[T]) answers[T] {
 	tb.Helper()
-	var a answers
+	var a answers[T]
 	if s.IsEmpty() {
 		return a
 	}
 	v := s.View()
 	ret := slices.Clone(s.items)
-	a.lowRetained, a.highRetained = float64(slices.Min(ret)), float64(slices.Max(ret))
+	a.lowRetained, a.highRetained = slices.Min(ret), slices.Max(ret)
 	for _, r := range q.ranks {
 		x, err := v.Quantile(r, true)
 		y, err2 := v.Quantile(r, false)
 		if err != nil || err2 != nil {
 			tb.Fatal(err, err2)
 		}
-		a.qIncl, a.qExcl = append(a.qIncl, float64(x)), append(a.qExcl, float64(y))
+		a.qIncl, a.qExcl = append(a.qIncl, x), append(a.qExcl, y)
 	}
 	for _, x := range q.values {
-		ri, _ := v.Rank(T(x), true)
-		re, _ := v.Rank(T(x), false)
+		ri, _ := v.Rank(x, true)
+		re, _ := v.Rank(x, false)
 		a.rIncl, a.rExcl = append(a.rIncl, ri), append(a.rExcl, re)
 	}
 	if len(q.splits) > 0 {
-		sp := make([]T, len(q.splits))
-		for i, x := range q.splits {
-			sp[i] = T(x)
-		}
 		var err error
-		if a.cdfIncl, err = v.CDF(sp, true); err != nil {
+		if a.cdfIncl, err = v.CDF(q.splits, true); err != nil {
 			tb.Fatal(err)
 		}
-		a.cdfExcl, _ = v.CDF(sp, false)
-		a.pmfIncl, _ = v.PMF(sp, true)
-		a.pmfExcl, _ = v.PMF(sp, false)
+		a.cdfExcl, _ = v.CDF(q.splits, false)
+		a.pmfIncl, _ = v.PMF(q.splits, true)
+		a.pmfExcl, _ = v.PMF(q.splits, false)
 	}
 	return a
 }
 
 // compare checks sketchd's answers against the library's for the same
 // bytes: everything in exact mode; away from the ends in estimation mode.
-func compare(tb testing.TB, what string, n uint64, estimation bool, q questions, got answers, want pyResult) {
+// Items compare exactly (as int64s for longs).
+func compare[T Item](tb testing.TB, what string, n uint64, estimation bool, q questions[T], got answers[T], want pyResult[T]) {
 	tb.Helper()
 	inner := func(w float64) bool { return !estimation || w > 1 && w < float64(n) }
 	for i, r := range q.ranks {
 		for _, c := range []struct {
 			name      string
 			incl      bool
-			got, want float64
+			got, want T
 		}{{"incl", true, got.qIncl[i], want.QIncl[i]}, {"excl", false, got.qExcl[i], want.QExcl[i]}} {
 			w := r * float64(n)
 			if c.incl {
@@ -190,11 +212,15 @@ func compare(tb testing.TB, what string, n uint64, estimation bool, q questions,
 			}
 		}
 	}
-	within := func(x float64) bool {
+	within := func(x T) bool {
 		return !estimation || x >= got.lowRetained && x < got.highRetained
 	}
+	// Below the smallest retained item is the min alone (weight 1) in
+	// sketchd's view and nothing in the library's: an exclusive rank at
+	// that item differs by 1/n when the min is not retained.
+	withinExcl := func(x T) bool { return within(x) && (!estimation || x > got.lowRetained) }
 	for i, x := range q.values {
-		if within(x) && (got.rIncl[i] != want.RIncl[i] || got.rExcl[i] != want.RExcl[i]) {
+		if within(x) && got.rIncl[i] != want.RIncl[i] || withinExcl(x) && got.rExcl[i] != want.RExcl[i] {
 			tb.Errorf("%s: rank of %v = %v/%v, library %v/%v", what, x, got.rIncl[i], got.rExcl[i], want.RIncl[i], want.RExcl[i])
 		}
 	}
@@ -202,10 +228,11 @@ func compare(tb testing.TB, what string, n uint64, estimation bool, q questions,
 		if !within(x) || i > 0 && !within(q.splits[i-1]) {
 			continue
 		}
-		if math.Abs(got.cdfIncl[i]-want.CDFIncl[i]) > 1e-12 || math.Abs(got.cdfExcl[i]-want.CDFExcl[i]) > 1e-12 {
+		excl := withinExcl(x) && (i == 0 || withinExcl(q.splits[i-1]))
+		if math.Abs(got.cdfIncl[i]-want.CDFIncl[i]) > 1e-12 || withinExcl(x) && math.Abs(got.cdfExcl[i]-want.CDFExcl[i]) > 1e-12 {
 			tb.Errorf("%s: cdf at %v = %v/%v, library %v/%v", what, x, got.cdfIncl[i], got.cdfExcl[i], want.CDFIncl[i], want.CDFExcl[i])
 		}
-		if i > 0 && (math.Abs(got.pmfIncl[i]-want.PMFIncl[i]) > 1e-12 || math.Abs(got.pmfExcl[i]-want.PMFExcl[i]) > 1e-12) {
+		if i > 0 && (math.Abs(got.pmfIncl[i]-want.PMFIncl[i]) > 1e-12 || excl && math.Abs(got.pmfExcl[i]-want.PMFExcl[i]) > 1e-12) {
 			tb.Errorf("%s: pmf before %v = %v/%v, library %v/%v", what, x, got.pmfIncl[i], got.pmfExcl[i], want.PMFIncl[i], want.PMFExcl[i])
 		}
 	}
@@ -219,55 +246,81 @@ func libraryBytes(b []byte) string {
 	return hex.EncodeToString(c)
 }
 
+// interopCase is a sketch to build: of doubles or longs, with k and n
+// values. Longs are drawn from ±500,000 with repeats, or with wide from
+// the whole int64 range, -2^63, 2^63-1, 2^53 and 2^53+1 among them; fixed
+// lists the values instead (the cases an audit found wrong).
 type interopCase struct {
-	typ string
-	k   int
-	n   int
+	typ   string
+	k     int
+	n     int
+	wide  bool
+	fixed []int64
 }
 
 var interopCases = []interopCase{
-	{"double", 200, 0}, {"double", 200, 1}, {"double", 200, 2}, {"double", 200, 150},
-	{"double", 200, 5000}, {"double", 200, 300_000}, {"double", 8, 3000}, {"double", 1000, 50_000},
-	{"long", 200, 0}, {"long", 200, 1}, {"long", 100, 90}, {"long", 200, 20_000}, {"long", 8, 500},
+	{typ: "double", k: 200, n: 0}, {typ: "double", k: 200, n: 1}, {typ: "double", k: 200, n: 2}, {typ: "double", k: 200, n: 150},
+	{typ: "double", k: 200, n: 5000}, {typ: "double", k: 200, n: 300_000}, {typ: "double", k: 8, n: 3000}, {typ: "double", k: 1000, n: 50_000},
+	{typ: "long", k: 200, n: 0}, {typ: "long", k: 200, n: 1}, {typ: "long", k: 100, n: 90}, {typ: "long", k: 200, n: 20_000}, {typ: "long", k: 8, n: 500},
+	{typ: "long", k: 200, n: 1, fixed: []int64{1<<53 + 1}},
+	{typ: "long", k: 200, n: 3, fixed: []int64{math.MinInt64, 0, math.MaxInt64}},
+	{typ: "long", k: 100, n: 150, wide: true}, {typ: "long", k: 200, n: 20_000, wide: true}, {typ: "long", k: 8, n: 3000, wide: true},
 }
 
-// values draws n values of c's type: doubles from a log-normal, longs
-// from a wide range with repeats.
-func (c interopCase) values(seed uint64) []float64 {
+func (c interopCase) name() string {
+	s := c.typ + " k=" + itoa(c.k) + " n=" + itoa(c.n)
+	if c.wide {
+		s += " wide"
+	}
+	if c.fixed != nil {
+		s += " " + fmt.Sprint(c.fixed)
+	}
+	return s
+}
+
+// doubles draws n doubles from a log-normal.
+func (c interopCase) doubles(seed uint64) []float64 {
 	r := rand.New(rand.NewPCG(seed, uint64(c.n)))
 	out := make([]float64, c.n)
 	for i := range out {
-		if c.typ == "double" {
-			out[i] = math.Exp(2 + r.NormFloat64())
+		out[i] = math.Exp(2 + r.NormFloat64())
+	}
+	return out
+}
+
+// longs draws c's n longs.
+func (c interopCase) longs(seed uint64) []int64 {
+	if c.fixed != nil {
+		return slices.Clone(c.fixed)
+	}
+	r := rand.New(rand.NewPCG(seed, uint64(c.n)))
+	out := make([]int64, c.n)
+	for i := range out {
+		if c.wide {
+			out[i] = int64(r.Uint64())
 		} else {
-			out[i] = float64(r.Int64N(1_000_000) - 500_000)
+			out[i] = r.Int64N(1_000_000) - 500_000
+		}
+	}
+	if c.wide {
+		// The ends and 2^53's neighbours, at random places.
+		for _, v := range []int64{math.MinInt64, math.MaxInt64, 1 << 53, 1<<53 + 1, -(1 << 53) - 1} {
+			out[r.IntN(len(out))] = v
 		}
 	}
 	return out
 }
 
-func build[T Item](tb testing.TB, k int, vals []float64) *Sketch[T] {
+func build[T Item](tb testing.TB, k int, vals []T) *Sketch[T] {
 	tb.Helper()
 	s, err := New[T](k)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, v := range vals {
-		s.Update(T(v))
+		s.Update(v)
 	}
 	return s
-}
-
-func jsonValues(typ string, vals []float64) []any {
-	out := make([]any, len(vals))
-	for i, v := range vals {
-		if typ == "long" {
-			out[i] = int64(v)
-		} else {
-			out[i] = v
-		}
-	}
-	return out
 }
 
 // TestPythonReadsOurs: sketches built here decode in the Python library,
@@ -275,69 +328,46 @@ func jsonValues(typ string, vals []float64) []any {
 func TestPythonReadsOurs(t *testing.T) {
 	t.Parallel()
 	var ops []map[string]any
-	var encs [][]byte
-	var qs []questions
-	var ans []answers
-	var ests []bool
+	var checks []func(json.RawMessage)
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, c := range interopCases {
-		vals := c.values(1)
-		q := ask(r, vals)
-		var enc []byte
-		var a answers
-		var est bool
 		if c.typ == "double" {
-			s := build[float64](t, c.k, vals)
-			enc, a, est = s.AppendBinary(nil), answer(t, s, q), s.IsEstimationMode()
+			ops, checks = pythonReadsOurs(t, r, c, c.doubles(1), ops, checks)
 		} else {
-			s := build[int64](t, c.k, vals)
-			enc, a, est = s.AppendBinary(nil), answer(t, s, q), s.IsEstimationMode()
+			ops, checks = pythonReadsOurs(t, r, c, c.longs(1), ops, checks)
 		}
-		ops = append(ops, q.op(c.typ, map[string]any{"op": "read", "sketch": hex.EncodeToString(enc)}))
-		encs, qs, ans, ests = append(encs, enc), append(qs, q), append(ans, a), append(ests, est)
 	}
-	res := runPython(t, ops)
-	for i, c := range interopCases {
-		got := res[i]
-		what := c.typ + " k=" + itoa(c.k) + " n=" + itoa(c.n)
-		if got.Bytes != libraryBytes(encs[i]) {
-			t.Errorf("%s: the library writes back\n %s\nnot\n %s", what, got.Bytes, libraryBytes(encs[i]))
+	for i, res := range runPython(t, ops) {
+		checks[i](res)
+	}
+}
+
+func pythonReadsOurs[T Item](t *testing.T, r *rand.Rand, c interopCase, vals []T, ops []map[string]any, checks []func(json.RawMessage)) ([]map[string]any, []func(json.RawMessage)) {
+	q := ask(r, vals)
+	s := build(t, c.k, vals)
+	enc, a, est := s.AppendBinary(nil), answer(t, s, q), s.IsEstimationMode()
+	ops = append(ops, q.op(c.typ, map[string]any{"op": "read", "sketch": hex.EncodeToString(enc)}))
+	return ops, append(checks, func(raw json.RawMessage) {
+		got := pyDecode[T](t, raw)
+		what := c.name()
+		if got.Bytes != libraryBytes(enc) {
+			t.Errorf("%s: the library writes back\n %s\nnot\n %s", what, got.Bytes, libraryBytes(enc))
 		}
-		if got.N != uint64(c.n) || got.K != c.k || got.Estimation != ests[i] {
+		if got.N != uint64(c.n) || got.K != c.k || got.Estimation != est {
 			t.Errorf("%s: library reads n %d k %d estimation %t", what, got.N, got.K, got.Estimation)
 		}
-		if c.n > 0 {
-			s, err := decodeAny(c.typ, encs[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Eps != s.eps || got.EpsPMF != s.epsPMF || got.Min != s.min || got.Max != s.max || got.Retained != s.retained {
-				t.Errorf("%s: library eps %v/%v min %v max %v retained %d; ours %+v", what, got.Eps, got.EpsPMF, got.Min, got.Max, got.Retained, s)
-			}
-			compare(t, what, uint64(c.n), ests[i], qs[i], ans[i], got)
+		if c.n == 0 {
+			return
 		}
-	}
-}
-
-// summary is what the test compares of a decoded sketch of either type.
-type summary struct {
-	eps, epsPMF, min, max float64
-	retained              int
-}
-
-func decodeAny(typ string, b []byte) (summary, error) {
-	if typ == "double" {
-		s, err := Decode[float64](b)
+		d, err := Decode[T](enc)
 		if err != nil {
-			return summary{}, err
+			t.Fatal(err)
 		}
-		return summary{s.NormalizedRankError(false), s.NormalizedRankError(true), s.Min(), s.Max(), s.Retained()}, nil
-	}
-	s, err := Decode[int64](b)
-	if err != nil {
-		return summary{}, err
-	}
-	return summary{s.NormalizedRankError(false), s.NormalizedRankError(true), float64(s.Min()), float64(s.Max()), s.Retained()}, nil
+		if got.Eps != d.NormalizedRankError(false) || got.EpsPMF != d.NormalizedRankError(true) || got.Min != d.Min() || got.Max != d.Max() || got.Retained != d.Retained() {
+			t.Errorf("%s: library eps %v/%v min %v max %v retained %d; ours %v", what, got.Eps, got.EpsPMF, got.Min, got.Max, got.Retained, d)
+		}
+		compare(t, what, uint64(c.n), est, q, a, got)
+	})
 }
 
 // TestWeReadPython: sketches the Python library builds decode here, encode
@@ -346,47 +376,42 @@ func decodeAny(typ string, b []byte) (summary, error) {
 func TestWeReadPython(t *testing.T) {
 	t.Parallel()
 	var ops []map[string]any
-	var qs []questions
+	var checks []func(json.RawMessage)
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, c := range interopCases {
-		vals := c.values(2)
-		q := ask(r, vals)
-		ops = append(ops, q.op(c.typ, map[string]any{"op": "build", "k": c.k, "values": jsonValues(c.typ, vals)}))
-		qs = append(qs, q)
+		if c.typ == "double" {
+			ops, checks = weReadPython(t, r, c, c.doubles(2), ops, checks)
+		} else {
+			ops, checks = weReadPython(t, r, c, c.longs(2), ops, checks)
+		}
 	}
-	res := runPython(t, ops)
-	for i, c := range interopCases {
-		want := res[i]
-		what := c.typ + " k=" + itoa(c.k) + " n=" + itoa(c.n)
+	for i, res := range runPython(t, ops) {
+		checks[i](res)
+	}
+}
+
+func weReadPython[T Item](t *testing.T, r *rand.Rand, c interopCase, vals []T, ops []map[string]any, checks []func(json.RawMessage)) ([]map[string]any, []func(json.RawMessage)) {
+	q := ask(r, vals)
+	ops = append(ops, q.op(c.typ, map[string]any{"op": "build", "k": c.k, "values": vals}))
+	return ops, append(checks, func(raw json.RawMessage) {
+		want := pyDecode[T](t, raw)
+		what := c.name()
 		lib, err := hex.DecodeString(want.Bytes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vals := c.values(2)
-		var enc []byte
-		var a answers
-		var est bool
-		if c.typ == "double" {
-			s, err := Decode[float64](lib)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			enc, a, est = s.AppendBinary(nil), answer(t, s, qs[i]), s.IsEstimationMode()
-			if !est {
-				if own := build[float64](t, c.k, vals).AppendBinary(nil); !bytes.Equal(own, lib) {
-					t.Errorf("%s: exact-mode bytes differ from the library's for the same values", what)
-				}
-			}
-		} else {
-			s, err := Decode[int64](MarkLongs(lib))
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			enc, a, est = s.AppendBinary(nil), answer(t, s, qs[i]), s.IsEstimationMode()
-			if !est {
-				if own := build[int64](t, c.k, vals).AppendBinary(nil); libraryBytes(own) != want.Bytes {
-					t.Errorf("%s: exact-mode bytes differ from the library's for the same values", what)
-				}
+		in := lib
+		if ItemTypeOf[T]() == Longs {
+			in = MarkLongs(lib)
+		}
+		s, err := Decode[T](in)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		enc, a, est := s.AppendBinary(nil), answer(t, s, q), s.IsEstimationMode()
+		if !est {
+			if own := build(t, c.k, vals).AppendBinary(nil); libraryBytes(own) != want.Bytes {
+				t.Errorf("%s: exact-mode bytes differ from the library's for the same values", what)
 			}
 		}
 		if libraryBytes(enc) != want.Bytes {
@@ -396,20 +421,20 @@ func TestWeReadPython(t *testing.T) {
 			t.Errorf("%s: estimation mode %t, library %t", what, est, want.Estimation)
 		}
 		if c.n > 0 {
-			compare(t, what, uint64(c.n), est, qs[i], a, want)
+			compare(t, what, uint64(c.n), est, q, a, want)
 		}
-	}
+	})
 }
 
 // TestMergeInterop: the library merges sketchd's sketches and sketchd
 // merges the library's; both stay within the rank error of the truth.
 func TestMergeInterop(t *testing.T) {
 	t.Parallel()
-	a := interopCase{"double", 200, 40_000}
-	b := interopCase{"double", 200, 70_000}
-	va, vb := a.values(3), b.values(4)
-	sa, sb := build[float64](t, 200, va), build[float64](t, 200, vb)
-	res := runPython(t, []map[string]any{
+	a := interopCase{typ: "double", k: 200, n: 40_000}
+	b := interopCase{typ: "double", k: 200, n: 70_000}
+	va, vb := a.doubles(3), b.doubles(4)
+	sa, sb := build(t, 200, va), build(t, 200, vb)
+	raw := runPython(t, []map[string]any{
 		{"op": "merge", "type": "double", "k": 200, "sketches": []string{hex.EncodeToString(sa.AppendBinary(nil)), hex.EncodeToString(sb.AppendBinary(nil))}},
 		{"op": "build", "type": "double", "k": 200, "values": va},
 		{"op": "build", "type": "double", "k": 150, "values": vb},
@@ -429,6 +454,10 @@ func TestMergeInterop(t *testing.T) {
 				t.Errorf("%s: quantile %v off by rank %v", what, q, d)
 			}
 		}
+	}
+	res := make([]pyResult[float64], len(raw))
+	for i := range raw {
+		res[i] = pyDecode[float64](t, raw[i])
 	}
 	lib, _ := hex.DecodeString(res[0].Bytes)
 	merged, err := Decode[float64](lib)
@@ -452,9 +481,9 @@ func TestMergeInterop(t *testing.T) {
 		t.Errorf("merge keeps k %d, min k %d; want 200 and 150", da.K(), da.MinK())
 	}
 	// The merge writes what the library reads back as is.
-	res = runPython(t, []map[string]any{{"op": "read", "type": "double", "sketch": hex.EncodeToString(da.AppendBinary(nil))}})
-	if res[0].Bytes != libraryBytes(da.AppendBinary(nil)) || res[0].N != da.N() {
-		t.Errorf("the library reads our merge as n %d", res[0].N)
+	back := pyDecode[float64](t, runPython(t, []map[string]any{{"op": "read", "type": "double", "sketch": hex.EncodeToString(da.AppendBinary(nil))}})[0])
+	if back.Bytes != libraryBytes(da.AppendBinary(nil)) || back.N != da.N() {
+		t.Errorf("the library reads our merge as n %d", back.N)
 	}
 }
 

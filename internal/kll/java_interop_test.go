@@ -1,6 +1,7 @@
 package kll
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -21,55 +22,65 @@ import (
 
 var java javatest.Shared
 
-func bitsList(vs []float64, asLongs bool) string {
+// bitsList writes items as Interop.java reads them: 16-digit hex bit
+// patterns (a double's IEEE 754 bits, a long's two's complement).
+func bitsList[T Item](vs []T) string {
 	if len(vs) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		u := math.Float64bits(v)
-		if asLongs {
-			u = uint64(int64(v))
-		}
-		parts[i] = fmt.Sprintf("%016x", u)
+		parts[i] = fmt.Sprintf("%016x", itemBits(v))
 	}
 	return strings.Join(parts, ",")
 }
 
-func parseList(tb testing.TB, s string, asLongs bool) []float64 {
+func itemBits[T Item](v T) uint64 {
+	switch x := any(v).(type) {
+	case float64:
+		return math.Float64bits(x)
+	case int64:
+		return uint64(x)
+	}
+	panic("unreachable")
+}
+
+// parseList reads a list of bit patterns as items of type T, exactly.
+func parseList[T Item](tb testing.TB, s string) []T {
 	tb.Helper()
 	if s == "-" {
 		return nil
 	}
-	var out []float64
+	var out []T
 	for _, p := range strings.Split(s, ",") {
 		u, err := strconv.ParseUint(p, 16, 64)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if asLongs {
-			out = append(out, float64(int64(u)))
-		} else {
-			out = append(out, math.Float64frombits(u))
-		}
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], u)
+		out = append(out, readItem[T](b[:]))
 	}
 	return out
 }
 
-// javaAnswer is the library's reply, fields as Interop.java lists them.
-type javaAnswer struct {
+// javaAnswer is the library's reply, fields as Interop.java lists them:
+// items (min, max, quantiles and their bounds) of T, exactly, and
+// fractions (ranks, CDF, PMF) as doubles.
+type javaAnswer[T Item] struct {
 	bytes      []byte
 	n          uint64
 	retained   int
 	estimation bool
-	min, max   float64
+	min, max   T
 	eps        [2]float64
-	lists      [10][]float64 // qIncl qExcl qLo qHi rIncl rExcl cdfIncl cdfExcl pmfIncl pmfExcl
+	items      [4][]T       // qIncl qExcl qLo qHi
+	fractions  [6][]float64 // rIncl rExcl cdfIncl cdfExcl pmfIncl pmfExcl
 }
 
-func parseJava(tb testing.TB, f []string, asLongs bool) javaAnswer {
+func parseJava[T Item](tb testing.TB, f []string) javaAnswer[T] {
 	tb.Helper()
-	var a javaAnswer
+	var a javaAnswer[T]
 	var err error
 	if a.bytes, err = hex.DecodeString(f[0]); err != nil {
 		tb.Fatal(err)
@@ -80,36 +91,23 @@ func parseJava(tb testing.TB, f []string, asLongs bool) javaAnswer {
 	if f[4] == "-" {
 		return a
 	}
-	a.min, a.max = parseList(tb, f[4], asLongs)[0], parseList(tb, f[5], asLongs)[0]
-	a.eps = [2]float64{parseList(tb, f[6], false)[0], parseList(tb, f[7], false)[0]}
-	for i := range a.lists {
-		a.lists[i] = parseList(tb, f[8+i], asLongs && i < 4)
+	a.min, a.max = parseList[T](tb, f[4])[0], parseList[T](tb, f[5])[0]
+	a.eps = [2]float64{parseList[float64](tb, f[6])[0], parseList[float64](tb, f[7])[0]}
+	for i := range a.items {
+		a.items[i] = parseList[T](tb, f[8+i])
+	}
+	for i := range a.fractions {
+		a.fractions[i] = parseList[float64](tb, f[12+i])
 	}
 	return a
 }
 
-// ourAnswers are sketchd's answers in the order javaAnswer lists them.
-func ourAnswers[T Item](tb testing.TB, s *Sketch[T], q questions) [10][]float64 {
-	tb.Helper()
-	var out [10][]float64
-	a := answer(tb, s, q)
-	out[0], out[1], out[4], out[5] = a.qIncl, a.qExcl, a.rIncl, a.rExcl
-	out[6], out[7], out[8], out[9] = a.cdfIncl, a.cdfExcl, a.pmfIncl, a.pmfExcl
-	v := s.View()
-	for _, r := range q.ranks {
-		lo, hi, err := v.QuantileBounds(r, s.NormalizedRankError(false))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out[2], out[3] = append(out[2], float64(lo)), append(out[3], float64(hi))
-	}
-	return out
-}
+var itemNames = [4]string{"quantiles incl", "quantiles excl", "quantile lower bounds", "quantile upper bounds"}
+var fractionNames = [6]string{"ranks incl", "ranks excl", "cdf incl", "cdf excl", "pmf incl", "pmf excl"}
 
-var listNames = [10]string{"quantiles incl", "quantiles excl", "quantile lower bounds", "quantile upper bounds",
-	"ranks incl", "ranks excl", "cdf incl", "cdf excl", "pmf incl", "pmf excl"}
-
-func javaCompare[T Item](tb testing.TB, what string, s *Sketch[T], q questions, want javaAnswer) {
+// javaCompare checks sketchd's answers against the library's: items
+// exactly (a long as the int64 it is), fractions within 1e-12.
+func javaCompare[T Item](tb testing.TB, what string, s *Sketch[T], q questions[T], want javaAnswer[T]) {
 	tb.Helper()
 	if s.N() != want.n || s.Retained() != want.retained || s.IsEstimationMode() != want.estimation {
 		tb.Errorf("%s: n %d retained %d estimation %t; Java %d %d %t", what, s.N(), s.Retained(), s.IsEstimationMode(), want.n, want.retained, want.estimation)
@@ -117,22 +115,38 @@ func javaCompare[T Item](tb testing.TB, what string, s *Sketch[T], q questions, 
 	if s.IsEmpty() {
 		return
 	}
-	if float64(s.Min()) != want.min || float64(s.Max()) != want.max || s.NormalizedRankError(false) != want.eps[0] || s.NormalizedRankError(true) != want.eps[1] {
+	if s.Min() != want.min || s.Max() != want.max || s.NormalizedRankError(false) != want.eps[0] || s.NormalizedRankError(true) != want.eps[1] {
 		tb.Errorf("%s: min %v max %v eps %v %v; Java %v %v %v", what, s.Min(), s.Max(), s.NormalizedRankError(false), s.NormalizedRankError(true), want.min, want.max, want.eps)
 	}
-	got := ourAnswers(tb, s, q)
-	for i := range got {
-		for j := range got[i] {
-			if j >= len(want.lists[i]) || math.Abs(got[i][j]-want.lists[i][j]) > 1e-12 {
-				tb.Errorf("%s: %s[%d] = %v, Java %v", what, listNames[i], j, got[i][j], want.lists[i])
+	a := answer(tb, s, q)
+	var items [4][]T
+	items[0], items[1] = a.qIncl, a.qExcl
+	v := s.View()
+	for _, r := range q.ranks {
+		lo, hi, err := v.QuantileBounds(r, s.NormalizedRankError(false))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		items[2], items[3] = append(items[2], lo), append(items[3], hi)
+	}
+	for i := range items {
+		if !slices.Equal(items[i], want.items[i]) {
+			tb.Errorf("%s: %s = %v, Java %v", what, itemNames[i], items[i], want.items[i])
+		}
+	}
+	fractions := [6][]float64{a.rIncl, a.rExcl, a.cdfIncl, a.cdfExcl, a.pmfIncl, a.pmfExcl}
+	for i := range fractions {
+		for j := range fractions[i] {
+			if j >= len(want.fractions[i]) || math.Abs(fractions[i][j]-want.fractions[i][j]) > 1e-12 {
+				tb.Errorf("%s: %s[%d] = %v, Java %v", what, fractionNames[i], j, fractions[i][j], want.fractions[i])
 				break
 			}
 		}
 	}
 }
 
-func (q questions) javaTokens(asLongs bool) []string {
-	return []string{bitsList(q.ranks, false), bitsList(q.values, asLongs), bitsList(q.splits, asLongs)}
+func (q questions[T]) javaTokens() []string {
+	return []string{bitsList(q.ranks), bitsList(q.values), bitsList(q.splits)}
 }
 
 // TestJavaReadsOurs: sketches built here decode in the Java library, which
@@ -142,34 +156,43 @@ func TestJavaReadsOurs(t *testing.T) {
 	j := java.Get(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, c := range interopCases {
-		vals := c.values(5)
-		q := ask(r, vals)
-		what := "java reads " + c.typ + " k=" + itoa(c.k) + " n=" + itoa(c.n)
-		longs := c.typ == "long"
-		var enc []byte
-		if longs {
-			enc = build[int64](t, c.k, vals).AppendBinary(nil)
+		if c.typ == "double" {
+			javaReadsOurs(t, j, r, c, c.doubles(5))
 		} else {
-			enc = build[float64](t, c.k, vals).AppendBinary(nil)
-		}
-		want := parseJava(t, j.Call(t, append([]string{"kll_read", c.typ, itoa(c.k), hex.EncodeToString(enc)}, q.javaTokens(longs)...)...), longs)
-		if lib := libraryBytes(enc); hex.EncodeToString(want.bytes) != lib {
-			t.Errorf("%s: Java writes back\n %x\nnot\n %s", what, want.bytes, lib)
-		}
-		if longs {
-			s, err := Decode[int64](enc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			javaCompare(t, what, s, q, want)
-		} else {
-			s, err := Decode[float64](enc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			javaCompare(t, what, s, q, want)
+			javaReadsOurs(t, j, r, c, c.longs(5))
 		}
 	}
+}
+
+func javaReadsOurs[T Item](t *testing.T, j *javatest.JVM, r *rand.Rand, c interopCase, vals []T) {
+	t.Helper()
+	q := ask(r, vals)
+	what := "java reads " + c.name()
+	enc := build(t, c.k, vals).AppendBinary(nil)
+	want := parseJava[T](t, j.Call(t, append([]string{"kll_read", c.typ, itoa(c.k), hex.EncodeToString(enc)}, q.javaTokens()...)...))
+	if lib := libraryBytes(enc); hex.EncodeToString(want.bytes) != lib {
+		t.Errorf("%s: Java writes back\n %x\nnot\n %s", what, want.bytes, lib)
+	}
+	s, err := Decode[T](enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	javaCompare(t, what, s, q, want)
+	if ItemTypeOf[T]() != Doubles {
+		return
+	}
+	// With flag 8, as Java 3.2 to 4.0 wrote a sketch of doubles: the
+	// library reads the same sketch, and so does sketchd.
+	old := slices.Clone(enc)
+	old[3] |= flagDoubles
+	want = parseJava[T](t, j.Call(t, append([]string{"kll_read", c.typ, itoa(c.k), hex.EncodeToString(old)}, q.javaTokens()...)...))
+	if lib := libraryBytes(enc); hex.EncodeToString(want.bytes) != lib {
+		t.Errorf("%s with flag 8: Java writes back\n %x\nnot\n %s", what, want.bytes, lib)
+	}
+	if s, err = Decode[T](old); err != nil {
+		t.Fatalf("%s with flag 8: %v", what, err)
+	}
+	javaCompare(t, what+" with flag 8", s, q, want)
 }
 
 // TestWeReadJava: sketches the Java library builds and merges decode here,
@@ -179,39 +202,39 @@ func TestWeReadJava(t *testing.T) {
 	j := java.Get(t)
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, c := range interopCases {
-		vals := c.values(6)
-		q := ask(r, vals)
-		longs := c.typ == "long"
-		what := "java builds " + c.typ + " k=" + itoa(c.k) + " n=" + itoa(c.n)
-		want := parseJava(t, j.Call(t, append([]string{"kll_build", c.typ, itoa(c.k), bitsList(vals, longs)}, q.javaTokens(longs)...)...), longs)
-		check := func(b []byte, what string, want javaAnswer) {
-			t.Helper()
-			if longs {
-				s, err := Decode[int64](MarkLongs(b))
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				if libraryBytes(s.AppendBinary(nil)) != hex.EncodeToString(b) {
-					t.Errorf("%s: decode then encode differs", what)
-				}
-				javaCompare(t, what, s, q, want)
-				return
-			}
-			s, err := Decode[float64](b)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if !slices.Equal(s.AppendBinary(nil), b) {
-				t.Errorf("%s: decode then encode differs", what)
-			}
-			javaCompare(t, what, s, q, want)
+		if c.typ == "double" {
+			weReadJava(t, j, r, c, c.doubles(6))
+		} else {
+			weReadJava(t, j, r, c, c.longs(6))
 		}
-		check(want.bytes, what, want)
-		if c.n > 1 {
-			// The library's merge of its sketch with itself.
-			h := hex.EncodeToString(want.bytes)
-			m := parseJava(t, j.Call(t, append([]string{"kll_merge", c.typ, itoa(c.k), h + "," + h}, q.javaTokens(longs)...)...), longs)
-			check(m.bytes, what+", merged", m)
+	}
+}
+
+func weReadJava[T Item](t *testing.T, j *javatest.JVM, r *rand.Rand, c interopCase, vals []T) {
+	t.Helper()
+	q := ask(r, vals)
+	what := "java builds " + c.name()
+	want := parseJava[T](t, j.Call(t, append([]string{"kll_build", c.typ, itoa(c.k), bitsList(vals)}, q.javaTokens()...)...))
+	check := func(b []byte, what string, want javaAnswer[T]) {
+		t.Helper()
+		in := b
+		if ItemTypeOf[T]() == Longs {
+			in = MarkLongs(b)
 		}
+		s, err := Decode[T](in)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if libraryBytes(s.AppendBinary(nil)) != hex.EncodeToString(b) {
+			t.Errorf("%s: decode then encode differs", what)
+		}
+		javaCompare(t, what, s, q, want)
+	}
+	check(want.bytes, what, want)
+	if c.n > 1 {
+		// The library's merge of its sketch with itself.
+		h := hex.EncodeToString(want.bytes)
+		m := parseJava[T](t, j.Call(t, append([]string{"kll_merge", c.typ, itoa(c.k), h + "," + h}, q.javaTokens()...)...))
+		check(m.bytes, what+", merged", m)
 	}
 }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -456,20 +458,46 @@ func bloomStateOf(p sketch.BloomParams, in sketch.Info) bloomState {
 // their min and max (absent while empty), the items kept and the rank
 // error of its answers.
 type kllState struct {
-	K            int      `json:"k"`
-	Items        string   `json:"items"`
-	N            int64    `json:"n"`
-	Min          *float64 `json:"min,omitempty"`
-	Max          *float64 `json:"max,omitempty"`
-	Retained     int      `json:"retained"`
-	RankError    float64  `json:"rank_error"`
-	RankErrorPMF float64  `json:"rank_error_pmf"`
-	SizeBytes    int      `json:"size_bytes"`
+	K            int     `json:"k"`
+	Items        string  `json:"items"`
+	N            int64   `json:"n"`
+	Min          *number `json:"min,omitempty"`
+	Max          *number `json:"max,omitempty"`
+	Retained     int     `json:"retained"`
+	RankError    float64 `json:"rank_error"`
+	RankErrorPMF float64 `json:"rank_error_pmf"`
+	SizeBytes    int     `json:"size_bytes"`
 }
 
 func kllStateOf(p sketch.KLLParams, in sketch.Info) kllState {
-	return kllState{K: p.K, Items: p.Items.String(), N: in.Total, Min: in.Min, Max: in.Max, Retained: in.Retained,
+	return kllState{K: p.K, Items: p.Items.String(), N: in.Total, Min: numberPtr(in.Min), Max: numberPtr(in.Max), Retained: in.Retained,
 		RankError: in.RankError, RankErrorPMF: in.RankErrorPMF, SizeBytes: in.SizeBytes}
+}
+
+// number is a sketch's value in an answer (sketch.Value): a double as
+// encoding/json writes a float64, a long as its exact integer literal
+// (9007199254740993, 9223372036854775807), never rounded through a
+// float64. Go's encoding/json and Python's json read such a literal
+// exactly into an int64 or int; JavaScript's JSON.parse rounds it beyond
+// 2^53 (docs/quantiles.md says how to read it there).
+type number sketch.Value
+
+// MarshalJSON implements json.Marshaler.
+func (n number) MarshalJSON() ([]byte, error) {
+	v := sketch.Value(n)
+	if v.IsLong() {
+		return strconv.AppendInt(nil, v.Int64(), 10), nil
+	}
+	return json.Marshal(v.Float64())
+}
+
+// numberPtr is v as a number, nil for nil.
+func numberPtr(v *sketch.Value) *number {
+	if v == nil {
+		return nil
+	}
+	n := number(*v)
+	return &n
 }
 
 // kllResponse describes a KLL sketch.

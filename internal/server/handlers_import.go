@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sketchd/sketchd/internal/idem"
+	"github.com/sketchd/sketchd/internal/kll"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -41,7 +42,7 @@ func (s *Server) handleBucketImport(replace bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		sk, err := s.upload(w, r, q)
+		sk, err := s.upload(w, r, q, seriesItems(ss, name))
 		if err != nil {
 			return err
 		}
@@ -96,7 +97,12 @@ func (s *Server) handleBucketsImport(replace bool) handlerFunc {
 				out := make([]series.Import, len(lines))
 				var mem int64
 				for i, l := range lines {
-					sk, err := sketch.DecodeUpload(l.raw, format)
+					raw := l.raw
+					if p, ok := spec.Params.(sketch.KLLParams); ok && p.Items == kll.Longs && undeclaredKLL(raw, format) {
+						// The series says what the bytes do not.
+						raw = kll.MarkLongs(raw)
+					}
+					sk, err := sketch.DecodeUpload(raw, format)
 					if err == nil {
 						sk, err = sketch.Conform(sk, spec.Params, fold)
 					}

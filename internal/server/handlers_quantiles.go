@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/url"
@@ -18,26 +19,35 @@ import (
 // asks for.
 const maxSplitPoints = 1000
 
-// floatList parses a comma-separated list of numbers (?q=0.5,0.99),
-// required, at most maxSplitPoints, each finite and within [lo, hi].
-func floatList(q map[string][]string, key string, lo, hi float64) ([]float64, error) {
+// numberList reads a comma-separated list of numbers (?q=0.5,0.99):
+// required, at most maxSplitPoints, each finite and within [lo, hi]. It
+// returns the numbers as floats and as they were written (trimmed), for a
+// sketch of longs to read as integers (kllValues).
+func numberList(q map[string][]string, key string, lo, hi float64) ([]float64, []string, error) {
 	v, ok := first(q, key)
 	if !ok || v == "" {
-		return nil, sketch.Errorf(sketch.Invalid, "query parameter %s is required: a comma-separated list of numbers, like %s=0.5,0.99", key, key)
+		return nil, nil, sketch.Errorf(sketch.Invalid, "query parameter %s is required: a comma-separated list of numbers, like %s=0.5,0.99", key, key)
 	}
 	parts := strings.Split(v, ",")
 	if len(parts) > maxSplitPoints {
-		return nil, sketch.Errorf(sketch.Invalid, "query parameter %s lists %d numbers; at most %d", key, len(parts), maxSplitPoints)
+		return nil, nil, sketch.Errorf(sketch.Invalid, "query parameter %s lists %d numbers; at most %d", key, len(parts), maxSplitPoints)
 	}
 	out := make([]float64, len(parts))
 	for i, p := range parts {
-		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		parts[i] = strings.TrimSpace(p)
+		f, err := strconv.ParseFloat(parts[i], 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < lo || f > hi {
-			return nil, sketch.Errorf(sketch.Invalid, "query parameter %s: %q is not a number in [%v, %v]", key, clip(p), lo, hi)
+			return nil, nil, sketch.Errorf(sketch.Invalid, "query parameter %s: %q is not a number in [%v, %v]", key, clip(p), lo, hi)
 		}
 		out[i] = f
 	}
-	return out, nil
+	return out, parts, nil
+}
+
+// floatList is numberList's floats.
+func floatList(q map[string][]string, key string, lo, hi float64) ([]float64, error) {
+	fs, _, err := numberList(q, key, lo, hi)
+	return fs, err
 }
 
 // uintParam parses a required non-negative integer query parameter.
@@ -54,12 +64,13 @@ func uintParam(q map[string][]string, key string) (uint64, error) {
 }
 
 // quantileValue is one quantile of a sketch's values with the values at
-// the ranks rank_error below and above it (nil for an empty sketch).
+// the ranks rank_error below and above it (nil for an empty sketch); a
+// long is its exact integer.
 type quantileValue struct {
-	Q     float64  `json:"q"`
-	Value *float64 `json:"value"`
-	Lower *float64 `json:"lower"`
-	Upper *float64 `json:"upper"`
+	Q     float64 `json:"q"`
+	Value *number `json:"value"`
+	Lower *number `json:"lower"`
+	Upper *number `json:"upper"`
 }
 
 // quantileResponse answers quantiles of a Count-Min over a value domain
@@ -102,7 +113,7 @@ func quantilesOf(label string, sk sketch.Sketch, qs []float64, inclusive bool) (
 		resp := quantileResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: k.RankError(false), Confidence: kllConfidence,
 			Quantiles: make([]quantileValue, len(qs))}
 		v := k.View()
-		at := func(q float64) *float64 {
+		at := func(q float64) *number {
 			if k.IsEmpty() {
 				return nil
 			}
@@ -110,7 +121,8 @@ func quantilesOf(label string, sk sketch.Sketch, qs []float64, inclusive bool) (
 			if err != nil {
 				return nil
 			}
-			return &x
+			n := number(x)
+			return &n
 		}
 		for i, q := range qs {
 			resp.Quantiles[i] = quantileValue{Q: q, Value: at(q), Lower: at(math.Max(0, q-resp.RankError)), Upper: at(math.Min(1, q+resp.RankError))}
@@ -122,12 +134,13 @@ func quantilesOf(label string, sk sketch.Sketch, qs []float64, inclusive bool) (
 		return quantileResponse{}, quantileKind(label, sk.Params())
 	}
 	resp := quantileResponse{Type: string(sketch.TypeCMS), N: c.Total(), Quantiles: make([]quantileValue, len(qs))}
-	at := func(q float64) (*float64, cms.QuantileEstimate, error) {
+	at := func(q float64) (*number, cms.QuantileEstimate, error) {
 		e, ok, err := c.Quantile(q)
 		if err != nil || !ok {
 			return nil, e, err
 		}
-		v := float64(e.Value)
+		// A value of the domain [0, 2^B), B ≤ 63: an exact integer.
+		v := number(sketch.Long(int64(e.Value)))
 		return &v, e, nil
 	}
 	for i, q := range qs {
@@ -291,7 +304,7 @@ func (s *Server) handleSeriesRangeCount(w http.ResponseWriter, r *http.Request) 
 // rankValue is one value's normalized rank with the ranks rank_error
 // below and above it (clipped to [0, 1]).
 type rankValue struct {
-	Value float64 `json:"value"`
+	Value number  `json:"value"`
 	Rank  float64 `json:"rank"`
 	Lower float64 `json:"lower"`
 	Upper float64 `json:"upper"`
@@ -314,7 +327,7 @@ type distributionResponse struct {
 	N           uint64    `json:"n"`
 	RankError   float64   `json:"rank_error"`
 	Confidence  float64   `json:"confidence"`
-	SplitPoints []float64 `json:"split_points"`
+	SplitPoints []number  `json:"split_points"`
 	Values      []float64 `json:"values"`
 	Lower       []float64 `json:"lower"`
 	Upper       []float64 `json:"upper"`
@@ -329,26 +342,52 @@ func kllOf(label string, sk sketch.Sketch, what string) (sketch.KLL, error) {
 	return k, nil
 }
 
-// kllValues checks values or split points for a sketch of longs: they
-// must be integers.
-func kllValues(sk sketch.Sketch, key string, vs []float64) error {
-	if p, ok := sk.Params().(sketch.KLLParams); ok && p.Items == kll.Longs {
-		for _, v := range vs {
-			if v != math.Trunc(v) || math.Abs(v) > 1<<63 {
-				return sketch.Errorf(sketch.Invalid, "%s: %v is not an integer; this kll sketch keeps longs", key, v)
-			}
+// kllValues reads values or split points (the text of ?value= or
+// ?split=, already checked to be finite numbers) as the sketch's items:
+// doubles, or longs parsed as int64s, never through a float64, so that
+// 2^53+1 and 2^63-1 are asked about as they are.
+func kllValues(k sketch.KLL, key string, texts []string) ([]sketch.Value, error) {
+	out := make([]sketch.Value, len(texts))
+	for i, t := range texts {
+		if k.Items() != kll.Longs {
+			f, _ := strconv.ParseFloat(t, 64)
+			out[i] = sketch.Double(f)
+			continue
 		}
+		v, err := parseLong(t)
+		if err != nil {
+			return nil, sketch.Errorf(sketch.Invalid, "query parameter %s: %s; this kll sketch keeps longs", key, err)
+		}
+		out[i] = sketch.Long(v)
 	}
-	return nil
+	return out, nil
 }
 
-// ranksOf answers the ranks of values in a KLL sketch.
-func ranksOf(label string, sk sketch.Sketch, values []float64, inclusive bool) (rankResponse, error) {
+// parseLong reads a long as a sketch of longs takes it: an optional sign
+// and decimal digits within the int64 range, [-2^63, 2^63-1]. The error
+// quotes the text and says whether it is not an integer or out of range.
+func parseLong(t string) (int64, error) {
+	digits := strings.TrimLeft(t, "+-")
+	if len(t)-len(digits) > 1 || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		// Checked before ParseInt, which calls a long enough run of digits
+		// out of range whatever follows it.
+		return 0, fmt.Errorf("%q is not an integer (write one in decimal, like 42 or -7)", clip(t))
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is out of the int64 range [%d, %d]", clip(t), int64(math.MinInt64), int64(math.MaxInt64))
+	}
+	return v, nil
+}
+
+// ranksOf answers the ranks of values (their text) in a KLL sketch.
+func ranksOf(label string, sk sketch.Sketch, texts []string, inclusive bool) (rankResponse, error) {
 	k, err := kllOf(label, sk, "a rank")
 	if err != nil {
 		return rankResponse{}, err
 	}
-	if err := kllValues(sk, "value", values); err != nil {
+	values, err := kllValues(k, "value", texts)
+	if err != nil {
 		return rankResponse{}, err
 	}
 	eps := k.RankError(false)
@@ -361,13 +400,14 @@ func ranksOf(label string, sk sketch.Sketch, values []float64, inclusive bool) (
 				return resp, err
 			}
 		}
-		resp.Ranks[i] = rankValue{Value: x, Rank: r, Lower: math.Max(0, r-eps), Upper: math.Min(1, r+eps)}
+		resp.Ranks[i] = rankValue{Value: number(x), Rank: r, Lower: math.Max(0, r-eps), Upper: math.Min(1, r+eps)}
 	}
 	return resp, nil
 }
 
-// distribution answers a KLL sketch's CDF (pmf false) or PMF over splits.
-func distribution(label string, sk sketch.Sketch, splits []float64, inclusive, pmf bool) (distributionResponse, error) {
+// distribution answers a KLL sketch's CDF (pmf false) or PMF over split
+// points (their text).
+func distribution(label string, sk sketch.Sketch, texts []string, inclusive, pmf bool) (distributionResponse, error) {
 	what := "a cdf"
 	if pmf {
 		what = "a pmf"
@@ -376,16 +416,20 @@ func distribution(label string, sk sketch.Sketch, splits []float64, inclusive, p
 	if err != nil {
 		return distributionResponse{}, err
 	}
-	if err := kllValues(sk, "split", splits); err != nil {
+	splits, err := kllValues(k, "split", texts)
+	if err != nil {
 		return distributionResponse{}, err
 	}
 	for i := 1; i < len(splits); i++ {
-		if !(splits[i-1] < splits[i]) {
-			return distributionResponse{}, sketch.Errorf(sketch.Invalid, "split points must increase strictly; %v follows %v", splits[i], splits[i-1])
+		if !splits[i-1].Less(splits[i]) {
+			return distributionResponse{}, sketch.Errorf(sketch.Invalid, "split points must increase strictly; %s follows %s", splits[i], splits[i-1])
 		}
 	}
 	eps := k.RankError(pmf)
-	resp := distributionResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: eps, Confidence: kllConfidence, SplitPoints: splits}
+	resp := distributionResponse{Type: string(sketch.TypeKLL), N: k.N(), RankError: eps, Confidence: kllConfidence, SplitPoints: make([]number, len(splits))}
+	for i, x := range splits {
+		resp.SplitPoints[i] = number(x)
+	}
 	if k.IsEmpty() {
 		resp.Values, resp.Lower, resp.Upper = []float64{}, []float64{}, []float64{}
 		return resp, nil
@@ -420,7 +464,7 @@ func (s *Server) handleRank(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	values, inclusive, err := numbersInclusive(q, "value", -math.MaxFloat64, math.MaxFloat64)
+	values, inclusive, err := textsInclusive(q, "value")
 	if err != nil {
 		return err
 	}
@@ -445,7 +489,7 @@ func (s *Server) distribution(w http.ResponseWriter, r *http.Request, pmf bool) 
 	if err != nil {
 		return err
 	}
-	splits, inclusive, err := numbersInclusive(q, "split", -math.MaxFloat64, math.MaxFloat64)
+	splits, inclusive, err := textsInclusive(q, "split")
 	if err != nil {
 		return err
 	}
@@ -469,7 +513,7 @@ func (s *Server) handleSeriesRank(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	values, inclusive, err := numbersInclusive(q, "value", -math.MaxFloat64, math.MaxFloat64)
+	values, inclusive, err := textsInclusive(q, "value")
 	if err != nil {
 		return err
 	}
@@ -497,7 +541,7 @@ func (s *Server) seriesDistribution(w http.ResponseWriter, r *http.Request, pmf 
 	if err != nil {
 		return err
 	}
-	splits, inclusive, err := numbersInclusive(q, "split", -math.MaxFloat64, math.MaxFloat64)
+	splits, inclusive, err := textsInclusive(q, "split")
 	if err != nil {
 		return err
 	}
@@ -521,4 +565,16 @@ func numbersInclusive(q url.Values, param string, lo, hi float64) ([]float64, bo
 	}
 	inclusive, err := boolParam(q, "inclusive", true)
 	return xs, inclusive, err
+}
+
+// textsInclusive parses a rank's or a distribution's query: the values
+// under param, each a finite number, as written (kllValues reads them as
+// the sketch's items once it is known), and ?inclusive (default true).
+func textsInclusive(q url.Values, param string) ([]string, bool, error) {
+	_, texts, err := numberList(q, param, -math.MaxFloat64, math.MaxFloat64)
+	if err != nil {
+		return nil, false, err
+	}
+	inclusive, err := boolParam(q, "inclusive", true)
+	return texts, inclusive, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/internal/kll"
+	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
@@ -135,11 +136,11 @@ func writeRaw(w http.ResponseWriter, b []byte, asHex bool) {
 //
 // q holds the upload's ?format= (a sketch type; absent to recognize the
 // format from the bytes' preamble) and ?items=: long takes a KLL upload
-// as a sketch of longs. DataSketches' libraries do not say in their bytes
-// whether a KLL sketch keeps doubles or longs, and sketchd reads them as
-// doubles unless told (items=double checks that they are marked as
-// doubles, as libraries' bytes are).
-func (s *Server) upload(w http.ResponseWriter, r *http.Request, q map[string][]string) (sketch.Sketch, error) {
+// as a sketch of longs (items=double checks that the bytes are not marked
+// as longs). DataSketches' libraries mostly do not say in their bytes
+// whether a KLL sketch keeps doubles or longs (kll.Declared): without
+// ?items=, itemsOf says it, from the sketch or series the upload goes to.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, q map[string][]string, itemsOf kllItemsOf) (sketch.Sketch, error) {
 	format := uploadFormat(q)
 	items, hasItems := first(q, "items")
 	if hasItems && items != "long" && items != "double" {
@@ -173,6 +174,18 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, q map[string][]s
 			return nil, sketch.Errorf(sketch.Invalid, "the text upload is not hex: %s", clip(err.Error()))
 		}
 	}
+	if !hasItems && undeclaredKLL(raw, format) {
+		t, err := itemsOf(r.Context())
+		if err != nil && !kllDamaged(raw) {
+			if sketch.KindOf(err) == sketch.Invalid {
+				s.refused(refusedBadInput)
+			}
+			return nil, err
+		}
+		if t == kll.Longs {
+			raw = kll.MarkLongs(raw)
+		}
+	}
 	if hasItems {
 		if !kll.Sniff(raw) {
 			s.refused(refusedBadInput)
@@ -193,6 +206,74 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, q map[string][]s
 	return sk, nil
 }
 
+// kllItemsOf says what a KLL upload whose bytes do not say it keeps:
+// doubles or longs.
+type kllItemsOf func(context.Context) (kll.ItemType, error)
+
+// undeclaredKLL reports whether raw is a KLL upload (by its preamble, and
+// ?format= if given) whose bytes do not say whether it keeps doubles or
+// longs: every library's but Java 3.2 to 4.0's sketch of doubles.
+func undeclaredKLL(raw []byte, format sketch.Type) bool {
+	if format != "" && format != sketch.TypeKLL || !kll.Sniff(raw) {
+		return false
+	}
+	_, ok := kll.Declared(raw)
+	return !ok
+}
+
+// kllDamaged reports whether raw decodes as a KLL sketch of neither
+// doubles nor longs: then what it keeps does not matter, and the
+// decoder's complaint (as doubles) is the answer.
+func kllDamaged(raw []byte) bool {
+	if _, err := kll.Decode[float64](raw); err == nil {
+		return false
+	}
+	_, err := kll.Decode[int64](kll.MarkLongs(raw))
+	return err != nil
+}
+
+// storedItems says what a KLL upload to the sketch name keeps: what the
+// KLL sketch stored there keeps. A missing sketch is refused, a 400 naming
+// ?items= when the upload would create it (PUT; nothing says what its
+// values are) and the store's 404 when it would merge into it; a sketch
+// of another kind is the Conflict the write would give. It is read before
+// the write, not in it: a sketch replaced in between by one of the other
+// item type makes the write a Conflict (the kinds differ), never a
+// misreading.
+func (s *Server) storedItems(name string, creates bool) kllItemsOf {
+	return func(ctx context.Context) (kll.ItemType, error) {
+		info, err := s.store.Describe(ctx, name)
+		if creates && sketch.KindOf(err) == sketch.NotFound {
+			return 0, sketch.Errorf(sketch.Invalid, "the upload is a DataSketches KLL sketch, whose bytes do not say whether it keeps doubles or longs, and there is no sketch %s yet to say it: send ?items=long or ?items=double", strconv.Quote(name))
+		}
+		if err != nil {
+			return 0, err
+		}
+		p, ok := info.Spec.Params.(sketch.KLLParams)
+		if !ok {
+			return 0, sketch.WrongKind(name, info.Spec.Type(), sketch.TypeKLL)
+		}
+		return p.Items, nil
+	}
+}
+
+// seriesItems says what a KLL upload to a bucket of the series name keeps:
+// what the series keeps. A series of another kind is a Conflict.
+func seriesItems(ss SeriesStore, name string) kllItemsOf {
+	return func(ctx context.Context) (kll.ItemType, error) {
+		var t kll.ItemType
+		err := ss.ViewSeries(ctx, name, func(spec *series.Spec) ([]series.Run, error) {
+			p, ok := spec.Params.(sketch.KLLParams)
+			if !ok {
+				return nil, sketch.Errorf(sketch.Conflict, "series %s keeps %s sketches; a kll sketch cannot join them", strconv.Quote(name), spec.Params.Kind().Type)
+			}
+			t = p.Items
+			return nil, nil
+		}, func(*series.Spec, []series.Bucket) error { return nil })
+		return t, err
+	}
+}
+
 // uploadFormat is an upload's ?format=: the sketch type its bytes are
 // in, "" (absent) to recognize it from the preamble. DecodeUpload refuses
 // a name that is no type.
@@ -211,7 +292,7 @@ func (s *Server) handleRawPut(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r, q)
+	sk, err := s.upload(w, r, q, s.storedItems(name, true))
 	if err != nil {
 		return err
 	}
@@ -249,7 +330,7 @@ func (s *Server) handleRawPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sk, err := s.upload(w, r, q)
+	sk, err := s.upload(w, r, q, s.storedItems(name, false))
 	if err != nil {
 		return err
 	}

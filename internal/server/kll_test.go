@@ -253,9 +253,15 @@ func TestKLLUnionsUploadsEvents(t *testing.T) {
 		t.Error("the uploaded longs download differently")
 	}
 	must(t, e.send(t, http.MethodPost, "/v1/sketches/l/raw?items=long", "application/octet-stream", string(raw)), http.StatusOK, "merge longs")
-	p = checkProblem(t, e.send(t, http.MethodPost, "/v1/sketches/l/raw", "application/octet-stream", string(raw)), http.StatusConflict)
+	// Without ?items= the stored sketch of longs says what the bytes keep.
+	must(t, e.send(t, http.MethodPost, "/v1/sketches/l/raw", "application/octet-stream", string(raw)), http.StatusOK, "merge longs without items")
+	decode(t, must(t, e.get(t, "/v1/sketches/l"), http.StatusOK, "describe l").Body, &d)
+	if d.Items != "long" || d.N != 1000 || *d.Max != 3493 {
+		t.Errorf("after two merges of longs: %+v", d)
+	}
+	p = checkProblem(t, e.send(t, http.MethodPost, "/v1/sketches/l/raw?items=double", "application/octet-stream", string(e.raw(t, "a"))), http.StatusConflict)
 	if !strings.Contains(p.Detail, "kll") {
-		t.Errorf("longs read as doubles merged into longs: %q", p.Detail)
+		t.Errorf("doubles merged into longs: %q", p.Detail)
 	}
 	p = checkProblem(t, e.send(t, http.MethodPut, "/v1/sketches/x/raw?items=double", "application/octet-stream", string(e.raw(t, "up"))), http.StatusBadRequest)
 	if !strings.Contains(p.Detail, "marked as a kll sketch of longs") {

@@ -135,15 +135,18 @@ func (p KLLParams) New() (Sketch, error) {
 // String implements Params.
 func (p KLLParams) String() string { return fmt.Sprintf("kll k=%d items=%s", p.K, p.Items) }
 
-// KLL is what the API asks of a KLL sketch of either item type, values as
-// float64 (a long beyond 2^53 is rounded there).
+// KLL is what the API asks of a KLL sketch of either item type. Values
+// are Values: a long stays an int64 through every question and answer.
 type KLL interface {
 	K() int
 	N() uint64
 	Retained() int
 	IsEmpty() bool
-	Min() float64
-	Max() float64
+	// Items is what the sketch keeps: the type its questions' values
+	// are parsed as.
+	Items() kll.ItemType
+	Min() Value
+	Max() Value
 	// RankError is the normalized rank error (pmf: double-sided).
 	RankError(pmf bool) float64
 	// View sorts the items for the queries below; a request builds it
@@ -151,13 +154,14 @@ type KLL interface {
 	View() KLLView
 }
 
-// KLLView answers a KLL sketch's questions (kll.View), values as float64;
-// a split point or value of a sketch of longs is truncated to an integer.
+// KLLView answers a KLL sketch's questions (kll.View). A value or split
+// point of the other item type than the sketch's is an Invalid error;
+// split points that do not increase strictly wrap kll.ErrParams.
 type KLLView interface {
-	Quantile(rank float64, inclusive bool) (float64, error)
-	Rank(x float64, inclusive bool) (float64, error)
-	CDF(splits []float64, inclusive bool) ([]float64, error)
-	PMF(splits []float64, inclusive bool) ([]float64, error)
+	Quantile(rank float64, inclusive bool) (Value, error)
+	Rank(x Value, inclusive bool) (float64, error)
+	CDF(splits []Value, inclusive bool) ([]float64, error)
+	PMF(splits []Value, inclusive bool) ([]float64, error)
 }
 
 // KLLOf returns the KLL sketch behind s, if s is one.
@@ -264,7 +268,7 @@ func (s kllSketch[T]) Describe(in *Info) {
 	in.RankError = s.s.NormalizedRankError(false)
 	in.RankErrorPMF = s.s.NormalizedRankError(true)
 	if !s.s.IsEmpty() {
-		mn, mx := float64(s.s.Min()), float64(s.s.Max())
+		mn, mx := ValueOf(s.s.Min()), ValueOf(s.s.Max())
 		in.Min, in.Max = &mn, &mx
 	}
 	in.SizeBytes = s.SizeBytes()
@@ -276,36 +280,53 @@ func (s kllSketch[T]) K() int                     { return s.s.K() }
 func (s kllSketch[T]) N() uint64                  { return s.s.N() }
 func (s kllSketch[T]) Retained() int              { return s.s.Retained() }
 func (s kllSketch[T]) IsEmpty() bool              { return s.s.IsEmpty() }
-func (s kllSketch[T]) Min() float64               { return float64(s.s.Min()) }
-func (s kllSketch[T]) Max() float64               { return float64(s.s.Max()) }
+func (s kllSketch[T]) Items() kll.ItemType        { return kll.ItemTypeOf[T]() }
+func (s kllSketch[T]) Min() Value                 { return ValueOf(s.s.Min()) }
+func (s kllSketch[T]) Max() Value                 { return ValueOf(s.s.Max()) }
 func (s kllSketch[T]) RankError(pmf bool) float64 { return s.s.NormalizedRankError(pmf) }
 func (s kllSketch[T]) View() KLLView              { return kllView[T]{s.s.View()} }
 
 type kllView[T kll.Item] struct{ v *kll.View[T] }
 
-func (v kllView[T]) Quantile(rank float64, inclusive bool) (float64, error) {
+func (v kllView[T]) Quantile(rank float64, inclusive bool) (Value, error) {
 	x, err := v.v.Quantile(rank, inclusive)
-	return float64(x), err
+	return ValueOf(x), err
 }
 
-func (v kllView[T]) Rank(x float64, inclusive bool) (float64, error) {
-	return v.v.Rank(T(x), inclusive)
-}
-
-func (v kllView[T]) splits(fs []float64) []T {
-	out := make([]T, len(fs))
-	for i, f := range fs {
-		out[i] = T(f)
+func (v kllView[T]) Rank(x Value, inclusive bool) (float64, error) {
+	t, err := item[T](x)
+	if err != nil {
+		return 0, err
 	}
-	return out
+	return v.v.Rank(t, inclusive)
 }
 
-func (v kllView[T]) CDF(splits []float64, inclusive bool) ([]float64, error) {
-	return v.v.CDF(v.splits(splits), inclusive)
+func (v kllView[T]) splits(vs []Value) ([]T, error) {
+	out := make([]T, len(vs))
+	for i, x := range vs {
+		t, err := item[T](x)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
 }
 
-func (v kllView[T]) PMF(splits []float64, inclusive bool) ([]float64, error) {
-	return v.v.PMF(v.splits(splits), inclusive)
+func (v kllView[T]) CDF(splits []Value, inclusive bool) ([]float64, error) {
+	sp, err := v.splits(splits)
+	if err != nil {
+		return nil, err
+	}
+	return v.v.CDF(sp, inclusive)
+}
+
+func (v kllView[T]) PMF(splits []Value, inclusive bool) ([]float64, error) {
+	sp, err := v.splits(splits)
+	if err != nil {
+		return nil, err
+	}
+	return v.v.PMF(sp, inclusive)
 }
 
 // Floats implements ValueInput: ids given one by one (an event's) are
@@ -335,7 +356,8 @@ func (in idsInput) Longs() ([]int64, error) {
 
 // QuantilesOf returns the values of a KLL sketch at the fractions qs
 // (inclusive), or nil for a sketch of another kind or an empty one: what
-// an opted-in sketch exports on /metrics.
+// an opted-in sketch exports on /metrics, whose gauges are float64s (a
+// long beyond 2^53 is rounded there, and only there).
 func QuantilesOf(sk Sketch, qs []float64) []float64 {
 	k, ok := KLLOf(sk)
 	if !ok || k.IsEmpty() {
@@ -348,7 +370,7 @@ func QuantilesOf(sk Sketch, qs []float64) []float64 {
 		if err != nil {
 			return nil
 		}
-		out[i] = x
+		out[i] = x.Float64()
 	}
 	return out
 }

@@ -77,10 +77,11 @@ type Info struct {
 	Lower, Upper float64
 	Theta        float64
 	Retained     int
-	// Min, Max (nil while empty) and RankError (normalized,
-	// single-sided; RankErrorPMF double-sided) describe a KLL sketch, whose Total is the number of
-	// values and Retained the items it keeps.
-	Min, Max                *float64
+	// Min, Max (nil while empty; a long exactly) and RankError
+	// (normalized, single-sided; RankErrorPMF double-sided) describe a
+	// KLL sketch, whose Total is the number of values and Retained the
+	// items it keeps.
+	Min, Max                *Value
 	RankError, RankErrorPMF float64
 	// BitsSet and FalsePositiveRate describe a Bloom filter: the bits set
 	// and the current rate; its Cardinality is the estimated items.

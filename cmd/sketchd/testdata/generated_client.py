@@ -14,7 +14,7 @@ import sys
 
 from sketchd_client import Client
 from sketchd_client.api.ingest import add_ids
-from sketchd_client.api.queries import intersection, union
+from sketchd_client.api.queries import cdf, intersection, quantiles, ranks, union
 from sketchd_client.api.series import add_to_series, create_series, series_count
 from sketchd_client.api.sketches import change_sketch_expiry, create_sketch, describe_sketch
 from sketchd_client.models import (
@@ -24,6 +24,7 @@ from sketchd_client.models import (
     AddHashes,
     AddIds,
     AddItems,
+    AddValues,
     CountedID,
     CreateCMS,
     CreateCPC,
@@ -151,6 +152,24 @@ def main(base):
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     r = series_count.sync_detailed("py:active", client=c, from_=day - datetime.timedelta(days=7), to=day + datetime.timedelta(days=1))
     check(isinstance(r.parsed, SeriesCount) and r.parsed.cardinality == 4, "series count", r.content)
+
+    # A KLL sketch of longs: the answers carry int64s as exact integers,
+    # which the generated parsers hand over as Python ints.
+    big = [-(2**63), 2**53 + 1, 2**63 - 1]
+    r = create_sketch.sync_detailed("py:longs", client=c, body=CreateKLL.from_dict({"type": "kll", "items": "long"}))
+    check(r.status_code == 201 and r.parsed.items.value == "long", "create a KLL sketch of longs", r.content)
+    r = add_ids.sync_detailed("py:longs", client=c, body=AddValues(values=big))
+    check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 3, "add -2^63, 2^53+1, 2^63-1", r.content)
+    r = quantiles.sync_detailed("py:longs", client=c, q="0,0.5,1")
+    got = [x.value for x in r.parsed.quantiles]
+    check(got == big and all(type(v) is int for v in got), "quantiles of longs are exact ints", r.content)
+    r = ranks.sync_detailed("py:longs", client=c, value="9223372036854775807,9007199254740993,9007199254740992")
+    got = [(x.value, x.rank) for x in r.parsed.ranks]
+    check(got == [(2**63 - 1, 1.0), (2**53 + 1, 2 / 3), (2**53, 1 / 3)], "ranks of longs, compared exactly", r.content)
+    r = cdf.sync_detailed("py:longs", client=c, split="0,9223372036854775807")
+    check((r.parsed.split_points, r.parsed.values) == ([0, 2**63 - 1], [1 / 3, 1.0, 1.0]), "a CDF at 0 and 2^63-1", r.content)
+    r = describe_sketch.sync_detailed("py:longs", client=c)
+    check((r.parsed.min_, r.parsed.max_) == (-(2**63), 2**63 - 1), "min and max of longs, exact", r.content)
 
     # Problems decode as Problem, with the status and type the spec names.
     r = describe_sketch.sync_detailed("py:missing", client=c)

@@ -365,6 +365,41 @@ func decodeKeyRecord(b []byte) (idem.Record, error) {
 	return rec, nil
 }
 
+// readKeys calls fn with every record of bucket "idempotency" as Open
+// reads it: its ID and record, or err saying why it cannot be used (the
+// key or the value fails its check). Open (loadKeys) and CheckFiles read
+// the keys through it alone, so they cannot disagree about which records
+// are damaged. k dies with the transaction.
+func readKeys(tx *bbolt.Tx, fn func(k []byte, id idem.ID, rec idem.Record, err error) error) error {
+	b := tx.Bucket(bucketKeys)
+	if b == nil {
+		return errors.New("bucket idempotency is missing")
+	}
+	return b.ForEach(func(k, v []byte) error {
+		id, err := decodeKeyID(k)
+		var rec idem.Record
+		if err == nil {
+			rec, err = decodeKeyRecord(v)
+		}
+		return fn(k, id, rec, err)
+	})
+}
+
+// keyLabel names a stored idempotency key for a message: the key and the
+// sketch or series whose write it guards, quoted (never the scope, a
+// digest of a token); the stored bytes in hex when they do not decode.
+func keyLabel(k []byte) string {
+	id, err := decodeKeyID(k)
+	if err != nil {
+		return fmt.Sprintf("idempotency key record %x", k)
+	}
+	l := "idempotency key " + quoteName([]byte(id.Key))
+	if id.Target != "" {
+		l += " of a write to " + quoteName([]byte(id.Target))
+	}
+	return l
+}
+
 // loadKeys fills the table from bucket "idempotency" (keys past their
 // window are left for the next checkpoint to delete). A record that fails
 // its check stops the open, naming the key, unless RecoverPastDamage is
@@ -375,20 +410,19 @@ func (s *DB) loadKeys(tx *bbolt.Tx, now time.Time) error {
 		rec idem.Record
 	}
 	var all []loaded
-	err := tx.Bucket(bucketKeys).ForEach(func(k, v []byte) error {
-		id, err := decodeKeyID(k)
-		if err == nil {
-			var rec idem.Record
-			if rec, err = decodeKeyRecord(v); err == nil {
-				all = append(all, loaded{id, rec})
-				return nil
-			}
-		}
-		if s.opts.RecoverPastDamage {
-			s.opts.Logger.Warn("recovering past damage: skipped an idempotency key record that does not decode", "file", s.path, "key", fmt.Sprintf("%x", k), "err", err)
+	if tx.Bucket(bucketKeys) == nil {
+		return damagedFile(s.path, "bucket idempotency is missing")
+	}
+	err := readKeys(tx, func(k []byte, id idem.ID, rec idem.Record, err error) error {
+		switch {
+		case err == nil:
+			all = append(all, loaded{id, rec})
+			return nil
+		case s.opts.RecoverPastDamage:
+			s.opts.Logger.Warn("recovering past damage: skipped an idempotency key record that does not decode", "file", s.path, "key", keyLabel(k), "err", err)
 			return nil
 		}
-		return damagedFile(s.path, fmt.Sprintf("idempotency key %x: %v", k, err))
+		return damagedFile(s.path, fmt.Sprintf("%s: %v", keyLabel(k), err))
 	})
 	if err != nil {
 		return err

@@ -237,7 +237,8 @@ func TestKeysAfterLogFailure(t *testing.T) {
 
 // TestKeysDamagedRecord: a key record in bbolt that fails its checksum
 // stops the open, naming the file and the key; RecoverPastDamage skips
-// it.
+// it, and leaves it where it is: check still reports it, naming it, and
+// the next start without RecoverPastDamage refuses again.
 func TestKeysDamagedRecord(t *testing.T) {
 	s, path := openStore(t, Options{})
 	mustCreate(t, s, "c", cmsSpec())
@@ -259,13 +260,39 @@ func TestKeysDamagedRecord(t *testing.T) {
 	})
 	db.Close()
 	_, err = Open(path, Options{})
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "idempotency key") {
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `idempotency key "k"`) {
 		t.Fatalf("Open with a damaged key record = %v, want an error naming the file and the key", err)
 	}
-	s = reopen(t, path, Options{RecoverPastDamage: true})
+	s, err = Open(path, Options{RecoverPastDamage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n, _, _ := s.IdempotencyKeys(); n != 0 {
 		t.Fatalf("%d keys loaded past damage", n)
 	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := CheckFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) != 1 || r.Problems[0].What != `idempotency key "k" of a write to "c"` || !strings.Contains(r.Problems[0].Recovery, "refuses to start") {
+		t.Errorf("check after a start past damage:\n%s", r)
+	}
+	if _, err := Open(path, Options{}); err == nil {
+		t.Errorf("Open without RecoverPastDamage took the damaged key record it left")
+	}
+	// Remove the damage before the cleanup's check.
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bbolt.Tx) error {
+		k, _ := tx.Bucket(bucketKeys).Cursor().First()
+		return tx.Bucket(bucketKeys).Delete(bytes.Clone(k))
+	})
+	db.Close()
 }
 
 func TestKeyRecordCodec(t *testing.T) {

@@ -269,7 +269,7 @@ type DB struct {
 
 	statsMu   sync.Mutex
 	counts    map[countKey]int
-	estimates map[string]float64 // opted-in sketches
+	estimates map[string]metricValue // opted-in sketches
 
 	// gate is held shared by every write until it is durable, and
 	// exclusively by Close to wait for them; closing turns new writes away.
@@ -346,7 +346,7 @@ func newDB(path string, opts Options, bdb *bbolt.DB) *DB {
 	return &DB{
 		opts: opts, path: path, walDir: path + ".wal", bdb: bdb,
 		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
-		counts: map[countKey]int{}, estimates: map[string]float64{},
+		counts: map[countKey]int{}, estimates: map[string]metricValue{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
 		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
 	}

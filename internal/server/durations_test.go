@@ -83,3 +83,21 @@ func TestDurationCap(t *testing.T) {
 		must(t, e.send(t, r.method, r.path, "application/json", r.body), f.ok, r.method+" "+r.path+" at the cap")
 	}
 }
+
+// TestSeriesCreateRefusesExpiry: expire_after and expire_at, which a
+// series create body used to parse and then ignore, are a 400 naming
+// them, and no series is made.
+func TestSeriesCreateRefusesExpiry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, body := range []string{
+		`{"levels":{"hour":"P14D"},"expire_after":"P7D"}`,
+		`{"levels":{"hour":"P14D"},"expire_at":"2100-01-01T00:00:00Z"}`,
+	} {
+		p := checkProblem(t, e.send(t, http.MethodPut, "/v1/series/s", "application/json", body), http.StatusBadRequest)
+		if !strings.Contains(p.Detail, "expire_after and expire_at apply to sketches") {
+			t.Errorf("PUT %s: detail %q", body, p.Detail)
+		}
+		checkProblem(t, e.get(t, "/v1/series/s"), http.StatusNotFound)
+	}
+}

@@ -728,6 +728,9 @@ func (q seriesRequest) spec() (*series.Spec, error) {
 	if q.Metric != nil {
 		return nil, sketch.Errorf(sketch.Invalid, "metric applies to sketches; a series exports nothing on /metrics")
 	}
+	if q.ExpireAfter != nil || q.ExpireAt != nil {
+		return nil, sketch.Errorf(sketch.Invalid, "expire_after and expire_at apply to sketches; a series keeps each level's buckets for that level's retention (levels)")
+	}
 	sp, err := q.createRequest.spec()
 	if err != nil {
 		return nil, err

@@ -25,7 +25,8 @@ const (
 	BucketMetric   = "metric"
 	BucketSeries   = "series"
 	BucketBuckets  = "series_buckets"
-	// BucketIdempotency holds the idempotency keys (schema version 5).
+	// BucketIdempotency holds the idempotency keys (schema version
+	// VersionKeys on).
 	BucketIdempotency = "idempotency"
 	KeyVersion        = "schema_version"
 	KeyStoreID        = "store_id"
@@ -38,6 +39,12 @@ const VersionStoreID = 4
 // VersionChecksums is the schema version from which every stored record
 // and the checkpoint position carry a checksum (see v5.go).
 const VersionChecksums = 5
+
+// VersionKeys is the schema version that made bucket BucketIdempotency.
+const VersionKeys = 6
+
+// VersionMetricIndex is the schema version that made bucket BucketMetric.
+const VersionMetricIndex = 2
 
 // Step upgrades a file from Version-1 to Version.
 type Step struct {

@@ -41,9 +41,11 @@ either. A running sketchd holds a lock on the file: stop it first.
 
 It checks the file's size against its pages, bbolt's consistency check,
 the schema version, store identity and checkpoint position, every stored
-record (its checksum, then a full decode, as a read would), the log's
-marker against the data file, and every log record (length, checksum,
-order, operations).
+record (its checksum, then a full decode, as a read would), every
+idempotency key record and the /metrics index, the log's marker against
+the data file, and every log record (length, checksum, order), replaying
+its operations in memory as a start does: what a start refuses, check
+lists.
 
 Exit status: 0 no damage found, 1 damage found (listed on stdout),
 2 the check could not run (bad flags, no store at FILE, locked, not

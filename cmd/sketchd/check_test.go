@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -255,5 +256,122 @@ func copyDir(tb testing.TB, src, dst string) {
 	}
 	for _, e := range entries {
 		copyFile(tb, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
+	}
+}
+
+// keyedAdd adds id to the Count-Min c with an Idempotency-Key.
+func keyedAdd(tb testing.TB, c *client, key string, id int) {
+	tb.Helper()
+	req, err := http.NewRequest("POST", c.base+"/v1/sketches/c/add", strings.NewReader(fmt.Sprintf(`{"ids":[%d]}`, id)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("keyed add %s = %d", key, resp.StatusCode)
+	}
+}
+
+// storedKey returns the bbolt key of the idempotency key record whose
+// key is key.
+func storedKey(tb testing.TB, data, key string) []byte {
+	tb.Helper()
+	db, err := bbolt.Open(data, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var found []byte
+	db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte("idempotency")).ForEach(func(k, _ []byte) error {
+			if strings.HasSuffix(string(k), "\x01c"+key) {
+				found = append([]byte(nil), k...)
+			}
+			return nil
+		})
+	})
+	if found == nil {
+		tb.Fatalf("no stored idempotency key %q", key)
+	}
+	return found
+}
+
+// TestCheckIdempotencyKeys: twelve writes under Idempotency-Keys, their
+// keys checkpointed into the data file, then twelve more left in the log
+// by a kill -9. A bit flipped in any one key record, in the data file or
+// in the log, makes "sketchd check" exit 1 naming it: the key in the data
+// file (which the start refuses, as check says), the log record's offset
+// in the log.
+func TestCheckIdempotencyKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the real binary")
+	}
+	base := filepath.Join(t.TempDir(), "sketchd.db")
+	p := startProcess(t, base, "-checkpoint-interval", "1h")
+	c := newClient(p.addr)
+	c.must(t, http.StatusCreated, "PUT", "/v1/sketches/c", "application/json", []byte(`{"type":"cms","width":32,"depth":2}`), nil)
+	for i := range 12 {
+		keyedAdd(t, c, fmt.Sprintf("stored-%02d", i), i)
+	}
+	if err := p.terminate(t); err != nil { // the keys now in bbolt
+		t.Fatal(err)
+	}
+	out, errOut, code := runCheckBinary(t, copyTree(t, base))
+	if code != 0 || !strings.Contains(out, "12 idempotency keys read") {
+		t.Errorf("check of the undamaged store: status %d, want 0 having read the 12 keys\n%s%s", code, out, errOut)
+	}
+	r := rand.New(rand.NewPCG(12, 1))
+	for i := range 12 {
+		key := fmt.Sprintf("stored-%02d", i)
+		data := copyTree(t, base)
+		bkey := storedKey(t, data, key)
+		n := len(storedValue(t, data, "idempotency", bkey))
+		at, bit := r.IntN(n), r.IntN(8)
+		flipStoredBit(t, data, "idempotency", bkey, at, bit)
+		out, errOut, code := runCheckBinary(t, data)
+		if code != 1 || !strings.Contains(out, fmt.Sprintf(`DAMAGED: idempotency key %q of a write to "c"`, key)) || !strings.Contains(out, "1 damaged") {
+			t.Errorf("%s, byte %d of %d, bit %d: check exit status %d, want 1 naming the key:\n%s%s", key, at, n, bit, code, out, errOut)
+		}
+		if p, refusal := startOrRefuse(t, data); p != nil {
+			t.Errorf("%s, byte %d bit %d: sketchd started on a damaged key record, check says it refuses", key, at, bit)
+		} else if !strings.Contains(refusal, key) {
+			t.Errorf("%s: the refusal does not name the key:\n%s", key, refusal)
+		}
+	}
+
+	p = startProcess(t, base, "-checkpoint-interval", "1h")
+	c = newClient(p.addr)
+	for i := range 12 {
+		keyedAdd(t, c, fmt.Sprintf("logged-%02d", i), 100+i)
+	}
+	p.kill()
+	segBytes, err := os.ReadFile(onlySegment(t, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := walRecords(t, segBytes)
+	if len(recs) != 12 {
+		t.Fatalf("%d log records, want 12", len(recs))
+	}
+	for i, rec := range recs {
+		data := copyTree(t, base)
+		b := append([]byte(nil), segBytes...)
+		at := rec.start + 8 + r.IntN(rec.end-rec.start-8) // in the payload
+		b[at] ^= 1 << r.IntN(8)
+		os.WriteFile(onlySegment(t, data), b, 0o600)
+		out, errOut, code := runCheckBinary(t, data)
+		want := fmt.Sprintf("the log record at offset %d", rec.start)
+		if i == len(recs)-1 {
+			want = fmt.Sprintf("the log's last record, at offset %d", rec.start)
+		}
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("log record %d (logged-%02d), byte %d: check exit status %d, want 1 naming %q:\n%s%s", i, i, at, code, want, out, errOut)
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package series
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // Duration is an ISO 8601 duration with calendar parts (PnYnMnWnDTnHnMnS,
@@ -21,9 +24,56 @@ type Duration struct {
 // overflow: 10,000 years, or as many of the smaller units.
 const maxDurationPart = 10_000 * 366 * 24 * 3600
 
+// ParseField parses s, the value of the API's field (a JSON field or a
+// query parameter, named as the request names it), as ParseDuration
+// does, and refuses a duration longer than the cap every duration the
+// API accepts shares (sketch.MaxDurationDays, P36500D; a year counts 365
+// days toward it, a month 30, a week 7, a day 24 hours). Every request
+// field that takes a duration is read with it. Errors are sketch.Invalid
+// and name field, and past the cap the cap.
+//
+// Stored definitions are read with ParseDuration: one written before
+// the cap still reads.
+func ParseField(field, s string) (Duration, error) {
+	d, err := ParseDuration(s)
+	var big *partTooLarge
+	switch {
+	case errors.As(err, &big), err == nil && !d.WithinCap():
+		return Duration{}, sketch.Errorf(sketch.Invalid, "%s: duration %q is over the limit of %s (a year counts as 365 days and a month as 30 toward it)", field, clipText(s), sketch.MaxDurationText)
+	case err != nil:
+		return Duration{}, sketch.Errorf(sketch.Invalid, "%s: %s", field, err)
+	}
+	return d, nil
+}
+
+// WithinCap reports whether d is at most sketch.MaxDurationDays long, a
+// year counting 365 days, a month 30, a week 7 and a day 24 hours.
+func (d Duration) WithinCap() bool {
+	days := int64(d.Years)*365 + int64(d.Months)*30 + int64(d.Weeks)*7 + int64(d.Days)
+	secs := int64(d.Hours)*3600 + int64(d.Minutes)*60 + int64(d.Seconds)
+	limit := int64(sketch.MaxDurationDays)
+	return days <= limit && secs <= (limit-days)*86400
+}
+
+// clipText shortens s for a message.
+func clipText(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// partTooLarge is ParseDuration's error for a part past maxDurationPart.
+type partTooLarge struct{ s, part string }
+
+func (e *partTooLarge) Error() string {
+	return fmt.Sprintf("duration %q: %s is too large", e.s, e.part)
+}
+
 // ParseDuration parses an ISO 8601 duration such as P400D, P5Y, PT1H or
 // P1DT12H. Each part is a whole number; at least one part is required,
-// and the whole must be positive.
+// and the whole must be positive. It does not apply the API's cap
+// (ParseField does).
 func ParseDuration(s string) (Duration, error) {
 	var d Duration
 	rest, ok := strings.CutPrefix(s, "P")
@@ -52,7 +102,7 @@ func ParseDuration(s string) (Duration, error) {
 		}
 		n, err := strconv.Atoi(rest[:i])
 		if err != nil || n > maxDurationPart {
-			return d, fmt.Errorf("duration %q: %s is too large", s, rest[:i])
+			return d, &partTooLarge{s, rest[:i]}
 		}
 		unit := string(rest[i])
 		if inTime {

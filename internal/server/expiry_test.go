@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,4 +224,42 @@ func FuzzExpiryRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestExpiryMetricsHTTP: a sketch created with "metric": true and a
+// short expiry (expire_after PT1S, or expire_at a second away) leaves
+// /metrics, its estimate and its quantiles, at its deadline, as it
+// leaves every other read, without waiting for the retention pass.
+func TestExpiryMetricsHTTP(t *testing.T) {
+	e, clk := expiryEnv(t)
+	at := clk.Now().Add(time.Second).Format(time.RFC3339)
+	e.create(t, "after", `{"log2m":11,"metric":true,"expire_after":"PT1S"}`)
+	e.create(t, "at", `{"log2m":11,"metric":true,"expire_at":"`+at+`"}`)
+	e.create(t, "q", `{"type":"kll","metric":true,"expire_after":"PT1S"}`)
+	e.create(t, "keep", `{"log2m":11,"metric":true}`)
+	for _, n := range []string{"after", "at", "keep"} {
+		e.addIDs(t, n, `{"ids":[1,2,3]}`, 3)
+	}
+	must(t, e.postJSON(t, "/v1/sketches/q/add", `{"values":[1,2,3]}`), http.StatusOK, "add values")
+	gauges := func() (est, q []string) {
+		f := e.scrape(t)
+		for _, m := range f["sketchd_sketch_estimate"].GetMetric() {
+			est = append(est, labels(m)["name"])
+		}
+		for _, m := range f["sketchd_sketch_quantile"].GetMetric() {
+			if n := labels(m)["name"]; !slices.Contains(q, n) {
+				q = append(q, n)
+			}
+		}
+		slices.Sort(est)
+		return est, q
+	}
+	if est, q := gauges(); !slices.Equal(est, []string{"after", "at", "keep", "q"}) || !slices.Equal(q, []string{"q"}) {
+		t.Fatalf("before the deadline: estimates of %v, quantiles of %v", est, q)
+	}
+	clk.Advance(time.Second)
+	if est, q := gauges(); !slices.Equal(est, []string{"keep"}) || len(q) != 0 {
+		t.Errorf("at the deadline: estimates of %v, quantiles of %v; want keep's estimate alone", est, q)
+	}
+	must(t, e.get(t, "/v1/sketches/after"), http.StatusNotFound, "describe an expired sketch")
 }

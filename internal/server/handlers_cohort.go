@@ -57,7 +57,10 @@ func (s *Server) handleRetention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	period, _ := series.ParseDuration(req.Period)
+	period, err := series.ParseField("period", req.Period)
+	if err != nil {
+		return err
+	}
 	var sets []cohort.Set
 	var spans [][2]time.Time
 	var warnings []string

@@ -46,17 +46,15 @@ func parseExpiry(after, at *string) (sketch.Expiry, error) {
 		return x, sketch.Errorf(sketch.Invalid, "expire_after and expire_at: give one, not both")
 	}
 	if after != nil {
-		d, err := series.ParseDuration(*after)
+		d, err := series.ParseField("expire_after", *after)
 		if err != nil {
-			return x, sketch.Errorf(sketch.Invalid, "expire_after: %s", err)
+			return x, err
 		}
 		if d.Years != 0 || d.Months != 0 {
-			return x, sketch.Errorf(sketch.Invalid, "expire_after %q: years and months have no fixed length; use weeks or days (P30D)", *after)
+			return x, sketch.Errorf(sketch.Invalid, "expire_after %q: years and months have no fixed length; use weeks or days (P30D)", clip(*after))
 		}
+		// Within the cap, so far from overflowing.
 		secs := ((int64(d.Weeks)*7+int64(d.Days))*24+int64(d.Hours))*3600 + int64(d.Minutes)*60 + int64(d.Seconds)
-		if secs > int64(sketch.MaxExpireAfter/time.Second) {
-			return x, sketch.Errorf(sketch.Invalid, "expire_after %q is over the limit of P36500D", *after)
-		}
 		if secs <= 0 {
 			return x, sketch.Errorf(sketch.Invalid, "expire_after %q must be positive", *after)
 		}

@@ -50,11 +50,7 @@ func durationParam(q map[string][]string, k, def string) (series.Duration, error
 	if !ok {
 		v = def
 	}
-	d, err := series.ParseDuration(v)
-	if err != nil {
-		return d, sketch.Errorf(sketch.Invalid, "query parameter %s: %s", k, err)
-	}
-	return d, nil
+	return series.ParseField("query parameter "+k, v)
 }
 
 func (s *Server) handleSeriesCreate(w http.ResponseWriter, r *http.Request) error {
@@ -230,9 +226,9 @@ func (q seriesChangeRequest) change() (series.Change, error) {
 		return c, sketch.Errorf(sketch.Invalid, `name what to change: {"late_limit":"P90D"} and/or {"levels":{"hour":"P30D"}}`)
 	}
 	if q.LateLimit != nil {
-		d, err := series.ParseDuration(*q.LateLimit)
+		d, err := series.ParseField("late_limit", *q.LateLimit)
 		if err != nil {
-			return c, sketch.Errorf(sketch.Invalid, "late_limit: %s", err)
+			return c, err
 		}
 		c.LateLimit = &d
 	}
@@ -241,9 +237,9 @@ func (q seriesChangeRequest) change() (series.Change, error) {
 		if err != nil {
 			return c, sketch.Errorf(sketch.Invalid, "levels: %s", err)
 		}
-		d, err := series.ParseDuration(v)
+		d, err := series.ParseField("levels."+k, v)
 		if err != nil {
-			return c, sketch.Errorf(sketch.Invalid, "levels.%s: %s", k, err)
+			return c, err
 		}
 		if c.Retentions == nil {
 			c.Retentions = map[series.Level]series.Duration{}
@@ -742,6 +738,9 @@ func (q seriesRequest) spec() (*series.Spec, error) {
 	if q.Metric != nil {
 		return nil, sketch.Errorf(sketch.Invalid, "metric applies to sketches; a series exports nothing on /metrics")
 	}
+	if q.ExpireAfter != nil || q.ExpireAt != nil {
+		return nil, sketch.Errorf(sketch.Invalid, "expire_after and expire_at apply to sketches; a series keeps each level's buckets for that level's retention (levels)")
+	}
 	sp, err := q.createRequest.spec()
 	if err != nil {
 		return nil, err
@@ -758,16 +757,16 @@ func (q seriesRequest) spec() (*series.Spec, error) {
 		if err != nil {
 			return nil, sketch.Errorf(sketch.Invalid, "levels: %s", err)
 		}
-		d, err := series.ParseDuration(v)
+		d, err := series.ParseField("levels."+k, v)
 		if err != nil {
-			return nil, sketch.Errorf(sketch.Invalid, "levels.%s: %s", k, err)
+			return nil, err
 		}
 		spec.Levels = append(spec.Levels, series.LevelSpec{Level: l, Retention: d})
 	}
 	if q.LateLimit != nil {
-		d, err := series.ParseDuration(*q.LateLimit)
+		d, err := series.ParseField("late_limit", *q.LateLimit)
 		if err != nil {
-			return nil, sketch.Errorf(sketch.Invalid, "late_limit: %s", err)
+			return nil, err
 		}
 		spec.LateLimit = d
 	}

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -17,8 +18,18 @@ type Expiry struct {
 	At time.Time
 }
 
-// MaxExpireAfter bounds Expiry.After: 100 years of 24-hour days.
-const MaxExpireAfter = 36500 * 24 * time.Hour
+// MaxDurationDays is the one cap on every duration the API accepts, in
+// days of 24 hours (P36500D, about 100 years): expire_after, series
+// retentions and late limits (at create and PATCH), timeseries steps and
+// windows. series.ParseField applies it to what a request says (a year
+// counting 365 days and a month 30); Expiry.Validate to expire_after.
+const MaxDurationDays = 36500
+
+// MaxExpireAfter bounds Expiry.After: the cap, MaxDurationDays.
+const MaxExpireAfter = MaxDurationDays * 24 * time.Hour
+
+// MaxDurationText is the cap as the API writes it, for messages.
+var MaxDurationText = fmt.Sprintf("P%dD", MaxDurationDays)
 
 // IsZero reports whether x never expires.
 func (x Expiry) IsZero() bool { return x.After == 0 && x.At.IsZero() }
@@ -51,7 +62,7 @@ func (x Expiry) Validate(now time.Time) error {
 	case x.After < 0:
 		return Errorf(Invalid, "expire_after must be positive")
 	case x.After > MaxExpireAfter:
-		return Errorf(Invalid, "expire_after %v is over the limit of P36500D", x.After)
+		return Errorf(Invalid, "expire_after %v is over the limit of %s", x.After, MaxDurationText)
 	case x.After%time.Second != 0:
 		return Errorf(Invalid, "expire_after must be whole seconds")
 	case !x.At.IsZero() && !x.At.After(now):

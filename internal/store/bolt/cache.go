@@ -1,6 +1,8 @@
 package bolt
 
 import (
+	"time"
+
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -244,6 +246,22 @@ func entryMemory(name string, st *state) int64 {
 	return mem
 }
 
+// metricValue is what /metrics exports of a sketch created with the
+// metric flag: its estimate, until its deadline (zero: it never expires).
+type metricValue struct {
+	estimate float64
+	deadline time.Time
+}
+
+func metricValueOf(st *state) metricValue {
+	return metricValue{st.sk.Estimate(), st.expiry.Deadline(st.updated)}
+}
+
+// live reports whether the sketch is still there at now: not expired.
+func (v metricValue) live(now time.Time) bool {
+	return v.deadline.IsZero() || now.Before(v.deadline)
+}
+
 // summary is what the scrape-time statistics need of an entry's state.
 type summary struct {
 	exists bool
@@ -263,9 +281,9 @@ func (e *entry) summary() summary {
 // e's state changed from before. Called with e.mu held.
 func (s *DB) changed(e *entry, before summary) {
 	after := e.summary()
-	var est float64
+	var est metricValue
 	if after.metric {
-		est = e.st.sk.Estimate()
+		est = metricValueOf(e.st)
 	}
 	s.statsMu.Lock()
 	if before.exists {

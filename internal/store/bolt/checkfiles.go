@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/sketchd/sketchd/internal/idem"
 	"github.com/sketchd/sketchd/migrations"
 )
 
@@ -29,13 +32,18 @@ import (
 // What it checks: the bbolt file's size against its meta page, bbolt's
 // consistency check, the meta values (schema version, store identity,
 // checkpoint position and its checksum), every stored record (its
-// checksum, then a full decode, as a read would), the log's marker
-// against the data file, and every log record (length, checksum, LSN
-// order, operations that parse). It also says which damaged records the
-// log would replace or change at the next start.
+// checksum, then a full decode, as a read would), every idempotency key
+// record (readKeys, as Open reads them) and the /metrics index against
+// the sketches' flags, the log's marker against the data file, and every
+// log record (length, checksum, LSN order, operations that parse), whose
+// operations it replays in memory with the code Open replays them with
+// (replayApplicable): whatever makes Open refuse a store, or warn about
+// what it read, is a problem here too. It also says which damaged
+// records the log would replace or change at the next start.
 func CheckFiles(path string) (*Report, error) {
 	r := &Report{Data: path, Log: path + ".wal"}
 	c := &fileCheck{r: r, damaged: map[string]bool{}}
+	defer c.close()
 	if err := c.data(); err != nil {
 		return nil, err
 	}
@@ -46,13 +54,23 @@ func CheckFiles(path string) (*Report, error) {
 	return r, nil
 }
 
+// close ends the replay and closes the data file, if they are open.
+func (c *fileCheck) close() {
+	if c.replayer != nil {
+		c.replayer.replayTx.Rollback()
+		closeQuietly(c.replayer.bdb)
+		c.replayer = nil
+	}
+}
+
 // Report is what CheckFiles found.
 type Report struct {
 	Data, Log     string
 	SchemaVersion int
-	// Records is how many stored records were read; LogRecords how many
-	// intact log records the next start would replay.
-	Records, LogRecords int
+	// Records is how many stored records were read, Keys how many
+	// idempotency key records; LogRecords how many intact log records the
+	// next start would replay.
+	Records, Keys, LogRecords int
 	// Checkpoint is the log position the data file reflects.
 	Checkpoint uint64
 	// Notes are facts that are not damage (a store that was not shut down
@@ -77,7 +95,7 @@ func (r *Report) Clean() bool { return len(r.Problems) == 0 }
 // String renders the report for people, one finding a paragraph.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "data file %s: schema version %d, %d stored records read, checkpointed at log position %d\n", r.Data, r.SchemaVersion, r.Records, r.Checkpoint)
+	fmt.Fprintf(&b, "data file %s: schema version %d, %d stored records and %d idempotency keys read, checkpointed at log position %d\n", r.Data, r.SchemaVersion, r.Records, r.Keys, r.Checkpoint)
 	fmt.Fprintf(&b, "log %s: %d intact records to replay at the next start\n", r.Log, r.LogRecords)
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
@@ -105,6 +123,10 @@ type fileCheck struct {
 	// on it after the checkpoint, and its LSN.
 	firstOp map[string]loggedOp
 	noData  bool // the data file is missing or empty
+	// replayer replays the log onto the data file's records in memory,
+	// with the code Open replays it with; nil when the records could not
+	// be read (the data file is damaged, missing or of an old schema).
+	replayer *DB
 }
 
 type loggedOp struct {
@@ -170,8 +192,13 @@ func (c *fileCheck) readData(path string) (err error) {
 		c.problem(Problem{File: path, What: "the data file", Damage: fmt.Sprintf("bbolt cannot open it: %v", err), Recovery: "restore it from a backup"})
 		return nil
 	}
-	defer db.Close()
-	return db.View(func(tx *bbolt.Tx) error {
+	read := false
+	defer func() {
+		if !read {
+			db.Close()
+		}
+	}()
+	err = db.View(func(tx *bbolt.Tx) error {
 		if err := touchAll(tx); err != nil {
 			c.problem(Problem{File: path, What: "the data file's pages", Damage: err.Error(), Recovery: "restore it from a backup"})
 			return nil
@@ -189,8 +216,24 @@ func (c *fileCheck) readData(path string) (err error) {
 				Recovery: "records were not read; restore the file from a backup"})
 			return nil
 		}
-		return c.readRecords(tx)
+		err := c.readRecords(tx)
+		read = err == nil && c.r.SchemaVersion >= migrations.VersionChecksums
+		return err
 	})
+	if err != nil || !read {
+		return err
+	}
+	// What the log does to these records is checked by replaying it as
+	// Open does, in memory, on a read transaction.
+	opts := Options{}
+	opts.setDefaults()
+	c.replayer = newDB(path, opts, db)
+	if c.replayer.replayTx, err = db.Begin(false); err != nil {
+		c.replayer = nil
+		read = false
+		return fmt.Errorf("check: %w", err)
+	}
+	return nil
 }
 
 // readRecords checks the meta values and every stored record.
@@ -230,6 +273,7 @@ func (c *fileCheck) readRecords(tx *bbolt.Tx) error {
 	if v < migrations.VersionChecksums {
 		decode = decodeLegacy
 	}
+	metric := map[string]bool{} // the readable sketches flagged for /metrics
 	for _, b := range []struct {
 		name   []byte
 		prefix string
@@ -250,14 +294,70 @@ func (c *fileCheck) readRecords(tx *bbolt.Tx) error {
 				c.damaged[key] = true
 				return nil
 			}
-			if _, err := decode(key, val); err != nil {
+			st, err := decode(key, val)
+			if err != nil {
 				c.problem(Problem{File: path, What: entryLabel(key), Damage: c.describe(key, val, err), key: key})
 				c.damaged[key] = true
+			} else if st.metric && isSketchName(key) {
+				metric[key] = true
 			}
 			return nil
 		})
 	}
+	if v >= migrations.VersionMetricIndex {
+		c.metricIndex(tx, metric)
+	}
+	if v >= migrations.VersionKeys {
+		c.keys(tx)
+	}
 	return nil
+}
+
+// metricIndex checks bucket metric, the names of the sketches exported on
+// /metrics, which Open reads to find them (loadStats), against the
+// sketches' own flags (metric: the readable sketches flagged).
+func (c *fileCheck) metricIndex(tx *bbolt.Tx, metric map[string]bool) {
+	path := c.r.Data
+	b := tx.Bucket(bucketMetric)
+	if b == nil {
+		c.problem(Problem{File: path, What: "bucket metric", Damage: "missing", Recovery: "restore the file from a backup"})
+		return
+	}
+	indexed := map[string]bool{}
+	b.ForEach(func(k, _ []byte) error {
+		name := string(k)
+		indexed[name] = true
+		switch {
+		case c.damaged[name]:
+			// Reported with its record.
+		case !metric[name]:
+			c.problem(Problem{File: path, What: "the /metrics entry of " + entryLabel(name), Damage: "no sketch of that name is stored with the metric flag (a damaged name, or a stale entry); sketchd logs it as unreadable at every start",
+				Recovery: "nothing is lost: no sketch's estimate depends on it"})
+		}
+		return nil
+	})
+	for _, name := range slices.Sorted(maps.Keys(metric)) {
+		if !indexed[name] {
+			c.problem(Problem{File: path, What: entryLabel(name), Damage: "it is flagged for /metrics, but bucket metric lacks its entry: its estimate is missing from /metrics after a start",
+				Recovery: "all of it: its next write (or PUT with \"metric\": true) restores the entry"})
+		}
+	}
+}
+
+// keys checks every idempotency key record as Open reads it (readKeys):
+// one that fails its check stops the start.
+func (c *fileCheck) keys(tx *bbolt.Tx) {
+	err := readKeys(tx, func(k []byte, _ idem.ID, _ idem.Record, err error) error {
+		c.r.Keys++
+		if err != nil {
+			c.problem(Problem{File: c.r.Data, What: keyLabel(k), Damage: fmt.Sprintf("its record cannot be used: %v", err),
+				Recovery: "the write it guards, which is not part of it; sketchd refuses to start, -recover-past-damage starts without the key (at every start while the record is there): a retry of that write with that key would then apply it again"})
+		}
+		return nil
+	})
+	if err != nil {
+		c.problem(Problem{File: c.r.Data, What: "bucket idempotency", Damage: err.Error(), Recovery: "sketchd refuses to start; restore the file from a backup"})
+	}
 }
 
 // decodeLegacy decodes a stored record of a file older than schema
@@ -387,6 +487,10 @@ func (c *fileCheck) segments(segs []*segment) error {
 					c.problem(Problem{File: seg.path, What: fmt.Sprintf("the log record at offset %d (LSN %d)", off, lsn),
 						Damage:   fmt.Sprintf("its checksum matches but its operations do not parse: %v", err),
 						Recovery: "the records before it; sketchd refuses to start, -recover-past-damage drops this record"})
+				} else if dropped := c.replay(payload[8:]); len(dropped) > 0 {
+					c.problem(Problem{File: seg.path, What: fmt.Sprintf("the log record at offset %d (LSN %d)", off, lsn),
+						Damage:   fmt.Sprintf("its checksum matches but operations in it do not apply: %s", strings.Join(capList(dropped, 5), "; ")),
+						Recovery: "the records before it; sketchd refuses to start, -recover-past-damage drops the operations that do not apply (the rest of the record applies)"})
 				}
 				decodeOps(payload[8:], func(o *op) error {
 					if _, ok := c.firstOp[o.name]; !ok {
@@ -407,6 +511,31 @@ func (c *fileCheck) segments(segs []*segment) error {
 		c.r.Notes = append(c.r.Notes, fmt.Sprintf("the store was not shut down cleanly: the next start replays %d log records (LSN %d-%d)", c.r.LogRecords, c.r.Checkpoint+1, last))
 	}
 	return nil
+}
+
+// replay applies a log record's operations (payload after the LSN) to
+// the records in memory as Open does, and returns those that do not
+// apply, but for operations on stored records already reported damaged
+// (recoveries says what the log does to those). A fault on a damaged
+// page is an operation that does not apply.
+func (c *fileCheck) replay(payload []byte) (dropped []string) {
+	if c.replayer == nil {
+		return nil
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if v := recover(); v != nil {
+			dropped = append(dropped, fmt.Sprintf("replaying it failed: %v", v))
+		}
+	}()
+	for _, d := range c.replayer.replayApplicable(payload) {
+		var ue *unreadableError
+		if errors.As(d.err, &ue) && c.damaged[ue.name] {
+			continue
+		}
+		dropped = append(dropped, d.String())
+	}
+	return dropped
 }
 
 // recoveries says, for each damaged stored record, what the log does to

@@ -38,14 +38,23 @@ import (
 //
 // and its value
 //
-//	byte 1 (format) | int64 created (Unix ns, BE) | 32-byte fingerprint |
-//	uvarint-length answer | CRC-32C of all before
+//	byte 2 (format) | int64 created (Unix ns, BE) | 32-byte fingerprint |
+//	uvarint-length answer | CRC-32C of the bbolt key, then all before
 //
-// which decodeKeyRecord checks before the key is used.
+// which decodeKeyRecord checks before the key is used. The checksum
+// covers the bbolt key too: a key damaged into another valid key would
+// otherwise be taken, and a retry with the original key would apply its
+// write again. Format 1, written before, has the same layout with a
+// CRC-32C of the value alone; it is still read.
 
 var bucketKeys = []byte(migrations.BucketIdempotency)
 
-const keyRecordFormat = 1
+// Key record formats: keyRecordFormat is written; keyRecordFormatV1,
+// whose checksum leaves the bbolt key out, is read.
+const (
+	keyRecordFormatV1 = 1
+	keyRecordFormat   = 2
+)
 
 // keyOverhead approximates the memory of a table entry besides its
 // strings: the map slot, the entry, its list element.
@@ -319,30 +328,42 @@ func uvarintLen(n int) int {
 	return len(binary.AppendUvarint(nil, uint64(n)))
 }
 
-// appendKeyRecord appends rec's bbolt value.
-func appendKeyRecord(b []byte, rec idem.Record) []byte {
+// appendKeyRecord appends rec's bbolt value under the bbolt key k
+// (appendKeyID).
+func appendKeyRecord(b, k []byte, rec idem.Record) []byte {
 	start := len(b)
 	b = append(b, keyRecordFormat)
 	b = binary.BigEndian.AppendUint64(b, uint64(rec.Created.UnixNano()))
 	b = append(b, rec.Fingerprint[:]...)
 	b = binary.AppendUvarint(b, uint64(len(rec.Answer)))
 	b = append(b, rec.Answer...)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], crcTable))
+	return binary.BigEndian.AppendUint32(b, keyRecordCRC(keyRecordFormat, k, b[start:]))
 }
 
-// decodeKeyRecord reads what appendKeyRecord wrote: a checksum mismatch,
-// another format, a length past the end or bytes after the answer are
-// errors. The record shares no memory with b.
-func decodeKeyRecord(b []byte) (idem.Record, error) {
+// keyRecordCRC is the checksum of a key record of format f whose value,
+// without its checksum, is body, under the bbolt key k.
+func keyRecordCRC(f byte, k, body []byte) uint32 {
+	crc := uint32(0)
+	if f != keyRecordFormatV1 {
+		crc = crc32.Update(crc, crcTable, k)
+	}
+	return crc32.Update(crc, crcTable, body)
+}
+
+// decodeKeyRecord reads what appendKeyRecord wrote under the bbolt key k
+// (or a format-1 record): a checksum mismatch, another format, a length
+// past the end or bytes after the answer are errors. The record shares
+// no memory with b.
+func decodeKeyRecord(k, b []byte) (idem.Record, error) {
 	if len(b) < 1+8+32+1+4 {
 		return idem.Record{}, fmt.Errorf("idempotency record of %d bytes", len(b))
 	}
 	body := b[:len(b)-4]
-	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[len(b)-4:]) {
-		return idem.Record{}, errors.New("idempotency record fails its checksum")
-	}
-	if body[0] != keyRecordFormat {
+	if body[0] != keyRecordFormat && body[0] != keyRecordFormatV1 {
 		return idem.Record{}, fmt.Errorf("idempotency record format %d", body[0])
+	}
+	if keyRecordCRC(body[0], k, body) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+		return idem.Record{}, errors.New("idempotency record fails its checksum (of its key and value)")
 	}
 	rec := idem.Record{Created: time.Unix(0, int64(binary.BigEndian.Uint64(body[1:]))).UTC()}
 	copy(rec.Fingerprint[:], body[9:41])
@@ -365,6 +386,41 @@ func decodeKeyRecord(b []byte) (idem.Record, error) {
 	return rec, nil
 }
 
+// readKeys calls fn with every record of bucket "idempotency" as Open
+// reads it: its ID and record, or err saying why it cannot be used (the
+// key or the value fails its check). Open (loadKeys) and CheckFiles read
+// the keys through it alone, so they cannot disagree about which records
+// are damaged. k dies with the transaction.
+func readKeys(tx *bbolt.Tx, fn func(k []byte, id idem.ID, rec idem.Record, err error) error) error {
+	b := tx.Bucket(bucketKeys)
+	if b == nil {
+		return errors.New("bucket idempotency is missing")
+	}
+	return b.ForEach(func(k, v []byte) error {
+		id, err := decodeKeyID(k)
+		var rec idem.Record
+		if err == nil {
+			rec, err = decodeKeyRecord(k, v)
+		}
+		return fn(k, id, rec, err)
+	})
+}
+
+// keyLabel names a stored idempotency key for a message: the key and the
+// sketch or series whose write it guards, quoted (never the scope, a
+// digest of a token); the stored bytes in hex when they do not decode.
+func keyLabel(k []byte) string {
+	id, err := decodeKeyID(k)
+	if err != nil {
+		return fmt.Sprintf("idempotency key record %x", k)
+	}
+	l := "idempotency key " + quoteName([]byte(id.Key))
+	if id.Target != "" {
+		l += " of a write to " + quoteName([]byte(id.Target))
+	}
+	return l
+}
+
 // loadKeys fills the table from bucket "idempotency" (keys past their
 // window are left for the next checkpoint to delete). A record that fails
 // its check stops the open, naming the key, unless RecoverPastDamage is
@@ -375,20 +431,19 @@ func (s *DB) loadKeys(tx *bbolt.Tx, now time.Time) error {
 		rec idem.Record
 	}
 	var all []loaded
-	err := tx.Bucket(bucketKeys).ForEach(func(k, v []byte) error {
-		id, err := decodeKeyID(k)
-		if err == nil {
-			var rec idem.Record
-			if rec, err = decodeKeyRecord(v); err == nil {
-				all = append(all, loaded{id, rec})
-				return nil
-			}
-		}
-		if s.opts.RecoverPastDamage {
-			s.opts.Logger.Warn("recovering past damage: skipped an idempotency key record that does not decode", "file", s.path, "key", fmt.Sprintf("%x", k), "err", err)
+	if tx.Bucket(bucketKeys) == nil {
+		return damagedFile(s.path, "bucket idempotency is missing")
+	}
+	err := readKeys(tx, func(k []byte, id idem.ID, rec idem.Record, err error) error {
+		switch {
+		case err == nil:
+			all = append(all, loaded{id, rec})
+			return nil
+		case s.opts.RecoverPastDamage:
+			s.opts.Logger.Warn("recovering past damage: skipped an idempotency key record that does not decode", "file", s.path, "key", keyLabel(k), "err", err)
 			return nil
 		}
-		return damagedFile(s.path, fmt.Sprintf("idempotency key %x: %v", k, err))
+		return damagedFile(s.path, fmt.Sprintf("%s: %v", keyLabel(k), err))
 	})
 	if err != nil {
 		return err
@@ -418,7 +473,7 @@ func writeKeys(tx *bbolt.Tx, changes map[idem.ID]*idem.Record) error {
 		if rec := recs[string(k)]; rec == nil {
 			err = b.Delete(k)
 		} else {
-			err = b.Put(k, appendKeyRecord(nil, *rec))
+			err = b.Put(k, appendKeyRecord(nil, k, *rec))
 		}
 		if err != nil {
 			return err

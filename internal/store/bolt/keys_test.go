@@ -3,8 +3,10 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"sync"
 	"testing"
@@ -237,7 +239,8 @@ func TestKeysAfterLogFailure(t *testing.T) {
 
 // TestKeysDamagedRecord: a key record in bbolt that fails its checksum
 // stops the open, naming the file and the key; RecoverPastDamage skips
-// it.
+// it, and leaves it where it is: check still reports it, naming it, and
+// the next start without RecoverPastDamage refuses again.
 func TestKeysDamagedRecord(t *testing.T) {
 	s, path := openStore(t, Options{})
 	mustCreate(t, s, "c", cmsSpec())
@@ -259,32 +262,98 @@ func TestKeysDamagedRecord(t *testing.T) {
 	})
 	db.Close()
 	_, err = Open(path, Options{})
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "idempotency key") {
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `idempotency key "k"`) {
 		t.Fatalf("Open with a damaged key record = %v, want an error naming the file and the key", err)
 	}
-	s = reopen(t, path, Options{RecoverPastDamage: true})
+	s, err = Open(path, Options{RecoverPastDamage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n, _, _ := s.IdempotencyKeys(); n != 0 {
 		t.Fatalf("%d keys loaded past damage", n)
 	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := CheckFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) != 1 || r.Problems[0].What != `idempotency key "k" of a write to "c"` || !strings.Contains(r.Problems[0].Recovery, "refuses to start") {
+		t.Errorf("check after a start past damage:\n%s", r)
+	}
+	if _, err := Open(path, Options{}); err == nil {
+		t.Errorf("Open without RecoverPastDamage took the damaged key record it left")
+	}
+	// Remove the damage before the cleanup's check.
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bbolt.Tx) error {
+		k, _ := tx.Bucket(bucketKeys).Cursor().First()
+		return tx.Bucket(bucketKeys).Delete(bytes.Clone(k))
+	})
+	db.Close()
 }
 
+// keyRecordV1 is a format-1 key record as the stores before format 2
+// wrote it (migrations/v6.go): the CRC-32C covers the value alone.
+func keyRecordV1(rec idem.Record) []byte {
+	b := []byte{1}
+	b = binary.BigEndian.AppendUint64(b, uint64(rec.Created.UnixNano()))
+	b = append(b, rec.Fingerprint[:]...)
+	b = binary.AppendUvarint(b, uint64(len(rec.Answer)))
+	b = append(b, rec.Answer...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// TestKeyRecordCodec: a key record round-trips under its key; a bit
+// flipped anywhere in the value or in the bbolt key, or a cut, is
+// refused; a format-1 record (its checksum without the key) still reads.
 func TestKeyRecordCodec(t *testing.T) {
 	rec := idem.Record{Fingerprint: [32]byte{1, 2, 3}, Answer: []byte("answer"), Created: time.Unix(0, 123456789).UTC()}
-	b := appendKeyRecord(nil, rec)
-	got, err := decodeKeyRecord(b)
-	if err != nil || got.Fingerprint != rec.Fingerprint || !bytes.Equal(got.Answer, rec.Answer) || !got.Created.Equal(rec.Created) {
+	k := appendKeyID(nil, idem.ID{Scope: "scope", Target: "t", Key: "key"})
+	same := func(got idem.Record) bool {
+		return got.Fingerprint == rec.Fingerprint && bytes.Equal(got.Answer, rec.Answer) && got.Created.Equal(rec.Created)
+	}
+	b := appendKeyRecord(nil, k, rec)
+	got, err := decodeKeyRecord(k, b)
+	if err != nil || !same(got) {
 		t.Fatalf("round trip = %+v, %v", got, err)
 	}
 	for i := range b {
-		bad := bytes.Clone(b)
-		bad[i] ^= 0x40
-		if _, err := decodeKeyRecord(bad); err == nil {
-			t.Errorf("byte %d flipped: accepted", i)
+		for bit := range 8 {
+			bad := bytes.Clone(b)
+			bad[i] ^= 1 << bit
+			if _, err := decodeKeyRecord(k, bad); err == nil {
+				t.Errorf("value byte %d bit %d flipped: accepted", i, bit)
+			}
+		}
+	}
+	for i := range k {
+		for bit := range 8 {
+			bad := bytes.Clone(k)
+			bad[i] ^= 1 << bit
+			if _, err := decodeKeyRecord(bad, b); err == nil {
+				t.Errorf("key byte %d bit %d flipped: accepted", i, bit)
+			}
 		}
 	}
 	for n := range len(b) {
-		if _, err := decodeKeyRecord(b[:n]); err == nil {
+		if _, err := decodeKeyRecord(k, b[:n]); err == nil {
 			t.Errorf("cut to %d bytes: accepted", n)
+		}
+	}
+	v1 := keyRecordV1(rec)
+	if got, err := decodeKeyRecord(k, v1); err != nil || !same(got) {
+		t.Fatalf("format 1 = %+v, %v", got, err)
+	}
+	for i := range v1 {
+		bad := bytes.Clone(v1)
+		bad[i] ^= 0x40
+		if _, err := decodeKeyRecord(k, bad); err == nil {
+			t.Errorf("format 1, byte %d flipped: accepted", i)
 		}
 	}
 	id := idem.ID{Scope: "scope", Target: "t", Key: "key"}
@@ -294,15 +363,25 @@ func TestKeyRecordCodec(t *testing.T) {
 }
 
 func FuzzDecodeKeyRecord(f *testing.F) {
-	f.Add(appendKeyRecord(nil, idem.Record{Answer: []byte("x"), Created: time.Unix(1, 0)}))
-	f.Add([]byte{1})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		rec, err := decodeKeyRecord(in)
+	k := appendKeyID(nil, idem.ID{Scope: "s", Target: "t", Key: "k"})
+	f.Add(k, appendKeyRecord(nil, k, idem.Record{Answer: []byte("x"), Created: time.Unix(1, 0)}))
+	f.Add(k, keyRecordV1(idem.Record{Answer: []byte("x"), Created: time.Unix(1, 0)}))
+	f.Add(k, []byte{1})
+	f.Fuzz(func(t *testing.T, k, in []byte) {
+		rec, err := decodeKeyRecord(k, in)
 		if err != nil {
 			return
 		}
-		if again := appendKeyRecord(nil, rec); !bytes.Equal(again, in) {
+		// A record re-encodes in its format as it was.
+		again := appendKeyRecord(nil, k, rec)
+		if in[0] == keyRecordFormatV1 {
+			again = keyRecordV1(rec)
+		}
+		if !bytes.Equal(again, in) {
 			t.Fatalf("decoded record re-encodes as %x, was %x", again, in)
+		}
+		if again, err := decodeKeyRecord(k, appendKeyRecord(nil, k, rec)); err != nil || again.Fingerprint != rec.Fingerprint || !bytes.Equal(again.Answer, rec.Answer) || !again.Created.Equal(rec.Created) {
+			t.Fatalf("re-encoded record decodes as %+v, %v", again, err)
 		}
 	})
 }
@@ -319,4 +398,39 @@ func FuzzDecodeKeyID(f *testing.F) {
 			t.Fatalf("decoded id re-encodes as %x, was %x", again, in)
 		}
 	})
+}
+
+// TestKeysFormat1StillRead: a key record written in format 1 (before its
+// checksum covered the key) is read at open, answers Remembered, and
+// passes the check.
+func TestKeysFormat1StillRead(t *testing.T) {
+	s, path := openStore(t, Options{})
+	mustCreate(t, s, "c", cmsSpec())
+	kctx, g := keyed("old")
+	if _, err := s.Add(kctx, "c", oneItem, false); err != nil {
+		t.Fatal(err)
+	}
+	want, ok, err := s.Remembered(ctx, g.ID)
+	if err != nil || !ok {
+		t.Fatalf("Remembered = %v, %v", ok, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketKeys).Put(appendKeyID(nil, g.ID), keyRecordV1(want))
+	})
+	db.Close()
+	if err := Check(path); err != nil {
+		t.Errorf("check of a format-1 key record: %v", err)
+	}
+	s = reopen(t, path, Options{})
+	got, ok, err := s.Remembered(ctx, g.ID)
+	if err != nil || !ok || got.Fingerprint != want.Fingerprint || !bytes.Equal(got.Answer, want.Answer) || !got.Created.Equal(want.Created) {
+		t.Errorf("after reopening a format-1 record: Remembered = %+v, %v, %v; want %+v", got, ok, err, want)
+	}
 }

@@ -248,13 +248,18 @@ func (s *DB) MetricQuantiles(qs []float64, yield func(name string, q, value floa
 }
 
 // MetricEstimates calls yield with the current estimate of every sketch
-// created with the metric flag (a CMS reports its total).
+// created with the metric flag (a CMS reports its total) but those
+// expired at the scrape: those are gone, as if deleted, before a pass
+// removes them.
 func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
+	now := s.opts.Now()
 	s.statsMu.Lock()
 	est := maps.Clone(s.estimates)
 	s.statsMu.Unlock()
 	for n, v := range est {
-		yield(n, v)
+		if v.live(now) {
+			yield(n, v.estimate)
+		}
 	}
 }
 

@@ -269,7 +269,7 @@ type DB struct {
 
 	statsMu   sync.Mutex
 	counts    map[countKey]int
-	estimates map[string]float64 // opted-in sketches
+	estimates map[string]metricValue // opted-in sketches
 
 	// gate is held shared by every write until it is durable, and
 	// exclusively by Close to wait for them; closing turns new writes away.
@@ -331,19 +331,25 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &DB{
-		opts: opts, path: path, walDir: walDir, bdb: bdb,
-		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
-		counts: map[countKey]int{}, estimates: map[string]float64{},
-		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
-		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
-	}
+	s := newDB(path, opts, bdb)
 	if err := s.openSafely(); err != nil {
 		closeQuietly(bdb)
 		return nil, err
 	}
 	go s.checkpointLoop()
 	return s, nil
+}
+
+// newDB returns a DB over the open bbolt file bdb, with nothing loaded.
+// opts has its defaults set.
+func newDB(path string, opts Options, bdb *bbolt.DB) *DB {
+	return &DB{
+		opts: opts, path: path, walDir: path + ".wal", bdb: bdb,
+		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
+		counts: map[countKey]int{}, estimates: map[string]metricValue{},
+		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
+		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
+	}
 }
 
 // openSafely runs open, turning a panic or fault on a damaged page into an
@@ -525,29 +531,48 @@ func (s *DB) replayRecord(_ uint64, payload []byte) error {
 // every sketch and each dropped operation are logged. A record that does
 // not parse is dropped whole, naming the sketches it could read.
 func (s *DB) replayRecordRecovering(lsn uint64, payload []byte) error {
+	names := map[string]bool{}
+	opNames(payload, names)
 	if err := decodeOps(payload, nil); err != nil {
-		names := map[string]bool{}
-		opNames(payload, names)
 		s.opts.Logger.Warn("recovering past damage: dropped a log record that does not parse", "lsn", lsn, "touched", sortedLabels(names), "err", err)
 		return nil
 	}
-	names := map[string]bool{}
 	var dropped []string
+	for _, d := range s.replayApplicable(payload) {
+		dropped = append(dropped, d.String())
+	}
+	if len(dropped) > 0 {
+		s.opts.Logger.Warn("recovering past damage: dropped operations of a log record that do not apply; its other operations applied", "lsn", lsn, "touched", sortedLabels(names), "dropped", dropped)
+	}
+	return nil
+}
+
+// droppedOp is a logged operation that does not apply.
+type droppedOp struct {
+	what  string // the operation and the entry it changes
+	label string
+	err   error
+}
+
+func (d droppedOp) String() string { return fmt.Sprintf("%s to %s: %v", d.what, d.label, d.err) }
+
+// replayApplicable applies, one by one, the operations of a record that
+// parses (its payload after the LSN) that apply, and returns those that do
+// not, each with why: what RecoverPastDamage drops and logs, and what
+// CheckFiles reports, so that the two read the log alike.
+func (s *DB) replayApplicable(payload []byte) []droppedOp {
+	var dropped []droppedOp
 	decodeOps(payload, func(o *op) error {
-		names[o.name] = true
 		if err := s.replay(*o); err != nil {
 			what := o.typ.String()
 			if o.typ == opAdd {
 				what = fmt.Sprintf("add of %d bytes of changes", len(o.delta))
 			}
-			dropped = append(dropped, fmt.Sprintf("%s to %s: %v", what, entryLabel(o.name), err))
+			dropped = append(dropped, droppedOp{what: what, label: opLabel(o), err: err})
 		}
 		return nil
 	})
-	if len(dropped) > 0 {
-		s.opts.Logger.Warn("recovering past damage: dropped operations of a log record that do not apply; its other operations applied", "lsn", lsn, "touched", sortedLabels(names), "dropped", dropped)
-	}
-	return nil
+	return dropped
 }
 
 func (t opType) String() string {

@@ -179,5 +179,5 @@ func (s *DB) metricEstimate(sketches *bbolt.Bucket, name []byte) {
 		s.skipUnreadable(name, err, "open")
 		return
 	}
-	s.estimates[string(name)] = st.sk.Estimate()
+	s.estimates[string(name)] = metricValueOf(st)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"slices"
 
@@ -217,25 +218,25 @@ func intactRecords(b []byte, seen uint64, fn func(lsn uint64, payload []byte)) {
 	}
 }
 
-// opNames adds the entry keys a record payload (after its LSN) touches to
-// names, as far as it parses.
+// opNames adds the labels (opLabel) of what a record payload (after its
+// LSN) touches to names, as far as it parses.
 func opNames(payload []byte, names map[string]bool) {
 	decodeOps(payload, func(o *op) error {
-		names[o.name] = true
+		names[opLabel(o)] = true
 		return nil
 	})
 }
 
-// sortedLabels returns the labels (entryLabel) of the keys in names, in
-// key order.
+// opLabel names what o changes: the entry (entryLabel), or for opKey the
+// idempotency key (keyLabel).
+func opLabel(o *op) string {
+	if o.typ == opKey {
+		return keyLabel([]byte(o.name))
+	}
+	return entryLabel(o.name)
+}
+
+// sortedLabels returns the labels in names, sorted.
 func sortedLabels(names map[string]bool) []string {
-	keys := make([]string, 0, len(names))
-	for k := range names {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for i, k := range keys {
-		keys[i] = entryLabel(k)
-	}
-	return keys
+	return slices.Sorted(maps.Keys(names))
 }

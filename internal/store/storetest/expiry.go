@@ -50,6 +50,7 @@ var expiryTests = []struct {
 	{"ExpiryWritesPush", testExpiryWritesPush},
 	{"ExpirySet", testExpirySet},
 	{"ExpiryPass", testExpiryPass},
+	{"ExpiryMetrics", testExpiryMetrics},
 }
 
 func expiryOf(in *Instance) ExpiryStore { return in.Store.(ExpiryStore) }
@@ -263,6 +264,77 @@ func testExpiryPass(t *testing.T, in *Instance, clk *Clock) {
 	if got := listNames(t, in, ""); !slices.Equal(got, []string{"x3", "x4", "y"}) {
 		t.Errorf("List after the pass and a restart = %v, want x3 x4 y", got)
 	}
+}
+
+// metricSource is what /metrics reads of a backend at each scrape
+// (metrics.Source and metrics.QuantileSource).
+type metricSource interface {
+	MetricEstimates(yield func(name string, estimate float64))
+	MetricQuantiles(qs []float64, yield func(name string, q, value float64))
+}
+
+// scrape returns the names MetricEstimates and MetricQuantiles yield.
+func scrape(tb testing.TB, in *Instance) (estimates, quantiles []string) {
+	tb.Helper()
+	ms, ok := in.Store.(metricSource)
+	if !ok {
+		tb.Skip("the backend exports no estimates on /metrics")
+	}
+	ms.MetricEstimates(func(name string, _ float64) { estimates = append(estimates, name) })
+	ms.MetricQuantiles([]float64{0.5}, func(name string, _, _ float64) {
+		if !slices.Contains(quantiles, name) {
+			quantiles = append(quantiles, name)
+		}
+	})
+	slices.Sort(estimates)
+	slices.Sort(quantiles)
+	return estimates, quantiles
+}
+
+// testExpiryMetrics: a sketch created with the metric flag and an expiry
+// leaves /metrics (its estimate and its quantiles) at its deadline, as it
+// leaves every read, before any pass removes it; after a restart too. A
+// write before the deadline of one that expires after its last write
+// keeps it there.
+func testExpiryMetrics(t *testing.T, in *Instance, clk *Clock) {
+	t0 := clk.Now()
+	metric := func(spec sketch.Spec, x sketch.Expiry) sketch.Spec {
+		spec.Metric, spec.Expiry = true, x
+		return spec
+	}
+	kllSpec := sketch.Spec{Params: sketch.KLLParams{K: 16}}
+	create(t, in, "m/after", metric(hllSpec(11), sketch.Expiry{After: time.Hour}))
+	create(t, in, "m/at", metric(hllSpec(11), sketch.Expiry{At: t0.Add(2 * time.Hour)}))
+	create(t, in, "m/pushed", metric(hllSpec(11), sketch.Expiry{After: time.Hour}))
+	create(t, in, "m/keep", metric(hllSpec(11), sketch.Expiry{}))
+	create(t, in, "q/after", metric(kllSpec, sketch.Expiry{After: time.Hour}))
+	create(t, in, "q/keep", metric(kllSpec, sketch.Expiry{}))
+	for _, n := range []string{"m/after", "m/at", "m/pushed", "m/keep", "q/after", "q/keep"} {
+		add(t, in, n, Ints(0, 50))
+	}
+	check := func(when string, wantEst, wantQ []string) {
+		t.Helper()
+		est, q := scrape(t, in)
+		if !slices.Equal(est, wantEst) {
+			t.Errorf("%s: estimates of %v, want %v", when, est, wantEst)
+		}
+		if !slices.Equal(q, wantQ) {
+			t.Errorf("%s: quantiles of %v, want %v", when, q, wantQ)
+		}
+	}
+	check("at once", []string{"m/after", "m/at", "m/keep", "m/pushed", "q/after", "q/keep"}, []string{"q/after", "q/keep"})
+	clk.Advance(59 * time.Minute)
+	check("59 minutes on", []string{"m/after", "m/at", "m/keep", "m/pushed", "q/after", "q/keep"}, []string{"q/after", "q/keep"})
+	add(t, in, "m/pushed", Ints(0, 1)) // changes nothing but the deadline
+	clk.Advance(time.Minute)
+	check("at the deadline of expire_after", []string{"m/at", "m/keep", "m/pushed", "q/keep"}, []string{"q/keep"})
+	in.Settle(t)
+	in.Reopen(t)
+	check("after a restart", []string{"m/at", "m/keep", "m/pushed", "q/keep"}, []string{"q/keep"})
+	clk.Advance(time.Hour)
+	check("two hours on", []string{"m/keep", "q/keep"}, []string{"q/keep"})
+	in.Crash(t)
+	check("after a crash", []string{"m/keep", "q/keep"}, []string{"q/keep"})
 }
 
 func errOf[T any](_ T, err error) error { return err }

@@ -63,6 +63,7 @@ func Steps() []Step {
 		{Version: 5, Name: "checksum every stored record and the checkpoint position", Up: v5Checksums},
 		{Version: 6, Name: "create the idempotency bucket", Up: v6IdempotencyKeys},
 		{Version: 7, Name: "let sketch records carry an expiry", Up: v7SketchExpiry},
+		{Version: 8, Name: "let idempotency key records cover their key", Up: v8KeyRecordsCoverTheirKey},
 	}
 }
 

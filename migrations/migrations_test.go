@@ -421,7 +421,7 @@ func TestV6AddsIdempotencyBucket(t *testing.T) {
 
 // TestV7KeepsRecords upgrades testdata/v4.db to version 6, then to 7:
 // step 7 only raises the version, every stored byte stays.
-func TestV7KeepsRecords(t *testing.T) {
+func TestV7AndV8KeepRecords(t *testing.T) {
 	db := openDB(t, copyFixture(t, "v4.db"))
 	if _, to, err := runUpTo(t, db, 6); err != nil || to != 6 {
 		t.Fatalf("Run on v4.db up to 6 = %d, %v", to, err)
@@ -445,16 +445,16 @@ func TestV7KeepsRecords(t *testing.T) {
 		t.Fatal("v4.db holds nothing to compare")
 	}
 	from, to, err := run(t, db)
-	if err != nil || from != 6 || to != Latest() || Latest() != 7 {
-		t.Fatalf("Run on a version-6 file = %d, %d, %v; want 6, 7, nil", from, to, err)
+	if err != nil || from != 6 || to != Latest() || Latest() != 8 {
+		t.Fatalf("Run on a version-6 file = %d, %d, %v; want 6, 8, nil", from, to, err)
 	}
 	after := dump()
 	if len(after) != len(before) {
-		t.Fatalf("%d entries after step 7, %d before", len(after), len(before))
+		t.Fatalf("%d entries after steps 7 and 8, %d before", len(after), len(before))
 	}
 	for k, v := range before {
 		if after[k] != v {
-			t.Errorf("entry %q changed in step 7", k)
+			t.Errorf("entry %q changed in steps 7 and 8", k)
 		}
 	}
 }

@@ -292,8 +292,9 @@ type SeriesCount struct {
 	Range
 	Cardinality float64             `json:"cardinality,omitempty"`
 	StdError    float64             `json:"std_error,omitempty"`
-	LowerBound  float64             `json:"lower_bound,omitempty"` // theta and freq: two standard deviations
+	LowerBound  float64             `json:"lower_bound,omitempty"` // hll, theta and freq: two standard deviations
 	UpperBound  float64             `json:"upper_bound,omitempty"`
+	Estimator   string              `json:"estimator,omitempty"` // hll: the estimator behind the figures
 	Total       int64               `json:"total,omitempty"`
 	Results     []FrequencyEstimate `json:"results,omitempty"`
 	// Bloom describes the union of a Bloom series' buckets, KLL that of
@@ -366,6 +367,9 @@ type TimeseriesRequest struct {
 	// Q asks a KLL series (or a Count-Min over a value domain) for these
 	// quantiles of each window: rolling p50 and p99 lines.
 	Q []float64
+	// Estimator, for an HLL series: "" or "postgresql" (the default), or
+	// "improved" (Ertl's).
+	Estimator string
 }
 
 // Timeseries is a rolling line and the level whose buckets made it.
@@ -386,8 +390,9 @@ type TimeseriesPoint struct {
 	WindowFrom  time.Time `json:"window_from"`
 	Cardinality float64   `json:"cardinality,omitempty"`
 	StdError    float64   `json:"std_error,omitempty"`
-	LowerBound  float64   `json:"lower_bound,omitempty"` // theta and freq series
+	LowerBound  float64   `json:"lower_bound,omitempty"` // hll, theta and freq series
 	UpperBound  float64   `json:"upper_bound,omitempty"`
+	Estimator   string    `json:"estimator,omitempty"` // hll: the estimator behind the figures
 	Total       int64     `json:"total,omitempty"`
 	// FalsePositiveRate is a Bloom series point's: its window's union's
 	// rate (Cardinality is its estimated items).
@@ -410,6 +415,9 @@ func (c *Client) SeriesTimeseries(ctx context.Context, name string, req Timeseri
 	}
 	if len(req.Q) > 0 {
 		floatsQuery(q, "q", req.Q)
+	}
+	if req.Estimator != "" {
+		q.Set("estimator", req.Estimator)
 	}
 	return into[Timeseries](ctx, c, call{method: http.MethodGet, path: seriesPath(name, "timeseries"), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }

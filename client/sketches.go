@@ -40,6 +40,9 @@ type Sketch struct {
 	Representation string  `json:"representation,omitempty"`
 	Cardinality    float64 `json:"cardinality,omitempty"`
 	StdError       float64 `json:"std_error,omitempty"`
+	// Estimator is the HLL estimator behind Cardinality, StdError and
+	// the bounds (LowerBound, UpperBound): "postgresql" or "improved".
+	Estimator string `json:"estimator,omitempty"`
 
 	// CMS: shape, the error bound it gives, and Total, the sum of all
 	// counts.
@@ -53,8 +56,9 @@ type Sketch struct {
 	Total        int64   `json:"total,omitempty"`
 
 	// Theta and freq: lg_k, the cardinality's bounds at two standard
-	// deviations (about 95%), the sampling rate and the hashes kept; a
-	// freq sketch also its estimated impressions.
+	// deviations (about 95%; HLL sketches have them too), the sampling
+	// rate and the hashes kept; a freq sketch also its estimated
+	// impressions.
 	LgK         int     `json:"lg_k,omitempty"`
 	LowerBound  float64 `json:"lower_bound,omitempty"`
 	UpperBound  float64 `json:"upper_bound,omitempty"`
@@ -222,7 +226,19 @@ func (c *Client) Create(ctx context.Context, name string, req CreateRequest) (s 
 // Describe returns the sketch's parameters, representation, estimate
 // with its error, size and times (GET /v1/sketches/{name}).
 func (c *Client) Describe(ctx context.Context, name string) (*Sketch, error) {
-	return into[Sketch](ctx, c, call{method: http.MethodGet, path: sketchPath(name), idempotent: true, ok: []int{http.StatusOK}})
+	return c.DescribeWith(ctx, name, "")
+}
+
+// DescribeWith is Describe with an HLL sketch's estimate, error and
+// bounds from estimator: "" or "postgresql" (postgresql-hll's, the
+// default), or "improved" (Ertl's). Another kind with "improved" is
+// invalid (IsInvalid).
+func (c *Client) DescribeWith(ctx context.Context, name, estimator string) (*Sketch, error) {
+	var q url.Values
+	if estimator != "" {
+		q = url.Values{"estimator": {estimator}}
+	}
+	return into[Sketch](ctx, c, call{method: http.MethodGet, path: sketchPath(name), query: q, idempotent: true, ok: []int{http.StatusOK}})
 }
 
 // Delete removes the sketch (DELETE /v1/sketches/{name}). It is retried

@@ -1,0 +1,5 @@
+//go:build !race
+
+package hll
+
+const raceEnabled = false

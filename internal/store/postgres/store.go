@@ -149,6 +149,8 @@ type DB struct {
 
 	// The idempotency keys at the last sweep (keys.go).
 	keyCount, keyBytes, keysEvicted atomic.Int64
+	// Damaged stored values found (checksum.go).
+	checksumFailures, unreadable atomic.Int64
 	// notices records Citus's warnings of commits that failed on a
 	// worker (citus.go).
 	notices *noticeBook

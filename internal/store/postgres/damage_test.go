@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -666,4 +667,83 @@ func TestChecksumsUnderConcurrentWrites(t *testing.T) {
 			}
 		}
 	})
+}
+
+// docsWritingSQL returns the statements of the first ```sql block of the
+// section "## Writing" of docs/postgres.md, comment lines left out.
+func docsWritingSQL(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../../docs/postgres.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Writing\n")
+	if ok {
+		_, section, ok = strings.Cut(section, "```sql\n")
+	}
+	if ok {
+		section, _, ok = strings.Cut(section, "\n```")
+	}
+	if !ok {
+		t.Fatal(`docs/postgres.md has no sql block under "## Writing"`)
+	}
+	var out, cur []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "--") {
+			continue
+		}
+		cur = append(cur, line)
+		if strings.HasSuffix(strings.TrimSpace(line), ";") {
+			out = append(out, strings.Join(cur, "\n"))
+			cur = nil
+		}
+	}
+	return out
+}
+
+// TestSQLWritesOfTheDocs: the writes docs/postgres.md shows for SQL (ids
+// added to a sketch sketchd made, a sketch created from SQL) keep the
+// checksums: sketchd reads both as the sketches of those ids, with no
+// false alarm; the add changes no row of a sketch whose value is damaged.
+// On plain PostgreSQL: the statements join a local table of events.
+func TestSQLWritesOfTheDocs(t *testing.T) {
+	var logs logBuffer
+	db := nodes(t, pgstoretest.Schema(t, t.TempDir()), 1, &logs)[0]
+	if _, err := db.Add(ctx, "campaign:42", storetest.Ints(0, 1000), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []string{
+		`CREATE TABLE new_events (user_id bigint)`,
+		`INSERT INTO new_events SELECT generate_series(1000, 1999)`,
+		`CREATE TABLE events (user_id bigint)`,
+		`INSERT INTO events SELECT generate_series(0, 499)`,
+	} {
+		if _, err := db.Pool().Exec(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stmts := docsWritingSQL(t)
+	if len(stmts) != 2 {
+		t.Fatalf("the docs' writes are %d statements, want the add and the create", len(stmts))
+	}
+	for _, st := range stmts {
+		if tag, err := db.Pool().Exec(ctx, st); err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("%s: %v, %v", st, tag, err)
+		}
+	}
+	for name, ids := range map[string]storetest.Input{"campaign:42": storetest.Ints(0, 2000), "from-sql": storetest.Ints(0, 500)} {
+		want := sketchOf(t, hllSpec(14).Params, ids).AppendBinary(nil)
+		if got := rawOf(t, db, name); !bytes.Equal(got, want) {
+			t.Errorf("%s reads %x, want the sketch of its ids %x", name, clip(got), clip(want))
+		}
+	}
+	if n := db.ChecksumFailures(); n != 0 {
+		t.Errorf("%d checksum failures after the docs' writes", n)
+	}
+	flipSketch(t, db, "campaign:42", 40, 0x08)
+	if tag, err := db.Pool().Exec(ctx, stmts[0]); err != nil || tag.RowsAffected() != 0 {
+		t.Errorf("the docs' add on a damaged sketch: %v, %v; want no row changed", tag, err)
+	}
+	_, err := db.Describe(ctx, "campaign:42")
+	wantDamaged(t, err, `sketch "campaign:42"`, "Describe after the docs' add on a damaged sketch")
 }

@@ -435,10 +435,16 @@ const insertSQL = `INSERT INTO sketchd_sketches (name, kind, params, metric, hll
 // an add after the lock read the HLL's header (and checked it); a shard
 // move on Citus between the two is the only way it finds a mismatch, and
 // the write then runs again and finds the damage under the lock.
-var mergeSQL = `WITH u AS (UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3,
-	checksum = ` + sumSQL("$4", "hll_send(hll_union(hll, $2::bytea::hll))") + `
+var mergeSQL = `WITH u AS (UPDATE sketchd_sketches SET ` + mergeSet + `, updated_at = $3
 	WHERE name = $1 AND checksum = ` + sumSQL("$4", "hll_send(hll)") + ` RETURNING 1)
 SELECT 1 / count(*)::int FROM u`
+
+// mergeSet sets an HLL to its union with $2 and its checksum to that of
+// the union ($4: the key digest), computing the union once: a sub-select
+// (kept from being flattened by OFFSET 0) whose two columns both read it.
+// Citus routes it with the UPDATE, to the one shard $1 names.
+var mergeSet = `(hll, checksum) = (SELECT m.h, ` + sumSQL("$4", "hll_send(m.h)") + `
+	FROM (SELECT hll_union(sketchd_sketches.hll, $2::bytea::hll) AS h OFFSET 0) m)`
 
 // queueWrite queues the statement that writes r back, if it changed.
 func queueWrite(wb *pgx.Batch, r *row) error {
@@ -521,8 +527,7 @@ func (s *DB) fastRows(group []*op) (rows []*row, ok bool) {
 // there is no such HLL, it has expired at $3 or it does not match its
 // checksum (division by zero), or it has other parameters (hll_union
 // refuses other log2m, regwidth or expthresh).
-var addSQL = `WITH u AS (UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3,
-	checksum = ` + sumSQL("$4", "hll_send(hll_union(hll, $2::bytea::hll))") + `
+var addSQL = `WITH u AS (UPDATE sketchd_sketches SET ` + mergeSet + `, updated_at = $3
 	WHERE name = $1 AND kind = 'hll' AND ` + liveSQL + ` AND checksum = ` + sumSQL("$4", "hll_send(hll)") + ` RETURNING 1)
 SELECT 1 / count(*)::int FROM u`
 

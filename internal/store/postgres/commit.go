@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +25,9 @@ type op struct {
 	// hll_union with a delta.
 	names, full []string
 	fn          func(t *tx) error
+	// deletes says fn deletes its sketches: it runs on a damaged row
+	// too, which fails every other write (row.damage).
+	deletes bool
 	// guard is the write's idempotency key, if any (keys.go); claimed
 	// says the transaction claimed it.
 	guard   *idem.Guard
@@ -71,10 +72,13 @@ type row struct {
 	// its parameters holding only this transaction's adds.
 	delta   bool
 	changed bool
-	// read is the MD5 (hex) of the stored bytes the lock read, when it
-	// read them whole: a rewrite of the row applies only if they are
-	// still the stored ones (casSQL).
-	read string
+	// read is the checksum of the row the lock read: a rewrite of the
+	// row applies only if it is still the stored one (casSQL).
+	read []byte
+	// damage, when set, is the Damaged error of a row whose value failed
+	// its checksum or does not decode (st is nil then): writes that name
+	// it fail with it, except a delete.
+	damage error
 	// expired reports that the row the lock read had expired: it is
 	// deleted, and a new state replaces it with a fresh row.
 	expired bool
@@ -103,6 +107,19 @@ func (t *tx) row(name string) *row {
 	return t.rows[i]
 }
 
+// damaged returns the damage of a row o names, unless o deletes.
+func (t *tx) damaged(o *op) error {
+	if o.deletes {
+		return nil
+	}
+	for _, n := range o.names {
+		if r := t.row(n); r.damage != nil {
+			return r.damage
+		}
+	}
+	return nil
+}
+
 // put makes st the state of name.
 func (t *tx) put(r *row, st *state) {
 	r.st, r.delta, r.changed = st, false, true
@@ -115,10 +132,15 @@ var errRetry = errors.New("postgres: a row appeared while the transaction ran")
 // submit queues a write and waits for its outcome. Once the committer has
 // taken it the write is waited for even if ctx ends, since it may commit.
 func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) error) error {
+	return s.submitOp(ctx, &op{names: names, full: full, fn: fn})
+}
+
+// submitOp is submit for o, whose names, full, fn and deletes are set.
+func (s *DB) submitOp(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{names: names, full: full, fn: fn, guard: idem.From(ctx), done: make(chan struct{})}
+	o.guard, o.done = idem.From(ctx), make(chan struct{})
 	if err := enqueue(s, ctx, s.queue, o); err != nil {
 		return err
 	}
@@ -186,13 +208,16 @@ func (s *DB) commitRetrying(group []*op) error {
 }
 
 // lockSQL locks one row and reads what a write needs of it: the whole
-// sketch, or for an HLL that the write only adds to ($2 false) its first
-// three bytes, the header that holds its parameters.
-const lockSQL = `SELECT kind, metric, created_at, updated_at,
+// sketch and its checksum, or for an HLL that the write only adds to ($2
+// false) its first three bytes, the header that holds its parameters,
+// and whether the whole HLL matches its checksum, checked in the database
+// ($3 is the key digest of the sketch as an hll).
+var lockSQL = `SELECT kind, metric, created_at, updated_at,
 	CASE WHEN kind <> 'hll' THEN data
 	     WHEN $2 THEN hll_send(hll)
 	     ELSE substring(hll_send(hll) FROM 1 FOR 3) END,
-	extract(epoch FROM expire_after)::bigint, expire_at
+	extract(epoch FROM expire_after)::bigint, expire_at, checksum,
+	CASE WHEN kind = 'hll' AND NOT $2 THEN checksum = ` + sumSQL("$3", "hll_send(hll)") + ` END
 FROM sketchd_sketches WHERE name = $1 FOR UPDATE`
 
 // commit runs group in one transaction: it locks the rows of every name
@@ -241,7 +266,7 @@ func (s *DB) commit(group []*op) error {
 	queueClaims(&lb, keyed, t.now, s.expiredBefore(t.now))
 	for i, n := range names {
 		t.rows[i] = &row{name: n}
-		lb.Queue(lockSQL, n, full[n])
+		lb.Queue(lockSQL, n, full[n], hllKey(n))
 	}
 	res := conn.SendBatch(ctx, &lb)
 	if _, err := res.Exec(); err != nil {
@@ -256,27 +281,7 @@ func (s *DB) commit(group []*op) error {
 		return err
 	}
 	for _, r := range t.rows {
-		var kind string
-		var b []byte
-		st := &state{}
-		var after *int64
-		var at *time.Time
-		err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b, &after, &at)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			res.Close()
-			return err
-		}
-		st.expiry = expiryOf(after, at)
-		if st.expiry.Expired(st.updated, t.now) {
-			// Gone, as if deleted: the writes see no row, and the
-			// row is deleted with them.
-			r.had, r.expired, r.changed = true, true, true
-			continue
-		}
-		if err := r.locked(st, kind, b, full[r.name]); err != nil {
+		if err := s.readLocked(res, t, r, full[r.name]); err != nil {
 			res.Close()
 			return err
 		}
@@ -291,7 +296,9 @@ func (s *DB) commit(group []*op) error {
 			continue // its key is taken: o.err says so
 		}
 		t.res = idem.Result{}
-		o.err = o.fn(t)
+		if o.err = t.damaged(o); o.err == nil {
+			o.err = o.fn(t)
+		}
 		if err := sealOp(&kb, o, t.res); err != nil {
 			return err
 		}
@@ -336,18 +343,55 @@ func (s *DB) commit(group []*op) error {
 	return nil
 }
 
-// locked records what a lock statement read of r (kind and b, as
-// lockSQL returns them, whole if full) in st, which becomes r's state.
-func (r *row) locked(st *state, kind string, b []byte, full bool) error {
-	var err error
-	if st.sk, r.delta, err = decodeLocked(kind, b, full); err != nil {
+// hllKey is the key digest of the sketch name as an hll, which the
+// statements that merge into a stored HLL in the database need.
+func hllKey(name string) []byte {
+	k := sketchKey(name, string(sketch.TypeHLL))
+	return k[:]
+}
+
+// readLocked reads the answer of r's lockSQL (whole if full) from res
+// into r: nothing for a missing row; an expired row as gone; a row that
+// fails its checksum or does not decode as damaged (reported, and r's
+// writes fail with it).
+func (s *DB) readLocked(res pgx.BatchResults, t *tx, r *row, full bool) error {
+	var kind string
+	var b, sum []byte
+	var ok *bool
+	st := &state{}
+	var after *int64
+	var at *time.Time
+	err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b, &after, &at, &sum, &ok)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	r.had, r.st = true, st
-	if !r.delta {
-		sum := md5.Sum(b)
-		r.read = hex.EncodeToString(sum[:])
+	r.had = true
+	st.expiry = expiryOf(after, at)
+	if st.expiry.Expired(st.updated, t.now) {
+		// Gone, as if deleted: the writes see no row, and the row is
+		// deleted with them.
+		r.expired, r.changed = true, true
+		return nil
 	}
+	if kind == string(sketch.TypeHLL) && !full {
+		// The database checked the HLL it did not send.
+		if ok == nil || !*ok {
+			err = fmt.Errorf("checked in the database: %w", errChecksum)
+		}
+	} else {
+		err = verify(sum, sketchKey(r.name, kind), b)
+	}
+	if err == nil {
+		st.sk, r.delta, err = decodeLocked(kind, b, full)
+	}
+	if err != nil {
+		r.damage = s.report(damagedSketch(r.name, err), "write")
+		return nil
+	}
+	r.st, r.read = st, sum
 	return nil
 }
 
@@ -365,21 +409,42 @@ func raced(err error) error {
 	return err
 }
 
-// casSQL rewrites a row that was read whole, only if it still holds the
-// bytes that were read ($9, their MD5), and fails the transaction
+// casSQL rewrites a row, with its new checksum ($12), only if it still
+// holds the checksum that was read ($9), and fails the transaction
 // (division by zero) otherwise. The row lock taken by the read makes that
 // the rule, but on Citus a lock holds one placement of the shard: when a
 // shard move completes between the read and the write, the write goes to
 // the new placement, where other writers may have changed the row
 // meanwhile, and a plain UPDATE would overwrite their acknowledged writes.
+// Every write of a value writes its checksum, so an unchanged checksum is
+// an unchanged row.
 const casSQL = `WITH u AS (UPDATE sketchd_sketches SET kind = $2, params = $3, metric = $4, hll = $5::bytea::hll, data = $6,
-	created_at = $7, updated_at = $8, expire_after = $10::float8 * interval '1 second', expire_at = $11
-	WHERE name = $1 AND md5(coalesce(hll_send(hll), data)) = $9 RETURNING 1)
+	created_at = $7, updated_at = $8, expire_after = $10::float8 * interval '1 second', expire_at = $11, checksum = $12
+	WHERE name = $1 AND checksum = $9 RETURNING 1)
 SELECT 1 / count(*)::int FROM u`
 
 // insertSQL inserts a new row.
-const insertSQL = `INSERT INTO sketchd_sketches (name, kind, params, metric, hll, data, created_at, updated_at, expire_after, expire_at)
-	VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8, $9::float8 * interval '1 second', $10)`
+const insertSQL = `INSERT INTO sketchd_sketches (name, kind, params, metric, hll, data, created_at, updated_at, expire_after, expire_at, checksum)
+	VALUES ($1, $2, $3, $4, $5::bytea::hll, $6, $7, $8, $9::float8 * interval '1 second', $10, $11)`
+
+// mergeSQL merges a delta ($2) into a stored HLL in the database and
+// writes the checksum of the result ($4 is the sketch's key digest, as
+// an hll), only if the stored HLL matches its checksum: a merge must not
+// give a damaged value a valid checksum. Otherwise, or if there is no
+// such row, the transaction fails (division by zero). It is the write of
+// an add after the lock read the HLL's header (and checked it); a shard
+// move on Citus between the two is the only way it finds a mismatch, and
+// the write then runs again and finds the damage under the lock.
+var mergeSQL = `WITH u AS (UPDATE sketchd_sketches SET ` + mergeSet + `, updated_at = $3
+	WHERE name = $1 AND checksum = ` + sumSQL("$4", "hll_send(hll)") + ` RETURNING 1)
+SELECT 1 / count(*)::int FROM u`
+
+// mergeSet sets an HLL to its union with $2 and its checksum to that of
+// the union ($4: the key digest), computing the union once: a sub-select
+// (kept from being flattened by OFFSET 0) whose two columns both read it.
+// Citus routes it with the UPDATE, to the one shard $1 names.
+var mergeSet = `(hll, checksum) = (SELECT m.h, ` + sumSQL("$4", "hll_send(m.h)") + `
+	FROM (SELECT hll_union(sketchd_sketches.hll, $2::bytea::hll) AS h OFFSET 0) m)`
 
 // queueWrite queues the statement that writes r back, if it changed.
 func queueWrite(wb *pgx.Batch, r *row) error {
@@ -403,22 +468,23 @@ func queueWrite(wb *pgx.Batch, r *row) error {
 		if r.st.sk.Representation() == "EMPTY" {
 			return nil
 		}
-		wb.Queue(`UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3 WHERE name = $1`,
-			r.name, r.st.sk.AppendBinary(nil), r.st.updated)
+		wb.Queue(mergeSQL, r.name, r.st.sk.AppendBinary(nil), r.st.updated, hllKey(r.name))
 	default:
+		kind := string(r.st.sk.Kind().Type)
 		hllBytes, data := body(r.st.sk)
+		sum := checksum(sketchKey(r.name, kind), hllBytes, data)
 		params, err := paramsJSON(r.st.sk.Params())
 		if err != nil {
 			return err
 		}
 		after, at := expiryArgs(r.st.expiry)
 		if r.had {
-			wb.Queue(casSQL, r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, r.read, after, at)
+			wb.Queue(casSQL, r.name, kind, params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, r.read, after, at, sum)
 		} else {
 			// A row another node inserted since the lock fails this
 			// insert (unique violation) and the transaction with it;
 			// the write then runs again.
-			wb.Queue(insertSQL, r.name, string(r.st.sk.Kind().Type), params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, after, at)
+			wb.Queue(insertSQL, r.name, kind, params, r.st.metric, hllBytes, data, r.st.created, r.st.updated, after, at, sum)
 		}
 	}
 	return nil
@@ -456,13 +522,13 @@ func (s *DB) fastRows(group []*op) (rows []*row, ok bool) {
 	return rows, true
 }
 
-// addSQL merges a delta into a stored HLL, failing (and so failing the
-// transaction) when there is no such HLL or it has expired at $3 (division
-// by zero) or it has
-// other parameters (hll_union refuses other log2m, regwidth or
-// expthresh).
-const addSQL = `WITH u AS (UPDATE sketchd_sketches SET hll = hll_union(hll, $2::bytea::hll), updated_at = $3
-	WHERE name = $1 AND kind = 'hll' AND ` + liveSQL + ` RETURNING 1)
+// addSQL merges a delta into a stored HLL with the checksum of the
+// result, as mergeSQL does, failing (and so failing the transaction) when
+// there is no such HLL, it has expired at $3 or it does not match its
+// checksum (division by zero), or it has other parameters (hll_union
+// refuses other log2m, regwidth or expthresh).
+var addSQL = `WITH u AS (UPDATE sketchd_sketches SET ` + mergeSet + `, updated_at = $3
+	WHERE name = $1 AND kind = 'hll' AND ` + liveSQL + ` AND checksum = ` + sumSQL("$4", "hll_send(hll)") + ` RETURNING 1)
 SELECT 1 / count(*)::int FROM u`
 
 // commitAdds commits a group of HLL adds in one round trip, BEGIN, one
@@ -500,7 +566,7 @@ func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 	keys := b.Len() - 1
 	for _, r := range rows {
 		if r.changed && r.st.sk.Representation() != "EMPTY" {
-			b.Queue(addSQL, r.name, r.st.sk.AppendBinary(nil), r.st.updated)
+			b.Queue(addSQL, r.name, r.st.sk.AppendBinary(nil), r.st.updated, hllKey(r.name))
 		}
 	}
 	n := b.Len() - 1 - keys

@@ -1,5 +1,23 @@
 package postgres
 
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// MigrateTo applies the schema to the database dsn names up to version
+// only: the database as a sketchd of that schema version left it.
+func MigrateTo(ctx context.Context, dsn string, version int) error {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return migrateTo(ctx, pool, slog.New(slog.DiscardHandler), version)
+}
+
 // ReadRunsSQL is the statement a series read runs, for the test that
 // checks its plan.
 const ReadRunsSQL = readRunsSQL

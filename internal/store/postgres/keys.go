@@ -40,24 +40,27 @@ import (
 // transaction.
 const claimSQL = `INSERT INTO sketchd_idempotency AS k (target, scope, idempotency_key, fingerprint, answer, created_at)
 VALUES ($1, $2, $3, $4, NULL, $5)
-ON CONFLICT (target, scope, idempotency_key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = NULL, created_at = EXCLUDED.created_at
+ON CONFLICT (target, scope, idempotency_key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = NULL, checksum = NULL, created_at = EXCLUDED.created_at
 WHERE k.created_at <= $6
 RETURNING 1`
 
-const answerSQL = `UPDATE sketchd_idempotency SET answer = $4 WHERE target = $1 AND scope = $2 AND idempotency_key = $3`
+// answerSQL sets a claimed key's answer and its checksum ($5: see
+// keySum).
+const answerSQL = `UPDATE sketchd_idempotency SET answer = $4, checksum = $5 WHERE target = $1 AND scope = $2 AND idempotency_key = $3`
 
 const releaseSQL = `DELETE FROM sketchd_idempotency WHERE target = $1 AND scope = $2 AND idempotency_key = $3`
 
 // recordSQL writes a key with its answer, failing (division by zero, which
 // aborts the transaction) when a live record of it exists.
-const recordSQL = `WITH k AS (INSERT INTO sketchd_idempotency AS k (target, scope, idempotency_key, fingerprint, answer, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6)
-	ON CONFLICT (target, scope, idempotency_key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = EXCLUDED.answer, created_at = EXCLUDED.created_at
+const recordSQL = `WITH k AS (INSERT INTO sketchd_idempotency AS k (target, scope, idempotency_key, fingerprint, answer, created_at, checksum)
+	VALUES ($1, $2, $3, $4, $5, $6, $8)
+	ON CONFLICT (target, scope, idempotency_key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = EXCLUDED.answer, created_at = EXCLUDED.created_at,
+		checksum = EXCLUDED.checksum
 	WHERE k.created_at <= $7
 	RETURNING 1)
 SELECT 1 / count(*)::int FROM k`
 
-const lookupSQL = `SELECT fingerprint, answer, created_at FROM sketchd_idempotency
+const lookupSQL = `SELECT fingerprint, answer, created_at, checksum FROM sketchd_idempotency
 WHERE target = $1 AND scope = $2 AND idempotency_key = $3 AND created_at > $4 AND answer IS NOT NULL`
 
 // keySizeSQL is the expression of a row's approximate bytes: its values
@@ -132,13 +135,19 @@ func sealOp(b *pgx.Batch, o *op, res idem.Result) error {
 	if err != nil {
 		return err
 	}
-	b.Queue(answerSQL, g.Target, g.Scope, g.Key, answer)
+	b.Queue(answerSQL, g.Target, g.Scope, g.Key, answer, keySum(g.ID, g.Fingerprint[:], answer))
 	return nil
+}
+
+// keySum is the checksum of a key's row (checksum.go): its fingerprint
+// and the answer replayed to a retry.
+func keySum(id idem.ID, fingerprint, answer []byte) []byte {
+	return checksum(idemKey(id.Target, id.Scope, id.Key), fingerprint, answer)
 }
 
 // queueRecord queues recordSQL for g, sealed already, created at now.
 func queueRecord(b *pgx.Batch, g *idem.Guard, now, expired time.Time) {
-	b.Queue(recordSQL, g.Target, g.Scope, g.Key, g.Fingerprint[:], g.Answer(), now, expired)
+	b.Queue(recordSQL, g.Target, g.Scope, g.Key, g.Fingerprint[:], g.Answer(), now, expired, keySum(g.ID, g.Fingerprint[:], g.Answer()))
 }
 
 // keyTaken reports whether err is recordSQL refusing a taken key.
@@ -171,7 +180,7 @@ func answerInTx(ctx context.Context, ptx pgx.Tx, g *idem.Guard, res idem.Result)
 	if err != nil {
 		return err
 	}
-	_, err = ptx.Exec(ctx, answerSQL, g.Target, g.Scope, g.Key, answer)
+	_, err = ptx.Exec(ctx, answerSQL, g.Target, g.Scope, g.Key, answer, keySum(g.ID, g.Fingerprint[:], answer))
 	return err
 }
 
@@ -183,19 +192,32 @@ func (s *DB) Remembered(ctx context.Context, id idem.ID) (idem.Record, bool, err
 		return idem.Record{}, false, err
 	}
 	var rec idem.Record
-	var fp []byte
-	err := s.pool.QueryRow(ctx, lookupSQL, id.Target, id.Scope, id.Key, s.expiredBefore(s.opts.Now())).Scan(&fp, &rec.Answer, &rec.Created)
+	var fp, sum []byte
+	err := s.pool.QueryRow(ctx, lookupSQL, id.Target, id.Scope, id.Key, s.expiredBefore(s.opts.Now())).Scan(&fp, &rec.Answer, &rec.Created, &sum)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idem.Record{}, false, nil
 	}
 	if err != nil {
 		return idem.Record{}, false, s.classify(ctx, err, "read an idempotency key")
 	}
+	if err := verify(sum, idemKey(id.Target, id.Scope, id.Key), fp, rec.Answer); err != nil {
+		return idem.Record{}, false, s.report(damagedKey(id, err), "read an idempotency key")
+	}
 	if len(fp) != len(rec.Fingerprint) {
-		return idem.Record{}, false, fmt.Errorf("postgres: an idempotency key has a fingerprint of %d bytes", len(fp))
+		return idem.Record{}, false, s.report(damagedKey(id, fmt.Errorf("a fingerprint of %d bytes", len(fp))), "read an idempotency key")
 	}
 	copy(rec.Fingerprint[:], fp)
 	return rec, true, nil
+}
+
+// damagedKey is the Damaged error of id's row: its answer cannot be
+// replayed, and the write it guards may or may not have been applied.
+func damagedKey(id idem.ID, err error) error {
+	entry := "idempotency key " + quote(id.Key)
+	if id.Target != "" {
+		entry += " of " + quote(id.Target)
+	}
+	return damaged(entry, "sketchd_idempotency", "its answer cannot be replayed (the write it guards was applied once); check the target before sending it again under a new key", err)
 }
 
 // SweepKeys deletes the keys past the window at now and, while the keys

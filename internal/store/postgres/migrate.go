@@ -62,6 +62,12 @@ func steps() ([]step, error) {
 // migrate checks the hll extension and applies the migrations the
 // database lacks, holding the advisory lock on one connection.
 func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	return migrateTo(ctx, pool, log, 0)
+}
+
+// migrateTo is migrate up to schema version upTo (0: the latest), for the
+// tests that build a database as an older sketchd left it.
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, upTo int) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: connecting: %w", err)
@@ -99,7 +105,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 		}
 	}
 	for _, st := range all {
-		if slices.Contains(applied, int32(st.version)) {
+		if slices.Contains(applied, int32(st.version)) || upTo > 0 && st.version > upTo {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {

@@ -13,31 +13,38 @@ import (
 )
 
 const selectState = `SELECT name, kind, metric, created_at, updated_at, coalesce(hll_send(hll), data),
-	extract(epoch FROM expire_after)::bigint, expire_at FROM sketchd_sketches`
+	extract(epoch FROM expire_after)::bigint, expire_at, checksum FROM sketchd_sketches`
 
-// scanState reads one row of selectState.
+// scanState reads one row of selectState. A row whose value fails its
+// checksum or does not decode gives its name, a state without a sketch
+// (its expiry read, so that an expired row can still count as gone) and
+// a Damaged error naming it; any other failure no state.
 func scanState(rows pgx.Rows) (string, *state, error) {
 	var name, kind string
-	var b []byte
+	var b, sum []byte
 	st := &state{}
 	var after *int64
 	var at *time.Time
-	if err := rows.Scan(&name, &kind, &st.metric, &st.created, &st.updated, &b, &after, &at); err != nil {
+	if err := rows.Scan(&name, &kind, &st.metric, &st.created, &st.updated, &b, &after, &at, &sum); err != nil {
 		return "", nil, err
 	}
 	st.expiry = expiryOf(after, at)
+	st.created, st.updated = st.created.UTC(), st.updated.UTC()
+	if err := verify(sum, sketchKey(name, kind), b); err != nil {
+		return name, st, damagedSketch(name, err)
+	}
 	sk, _, err := decodeLocked(kind, b, true)
 	if err != nil {
-		return "", nil, fmt.Errorf("sketch %q: %w", name, err)
+		return name, st, damagedSketch(name, err)
 	}
 	st.sk = sk
-	st.created, st.updated = st.created.UTC(), st.updated.UTC()
 	return name, st, nil
 }
 
 // view runs fn with the committed states of names (in the given order,
 // repeats allowed), read in one statement, so they are one consistent
-// state of the database. A missing name is NotFound.
+// state of the database. A missing name is NotFound, a damaged one
+// Damaged.
 func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -51,13 +58,18 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 	found := make(map[string]*state, len(uniq))
 	for rows.Next() {
 		name, st, err := scanState(rows)
-		if err != nil {
+		if st == nil {
 			rows.Close()
 			return s.classify(ctx, err, "read")
 		}
-		if !st.expired(now) {
-			found[name] = st // an expired sketch is gone, as if deleted
+		if st.expired(now) {
+			continue // an expired sketch is gone, as if deleted
 		}
+		if err != nil {
+			rows.Close()
+			return s.report(err, "read")
+		}
+		found[name] = st
 	}
 	if err := rows.Err(); err != nil {
 		return s.classify(ctx, err, "read")
@@ -99,39 +111,63 @@ func (s *DB) View(ctx context.Context, names []string, fn func([]sketch.Sketch) 
 // List returns up to limit sketches whose names start with prefix and sort
 // after after, in name order, and whether more follow.
 func (s *DB) List(ctx context.Context, prefix, after string, limit int) ([]sketch.Info, bool, error) {
+	infos, more, _, err := s.ListSkipping(ctx, prefix, after, limit)
+	return infos, more, err
+}
+
+// ListSkipping is List that also returns the names (quoted, safe to
+// print) of the sketches in the range it skipped because their rows fail
+// their checksums or do not decode; each is logged and counted. A page
+// holds limit readable sketches when that many follow: it reads on past
+// the damaged ones.
+func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) (infos []sketch.Info, more bool, skipped []string, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	if limit < 0 {
-		limit = 0
-	}
+	limit = max(limit, 0)
 	// Names are ASCII letters, digits and . _ : - (sketch.ValidateName),
 	// all below 0x7f: every name with the prefix sorts before prefix+0x7f.
 	q := selectState + ` WHERE name > $1 AND name >= $2 AND starts_with(name, $2) AND ` + live("$4")
-	args := []any{after, prefix, limit + 1, s.opts.Now().UTC()}
 	if prefix != "" {
 		q += ` AND name < $5`
-		args = append(args, prefix+"\x7f")
 	}
 	q += ` ORDER BY name LIMIT $3`
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, false, s.classify(ctx, err, "list")
-	}
-	var out []sketch.Info
-	for rows.Next() {
-		name, st, err := scanState(rows)
-		if err != nil {
-			rows.Close()
-			return nil, false, s.classify(ctx, err, "list")
+	now := s.opts.Now().UTC()
+	for {
+		want := limit + 1 - len(infos)
+		args := []any{after, prefix, want, now}
+		if prefix != "" {
+			args = append(args, prefix+"\x7f")
 		}
-		out = append(out, st.info(name))
+		rows, err := s.pool.Query(ctx, q, args...)
+		if err != nil {
+			return nil, false, nil, s.classify(ctx, err, "list")
+		}
+		n := 0
+		for rows.Next() {
+			name, st, err := scanState(rows)
+			if st == nil {
+				rows.Close()
+				return nil, false, nil, s.classify(ctx, err, "list")
+			}
+			n++
+			after = name
+			if err != nil {
+				s.skipped(err, "list")
+				skipped = append(skipped, quote(name))
+				continue
+			}
+			infos = append(infos, st.info(name))
+		}
+		if err := rows.Err(); err != nil {
+			return nil, false, nil, s.classify(ctx, err, "list")
+		}
+		if n < want || len(infos) > limit {
+			break
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, false, s.classify(ctx, err, "list")
-	}
-	more := len(out) > limit
-	return out[:min(limit, len(out))], more, nil
+	more = len(infos) > limit
+	return infos[:min(limit, len(infos))], more, skipped, nil
 }
 
 // SketchCounts calls yield for each (kind, representation) with its
@@ -192,12 +228,16 @@ func (s *DB) MetricQuantiles(qs []float64, yield func(name string, q, value floa
 	var out []value
 	for rows.Next() {
 		name, st, err := scanState(rows)
-		if err != nil {
+		if st == nil {
 			rows.Close()
 			s.log.Warn("reading metric sketches' quantiles for /metrics", "err", err)
 			return
 		}
 		if st.expired(s.opts.Now()) {
+			continue
+		}
+		if err != nil {
+			s.skipped(err, "metrics")
 			continue
 		}
 		if vs := sketch.QuantilesOf(st.sk, qs); vs != nil {
@@ -232,12 +272,16 @@ func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
 	var out []est
 	for rows.Next() {
 		name, st, err := scanState(rows)
-		if err != nil {
+		if st == nil {
 			rows.Close()
 			s.log.Warn("reading metric sketches for /metrics", "err", err)
 			return
 		}
-		if !st.expired(s.opts.Now()) {
+		switch {
+		case st.expired(s.opts.Now()):
+		case err != nil:
+			s.skipped(err, "metrics")
+		default:
 			out = append(out, est{name, st.sk.Estimate()})
 		}
 	}
@@ -264,24 +308,36 @@ var prefixWhere = ` WHERE name >= $1 AND name < $3 AND starts_with(name, $1) AND
 // one row per (kind, parameters) among them, with how many sketches it
 // covers, the least name (to name one in an error) and, for HLLs,
 // postgresql-hll's union of the group (hll_union_agg takes one set of
-// parameters). On Citus, each worker aggregates its shards and the
-// coordinator merges one partial union per shard and group.
-var prefixUnionSQL = `SELECT kind, hll_log2m(hll), hll_regwidth(hll), (hll_expthresh(hll)).specified, hll_sparseon(hll),
+// parameters). Each HLL's checksum is checked by the same statement, over
+// the bytes it unions: the check is a grouping column (true, false, or
+// NULL for a row without a checksum, and for kinds other than hll), so
+// PostgreSQL computes it once per row and a damaged HLL lands in a group
+// of its own, named by its least name. On Citus, each worker aggregates
+// its shards and the coordinator merges one partial union per shard and
+// group.
+var prefixUnionSQL = `SELECT kind, checksum = ` + sumSQL(sketchKeySQL(""), "hll_send(hll)") + `,
+	hll_log2m(hll), hll_regwidth(hll), (hll_expthresh(hll)).specified, hll_sparseon(hll),
 	count(*), min(name), hll_send(hll_union_agg(hll))
 FROM sketchd_sketches` + prefixWhere + `
-GROUP BY 1, 2, 3, 4, 5`
+GROUP BY 1, 2, 3, 4, 5, 6`
 
 // prefixRowsSQL reads the sketches of one kind under a prefix, in name
-// order, for kinds PostgreSQL cannot union.
-var prefixRowsSQL = `SELECT name, data FROM sketchd_sketches` + prefixWhere + ` AND kind = $5 ORDER BY name`
+// order, for kinds PostgreSQL cannot union, and for HLLs when the union
+// in the database failed (prefixHLLRows), to find a damaged one.
+var (
+	prefixRowsSQL = `SELECT name, data, checksum FROM sketchd_sketches` + prefixWhere + ` AND kind = $5 ORDER BY name`
+	prefixHLLRows = `SELECT name, hll_send(hll), checksum FROM sketchd_sketches` + prefixWhere + ` AND kind = 'hll' ORDER BY name`
+)
 
 // UnionPrefix returns the union of every sketch whose name starts with
 // prefix, except exclude, and how many it unioned (see server.Store).
-// HLLs are unioned in the database (prefixUnionSQL) and only one partial
-// union per set of parameters comes to the node, which combines them as
-// Union does. The other kinds are stored as bytes PostgreSQL cannot
-// union: their rows are streamed to the node in name order and unioned a
-// batch at a time. Each statement reads one committed state.
+// HLLs are unioned in the database (prefixUnionSQL), which checks each
+// one's checksum, and only one partial union per set of parameters comes
+// to the node, which combines them as Union does. The other kinds are
+// stored as bytes PostgreSQL cannot union: their rows are streamed to the
+// node in name order, checked and unioned a batch at a time. Each
+// statement reads one committed state. A damaged sketch under the prefix
+// is a Damaged error naming it.
 func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int) (sketch.Sketch, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -294,6 +350,7 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 	}
 	type group struct {
 		kind, first string
+		ok          *bool
 		n           int64
 		union       []byte
 	}
@@ -302,15 +359,27 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 	for rows.Next() {
 		var g group
 		var log2m, regwidth, expthresh, sparse *int32
-		if err := rows.Scan(&g.kind, &log2m, &regwidth, &expthresh, &sparse, &g.n, &g.first, &g.union); err != nil {
+		if err := rows.Scan(&g.kind, &g.ok, &log2m, &regwidth, &expthresh, &sparse, &g.n, &g.first, &g.union); err != nil {
 			rows.Close()
-			return nil, 0, s.classify(ctx, err, "prefix union")
+			return nil, 0, s.unionFailed(ctx, err, prefix, exclude, end, now)
 		}
 		groups = append(groups, g)
 		total += int(g.n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, s.classify(ctx, err, "prefix union")
+		// postgresql-hll refuses some damaged values outright (an
+		// unknown version or type in the header).
+		return nil, 0, s.unionFailed(ctx, err, prefix, exclude, end, now)
+	}
+	slices.SortFunc(groups, func(a, b group) int { return strings.Compare(a.first, b.first) })
+	for _, g := range groups {
+		if g.kind == string(sketch.TypeHLL) && (g.ok == nil || !*g.ok) {
+			why := errChecksum
+			if g.ok == nil {
+				why = fmt.Errorf("the row has no checksum: %w", errChecksum)
+			}
+			return nil, 0, s.report(damagedSketch(g.first, why), "prefix union")
+		}
 	}
 	switch {
 	case total == 0:
@@ -318,7 +387,6 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 	case total > limit:
 		return nil, 0, sketch.TooManyWithPrefix(prefix, limit)
 	}
-	slices.SortFunc(groups, func(a, b group) int { return strings.Compare(a.first, b.first) })
 	for _, g := range groups[1:] {
 		if g.kind != groups[0].kind {
 			return nil, 0, sketch.Errorf(sketch.Conflict, "cannot combine %s sketch %q with %s sketch %q", groups[0].kind, groups[0].first, g.kind, g.first)
@@ -326,14 +394,18 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 	}
 	kind, err := sketch.Lookup(sketch.Type(groups[0].kind))
 	if err != nil {
-		return nil, 0, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+		return nil, 0, s.report(damagedSketch(groups[0].first, err), "prefix union")
 	}
 	var u sketch.Unioner
 	if kind.Type == sketch.TypeHLL {
 		for _, g := range groups {
 			sk, err := kind.Decode(g.union)
 			if err != nil {
-				return nil, 0, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("the union of the hlls from %q does not decode", g.first))
+				// Every HLL passed its checksum, but one of them, damaged
+				// before it had one, unions into bytes sketchd does not
+				// read: find it.
+				err = sketch.Wrap(sketch.Internal, err, fmt.Sprintf("the union of the hlls from %q does not decode", g.first))
+				return nil, 0, s.unionFailed(ctx, err, prefix, exclude, end, now)
 			}
 			if err := u.Add(g.first, sk); err != nil {
 				return nil, 0, err
@@ -349,22 +421,16 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		var b []byte
-		if err := rows.Scan(&name, &b); err != nil {
+		var b, sum []byte
+		if err := rows.Scan(&name, &b, &sum); err != nil {
 			return nil, 0, s.classify(ctx, err, "prefix union")
 		}
 		if u.Len() == limit {
 			return nil, 0, sketch.TooManyWithPrefix(prefix, limit)
 		}
-		// One API type may be several kinds (kll of doubles or longs):
-		// the bytes say which.
-		k, err := sketch.LookupFor(kind.Type, b)
+		sk, err := decodeRow(name, string(kind.Type), b, sum)
 		if err != nil {
-			return nil, 0, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("sketch %q has an unknown kind", name))
-		}
-		sk, err := k.Decode(b)
-		if err != nil {
-			return nil, 0, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("sketch %q does not decode", name))
+			return nil, 0, s.report(err, "prefix union")
 		}
 		if err := u.Add(name, sk); err != nil {
 			return nil, 0, err
@@ -378,4 +444,45 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 	}
 	out, err := u.Result()
 	return out, u.Len(), err
+}
+
+// decodeRow checks and decodes the stored value b of the sketch name of
+// kind (the kind column), whose checksum column holds sum: a Damaged
+// error if it fails either.
+func decodeRow(name, kind string, b, sum []byte) (sketch.Sketch, error) {
+	if err := verify(sum, sketchKey(name, kind), b); err != nil {
+		return nil, damagedSketch(name, err)
+	}
+	sk, _, err := decodeLocked(kind, b, true)
+	if err != nil {
+		return nil, damagedSketch(name, err)
+	}
+	return sk, nil
+}
+
+// unionFailed is the error of a prefix union of HLLs that PostgreSQL
+// could not compute or whose result sketchd cannot read (err): the
+// HLLs under the prefix are read one by one, in name order, and the
+// first that fails its checksum or does not decode is a Damaged error
+// naming it. If none does, err stands.
+func (s *DB) unionFailed(ctx context.Context, err error, prefix, exclude, end string, now time.Time) error {
+	if ctx.Err() != nil || transient(err) {
+		return s.classify(ctx, err, "prefix union")
+	}
+	rows, qerr := s.pool.Query(ctx, prefixHLLRows, prefix, exclude, end, now)
+	if qerr != nil {
+		return s.classify(ctx, err, "prefix union")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var b, sum []byte
+		if rows.Scan(&name, &b, &sum) != nil {
+			break
+		}
+		if _, derr := decodeRow(name, string(sketch.TypeHLL), b, sum); derr != nil {
+			return s.report(derr, "prefix union")
+		}
+	}
+	return s.classify(ctx, err, "prefix union")
 }

@@ -35,9 +35,10 @@ type def struct {
 	created time.Time
 	// version is the definition row's xmin (see bucketCache).
 	version int64
-	// levels and late are the levels and late_limit columns as read, for
-	// ChangeSeries' compare-and-swap.
+	// levels, late and sum are the levels, late_limit and checksum
+	// columns as read, for ChangeSeries' compare-and-swap.
 	levels, late string
+	sum          []byte
 }
 
 // same reports whether d is the definition o read earlier: a series
@@ -50,29 +51,43 @@ type levelJSON struct {
 	Retention string `json:"retention"`
 }
 
-const selectDef = `SELECT kind, proto, tz, levels, late_limit, created_at, xmin::text::bigint FROM sketchd_series WHERE name = $1`
+// selectDef reads a definition; its levels as the text PostgreSQL
+// writes jsonb in, which its checksum covers.
+const selectDef = `SELECT kind, proto, tz, levels::text, late_limit, created_at, xmin::text::bigint, checksum FROM sketchd_series WHERE name = $1`
+
+// defSumSQL is the checksum of a definition (checksum.go) from the
+// columns of a row (the migration, a PATCH) or, in CreateSeries, from
+// its parameters.
+func defSumSQL(name, kind, tz, late, levels, proto string) string {
+	return sumSQL("decode(md5('series ' || "+name+" || ' ' || "+kind+" || ' ' || "+tz+" || ' ' || "+late+" || ' ' || "+levels+"::jsonb::text), 'hex')", proto)
+}
 
 // readDef reads name's definition through q, with lock ("", "FOR SHARE"
 // or "FOR UPDATE") appended to the statement. A missing series is
-// NotFound.
-func readDef(ctx context.Context, q interface {
+// NotFound; a definition that fails its checksum or does not decode (as
+// a create would validate it) is Damaged, and reported.
+func (s *DB) readDef(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, name, lock string) (def, error) {
-	var kind, tz, late string
-	var proto, levels []byte
+	var kind, tz, late, levels string
+	var proto, sum []byte
 	var d def
-	err := q.QueryRow(ctx, selectDef+" "+lock, name).Scan(&kind, &proto, &tz, &levels, &late, &d.created, &d.version)
+	err := q.QueryRow(ctx, selectDef+" "+lock, name).Scan(&kind, &proto, &tz, &levels, &late, &d.created, &d.version, &sum)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return def{}, seriesNotFound(name)
 	}
 	if err != nil {
 		return def{}, err
 	}
-	if d.spec, err = decodeDef(kind, proto, tz, levels, late); err != nil {
-		return def{}, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("the definition of series %q does not decode", name))
+	err = verify(sum, defKey(name, kind, tz, late, levels), proto)
+	if err == nil {
+		d.spec, err = decodeDef(kind, proto, tz, []byte(levels), late)
+	}
+	if err != nil {
+		return def{}, s.report(damaged(seriesLabel(name), "sketchd_series", deleteSeriesHint, err), "read series")
 	}
 	d.created = d.created.UTC()
-	d.levels, d.late = string(levels), late
+	d.levels, d.late, d.sum = levels, late, sum
 	return d, nil
 }
 
@@ -184,8 +199,7 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 		if err := s.claimInTx(ctx, tx, g, now); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO sketchd_series (name, kind, params, proto, tz, levels, late_limit, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
+		tag, err := tx.Exec(ctx, createDefSQL,
 			name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), now.UTC())
 		if err != nil {
 			return err
@@ -196,7 +210,7 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 				return err
 			}
 		} else {
-			have, err := readDef(ctx, tx, name, "FOR SHARE")
+			have, err := s.readDef(ctx, tx, name, "FOR SHARE")
 			if err != nil {
 				return err
 			}
@@ -205,7 +219,7 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 			}
 		}
 		// The description as this transaction leaves the series.
-		if info, err = describeSeries(ctx, tx, name); err != nil {
+		if info, err = s.describeSeries(ctx, tx, name); err != nil {
 			return err
 		}
 		return answerInTx(ctx, tx, g, idem.Result{Series: info, Created: created})
@@ -216,15 +230,22 @@ func (s *DB) CreateSeries(ctx context.Context, name string, spec *series.Spec) (
 	return info, created, nil
 }
 
-// changeDefSQL writes a changed definition only if the row still holds
-// the levels and late limit read ($4, $5) under the same created_at ($6),
-// and fails the transaction (division by zero) otherwise. The FOR UPDATE
-// read makes that the rule on PostgreSQL; on Citus a row lock holds one
-// placement of the shard, and a move that completes between the read and
-// the write sends the write to the new placement, where another node's
-// change may have been acknowledged meanwhile (see casSQL).
-const changeDefSQL = `WITH u AS (UPDATE sketchd_series SET levels = $2, late_limit = $3
-	WHERE name = $1 AND levels = $4::jsonb AND late_limit = $5 AND created_at = $6 RETURNING 1)
+// createDefSQL inserts a definition with its checksum, computed from the
+// values inserted (the levels as PostgreSQL writes them back as text).
+var createDefSQL = `INSERT INTO sketchd_series (name, kind, params, proto, tz, levels, late_limit, created_at, checksum)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ` + defSumSQL("$1::text", "$2::text", "$5::text", "$7::text", "$6", "$4::bytea") + `) ON CONFLICT (name) DO NOTHING`
+
+// changeDefSQL writes a changed definition, with its new checksum, only if
+// the row still holds the levels, late limit and checksum read ($4, $5,
+// $7) under the same created_at ($6), and fails the transaction (division
+// by zero) otherwise. The FOR UPDATE read makes that the rule on
+// PostgreSQL; on Citus a row lock holds one placement of the shard, and a
+// move that completes between the read and the write sends the write to
+// the new placement, where another node's change may have been
+// acknowledged meanwhile (see casSQL).
+var changeDefSQL = `WITH u AS (UPDATE sketchd_series SET levels = $2, late_limit = $3,
+	checksum = ` + defSumSQL("name", "kind", "tz", "$3::text", "$2", "proto") + `
+	WHERE name = $1 AND levels = $4::jsonb AND late_limit = $5 AND created_at = $6 AND checksum = $7 RETURNING 1)
 SELECT 1 / count(*)::int FROM u`
 
 // ChangeSeries applies c to name's definition in one transaction that
@@ -247,7 +268,7 @@ func (s *DB) changeSeries(ctx context.Context, name string, c series.Change) (se
 		if err := s.claimInTx(ctx, tx, g, s.opts.Now()); err != nil {
 			return err
 		}
-		d, err := readDef(ctx, tx, name, "FOR UPDATE")
+		d, err := s.readDef(ctx, tx, name, "FOR UPDATE")
 		if err != nil {
 			return err
 		}
@@ -260,12 +281,12 @@ func (s *DB) changeSeries(ctx context.Context, name string, c series.Change) (se
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, changeDefSQL, name, lj, spec.LateLimit.String(), []byte(d.levels), d.late, d.created); err != nil {
+			if _, err := tx.Exec(ctx, changeDefSQL, name, lj, spec.LateLimit.String(), d.levels, d.late, d.created, d.sum); err != nil {
 				return raced(err)
 			}
 		}
 		// The description as this transaction leaves the series.
-		if info, err = describeSeries(ctx, tx, name); err != nil {
+		if info, err = s.describeSeries(ctx, tx, name); err != nil {
 			return err
 		}
 		return answerInTx(ctx, tx, g, idem.Result{Series: info})
@@ -295,7 +316,7 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 	// One snapshot for the definition and its buckets.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
-		info, err = describeSeries(ctx, tx, name)
+		info, err = s.describeSeries(ctx, tx, name)
 		return err
 	})
 	if err != nil {
@@ -304,11 +325,22 @@ func (s *DB) DescribeSeries(ctx context.Context, name string) (series.Info, erro
 	return info, nil
 }
 
-// describeSeries describes name as tx sees it.
-func describeSeries(ctx context.Context, tx pgx.Tx, name string) (series.Info, error) {
+// describeSQL counts a series' buckets per level, with the check of each
+// bucket's checksum as a grouping column (computed once per row; see
+// prefixUnionSQL), so that a damaged bucket lands in a group of its own
+// whose least start names it.
+var describeSQL = `SELECT level, checksum = ` + sumSQL(bucketKeySQL(""), "coalesce(hll_send(hll), data)") + `,
+	count(*), min(start), max(start), sum(octet_length(coalesce(hll_send(hll), data)))::bigint
+FROM sketchd_series_buckets WHERE series = $1 GROUP BY 1, 2`
+
+// describeSeries describes name as tx sees it. The database checks every
+// bucket's checksum, as the embedded backend reads every bucket: a
+// damaged one is a Damaged error naming it (and the first of its level,
+// when there are several).
+func (s *DB) describeSeries(ctx context.Context, tx pgx.Tx, name string) (series.Info, error) {
 	var info series.Info
 	err := func() error {
-		d, err := readDef(ctx, tx, name, "")
+		d, err := s.readDef(ctx, tx, name, "")
 		if err != nil {
 			return err
 		}
@@ -316,18 +348,29 @@ func describeSeries(ctx context.Context, tx pgx.Tx, name string) (series.Info, e
 		for _, ls := range d.spec.Levels {
 			info.Levels = append(info.Levels, series.LevelInfo{Level: ls.Level, Retention: ls.Retention})
 		}
-		rows, err := tx.Query(ctx, `SELECT level, count(*), min(start), max(start), sum(octet_length(coalesce(hll_send(hll), data)))::bigint
-			FROM sketchd_series_buckets WHERE series = $1 GROUP BY level`, name)
+		rows, err := tx.Query(ctx, describeSQL, name)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		var bad error
+		var badLevel series.Level
+		var badStart time.Time
 		for rows.Next() {
 			var level string
+			var ok *bool
 			var n, size int64
 			var oldest, newest time.Time
-			if err := rows.Scan(&level, &n, &oldest, &newest, &size); err != nil {
+			if err := rows.Scan(&level, &ok, &n, &oldest, &newest, &size); err != nil {
 				return err
+			}
+			if ok == nil || !*ok {
+				l, _ := series.ParseLevel(level)
+				if bad == nil || l < badLevel || l == badLevel && oldest.Before(badStart) {
+					why := fmt.Errorf("%d of the level's buckets fail their checksums, checked in the database: %w", n, errChecksum)
+					bad, badLevel, badStart = damagedBucket(name, level, oldest, why), l, oldest
+				}
+				continue
 			}
 			for j := range info.Levels {
 				li := &info.Levels[j]
@@ -338,7 +381,13 @@ func describeSeries(ctx context.Context, tx pgx.Tx, name string) (series.Info, e
 				li.Oldest, li.Newest = oldest.In(d.spec.Location()), newest.In(d.spec.Location())
 			}
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if bad != nil {
+			return s.report(bad, "describe series")
+		}
+		return nil
 	}()
 	return info, err
 }
@@ -346,22 +395,35 @@ func describeSeries(ctx context.Context, tx pgx.Tx, name string) (series.Info, e
 // ListSeries returns up to limit series whose names start with prefix and
 // sort after after, in name order, and whether more follow.
 func (s *DB) ListSeries(ctx context.Context, prefix, after string, limit int) ([]series.Info, bool, error) {
+	infos, more, _, err := s.ListSeriesSkipping(ctx, prefix, after, limit)
+	return infos, more, err
+}
+
+// ListSeriesSkipping is ListSeries that also returns the names (quoted,
+// safe to print) of the series it skipped because their definition or a
+// bucket is damaged; each is logged and counted.
+func (s *DB) ListSeriesSkipping(ctx context.Context, prefix, after string, limit int) (infos []series.Info, more bool, skipped []string, err error) {
 	names, more, err := s.seriesNames(ctx, prefix, after, limit)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	out := make([]series.Info, 0, len(names))
+	infos = make([]series.Info, 0, len(names))
 	for _, n := range names {
 		info, err := s.DescribeSeries(ctx, n)
-		if sketch.KindOf(err) == sketch.NotFound {
+		switch sketch.KindOf(err) {
+		case sketch.NotFound:
 			continue // deleted since
+		case sketch.Damaged:
+			s.unreadable.Add(1) // logged by the describe
+			skipped = append(skipped, quote(n))
+			continue
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
-		out = append(out, info)
+		infos = append(infos, info)
 	}
-	return out, more, nil
+	return infos, more, skipped, nil
 }
 
 // seriesNames lists up to limit series names as List lists sketches.
@@ -432,29 +494,105 @@ func compareBuckets(a, b *bucketAdd) int {
 	return a.key.Start.Compare(b.key.Start)
 }
 
-// upsertHLL merges a delta into a bucket, creating it: the conflict on
-// the key locks an existing row, the insert a new one.
-const upsertHLL = `INSERT INTO sketchd_series_buckets AS b (series, level, start, hll, updated_at)
-VALUES ($1, $2, $3, $4::bytea::hll, $5)
-ON CONFLICT (series, level, start) DO UPDATE SET hll = hll_union(b.hll, EXCLUDED.hll), updated_at = EXCLUDED.updated_at`
+// upsertHLL merges a delta ($4) into a bucket, creating it: the conflict
+// on the key locks an existing row, the insert a new one. $6 is the
+// bucket's key digest, $7 the checksum of the delta as a new bucket. An
+// existing bucket is merged, and given the checksum of the result, only
+// if it matches its checksum, so that a merge never gives a damaged
+// bucket a valid checksum; otherwise the transaction fails (division by
+// zero: sendBuckets).
+var upsertHLL = `WITH u AS (INSERT INTO sketchd_series_buckets AS b (series, level, start, hll, updated_at, checksum)
+VALUES ($1, $2, $3, $4::bytea::hll, $5, $7)
+ON CONFLICT (series, level, start) DO UPDATE SET hll = hll_union(b.hll, EXCLUDED.hll), updated_at = EXCLUDED.updated_at,
+	checksum = ` + sumSQL("$6", "hll_send(hll_union(b.hll, EXCLUDED.hll))") + `
+WHERE b.checksum = ` + sumSQL("$6", "hll_send(b.hll)") + `
+RETURNING 1)
+SELECT 1 / count(*)::int FROM u`
+
+// Statements of buckets of kinds other than HLL, which are read, changed
+// in Go and written back with their checksums ($6).
+const (
+	insertEmptyBucket = `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at, checksum)
+	VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (series, level, start) DO NOTHING`
+	lockBucket   = `SELECT data, checksum FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE`
+	updateBucket = `UPDATE sketchd_series_buckets SET data = $4, updated_at = $5, checksum = $6 WHERE series = $1 AND level = $2 AND start = $3`
+)
+
+// bucketRef names the bucket a statement of a batch writes.
+type bucketRef struct {
+	series, level string
+	start         time.Time
+}
+
+// sendBuckets sends b, whose statements write the buckets refs in order
+// within tx, and turns a statement's refusal of a damaged bucket (a
+// division by zero: upsertHLL, replaceBucket) into a Damaged error
+// naming it.
+func (s *DB) sendBuckets(ctx context.Context, tx pgx.Tx, b *pgx.Batch, refs []bucketRef) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	res := tx.SendBatch(ctx, b)
+	for _, r := range refs {
+		if _, err := res.Exec(); err != nil {
+			res.Close()
+			if divisionByZero(err) {
+				return s.report(damagedBucket(r.series, r.level, r.start, fmt.Errorf("checked in the database: %w", errChecksum)), "write series")
+			}
+			return err
+		}
+	}
+	return res.Close()
+}
+
+// divisionByZero reports whether err is a statement's deliberate division
+// by zero (the CTEs that fail a transaction when they changed no row).
+func divisionByZero(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
+}
+
+// lockedBucket locks and reads the bucket of series at (level, start) of
+// kind params, checks it and decodes it.
+func (s *DB) lockedBucket(ctx context.Context, tx pgx.Tx, name, level string, start time.Time, params sketch.Params) (sketch.Sketch, error) {
+	var data, sum []byte
+	if err := tx.QueryRow(ctx, lockBucket, name, level, start).Scan(&data, &sum); err != nil {
+		return nil, err
+	}
+	err := verify(sum, bucketKeyDigest(name, level, start), data)
+	var cur sketch.Sketch
+	if err == nil {
+		cur, err = params.Kind().Decode(data)
+	}
+	if err == nil && cur.Params() != params {
+		err = fmt.Errorf("it has parameters %s, not the series' %s", cur.Params(), params)
+	}
+	if err != nil {
+		return nil, s.report(damagedBucket(name, level, start, err), "write series")
+	}
+	return cur, nil
+}
 
 // writeBuckets applies adds (sorted by compareBuckets) within tx, each
 // bucket's batch checked before anything is written. An HLL bucket gets
 // hll_union of a delta built here at the series' parameters; a bucket of
 // another kind is locked, read, changed in Go and written back. check
-// names a refusal (events name the event).
-func writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Time, check func(a *bucketAdd, st *state, err error) error) error {
+// names a refusal (events name the event). A damaged bucket fails the
+// write with a Damaged error naming it.
+func (s *DB) writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Time, check func(a *bucketAdd, st *state, err error) error) error {
 	var batch pgx.Batch
+	var refs []bucketRef
 	flush := func() error {
 		if batch.Len() == 0 {
 			return nil
 		}
-		err := tx.SendBatch(ctx, &batch).Close()
-		batch = pgx.Batch{}
+		err := s.sendBuckets(ctx, tx, &batch, refs)
+		batch, refs = pgx.Batch{}, nil
 		return err
 	}
 	for _, a := range adds {
 		level := a.key.Level.String()
+		key := bucketKeyDigest(a.series, level, a.key.Start)
 		sk, err := a.params.New()
 		if err != nil {
 			return err
@@ -466,7 +604,9 @@ func writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Ti
 			if _, err := sk.Apply(a.b, nil); err != nil {
 				return err
 			}
-			batch.Queue(upsertHLL, a.series, level, a.key.Start, sk.AppendBinary(nil), now)
+			delta := sk.AppendBinary(nil)
+			batch.Queue(upsertHLL, a.series, level, a.key.Start, delta, now, key[:], checksum(key, delta))
+			refs = append(refs, bucketRef{a.series, level, a.key.Start})
 			continue
 		}
 		if err := flush(); err != nil {
@@ -474,22 +614,13 @@ func writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Ti
 		}
 		// Insert the empty bucket unless it exists (waiting for a writer
 		// that is inserting it), then lock and read it.
-		if _, err := tx.Exec(ctx, `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (series, level, start) DO NOTHING`,
-			a.series, level, a.key.Start, sk.AppendBinary(nil), now); err != nil {
+		empty := sk.AppendBinary(nil)
+		if _, err := tx.Exec(ctx, insertEmptyBucket, a.series, level, a.key.Start, empty, now, checksum(key, empty)); err != nil {
 			return err
 		}
-		var data []byte
-		if err := tx.QueryRow(ctx, `SELECT data FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE`,
-			a.series, level, a.key.Start).Scan(&data); err != nil {
-			return err
-		}
-		cur, err := a.params.Kind().Decode(data)
+		cur, err := s.lockedBucket(ctx, tx, a.series, level, a.key.Start, a.params)
 		if err != nil {
-			return sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q does not decode", a.series))
-		}
-		if cur.Params() != a.params {
-			return sketch.Errorf(sketch.Internal, "a bucket of series %q has parameters %s, not the series' %s", a.series, cur.Params(), a.params)
+			return err
 		}
 		if err := cur.Check(a.b); err != nil {
 			return check(a, &state{sk: cur}, err)
@@ -497,8 +628,8 @@ func writeBuckets(ctx context.Context, tx pgx.Tx, adds []*bucketAdd, now time.Ti
 		if _, err := cur.Apply(a.b, nil); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE sketchd_series_buckets SET data = $4, updated_at = $5 WHERE series = $1 AND level = $2 AND start = $3`,
-			a.series, level, a.key.Start, cur.AppendBinary(nil), now); err != nil {
+		b := cur.AppendBinary(nil)
+		if _, err := tx.Exec(ctx, updateBucket, a.series, level, a.key.Start, b, now, checksum(key, b)); err != nil {
 			return err
 		}
 	}
@@ -704,7 +835,9 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 		b.Queue(checkDefSQL, n, defs[n].created, defs[n].version)
 	}
 	for _, bk := range buckets {
-		b.Queue(upsertHLL, bk.name, bk.key.Level.String(), bk.key.Start, bk.delta.AppendBinary(nil), now)
+		level := bk.key.Level.String()
+		key, delta := bucketKeyDigest(bk.name, level, bk.key.Start), bk.delta.AppendBinary(nil)
+		b.Queue(upsertHLL, bk.name, level, bk.key.Start, delta, now, key[:], checksum(key, delta))
 	}
 	b.Queue("COMMIT")
 	res := conn.SendBatch(ctx, &b)
@@ -718,6 +851,10 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 				return idem.ErrTaken
 			case i > k && i <= k+len(names) && errors.As(err, &pe) && pe.Code == "22012":
 				return errSeriesChanged
+			case i > k+len(names) && divisionByZero(err):
+				// upsertHLL refused a bucket that fails its checksum.
+				bk := buckets[i-k-len(names)-1]
+				return s.report(damagedBucket(bk.name, bk.key.Level.String(), bk.key.Start, fmt.Errorf("checked in the database: %w", errChecksum)), "write series")
 			}
 			return s.classifyWrite(err)
 		}
@@ -741,14 +878,14 @@ func (s *DB) addSeriesLocked(ctx context.Context, name string, d def, adds []*bu
 		if err := s.claimInTx(ctx, tx, g, now); err != nil {
 			return err
 		}
-		have, err := readDef(ctx, tx, name, "FOR SHARE")
+		have, err := s.readDef(ctx, tx, name, "FOR SHARE")
 		if err != nil {
 			return err
 		}
 		if !have.same(d) {
 			return errSeriesChanged
 		}
-		if err := writeBuckets(ctx, tx, adds, now.UTC(), func(_ *bucketAdd, _ *state, err error) error { return err }); err != nil {
+		if err := s.writeBuckets(ctx, tx, adds, now.UTC(), func(_ *bucketAdd, _ *state, err error) error { return err }); err != nil {
 			return err
 		}
 		return answerInTx(ctx, tx, g, idem.Result{Added: added.Added, SeriesAdded: added})
@@ -761,7 +898,7 @@ func (s *DB) knownDef(ctx context.Context, name string, fresh bool) (d def, cach
 	if d, ok := s.defs.get(name); ok && !fresh {
 		return d, true, nil
 	}
-	if d, err = readDef(ctx, s.pool, name, ""); err != nil {
+	if d, err = s.readDef(ctx, s.pool, name, ""); err != nil {
 		s.defs.drop(name)
 		return def{}, false, s.classify(ctx, err, "read series")
 	}
@@ -814,18 +951,20 @@ type bucketID struct {
 
 // readRunsSQL reads the definition's version and, for each run (level,
 // first start, last start) in order, the buckets stored in it by start:
-// level, start, the row's version and its bytes unless that version is
-// the one the node holds (the held arrays: level, start, version). A
+// level, start, the row's version and its bytes and checksum unless that
+// version is the one the node holds (the held arrays: level, start,
+// version). A
 // missing series gives no row; a series without such buckets one row of
 // NULLs after the version. Each run is a range scan of the primary key:
 // the lateral subquery (kept apart by OFFSET 0) gives the planner no
 // other way, even in a generic plan that cannot see how few runs there
 // are (a hash join over every bucket of the series, otherwise).
-const readRunsSQL = `SELECT d.xmin::text::bigint, k.i, k.level, k.start, k.xmin, CASE WHEN k.xmin = k.held THEN NULL ELSE coalesce(hll_send(k.hll), k.data) END
+const readRunsSQL = `SELECT d.xmin::text::bigint, k.i, k.level, k.start, k.xmin, CASE WHEN k.xmin = k.held THEN NULL ELSE coalesce(hll_send(k.hll), k.data) END,
+	CASE WHEN k.xmin = k.held THEN NULL ELSE k.checksum END
 FROM sketchd_series d LEFT JOIN (
-	SELECT r.i, b.level, b.start, b.xmin, h.held, b.hll, b.data
+	SELECT r.i, b.level, b.start, b.xmin, h.held, b.hll, b.data, b.checksum
 	FROM unnest($2::text[], $3::timestamptz[], $4::timestamptz[]) WITH ORDINALITY AS r(level, first, last, i)
-	CROSS JOIN LATERAL (SELECT level, start, xmin::text::bigint AS xmin, hll, data FROM sketchd_series_buckets
+	CROSS JOIN LATERAL (SELECT level, start, xmin::text::bigint AS xmin, hll, data, checksum FROM sketchd_series_buckets
 		WHERE series = $1 AND level = r.level AND start >= r.first AND start <= r.last OFFSET 0) b
 	LEFT JOIN unnest($5::text[], $6::timestamptz[], $7::bigint[]) AS h(level, start, held) ON h.level = b.level AND h.start = b.start
 ) k ON true
@@ -865,8 +1004,8 @@ func (s *DB) readRuns(ctx context.Context, name string, d def, runs []series.Run
 		var i, xmin *int64
 		var level *string
 		var start *time.Time
-		var b []byte
-		if err := rows.Scan(&version, &i, &level, &start, &xmin, &b); err != nil {
+		var b, sum []byte
+		if err := rows.Scan(&version, &i, &level, &start, &xmin, &b, &sum); err != nil {
 			return nil, s.classify(ctx, err, "read series")
 		}
 		if version != d.version {
@@ -878,7 +1017,7 @@ func (s *DB) readRuns(ctx context.Context, name string, d def, runs []series.Run
 		}
 		l, err := series.ParseLevel(*level)
 		if err != nil {
-			return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q has level %q", name, *level))
+			return nil, s.report(damagedBucket(name, *level, *start, err), "read series")
 		}
 		key := bucketKey{series: name, def: d.version, level: l, startNs: start.UnixNano()}
 		id := bucketID{l, key.startNs}
@@ -894,8 +1033,15 @@ func (s *DB) readRuns(ctx context.Context, name string, d def, runs []series.Run
 			sk = h.sk
 		default:
 			s.buckets.misses.Add(1)
-			if sk, err = kind.Decode(b); err != nil {
-				return nil, sketch.Wrap(sketch.Internal, err, fmt.Sprintf("bucket %s %s of series %q does not decode", l, start.UTC().Format(time.RFC3339), name))
+			// Checked and decoded once, when it fills the cache: a later
+			// change of the row (an UPDATE, by anyone) changes its
+			// version, and the next read gets its bytes again.
+			err := verify(sum, bucketKeyDigest(name, *level, *start), b)
+			if err == nil {
+				sk, err = kind.Decode(b)
+			}
+			if err != nil {
+				return nil, s.report(damagedBucket(name, *level, *start, err), "read series")
 			}
 			s.buckets.put(key, *xmin, sk)
 		}
@@ -931,7 +1077,9 @@ func (s *DB) ExpireSeries(ctx context.Context, now time.Time) (series.Expired, e
 			x, err := s.expire(ctx, n, now)
 			out.Buckets += x.Buckets
 			out.Bytes += x.Bytes
-			if err != nil && sketch.KindOf(err) != sketch.NotFound {
+			// A series deleted since is done; one whose definition is
+			// damaged (logged as it was read) keeps its buckets.
+			if err != nil && sketch.KindOf(err) != sketch.NotFound && sketch.KindOf(err) != sketch.Damaged {
 				return out, err
 			}
 		}
@@ -950,7 +1098,7 @@ func (s *DB) expire(ctx context.Context, name string, now time.Time) (series.Exp
 	var x series.Expired
 	err := s.inTx(ctx, "expire series", func(ctx context.Context, tx pgx.Tx) error {
 		x = series.Expired{}
-		d, err := readDef(ctx, tx, name, "FOR SHARE")
+		d, err := s.readDef(ctx, tx, name, "FOR SHARE")
 		if err != nil {
 			return err
 		}
@@ -1025,7 +1173,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 			d, ok := defs[sn]
 			if !ok {
 				var err error
-				if d, err = readDef(ctx, s.pool, sn, ""); err != nil {
+				if d, err = s.readDef(ctx, s.pool, sn, ""); err != nil {
 					return nil, sketch.Prefixed(s.classify(ctx, err, "read series"), fmt.Sprintf("events[%d]: ", i))
 				}
 				defs[sn] = d
@@ -1086,14 +1234,14 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 		if err := s.claimInTx(ctx, ptx, g, now); err != nil {
 			return err
 		}
-		if err := lockSketches(ctx, ptx, t, names); err != nil {
+		if err := s.lockSketches(ctx, ptx, t, names); err != nil {
 			return err
 		}
 		if err := addEventIDs(t, names, events, create, counts); err != nil {
 			return err
 		}
 		for _, sn := range seriesNames {
-			have, err := readDef(ctx, ptx, sn, "FOR SHARE")
+			have, err := s.readDef(ctx, ptx, sn, "FOR SHARE")
 			if sketch.KindOf(err) == sketch.NotFound {
 				return errSeriesChanged
 			}
@@ -1107,7 +1255,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 		check := func(a *bucketAdd, st *state, err error) error {
 			return sketch.EventError(st.sk, events, targets, a.j, a.ids, err)
 		}
-		if err := writeBuckets(ctx, ptx, sorted, now.UTC(), check); err != nil {
+		if err := s.writeBuckets(ctx, ptx, sorted, now.UTC(), check); err != nil {
 			return err
 		}
 		var wb pgx.Batch
@@ -1150,8 +1298,9 @@ type seriesBucket struct {
 }
 
 // lockSketches locks and reads, within tx, the rows of names (sorted) in
-// name order into t, as the committer does.
-func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error {
+// name order into t, as the committer does. A damaged one fails the
+// events: they are all or nothing.
+func (s *DB) lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -1160,30 +1309,16 @@ func lockSketches(ctx context.Context, ptx pgx.Tx, t *tx, names []string) error 
 		t.rows[i] = &row{name: n}
 		// Events only add ids: an HLL is read as its parameters and
 		// written back as hll_union with a delta, as the committer does.
-		lb.Queue(lockSQL, n, false)
+		lb.Queue(lockSQL, n, false, hllKey(n))
 	}
 	res := ptx.SendBatch(ctx, &lb)
 	defer res.Close()
 	for _, r := range t.rows {
-		var kind string
-		var b []byte
-		st := &state{}
-		var after *int64
-		var at *time.Time
-		err := res.QueryRow().Scan(&kind, &st.metric, &st.created, &st.updated, &b, &after, &at)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
+		if err := s.readLocked(res, t, r, false); err != nil {
 			return err
 		}
-		if st.expiry = expiryOf(after, at); st.expired(t.now) {
-			// Gone, as if deleted (see commit).
-			r.had, r.expired, r.changed = true, true, true
-			continue
-		}
-		if err := r.locked(st, kind, b, false); err != nil {
-			return err
+		if r.damage != nil {
+			return r.damage
 		}
 	}
 	return res.Close()
@@ -1224,14 +1359,14 @@ func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepar
 			if err := s.claimInTx(ctx, tx, g, now); err != nil {
 				return err
 			}
-			have, err := readDef(ctx, tx, name, "FOR SHARE")
+			have, err := s.readDef(ctx, tx, name, "FOR SHARE")
 			if err != nil {
 				return err
 			}
 			if have.version != d.version || !have.same(d) {
 				return errSeriesChanged
 			}
-			if err := importBuckets(ctx, tx, name, d.spec.Params, writes, now); err != nil {
+			if err := s.importBuckets(ctx, tx, name, d.spec.Params, writes, now); err != nil {
 				return err
 			}
 			return answerInTx(ctx, tx, g, idem.Result{Writes: writes})
@@ -1249,60 +1384,70 @@ func (s *DB) ImportSeries(ctx context.Context, name string, replace bool, prepar
 	}
 }
 
-// replaceHLL replaces an HLL bucket's state, creating the bucket.
-const replaceHLL = `INSERT INTO sketchd_series_buckets AS b (series, level, start, hll, updated_at)
-VALUES ($1, $2, $3, $4::bytea::hll, $5)
-ON CONFLICT (series, level, start) DO UPDATE SET hll = EXCLUDED.hll, updated_at = EXCLUDED.updated_at`
+// replaceBucket replaces a bucket's state ($4, in the column col of
+// replaceHLL or replaceData) with its checksum ($7), creating the bucket,
+// only if an existing one matches its checksum ($6 is the key digest),
+// as on the embedded backend every write but a delete refuses a damaged
+// value; otherwise the transaction fails (division by zero: sendBuckets).
+func replaceBucket(col, value string) string {
+	return `WITH u AS (INSERT INTO sketchd_series_buckets AS b (series, level, start, ` + col + `, updated_at, checksum)
+VALUES ($1, $2, $3, ` + value + `, $5, $7)
+ON CONFLICT (series, level, start) DO UPDATE SET ` + col + ` = EXCLUDED.` + col + `, updated_at = EXCLUDED.updated_at, checksum = EXCLUDED.checksum
+WHERE b.checksum = ` + sumSQL("$6", "coalesce(hll_send(b.hll), b.data)") + `
+RETURNING 1)
+SELECT 1 / count(*)::int FROM u`
+}
+
+var (
+	replaceHLL  = replaceBucket("hll", "$4::bytea::hll")
+	replaceData = replaceBucket("data", "$4")
+)
 
 // importBuckets applies writes (in (level, start) order) within tx.
-func importBuckets(ctx context.Context, tx pgx.Tx, name string, params sketch.Params, writes []series.Write, now time.Time) error {
-	if params.Kind().Type == sketch.TypeHLL {
-		var b pgx.Batch
-		for _, w := range writes {
-			q := upsertHLL
-			if w.Action == series.Replaced {
-				q = replaceHLL
-			}
-			b.Queue(q, name, w.Level.String(), w.Start, w.Sketch.AppendBinary(nil), now)
-		}
-		return tx.SendBatch(ctx, &b).Close()
-	}
+func (s *DB) importBuckets(ctx context.Context, tx pgx.Tx, name string, params sketch.Params, writes []series.Write, now time.Time) error {
+	var b pgx.Batch
+	var refs []bucketRef
 	for _, w := range writes {
 		level := w.Level.String()
-		if w.Action == series.Replaced {
-			if _, err := tx.Exec(ctx, `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at) VALUES ($1, $2, $3, $4, $5)
-				ON CONFLICT (series, level, start) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at`,
-				name, level, w.Start, w.Sketch.AppendBinary(nil), now); err != nil {
-				return err
+		key := bucketKeyDigest(name, level, w.Start)
+		switch {
+		case params.Kind().Type == sketch.TypeHLL || w.Action == series.Replaced:
+			q := upsertHLL
+			switch {
+			case w.Action == series.Replaced && params.Kind().Type == sketch.TypeHLL:
+				q = replaceHLL
+			case w.Action == series.Replaced:
+				q = replaceData
 			}
+			v := w.Sketch.AppendBinary(nil)
+			b.Queue(q, name, level, w.Start, v, now, key[:], checksum(key, v))
+			refs = append(refs, bucketRef{name, level, w.Start})
 			continue
 		}
+		if err := s.sendBuckets(ctx, tx, &b, refs); err != nil {
+			return err
+		}
+		b, refs = pgx.Batch{}, nil
 		empty, err := params.New()
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO sketchd_series_buckets (series, level, start, data, updated_at)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (series, level, start) DO NOTHING`,
-			name, level, w.Start, empty.AppendBinary(nil), now); err != nil {
+		e := empty.AppendBinary(nil)
+		if _, err := tx.Exec(ctx, insertEmptyBucket, name, level, w.Start, e, now, checksum(key, e)); err != nil {
 			return err
 		}
-		var data []byte
-		if err := tx.QueryRow(ctx, `SELECT data FROM sketchd_series_buckets WHERE series = $1 AND level = $2 AND start = $3 FOR UPDATE`,
-			name, level, w.Start).Scan(&data); err != nil {
-			return err
-		}
-		cur, err := params.Kind().Decode(data)
+		cur, err := s.lockedBucket(ctx, tx, name, level, w.Start, params)
 		if err != nil {
-			return sketch.Wrap(sketch.Internal, err, fmt.Sprintf("a bucket of series %q does not decode", name))
+			return err
 		}
 		merged, err := sketch.MergedInto(name, cur, w.Sketch)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE sketchd_series_buckets SET data = $4, updated_at = $5 WHERE series = $1 AND level = $2 AND start = $3`,
-			name, level, w.Start, merged.AppendBinary(nil), now); err != nil {
+		v := merged.AppendBinary(nil)
+		if _, err := tx.Exec(ctx, updateBucket, name, level, w.Start, v, now, checksum(key, v)); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.sendBuckets(ctx, tx, &b, refs)
 }

@@ -14,6 +14,11 @@
 // single statements over committed rows (name = ANY($1)) computed in Go;
 // there is no cache, so a node sees every write any node acknowledged.
 //
+// Every stored value carries a checksum of sketchd's own in its row,
+// written where the value is encoded and checked wherever it is decoded
+// (checksum.go): a value that fails it, or does not decode, is a Damaged
+// error naming it, logged and counted, and only a delete touches it.
+//
 // On Citus the migrations distribute the tables by name, and a write
 // whose two-phase commit failed on a worker after the prepare is
 // finished before it is answered (citus.go).
@@ -149,6 +154,8 @@ type DB struct {
 
 	// The idempotency keys at the last sweep (keys.go).
 	keyCount, keyBytes, keysEvicted atomic.Int64
+	// Damaged stored values found (checksum.go).
+	checksumFailures, unreadable atomic.Int64
 	// notices records Citus's warnings of commits that failed on a
 	// worker (citus.go).
 	notices *noticeBook

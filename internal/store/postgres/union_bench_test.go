@@ -16,7 +16,8 @@ import (
 // where the rows are (UnionPrefix), and by listing their names, which
 // reads every sketch onto the node and unions them in Go (Union, as a
 // union of listed names does). The sketches are written in SQL with
-// postgresql-hll's own functions before the clock starts.
+// postgresql-hll's own functions, with their checksums, before the clock
+// starts.
 //
 //	go test -run '^$' -bench UnionPrefix -benchtime 5x ./internal/store/postgres
 func BenchmarkUnionPrefix(b *testing.B) {
@@ -39,10 +40,12 @@ func BenchmarkUnionPrefix(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer conn.Close(ctx)
-			_, err = conn.Exec(ctx, `INSERT INTO sketchd_sketches (name, kind, params, hll, created_at, updated_at)
-				SELECT format('campaign:%s', lpad(s::text, 5, '0')), 'hll', '{"log2m":14,"regwidth":5,"expthresh":-1,"sparse":true}',
-				       hll_add_agg(hll_hash_bigint(s::bigint * 397 + i), 14, 5, -1, 1), now(), now()
-				FROM generate_series(1, $1) s, generate_series(1, $2) i GROUP BY s`, sketches, ids)
+			_, err = conn.Exec(ctx, `INSERT INTO sketchd_sketches (name, kind, params, hll, created_at, updated_at, checksum)
+				SELECT name, 'hll', '{"log2m":14,"regwidth":5,"expthresh":-1,"sparse":true}', h, now(), now(),
+				       decode(md5(decode(md5('sketch ' || name || ' hll'), 'hex') || hll_send(h)), 'hex')
+				FROM (SELECT format('campaign:%s', lpad(s::text, 5, '0')) AS name,
+				             hll_add_agg(hll_hash_bigint(s::bigint * 397 + i), 14, 5, -1, 1) AS h
+				      FROM generate_series(1, $1) s, generate_series(1, $2) i GROUP BY s) x`, sketches, ids)
 			if err != nil {
 				b.Fatal(err)
 			}

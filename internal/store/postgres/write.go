@@ -121,17 +121,18 @@ func (s *DB) Create(ctx context.Context, name string, spec sketch.Spec) (info sk
 	return info, created, err
 }
 
-// Delete removes name.
+// Delete removes name, also when its stored value is damaged: the one
+// write that does not fail on damage, and the way to remove it.
 func (s *DB) Delete(ctx context.Context, name string) error {
 	names := []string{name}
-	return s.submit(ctx, names, names, func(t *tx) error {
+	return s.submitOp(ctx, &op{names: names, full: names, deletes: true, fn: func(t *tx) error {
 		r := t.row(name)
-		if r.st == nil {
+		if r.st == nil && r.damage == nil {
 			return notFound(name)
 		}
-		r.st, r.changed = nil, true
+		r.st, r.damage, r.changed = nil, nil, true
 		return nil
-	})
+	}})
 }
 
 // guessKind is the kind name's input is prepared for before its row is
@@ -155,7 +156,7 @@ func (s *DB) guessKind(ctx context.Context, name string, in sketch.Input, create
 	}
 	k, err := sketch.Lookup(sketch.Type(typ))
 	if err != nil {
-		return nil, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+		return nil, s.report(damagedSketch(name, err), "write")
 	}
 	s.kinds.Store(name, known{kind: k})
 	return k, nil

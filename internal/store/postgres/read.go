@@ -56,6 +56,7 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 		return s.classify(ctx, err, "read")
 	}
 	found := make(map[string]*state, len(uniq))
+	var held int64
 	for rows.Next() {
 		name, st, err := scanState(rows)
 		if st == nil {
@@ -70,6 +71,14 @@ func (s *DB) view(ctx context.Context, names []string, fn func(sts []*state) err
 			return s.report(err, "read")
 		}
 		found[name] = st
+		// A read of several sketches holds them all: at most the cache's
+		// bound, checked as they arrive, so it never holds more than
+		// that and one sketch.
+		if held += st.sk.MemoryBytes(); len(uniq) > 1 && held > s.opts.CacheBytes {
+			rows.Close()
+			return sketch.Errorf(sketch.TooLarge, "the %d sketches this request names hold more than the %d MiB one request may hold at once (-cache-bytes); name fewer, or union a prefix, which reads one sketch at a time",
+				len(uniq), s.opts.CacheBytes>>20)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return s.classify(ctx, err, "read")

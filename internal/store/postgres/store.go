@@ -65,7 +65,8 @@ type Options struct {
 	// one committer, which coalesces most, commits most ids per second.
 	Committers int
 	// CacheBytes bounds the decoded series buckets a node keeps (default
-	// 256 MiB; see bucketCache).
+	// 256 MiB; see bucketCache), and what a read of several named
+	// sketches (a union, intersection or overlap) may hold at once.
 	CacheBytes int64
 	Logger     *slog.Logger
 	Observer   Observer

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -317,5 +318,29 @@ func TestMigrationsOnce(t *testing.T) {
 		if got := kind + " " + params; got != want {
 			t.Errorf("SQL reads %s for %s, want %s", got, name, want)
 		}
+	}
+}
+
+// TestNamedReadBudget: a read of several named sketches that would hold
+// more than CacheBytes at once is refused (TooLarge, naming
+// -cache-bytes) as the rows arrive; within the bound it is answered.
+func TestNamedReadBudget(t *testing.T) {
+	t.Parallel()
+	db := openWith(t, 1, postgres.Options{CacheBytes: 7 << 20})[0]
+	spec := sketch.Spec{Params: sketch.BloomParams{Params: bloom.Params{Bits: 1 << 24, Hashes: 3}}} // 2 MiB
+	var names []string
+	for i := range 6 {
+		name := "b:" + strconv.Itoa(i)
+		if _, _, err := db.Create(ctx, name, spec); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	if _, err := db.Union(ctx, names[:3], ""); err != nil {
+		t.Fatalf("a union of 3 filters (6 MiB) within 7 MiB: %v", err)
+	}
+	_, err := db.Union(ctx, names, "")
+	if sketch.KindOf(err) != sketch.TooLarge || !strings.Contains(err.Error(), "-cache-bytes") {
+		t.Errorf("a union of 6 filters (12 MiB) within 7 MiB: %v, want TooLarge naming -cache-bytes", err)
 	}
 }

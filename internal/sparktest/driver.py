@@ -58,9 +58,9 @@ spark = (
     .config("spark.sql.adaptive.enabled", "false")
     .getOrCreate()
 )
-spark.sparkContext.setLogLevel("ERROR")
-# A failing statement is an answer; PySpark would also log it, stack and
-# all.
+# A failing statement is an answer; Spark and PySpark would also log it,
+# stack and all.
+spark.sparkContext.setLogLevel("FATAL")
 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
 

@@ -75,7 +75,11 @@ func TestDSHLL(t *testing.T) {
 			if cross != own {
 				t.Errorf("Spark's union of sketchd's sketch with its own = %d, want %d (its union of its own sketches of the same ids)", cross, own)
 			}
-			// Spark's own sketch, uploaded: an HLL_8 updatable image.
+			// Spark's own sketch, uploaded: an HLL_8 updatable image (the
+			// compact flag, 8, clear in byte 5; HLL_8 in byte 7's bits 2-3).
+			if len(sImg) < 8 || sImg[5]&8 != 0 || sImg[7]>>2&3 != 2 {
+				t.Errorf("Spark wrote %x…, not the HLL_8 updatable image docs/formats.md says it writes", sImg[:min(8, len(sImg))])
+			}
 			b := "s_" + name
 			up := d.upload(t, b, "", sImg)
 			if got := rounded(up.num(t, "cardinality")); got != estS || up.str(t, "tgt_type") != "HLL_8" || up.num(t, "lg_k") != float64(c.sparkLgK) {

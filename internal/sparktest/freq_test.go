@@ -3,6 +3,7 @@ package sparktest
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -81,6 +82,10 @@ func TestFreq(t *testing.T) {
 			}
 			if cross != own || crossSum != ownSum {
 				t.Errorf("Spark's union of sketchd's sketch with its own = %v users, summary %d; want %v, %d (its union of its own sketches of the same ids)", cross, crossSum, own, ownSum)
+			}
+			// Spark reads Java's layout only: the C++/Python one is refused.
+			if _, err := s.Query("SELECT tuple_sketch_estimate_integer(:a)", map[string]any{"a": Binary(d.raw(t, a, "?layout=cpp"))}); err == nil || !strings.Contains(err.Error(), "TUPLE_INVALID_INPUT_SKETCH_BUFFER") {
+				t.Errorf("Spark on the ?layout=cpp download: %v, want its refusal (docs/formats.md says it refuses)", err)
 			}
 			b := "s_" + name
 			up := d.upload(t, b, "", sImg)

@@ -37,6 +37,13 @@ func exactQuantile(sorted []float64, r float64) float64 {
 	return sorted[max(i, 0)]
 }
 
+// valsSorted returns a sorted copy of vals.
+func valsSorted(vals []float64) []float64 {
+	out := slices.Clone(vals)
+	slices.Sort(out)
+	return out
+}
+
 // rankOf is the share of sorted values at most x, and below x.
 func rankOf(sorted []float64, x float64) (incl, excl float64) {
 	n := float64(len(sorted))
@@ -126,6 +133,16 @@ func TestKLL(t *testing.T) {
 			}
 			if got := r.Floats(t, 2); !slices.Equal(got, ourR) {
 				t.Errorf("Spark's ranks in sketchd's download %v, sketchd's %v", got, ourR)
+			}
+
+			// Nothing in the bytes says doubles or longs: Spark reads a
+			// sketch with the other type's functions without a word, and
+			// answers nonsense (docs/formats.md warns of it).
+			other := map[string]string{"double": "bigint", "bigint": "double"}[f]
+			if wrong, err := s.Query(fmt.Sprintf("SELECT kll_sketch_get_quantile_%s(:a, 0.5)", other), map[string]any{"a": Binary(img)}); err != nil || len(wrong) != 1 || len(wrong[0]) != 1 {
+				t.Errorf("Spark reading sketchd's %s sketch with kll_sketch_get_quantile_%s: %v, %v; want an answer", c.it.items, other, wrong, err)
+			} else if x, err := AsFloat(wrong[0][0]); err != nil || x == exactQuantile(valsSorted(valsA), 0.5) {
+				t.Errorf("Spark reading sketchd's %s sketch with kll_sketch_get_quantile_%s answers %v, the right median", c.it.items, other, wrong[0][0])
 			}
 
 			// sketchd reads Spark's bytes as Spark does.

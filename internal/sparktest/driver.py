@@ -19,6 +19,7 @@
 #
 # The session stops, and the script ends, when stdin closes.
 
+import ast
 import contextlib
 import io
 import json
@@ -35,10 +36,10 @@ sys.stdout = sys.stderr
 work = tempfile.mkdtemp(prefix="sketchd-spark-")
 os.chdir(work)
 
-from pyspark.sql import Row, SparkSession  # noqa: E402
+from pyspark.sql import Row, SparkSession
 
 spark = (
-    SparkSession.builder.master(os.environ.get("SKETCHD_SPARK_MASTER", "local[1]"))
+    SparkSession.builder.master("local[1]")
     .appName("sketchd-sparktest")
     .config("spark.driver.memory", "512m")
     .config("spark.driver.host", "127.0.0.1")
@@ -84,8 +85,6 @@ def arg(v):
 
 def run_python(code):
     # The last line's value, as the interactive shell would print it.
-    import ast
-
     tree = ast.parse(code)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -115,7 +114,7 @@ for line in sys.stdin:
         continue
     try:
         ans = json.dumps(answer(json.loads(line)), allow_nan=False)
-    except Exception as e:  # noqa: BLE001 — every failure is an answer
+    except Exception as e:  # every failure is an answer
         msg = str(e).strip().splitlines()
         ans = json.dumps({"error": type(e).__name__ + ": " + (msg[0] if msg else "")})
     proto.write(ans + "\n")

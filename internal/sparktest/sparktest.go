@@ -27,6 +27,8 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -105,11 +107,21 @@ func start() (s *Session, skip string, err error) {
 	if _, err := exec.LookPath("java"); err != nil {
 		return nil, "java is not on PATH (Spark runs in a JVM)", nil
 	}
+	// Spark 4 runs on Java 17 and newer; `java -version` says which
+	// (`openjdk version "17.0.15" …`, `java version "1.8.0_…"`).
+	out, _ = exec.Command("java", "-version").CombinedOutput()
+	m := regexp.MustCompile(`version "(1\.)?(\d+)`).FindSubmatch(out)
+	if m == nil {
+		return nil, "", fmt.Errorf("java -version printed %q, with no version", lastLine(out))
+	}
+	if v, _ := strconv.Atoi(string(m[2])); v < 17 {
+		return nil, fmt.Sprintf("java is version %s, and Spark %s needs 17 or newer", m[2], PySpark), nil
+	}
 	cmd := exec.Command("python3", "-u", "-c", driver)
 	// Spark binds its driver to this address only: the tests talk to
 	// nothing off this machine.
 	cmd.Env = append(os.Environ(), "SPARK_LOCAL_IP=127.0.0.1", "PYTHONDONTWRITEBYTECODE=1")
-	cmd.Stderr = &tail{w: os.Stderr}
+	cmd.Stderr = &quietWriter{w: os.Stderr}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, "", err
@@ -121,7 +133,7 @@ func start() (s *Session, skip string, err error) {
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("start python3: %w", err)
 	}
-	s = &Session{in: in, answers: make(chan answerLine), cmd: cmd}
+	s = &Session{in: in, answers: make(chan answerLine, 1), cmd: cmd}
 	go func() {
 		r := bufio.NewReaderSize(stdout, 1<<20)
 		for {
@@ -369,14 +381,14 @@ func AsFloat(v any) (float64, error) {
 	return n.Float64()
 }
 
-// tail passes Spark's stderr on to w, dropping the warnings every start
+// quietWriter passes Spark's stderr on to w, dropping the warnings every start
 // prints (they say nothing about a test).
-type tail struct {
+type quietWriter struct {
 	w    io.Writer
 	part []byte
 }
 
-func (t *tail) Write(p []byte) (int, error) {
+func (t *quietWriter) Write(p []byte) (int, error) {
 	t.part = append(t.part, p...)
 	for {
 		i := bytes.IndexByte(t.part, '\n')

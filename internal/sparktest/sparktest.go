@@ -381,8 +381,8 @@ func AsFloat(v any) (float64, error) {
 	return n.Float64()
 }
 
-// quietWriter passes Spark's stderr on to w, dropping the warnings every start
-// prints (they say nothing about a test).
+// quietWriter passes Spark's stderr on to w, dropping the warnings
+// every start prints (they say nothing about a test).
 type quietWriter struct {
 	w    io.Writer
 	part []byte

@@ -46,6 +46,7 @@ func TestFreq(t *testing.T) {
 		{10, 20_000},
 		{12, 2_000},
 		{12, 40_000},
+		{14, 60_000},
 	} {
 		name := fmt.Sprintf("lgk%d_n%d", c.lgK, c.n)
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,7 @@ func TestTheta(t *testing.T) {
 		{11, 1_000, false},
 		{9, 5_000, true},
 		{12, 3_000, true},
+		{14, 60_000, false},
 	} {
 		name := fmt.Sprintf("lgk%d_n%d_strs%v", c.lgK, c.n, c.strs)
 		t.Run(name, func(t *testing.T) {

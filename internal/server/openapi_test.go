@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sketchd/sketchd/api"
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // specIndex is api/openapi.yaml, loaded and validated once for the
@@ -344,4 +345,47 @@ func (f *fakeTB) Helper() {}
 func (f *fakeTB) Errorf(format string, args ...any) {
 	f.failed = true
 	f.msgs = append(f.msgs, format)
+}
+
+// TestUploadFormatsMatchRegistry: the upload routes' format parameter
+// lists every kind sketchd reads, no more, and PUT …/raw's description
+// names each of them, so that a client generated from the spec can name
+// any kind and a reader learns which bytes each takes.
+func TestUploadFormatsMatchRegistry(t *testing.T) {
+	sp := loadSpec(t)
+	var types []string
+	for _, k := range sketch.Kinds() {
+		if !slices.Contains(types, string(k.Type)) {
+			types = append(types, string(k.Type))
+		}
+	}
+	p := sp.doc.Components.Parameters["UploadFormat"]
+	if p == nil || p.Value.Schema == nil {
+		t.Fatal("the spec has no UploadFormat parameter with a schema")
+	}
+	var enum []string
+	for _, v := range p.Value.Schema.Value.Enum {
+		s, _ := v.(string)
+		enum = append(enum, s)
+	}
+	sort.Strings(types)
+	sort.Strings(enum)
+	if !slices.Equal(enum, types) {
+		t.Errorf("UploadFormat's enum %v, want the registry's types %v", enum, types)
+	}
+	put := sp.operation("/v1/sketches/{name}/raw", http.MethodPut)
+	for _, typ := range types {
+		if !strings.Contains(put.Description, "`"+typ+"`") {
+			t.Errorf("PUT /v1/sketches/{name}/raw's description does not name `%s`", typ)
+		}
+	}
+	for _, op := range []*openapi3.Operation{put, sp.operation("/v1/sketches/{name}/raw", http.MethodPost)} {
+		found := false
+		for _, ref := range op.Parameters {
+			found = found || ref.Ref == "#/components/parameters/UploadFormat"
+		}
+		if !found {
+			t.Errorf("%s does not take the format parameter", op.OperationID)
+		}
+	}
 }

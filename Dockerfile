@@ -11,9 +11,9 @@ ARG REVISION=unknown
 # When the image was built (RFC 3339); empty unless given.
 ARG CREATED=
 # Where the source lives, and the SPDX expression of its licence
-# (NOASSERTION: the repository states none yet).
+# (LICENSE, NOTICE).
 ARG SOURCE=https://github.com/sketchd/sketchd
-ARG LICENSES=NOASSERTION
+ARG LICENSES=Apache-2.0
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -50,6 +50,7 @@ LABEL org.opencontainers.image.title="sketchd" \
 # sslmode=verify-full (or verify-ca) needs them to check the server.
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/sketchd /sketchd
+COPY --from=build /src/LICENSE /src/NOTICE /
 # The data directory must exist and belong to the runtime user before the
 # VOLUME line: a new volume copies this ownership, whereas a directory the
 # engine creates itself would be owned by root and unwritable.

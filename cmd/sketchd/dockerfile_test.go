@@ -12,7 +12,8 @@ import (
 // TestDockerfileImage checks the runtime stage of the Dockerfile: the
 // OCI labels (source, licenses and created among them) with every build
 // argument they use declared in that stage (an ARG from before FROM is
-// empty there otherwise), and the CA certificates that -postgres with
+// empty there otherwise), the licence (Apache-2.0, its LICENSE and NOTICE
+// carried in the image), and the CA certificates that -postgres with
 // sslmode=verify-full needs.
 func TestDockerfileImage(t *testing.T) {
 	raw, err := os.ReadFile("../../Dockerfile")
@@ -39,6 +40,18 @@ func TestDockerfileImage(t *testing.T) {
 	}
 	if !strings.Contains(label, "theta") {
 		t.Errorf("the image's description does not name every kind: %s", label)
+	}
+	if !regexp.MustCompile(`(?m)org\.opencontainers\.image\.licenses="\$\{LICENSES\}"`).MatchString(label) ||
+		!regexp.MustCompile(`(?m)^ARG LICENSES=Apache-2\.0$`).MatchString(text) {
+		t.Error("the image's licenses label is not Apache-2.0 (ARG LICENSES=Apache-2.0)")
+	}
+	for _, f := range []string{"LICENSE", "NOTICE"} {
+		if _, err := os.Stat("../../" + f); err != nil {
+			t.Errorf("the repository has no %s: %v", f, err)
+		}
+		if !regexp.MustCompile(`(?m)^COPY --from=build /src/LICENSE /src/NOTICE /$`).MatchString(final) {
+			t.Errorf("the image does not carry %s", f)
+		}
 	}
 	if !regexp.MustCompile(`(?m)^COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt$`).MatchString(final) {
 		t.Error("the runtime stage has no CA certificates at /etc/ssl/certs/ca-certificates.crt")

@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dump := fs.String("csv", "", "file to write every observation to as CSV (none if empty)")
 	replay := fs.String("replay", "", "read the observations from a CSV written by -csv instead of simulating (grid flags must match)")
 	overlap := fs.Bool("overlap", false, "simulate POST /v1/overlap's counts instead of intersections (-sets up to 64, -structures, -users, -log2m, -runs, -seed)")
-	structs := fs.String("structures", "dc2,dc5,dc20,random", "with -overlap: populations, comma separated (dc2, dc5, dc20, random)")
+	structs := fs.String("structures", "dc2,dc5,dc20,random", "with -overlap: populations, comma separated (dc2, dc5, dc20, random, skew, zipf)")
 	users := fs.Int("users", 1_000_000, "with -overlap: users in the union")
 	kind := fs.String("kind", "hll", "with -overlap: the sketches' type (hll, ds_hll, zeta_hll, airlift_hll)")
 	if err := fs.Parse(args); err != nil {

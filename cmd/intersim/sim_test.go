@@ -193,7 +193,9 @@ func TestSetsVerdicts(t *testing.T) {
 // TestMembershipStructures checks the overlap populations against their
 // descriptions: every user in at least one set; in the data-center
 // structures the share in several sets is as named and never more than
-// four; in "random" each set holds about 30% of the users.
+// four; in "random" each set holds about 30% of the users; the skewed
+// ones put users in k sets as often as they say, and "skew" gives the
+// audit's set sizes.
 func TestMembershipStructures(t *testing.T) {
 	t.Parallel()
 	const n, users = 8, 200_000
@@ -223,6 +225,39 @@ func TestMembershipStructures(t *testing.T) {
 			// P(in set 0 | in at least one) = 0.3 / (1 − 0.7^8).
 			if want := 0.3 / (1 - math.Pow(0.7, n)); math.Abs(float64(inSet0)/users-want) > 0.005 {
 				t.Errorf("random: %.4f of users in set 0, want %.4f", float64(inSet0)/users, want)
+			}
+		}
+	}
+	// The skewed populations: the share of users in k sets as named, and
+	// for skew the audit's set sizes (181k, 81k, 48k, 32k, 24k, 18k,
+	// 14.5k and 12k of 300k users, within a percentage point).
+	for s, sk := range skewedStructures {
+		g := splitmix64{s: 6}
+		byK := make([]int, n+1)
+		sizes := make([]float64, n)
+		for range users {
+			m := membership(s, n, &g)
+			if m == 0 || m >= 1<<n {
+				t.Fatalf("%s: membership %b", s, m)
+			}
+			byK[bits.OnesCount64(m)]++
+			for i := range n {
+				if m&(1<<i) != 0 {
+					sizes[i]++
+				}
+			}
+		}
+		for k, want := range sk.k {
+			if got := float64(byK[k+1]) / users; math.Abs(got-want) > 0.005 {
+				t.Errorf("%s: %.4f of users in %d sets, want %g", s, got, k+1, want)
+			}
+		}
+		if s != "skew" {
+			continue
+		}
+		for i, want := range []float64{181, 81, 48, 32, 24, 18, 14.5, 12} {
+			if got := 300 * sizes[i] / users; math.Abs(got-want) > 3 {
+				t.Errorf("skew: set %d holds %.1fk of 300k users, want %gk", i, got, want)
 			}
 		}
 	}

@@ -130,7 +130,7 @@ type Intersection struct {
 	anyWidth bool
 	// Terms are the 2^k-1 unions of inclusion–exclusion (reported for
 	// either method), ordered by size then input order. A term estimated
-	// by the raw HLL formula (between about 2.5m and 16m) has that
+	// by the raw HLL formula (from about 2.5m up) has that
 	// formula's known bias removed, so it can differ from the union
 	// endpoint's cardinality by up to 2.4%; see intersection_bias.go.
 	Terms []Term

@@ -41,8 +41,9 @@ type Figure struct {
 	// RawEstimate is the signed sum of unions the count is made of.
 	RawEstimate float64
 	// Error is a one-sigma error of RawEstimate, measured on replicates
-	// of the registers (overlapEstimates; docs/intersection.md); 0 when
-	// exact.
+	// of the registers, and never below the floor the unions' own error
+	// implies (overlapEstimates.figure, floor; docs/intersection.md); 0
+	// when exact.
 	Error float64
 	// Lower and Upper are RawEstimate ∓ z·Error, clipped to 0 below and
 	// to the union's upper bound above; they contain Estimate. z is 3 for
@@ -368,6 +369,22 @@ func (e *overlapEstimates) coefficients(f func(d uint64) float64) []float64 {
 	return c
 }
 
+// floor is the least error a count x of the overlap can have, whatever
+// its replicates show: σ·√(|x|·U), U the union of every operand and σ
+// HLL's relative error 1.04/√m. The count's users are seen only in the
+// registers they hold, about the share |x|/U of them, so it is known no
+// better than an estimate from that many registers: relative error
+// σ/√(|x|/U). For x = U it is the union's own error σ·U. The replicates
+// measure what varies from replicate to replicate; what a count shares
+// with all of them (a bias of the estimator at its load, or registers
+// that say little about a small count) they do not see, and their spread
+// can collapse to a few users around an estimate of many (a region with
+// no users counted as 73 ± 1). docs/intersection.md ("The error of a
+// count") measures how often the floor decides.
+func (e *overlapEstimates) floor(x float64) float64 {
+	return e.p.StdError() * math.Sqrt(math.Abs(x)*max(e.card[0], 0))
+}
+
 // union is the union of every operand, with HLL's own error.
 func (e *overlapEstimates) union() Figure {
 	u := e.card[0]
@@ -425,6 +442,7 @@ func (e *overlapEstimates) figure(c []float64, uMax float64) Figure {
 		}
 		f.Error = math.Sqrt(v)
 	}
+	f.Error = max(f.Error, e.floor(raw))
 	f.Lower = max(0, raw-e.z*f.Error)
 	f.Upper = min(max(raw+e.z*f.Error, 0), uMax)
 	f.Lower, f.Upper = min(f.Lower, f.Estimate), max(f.Upper, f.Estimate)

@@ -47,16 +47,15 @@ var structures = map[string]string{
 }
 
 // skewed describes a skewed population: the chance of a user being in
-// 1, 2, … sets (summing to 1) and the exponent a of the sets' weights
-// (i+1)^-a.
+// 1, 2, … sets (summing to 1) and the weight of set i.
 type skewed struct {
-	k        []float64
-	exponent float64
+	k      []float64
+	weight func(i int) float64
 }
 
 var skewedStructures = map[string]skewed{
-	"skew": {k: []float64{0.75, 0.17, 0.05, 0.02, 0.01}, exponent: 1.5},
-	"zipf": {k: []float64{0.55, 0.20, 0.10, 0.07, 0.05, 0.03}, exponent: 1},
+	"skew": {k: []float64{0.75, 0.17, 0.05, 0.02, 0.01}, weight: func(i int) float64 { return 1 / (float64(i+1) * math.Sqrt(float64(i+1))) }},
+	"zipf": {k: []float64{0.55, 0.20, 0.10, 0.07, 0.05, 0.03}, weight: func(i int) float64 { return 1 / float64(i+1) }},
 }
 
 // membership draws the sets (a mask) of one user of structure s.
@@ -80,7 +79,7 @@ func membership(s string, n int, g *splitmix64) uint64 {
 	weight := func(i int) float64 { return math.Ldexp(1, -min(i, 3)) }
 	k := 1
 	if sk, ok := skewedStructures[s]; ok {
-		weight = func(i int) float64 { return math.Pow(float64(i+1), -sk.exponent) }
+		weight = sk.weight
 		u := unit()
 		for k < len(sk.k) && u >= sk.k[k-1] {
 			u -= sk.k[k-1]
@@ -121,11 +120,15 @@ type ovKey struct {
 // ovObs is one count against its truth. kind is "union", "exactly",
 // "at_least", "only_here" or "region"; k is the k, operand index or
 // region mask.
+//
+// floored reports that the error is the floor the union's error sets
+// (σ·√(|raw|·U), docs/intersection.md), not the replicates' spread.
 type ovObs struct {
 	kind                       string
 	k                          uint64
 	truth, est, err, low, high float64
 	verdict                    sketch.Verdict
+	floored                    bool
 }
 
 // ovUnit simulates one run of every (structure, n) at every log2m.
@@ -191,7 +194,9 @@ func (g ovGrid) ovUnit(run, ni int) (map[ovKey][]ovObs, error) {
 			}
 			key := ovKey{n, lg, s}
 			add := func(kind string, k uint64, f sketch.Figure) {
-				out[key] = append(out[key], ovObs{kind: kind, k: k, truth: truth(kind, k), est: f.Estimate, err: f.Error, low: f.Lower, high: f.Upper, verdict: f.Verdict})
+				floor := math.Sqrt(math.Abs(f.RawEstimate)*o.Union.Estimate) * 1.04 / math.Sqrt(float64(int(1)<<o.Log2m))
+				out[key] = append(out[key], ovObs{kind: kind, k: k, truth: truth(kind, k), est: f.Estimate, err: f.Error, low: f.Lower, high: f.Upper, verdict: f.Verdict,
+					floored: ovGroups(ovObs{kind: kind, k: k}) != "union" && f.Error > 0 && f.Error <= floor*(1+1e-9)})
 			}
 			add("union", 0, o.Union)
 			for k, f := range o.Exactly {
@@ -371,7 +376,7 @@ feed:
 // error (measured: errored).
 type ovStats struct {
 	n, covered, reliable, relCovered int
-	errored, within2                 int
+	errored, within2, floored        int
 	medRel, p95Norm, meanZ           float64
 }
 
@@ -389,6 +394,9 @@ func ovSummarise(os []ovObs) ovStats {
 			if math.Abs(o.est-o.truth) <= 2*o.err {
 				s.within2++
 			}
+		}
+		if o.floored {
+			s.floored++
 		}
 		if o.verdict == sketch.VerdictReliable || o.verdict == sketch.VerdictExact {
 			s.reliable++
@@ -464,8 +472,8 @@ func ovReport(w io.Writer, g ovGrid, all map[ovKey][]ovObs) error {
 		fmt.Fprintf(&b, "- %s: %s\n", s, structures[s])
 	}
 	b.WriteString("\n### Summary: overlap counts\n\n")
-	b.WriteString("Pooled over the grid, per kind of count: the share of bounds that hold the truth, the share of estimates within two errors of the truth (of those with an error; Student's t with 31 degrees of freedom gives 94.6%), the share of counts flagged reliable, the share of those whose bounds hold the truth, and the worst such share in a cell with at least 20 reliable counts. *All counts* pools every kind; *truth under 100* are the counts, of any kind, of fewer than 100 users (near-empty regions among them).\n\n")
-	b.WriteString("| count | observations | covered | within 2σ | reliable | covered if reliable | worst cell |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("Pooled over the grid, per kind of count: the share of bounds that hold the truth, the share of estimates within two errors of the truth (of those with an error; Student's t with 31 degrees of freedom gives 94.6%), the share of counts flagged reliable, the share of those whose bounds hold the truth, and the worst such share in a cell with at least 20 reliable counts; *floor* is the share of counts whose error is the floor the union's error sets rather than the replicates' spread. *All counts* pools every kind; *truth under 100* are the counts, of any kind, of fewer than 100 users (near-empty regions among them).\n\n")
+	b.WriteString("| count | observations | covered | within 2σ | floor | reliable | covered if reliable | worst cell |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	byGroup := map[string][]ovObs{}
 	worst := map[string]float64{}
 	keys := make([]ovKey, 0, len(all))
@@ -508,7 +516,7 @@ func ovReport(w io.Writer, g ovGrid, all map[ovKey][]ovObs) error {
 		if w, ok := worst[grp]; ok {
 			wt = fmt.Sprintf("%.1f%%", 100*w)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.2f%% | %s | %.1f%% | %s | %s |\n", grp, st.n, pct(st.covered, st.n), condFmt2(st.within2, st.errored), pct(st.reliable, st.n), condFmt2(st.relCovered, st.reliable), wt)
+		fmt.Fprintf(&b, "| %s | %d | %.2f%% | %s | %.1f%% | %.1f%% | %s | %s |\n", grp, st.n, pct(st.covered, st.n), condFmt2(st.within2, st.errored), pct(st.floored, st.n), pct(st.reliable, st.n), condFmt2(st.relCovered, st.reliable), wt)
 	}
 	b.WriteString("\n### Overlap counts per cell\n\n")
 	b.WriteString("| sets | structure | log2m | count | median rel. error | p95 \\|err\\|/Δ | mean err/Δ | covered | within 2σ | reliable | covered if reliable |\n|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")

@@ -126,7 +126,7 @@ func TestIntersectExplicitExact(t *testing.T) {
 		if !r.Reliable || r.Spurious || len(r.Warnings) != 0 {
 			t.Errorf("%s: reliable %v spurious %v warnings %q, want exact and quiet", m, r.Reliable, r.Spurious, r.Warnings)
 		}
-		if *r.ANotB != (Bounded{Estimate: 500}) || *r.BNotA != (Bounded{Estimate: 200}) {
+		if *r.ANotB != (Bounded{Estimate: 500, Lower: 500, Upper: 500}) || *r.BNotA != (Bounded{Estimate: 200, Lower: 200, Upper: 200}) {
 			t.Errorf("%s: a_not_b %+v b_not_a %+v, want 500 and 200 exactly", m, *r.ANotB, *r.BNotA)
 		}
 		if want := 300.0 / 1000; math.Abs(r.Jaccard.Estimate-want) > 1e-12 || r.Jaccard.Error != 0 {

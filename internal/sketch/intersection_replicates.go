@@ -1,0 +1,180 @@
+package sketch
+
+import (
+	"math"
+
+	"github.com/sketchd/sketchd/internal/hll"
+)
+
+// termReplicates holds, for every inclusion–exclusion term of an
+// intersection of hll sketches, its value in each replicate of the
+// registers (as overlapEstimates holds the unions of an overlap): the
+// error of any signed sum of the terms is then measured on the
+// replicates, as an overlap's counts are (docs/intersection.md, "The
+// error of a count"). Inclusion–exclusion's envelope adds the terms'
+// errors as if they were independent; they are not (the unions share
+// most of their registers), and where one set lies inside another the
+// unions that add it change no register and cancel exactly, so the
+// envelope called a subset's exact count "spurious".
+type termReplicates struct {
+	// vals[j][t] is term t's value in replicate j: the union's estimate
+	// on replicate j's registers, or for a term held exactly (an EXPLICIT
+	// or EMPTY union) the number of its hashes that fall in replicate j.
+	vals [][]float64
+	// sigma is HLL's relative error at the registers compared and union
+	// the estimate of every operand's union: the floor's.
+	sigma, union float64
+	// z is Student's t quantile for 99.73% with B − 1 degrees of freedom.
+	z float64
+}
+
+// newTermReplicates splits the operands' registers (ops folded to log2m)
+// into replicates and estimates every term on each. It returns nil when
+// log2m leaves too few replicates to measure an error (below log2m 10);
+// the envelope is used there.
+func newTermReplicates(ops []operand, terms []term, log2m int) *termReplicates {
+	b := min(replicateBits, log2m-minReplicateLog2m)
+	if b < minReplicates {
+		return nil
+	}
+	k := len(ops)
+	p := ops[0].sk.Params()
+	p.Log2m = log2m
+	for _, op := range ops {
+		p.Regwidth = max(p.Regwidth, op.sk.Params().Regwidth)
+	}
+	regs := make([][]uint8, k)
+	for i, op := range ops {
+		regs[i] = op.sk.Registers(nil)
+	}
+	reps := 1 << b
+	rp := p
+	rp.Log2m -= b
+	sub := make([][]uint8, k)
+	for i := range sub {
+		sub[i] = make([]uint8, rp.NumRegisters())
+	}
+	full := uint64(1)<<k - 1
+	r := &termReplicates{vals: make([][]float64, reps), sigma: p.StdError(), z: studentT997[reps]}
+	// Each term's index in the lattice of unions (by the operands left
+	// out), and the exact terms' counts per replicate.
+	exact := make([][]float64, len(terms))
+	for t, tm := range terms {
+		if uint64(tm.mask) == full {
+			r.union = tm.card
+		}
+		if tm.sigma != 0 {
+			continue
+		}
+		exact[t] = make([]float64, reps)
+		for _, h := range tm.hashes {
+			exact[t][h&uint64(reps-1)]++
+		}
+	}
+	var index map[uint64]int
+	for j := range reps {
+		for i, reg := range regs {
+			for x := range sub[i] {
+				sub[i][x] = reg[x<<b|j]
+			}
+		}
+		masks, card := unionLattice(sub, rp, k-1, false)
+		if index == nil {
+			index = make(map[uint64]int, len(masks))
+			for i, d := range masks {
+				index[d] = i
+			}
+		}
+		v := make([]float64, len(terms))
+		for t, tm := range terms {
+			if exact[t] != nil {
+				v[t] = exact[t][j]
+				continue
+			}
+			v[t] = card[index[full^uint64(tm.mask)]]
+		}
+		r.vals[j] = v
+	}
+	return r
+}
+
+// error is the one-sigma error of the signed sum Σ c_t·term_t whose
+// estimate is raw: √(B·s²), s² the sample variance of its B replicate
+// values, and never below the floor σ·√(|raw|·U) the union's own error
+// sets (overlapEstimates.floor).
+func (r *termReplicates) error(c []float64, raw float64) float64 {
+	b := float64(len(r.vals))
+	xs := make([]float64, len(r.vals))
+	mean := 0.0
+	for j, v := range r.vals {
+		s, mag := 0.0, 0.0
+		for t, ct := range c {
+			if ct != 0 {
+				s += ct * v[t]
+				mag += math.Abs(ct * v[t])
+			}
+		}
+		if math.Abs(s) <= roundingFloor*mag {
+			s = 0
+		}
+		xs[j] = s
+		mean += s / b
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return max(math.Sqrt(b*ss/(b-1)), r.sigma*math.Sqrt(math.Abs(raw)*max(r.union, 0)))
+}
+
+// replicatesFor returns the replicates of an intersection of hll
+// operands, or nil when they cannot measure its error: too few registers,
+// or every term held exactly (then the answer is exact anyway).
+func replicatesFor(ops []operand, terms []term, log2m int) *termReplicates {
+	for _, t := range terms {
+		if t.sigma != 0 {
+			return newTermReplicates(ops, terms, log2m)
+		}
+	}
+	return nil
+}
+
+// inclusionExclusionMeasured is inclusionExclusion with the errors of the
+// intersection and, for two sketches, of the relative complements, the
+// union and the users in one set only measured on replicates, and bounds
+// at Student's t quantile for them. Without replicates it is
+// inclusionExclusion.
+func inclusionExclusionMeasured(ops []operand, terms []term, reps *termReplicates) pairExtras {
+	out := inclusionExclusion(ops, terms)
+	if reps == nil {
+		return out
+	}
+	out.z = reps.z
+	c := make([]float64, len(terms))
+	for i, t := range terms {
+		c[i] = sign(onesCount(t.mask) + 1)
+	}
+	out.x.Error = reps.error(c, out.x.Estimate)
+	if len(ops) != 2 {
+		return out
+	}
+	// terms are ordered {A}, {B}, {A,B}.
+	a, b, u := terms[0], terms[1], terms[2]
+	out.aNotB.Error = reps.error([]float64{0, -1, 1}, u.card-b.card)
+	out.bNotA.Error = reps.error([]float64{-1, 0, 1}, u.card-a.card)
+	out.one = &Bounded{Estimate: max(2*u.card-a.card-b.card, 0), Error: reps.error([]float64{-1, -1, 2}, 2*u.card-a.card-b.card)}
+	out.jaccard = jaccardOf(min(max(out.x.Estimate, 0), min(a.card, b.card)), out.x.Error, u.card, u.sigma)
+	return out
+}
+
+// unionTermExact reports whether a union sketch is held exactly, and its
+// hashes if so.
+func unionTermExact(u *hll.Sketch) ([]uint64, bool) {
+	switch u.Representation() {
+	case hll.Empty:
+		return nil, true
+	case hll.Explicit:
+		return u.Explicit()
+	}
+	return nil, false
+}

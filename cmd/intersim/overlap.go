@@ -188,7 +188,7 @@ func (g ovGrid) ovUnit(run, ni int) (map[ovKey][]ovObs, error) {
 					return nil, err
 				}
 			}
-			o, err := sketch.EstimateOverlap(labels, full)
+			o, err := sketch.EstimateOverlap(labels, full, "")
 			if err != nil {
 				return nil, fmt.Errorf("run %d n %d %s log2m %d: %w", run, n, s, lg, err)
 			}

@@ -90,7 +90,7 @@ func TestOverlapExact(t *testing.T) {
 			t.Fatalf("fixture is %v, want EXPLICIT", h.Representation())
 		}
 	}
-	o, err := EstimateOverlap(labelsFor(3), asSketches(hs))
+	o, err := EstimateOverlap(labelsFor(3), asSketches(hs), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestOverlapAgainstTruth(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 4))
 	g := groups{0b001: 300_000, 0b010: 200_000, 0b100: 100_000, 0b011: 60_000, 0b101: 30_000, 0b110: 20_000, 0b111: 50_000}
 	hs := g.build(t, rng, 3, 14, false)
-	o, err := EstimateOverlap(labelsFor(3), asSketches(hs))
+	o, err := EstimateOverlap(labelsFor(3), asSketches(hs), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestOverlapBounded(t *testing.T) {
 			for i := range hs {
 				hs[i] = fill(newHLL(t, tt.log2m, false), common, randomHashes(rng, 2000))
 			}
-			o, err := EstimateOverlap(labelsFor(tt.n), asSketches(hs))
+			o, err := EstimateOverlap(labelsFor(tt.n), asSketches(hs), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,7 +343,7 @@ func TestOverlapErrors(t *testing.T) {
 		{"mixed", []Sketch{a, th}, Conflict, nil},
 	}
 	for _, tt := range tests {
-		_, err := EstimateOverlap(labelsFor(len(tt.sks)), tt.sks)
+		_, err := EstimateOverlap(labelsFor(len(tt.sks)), tt.sks, "")
 		if KindOf(err) != tt.kind || tt.target != nil && !errors.Is(err, tt.target) {
 			t.Errorf("%s: %v (%v), want %v %v", tt.name, err, KindOf(err), tt.kind, tt.target)
 		}
@@ -364,7 +364,7 @@ func TestOverlapIdenticalUnions(t *testing.T) {
 		for i := range hs {
 			hs[i] = h
 		}
-		o, err := EstimateOverlap(labelsFor(tt.n), asSketches(hs))
+		o, err := EstimateOverlap(labelsFor(tt.n), asSketches(hs), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,7 +443,7 @@ func TestOverlapNearEmptyRegions(t *testing.T) {
 	for seed := range uint64(3) {
 		rng := rand.New(rand.NewPCG(seed, 14))
 		g := skewedGroups(rng, n, users)
-		o, err := EstimateOverlap(labelsFor(n), asSketches(g.build(t, rng, n, log2m, false)))
+		o, err := EstimateOverlap(labelsFor(n), asSketches(g.build(t, rng, n, log2m, false)), "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/bits"
 	"path/filepath"
@@ -451,5 +452,48 @@ func TestOverlapSkewedCoverage(t *testing.T) {
 	}
 	if w := pct(st.within2, st.errored); w < 92 || w > 99 {
 		t.Errorf("%.1f%% of estimates within two errors, want 92%% to 99%%", w)
+	}
+}
+
+// TestContainment simulates sets lying partly or wholly inside others,
+// the small one held exactly: an outside audit found 1,000 ids inside
+// 1,000,000 (log2m 14), estimated exactly, called spurious in 21 of 30
+// runs, and a funnel step all of whose users had reached the steps
+// before called spurious in 20 of 20. Wholly inside, no answer may be
+// spurious, every one must say the small set lies within the other and
+// hold the truth; at most 90% inside, none may say so; disjoint, every
+// one must be spurious; and every reliable answer must hold its truth.
+func TestContainment(t *testing.T) {
+	t.Parallel()
+	for _, f := range []ctFlags{
+		{runs: 6, log2m: 14, seed: 3, smalls: []int{399, 1000}, larges: []int{100_000}, shares: []float64{1, 0.9, 0.5, 0}, workers: 2},
+		{runs: 6, log2m: 14, seed: 4, smalls: []int{1000}, larges: []int{1_000_000}, shares: []float64{1}, workers: 2},
+	} {
+		obs, err := simulateContainment(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range f.ctCases() {
+			st := summariseContainment(obs[c])
+			t.Logf("%s %s share %g: %d answers, %d spurious, %d within, %d reliable, %d covered", c, c.method, c.share, st.n, st.spurious, st.within, st.reliable, st.covered)
+			if st.n != f.runs || st.explicit != st.n {
+				t.Fatalf("%s: %d answers, %d of them EXPLICIT; want %d, all", c, st.n, st.explicit, f.runs)
+			}
+			switch {
+			case c.share == 1 && (st.spurious != 0 || st.within != st.n || st.covered != st.n):
+				t.Errorf("%s %s wholly inside: %d spurious, %d within, %d covered of %d", c, c.method, st.spurious, st.within, st.covered, st.n)
+			case c.share <= 0.9 && st.within != 0:
+				t.Errorf("%s %s, %g inside: %d of %d say within", c, c.method, c.share, st.within, st.n)
+			case c.share == 0 && st.spurious != st.n:
+				t.Errorf("%s %s disjoint: %d of %d spurious", c, c.method, st.spurious, st.n)
+			}
+			if st.relCovered != st.reliable {
+				t.Errorf("%s %s share %g: %d of %d reliable answers hold the truth", c, c.method, c.share, st.relCovered, st.reliable)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"containment", "-runs", "1", "-small", "399", "-large", "1000", "-shares", "1"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "| 399 in 1000 | mle | 1 | 100% |") {
+		t.Errorf("report = %v:\n%s", err, out.String())
 	}
 }

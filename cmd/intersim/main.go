@@ -9,7 +9,9 @@
 //
 // With "retention" first it simulates retention tables and funnels on
 // users of known activity instead, and measures how often the cells'
-// bounds hold the truth (retention.go).
+// bounds hold the truth (retention.go); with "containment" first, sets
+// lying partly or wholly inside others, and what the answers say of them
+// (containment.go).
 //
 // Usage:
 //
@@ -17,6 +19,7 @@
 //	go run ./cmd/intersim -sets 3,4,8 -runs 100 -small 100000 -ratios 1,10,100 > k.md
 //	go run ./cmd/intersim -overlap -sets 2,3,4,8,16,64 -log2m 11,14 -runs 40 > overlap.md
 //	go run ./cmd/intersim retention -runs 40 > retention.md
+//	go run ./cmd/intersim containment -runs 30 > containment.md
 package main
 
 import (
@@ -48,10 +51,14 @@ func main() {
 
 // run parses args, simulates the grid and writes the report to stdout;
 // "retention" as the first argument simulates retention tables and
-// funnels instead (runRetention).
+// funnels instead (runRetention), "containment" sets inside others
+// (runContainment).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "retention" {
 		return runRetention(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "containment" {
+		return runContainment(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("intersim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -68,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dump := fs.String("csv", "", "file to write every observation to as CSV (none if empty)")
 	replay := fs.String("replay", "", "read the observations from a CSV written by -csv instead of simulating (grid flags must match)")
 	overlap := fs.Bool("overlap", false, "simulate POST /v1/overlap's counts instead of intersections (-sets up to 64, -structures, -users, -log2m, -runs, -seed)")
-	structs := fs.String("structures", "dc2,dc5,dc20,random", "with -overlap: populations, comma separated (dc2, dc5, dc20, random)")
+	structs := fs.String("structures", "dc2,dc5,dc20,random", "with -overlap: populations, comma separated (dc2, dc5, dc20, random, skew, zipf)")
 	users := fs.Int("users", 1_000_000, "with -overlap: users in the union")
 	kind := fs.String("kind", "hll", "with -overlap: the sketches' type (hll, ds_hll, zeta_hll, airlift_hll)")
 	if err := fs.Parse(args); err != nil {

@@ -34,8 +34,47 @@ func report(w io.Writer, g grid, res results, ran string) error {
 		}
 	}
 	verdictReport(&b, g, res)
+	withinReport(&b, g, res)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// withinReport writes how often the answers say the smallest set lies
+// within the others, by true overlap: the smallest set lies wholly inside
+// the others only at overlap 1, so there it should be said, and not
+// below.
+func withinReport(b *strings.Builder, g grid, res results) {
+	b.WriteString("### Containment: answers that say the smallest set lies within the others\n\n")
+	b.WriteString("Per number of sets, method and true overlap (pooled over register counts, ratios and shares): the answers, the share that say the smallest set lies within the others (`within`), and the share flagged spurious. The smallest set lies wholly inside the others only at overlap 1.\n\n")
+	b.WriteString("| sets | method | overlap | answers | within | spurious |\n|---:|---|---:|---:|---:|---:|\n")
+	for _, k := range g.sets {
+		for mi, m := range methods() {
+			if k > 2 && m != sketch.MethodInclusionExclusion {
+				continue
+			}
+			for _, o := range g.overlaps {
+				n, in, sp := 0, 0, 0
+				for key, c := range res {
+					if key.k != k || key.overlap != o {
+						continue
+					}
+					for _, x := range c[mi] {
+						n++
+						if x.within {
+							in++
+						}
+						if x.spurio {
+							sp++
+						}
+					}
+				}
+				if n > 0 {
+					fmt.Fprintf(b, "| %d | %s | %g | %d | %.1f%% | %.1f%% |\n", k, m, o, n, pct(in, n), pct(sp, n))
+				}
+			}
+		}
+	}
+	b.WriteString("\n")
 }
 
 // pairReport writes the tables of the pairs grid (both methods).
@@ -349,20 +388,21 @@ func condFmt(a, n int) string {
 // writeCSV writes every observation, one line each.
 func writeCSV(path string, res results) error {
 	var b strings.Builder
-	b.WriteString("sets,log2m,ratio,overlap,share,method,truth,estimate,raw,error,lower,upper,reliable,spurious,est_overlap,est_ratio,width,any_width\n")
+	b.WriteString("sets,log2m,ratio,overlap,share,method,truth,estimate,raw,error,lower,upper,reliable,spurious,est_overlap,est_ratio,width,any_width,within\n")
 	ms := methods()
 	for k, c := range res {
 		for mi, m := range ms {
 			for _, o := range c[mi] {
-				fmt.Fprintf(&b, "%d,%d,%d,%g,%g,%s,%g,%g,%g,%g,%g,%g,%t,%t,%g,%g,%g,%t\n", k.k, k.log2m, k.ratio, k.overlap, k.share, m,
-					o.truth, o.est, o.raw, o.err, o.lower, o.upper, o.reliable, o.spurio, o.overlap, o.ratio, o.width, o.anyWidth)
+				fmt.Fprintf(&b, "%d,%d,%d,%g,%g,%s,%g,%g,%g,%g,%g,%g,%t,%t,%g,%g,%g,%t,%t\n", k.k, k.log2m, k.ratio, k.overlap, k.share, m,
+					o.truth, o.est, o.raw, o.err, o.lower, o.upper, o.reliable, o.spurio, o.overlap, o.ratio, o.width, o.anyWidth, o.within)
 			}
 		}
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// readCSV reads the observations written by writeCSV.
+// readCSV reads the observations written by writeCSV (files of before
+// the within column read as never within).
 func readCSV(path string) (results, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -379,8 +419,8 @@ func readCSV(path string) (results, error) {
 	res := results{}
 	ms := methods()
 	for i, r := range recs[1:] {
-		if len(r) != 18 {
-			return nil, fmt.Errorf("%s: line %d: %d fields, want 18", path, i+2, len(r))
+		if len(r) != 18 && len(r) != 19 {
+			return nil, fmt.Errorf("%s: line %d: %d fields, want 19", path, i+2, len(r))
 		}
 		var k cellKey
 		var o obs
@@ -397,6 +437,7 @@ func readCSV(path string) (results, error) {
 		o.reliable, o.spurio = r[12] == "true", r[13] == "true"
 		o.overlap, o.ratio, o.width = num(r[14]), num(r[15]), num(r[16])
 		o.anyWidth = r[17] == "true"
+		o.within = len(r) > 18 && r[18] == "true"
 		if perr != nil {
 			return nil, fmt.Errorf("%s: line %d: %w", path, i+2, perr)
 		}

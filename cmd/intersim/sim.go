@@ -50,6 +50,8 @@ type obs struct {
 	// report can judge other width limits (sketch.ReliableWithin).
 	width    float64
 	anyWidth bool
+	// within: the answer said the smallest set lies within the others.
+	within bool
 }
 
 // obsOf records the answer r for an intersection of size truth.
@@ -59,6 +61,7 @@ func obsOf(r sketch.Intersection, truth float64) obs {
 		lower: r.Lower, upper: r.Upper, reliable: r.Reliable, spurio: r.Spurious,
 		overlap: r.Overlap, ratio: r.CardinalityRatio,
 		width: r.RelativeWidth, anyWidth: r.ReliableWithin(math.Inf(1)),
+		within: r.Within != "",
 	}
 }
 

@@ -187,3 +187,52 @@ func TestRefusals(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestFunnelStepWithin reproduces an outside audit: a funnel step whose
+// every user had reached the steps before (a conversion of exactly 100%)
+// was "399 ± 2,354 … Spurious … the sets may not overlap at all. Do not
+// act on it" in 20 of 20 funnels, while the step's own sketch listed
+// "399 exact". Three steps: 100,000 users, 50,000 of them, then 399 of
+// those held exactly (EXPLICIT). The third step's reach is an
+// intersection of three sets by inclusion–exclusion, whose unions with
+// the last step change no register; its error is now measured, not added
+// up as if independent. The step must not be spurious, its bounds must
+// hold 399, and its words must say the step lies within the others;
+// with only 100 of the 399 in the earlier steps it must not say so,
+// and its bounds must hold 100. So must a two-step funnel (the MLE).
+func TestFunnelStepWithin(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		steps  []cohort.Set
+		reach  float64
+		within bool
+	}{
+		{"all of step 3 in the earlier steps", []cohort.Set{setOf(t, "visit", 0, 100_000), setOf(t, "cart", 0, 50_000), setOf(t, "buy", 10_000, 10_399)}, 399, true},
+		{"a quarter of step 3 in the earlier steps", []cohort.Set{setOf(t, "visit", 0, 100_000), setOf(t, "cart", 0, 50_000), setOf(t, "buy", 49_900, 50_299)}, 100, false},
+		{"all of step 2 in step 1", []cohort.Set{setOf(t, "visit", 0, 100_000), setOf(t, "buy", 10_000, 10_399)}, 399, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			st, err := cohort.Funnel(c.steps, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := st[len(st)-1]
+			x := last.Intersection
+			t.Logf("%.0f ± %.1f [%.0f, %.0f] %s within %q: %s", x.Estimate, x.Error, x.Lower, x.Upper, x.Verdict, x.Within, x.VerdictText)
+			if x.Lower > c.reach || x.Upper < c.reach {
+				t.Errorf("bounds [%.0f, %.0f] miss the step's %.0f users", x.Lower, x.Upper, c.reach)
+			}
+			label := c.steps[len(c.steps)-1].Label
+			if c.within {
+				if x.Spurious || x.Verdict == sketch.VerdictSpurious || x.Within != label ||
+					!strings.Contains(x.VerdictText, "All of "+label+" is within") || strings.Contains(x.VerdictText, "may not overlap") {
+					t.Errorf("verdict %s, within %q: %q; want the step within the earlier ones, in words", x.Verdict, x.Within, x.VerdictText)
+				}
+			} else if x.Within != "" || strings.Contains(x.VerdictText, "within") {
+				t.Errorf("within %q: %q; want no claim that the step lies within the others", x.Within, x.VerdictText)
+			}
+		})
+	}
+}

@@ -684,9 +684,12 @@ type intersectionRequest struct {
 	Method   string    `json:"method"`
 }
 
+// bounded is an estimate with its error and bounds.
 type bounded struct {
 	Estimate float64 `json:"estimate"`
 	Error    float64 `json:"error"`
+	Lower    float64 `json:"lower"`
+	Upper    float64 `json:"upper"`
 }
 
 type term struct {
@@ -713,6 +716,10 @@ type intersectionResponse struct {
 	Jaccard          *bounded `json:"jaccard,omitempty"`
 	ANotB            *bounded `json:"a_not_b,omitempty"`
 	BNotA            *bounded `json:"b_not_a,omitempty"`
+	// Within names the set that lies inside every other as far as the
+	// errors tell; Same says every set does (sketch.Intersection).
+	Within string `json:"within,omitempty"`
+	Same   bool   `json:"same,omitempty"`
 }
 
 func intersectionDTO(x sketch.Intersection) intersectionResponse {
@@ -722,6 +729,7 @@ func intersectionDTO(x sketch.Intersection) intersectionResponse {
 		Verdict: string(x.Verdict), VerdictText: x.VerdictText, Warnings: x.Warnings, Overlap: finite(x.Overlap), CardinalityRatio: finite(x.CardinalityRatio),
 		Log2m: x.Log2m, Method: string(x.Method),
 		Jaccard: boundedDTO(x.Jaccard), ANotB: boundedDTO(x.ANotB), BNotA: boundedDTO(x.BNotA),
+		Within: x.Within, Same: x.Same,
 	}
 	if out.Warnings == nil {
 		out.Warnings = []string{}
@@ -736,7 +744,7 @@ func boundedDTO(b *sketch.Bounded) *bounded {
 	if b == nil {
 		return nil
 	}
-	return &bounded{Estimate: finite(b.Estimate), Error: finite(b.Error)}
+	return &bounded{Estimate: finite(b.Estimate), Error: finite(b.Error), Lower: finite(b.Lower), Upper: finite(b.Upper)}
 }
 
 type foldRequest struct {
@@ -897,6 +905,7 @@ type unionSampledResponse struct {
 
 type overlapRequest struct {
 	Sketches []operand `json:"sketches"`
+	Method   string    `json:"method"`
 }
 
 // figure is one count of an overlap.
@@ -935,6 +944,7 @@ type overlapResponse struct {
 	Regions  []regionFigure  `json:"regions,omitempty"`
 	Complete bool            `json:"complete"`
 	Unions   int             `json:"unions"`
+	Method   string          `json:"method"`
 	Warnings []string        `json:"warnings"`
 }
 
@@ -944,7 +954,7 @@ func figureDTO(f sketch.Figure) figure {
 }
 
 func overlapDTO(labels []string, o sketch.Overlap) overlapResponse {
-	out := overlapResponse{Sets: o.Sets, Log2m: o.Log2m, Union: figureDTO(o.Union), Complete: o.Complete, Unions: o.Unions,
+	out := overlapResponse{Sets: o.Sets, Log2m: o.Log2m, Union: figureDTO(o.Union), Complete: o.Complete, Unions: o.Unions, Method: string(o.Method),
 		Exactly: []countFigure{}, AtLeast: []countFigure{}, OnlyHere: []operandFigure{}, Warnings: append([]string{}, o.Warnings...)}
 	for i, f := range o.Exactly {
 		out.Exactly = append(out.Exactly, countFigure{K: i + 1, figure: figureDTO(f)})

@@ -272,6 +272,9 @@ type cellDTO struct {
 	VerdictText string   `json:"verdict_text"`
 	Method      string   `json:"method"`
 	Warnings    []string `json:"warnings"`
+	// Within names the set that lies inside the others as far as the
+	// errors tell (a step all of whose users reached the steps before).
+	Within string `json:"within,omitempty"`
 }
 
 type retentionCell struct {
@@ -317,7 +320,8 @@ func ratioOut(q cohort.Ratio) ratioDTO {
 
 func cellOut(x sketch.Intersection) cellDTO {
 	c := cellDTO{Estimate: finite(x.Estimate), Error: finite(x.Error), Lower: finite(x.Lower), Upper: finite(x.Upper),
-		Reliable: x.Reliable, Spurious: x.Spurious, Verdict: string(x.Verdict), VerdictText: x.VerdictText, Method: string(x.Method), Warnings: x.Warnings}
+		Reliable: x.Reliable, Spurious: x.Spurious, Verdict: string(x.Verdict), VerdictText: x.VerdictText, Method: string(x.Method), Warnings: x.Warnings,
+		Within: x.Within}
 	if c.Warnings == nil {
 		c.Warnings = []string{}
 	}

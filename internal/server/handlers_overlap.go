@@ -7,7 +7,9 @@ import (
 )
 
 // handleOverlap counts how 2 to 64 sets overlap: the users in exactly k
-// and in at least k of them, and in each one only (sketch.EstimateOverlap).
+// and in at least k of them, and in each one only (sketch.EstimateOverlap;
+// two sets by the intersection's estimator, method as for
+// /v1/intersection).
 // The operands are read first (each consistently, as a union's are) and
 // counted outside any store view: a large overlap takes tens of
 // milliseconds.
@@ -22,6 +24,10 @@ func (s *Server) handleOverlap(w http.ResponseWriter, r *http.Request) error {
 	if _, err := checkOperands("sketches", req.Sketches, sketch.MinOverlap, sketch.MaxOverlap); err != nil {
 		return err
 	}
+	method, err := sketch.ParseMethod(req.Method)
+	if err != nil {
+		return sketch.Wrap(sketch.Invalid, err, `method must be "inclusion_exclusion" or "mle" (or absent for the default)`)
+	}
 	sks, warnings, err := s.resolve(r.Context(), req.Sketches)
 	if err != nil {
 		return err
@@ -30,7 +36,7 @@ func (s *Server) handleOverlap(w http.ResponseWriter, r *http.Request) error {
 	for i, o := range req.Sketches {
 		labels[i] = o.label()
 	}
-	o, err := sketch.EstimateOverlap(labels, sks)
+	o, err := sketch.EstimateOverlap(labels, sks, method)
 	if err != nil {
 		return err // classified: Invalid, Conflict or internal
 	}

@@ -80,6 +80,17 @@ type Bounded struct {
 	// sigma): about two answers in three fall within ±Error of the truth
 	// and about 95% within ±2·Error. It is 0 when the value is exact.
 	Error float64
+	// Lower and Upper are Estimate ∓ z·Error, z as for the intersection's
+	// bounds, Lower clipped at 0 (set by Intersect for the pair's extras).
+	Lower, Upper float64
+}
+
+// bound sets b's bounds z errors either side of its estimate.
+func (b *Bounded) bound(z float64) {
+	if b == nil {
+		return
+	}
+	b.Lower, b.Upper = max(0, b.Estimate-z*b.Error), b.Estimate+z*b.Error
 }
 
 // Term is one union of the inclusion–exclusion sum: the cardinality
@@ -99,14 +110,22 @@ type Intersection struct {
 	// RawEstimate is the estimator's own value, which inclusion–exclusion
 	// may put below zero or above the smallest set.
 	RawEstimate float64
-	// Error is the envelope Δ, a one-sigma error of RawEstimate: for
-	// inclusion–exclusion Δ = √(Σ (σ_t·|term|)²) with σ_t = 1.04/√m (0 for
-	// exact EXPLICIT terms); for the MLE the square root of the inverse
-	// observed Fisher information. 0 when the answer is exact.
+	// Error is Δ, a one-sigma error of RawEstimate, the estimator's own:
+	// for inclusion–exclusion of hll sketches the spread of the same sum
+	// on replicates of the registers, never below the floor the union's
+	// error sets (termReplicates; with fewer than 1,024 registers, and for
+	// the other kinds, the envelope √(Σ (σ_t·|term|)²) with σ_t the
+	// union's relative error, 0 for exact EXPLICIT terms); for the joint
+	// MLE the square root of the inverse observed Fisher information; for
+	// the MLE of an EXPLICIT sketch against registers the likelihood's
+	// own one-sigma interval. 0 when the answer is exact.
 	Error float64
-	// Lower and Upper bound the intersection: RawEstimate ∓ 3Δ, clipped to
-	// 0 below and, above, to the smallest set's estimate plus 3 times its
-	// own standard error (the smallest set's size is itself estimated).
+	// Lower and Upper bound the intersection: RawEstimate ∓ zΔ, z being 3
+	// or, for an error measured on B replicates, Student's t quantile for
+	// the same 99.73% (3.26 for 32); for the MLE of an EXPLICIT sketch
+	// the likelihood-ratio interval at the same level. Clipped to 0 below
+	// and, above, to the smallest set's estimate plus 3 times its own
+	// standard error (the smallest set's size is itself estimated).
 	Lower, Upper float64
 	// Spurious is true when Estimate is within 1.2·Δ of zero or Lower
 	// reaches zero: the sets may well be disjoint. (For the MLE, Lower is
@@ -126,11 +145,21 @@ type Intersection struct {
 	// sentences for people, starting with the verdict ("Reliable. …").
 	Verdict     Verdict
 	VerdictText string
+	// Within names the smallest set when, as far as the errors tell, it
+	// lies inside every other: the answer is not spurious, its bounds are
+	// as narrow as a reliable answer's, and the estimate reaches the
+	// smallest set's estimate less that set's own error (its exact size
+	// when exact). The intersection is then that set's count, and
+	// VerdictText says so rather than that the sets may not overlap.
+	// Same is true when every set lies inside every other so: they hold
+	// the same users.
+	Within string
+	Same   bool
 	// anyWidth: every condition of Reliable holds but the width's.
 	anyWidth bool
 	// Terms are the 2^k-1 unions of inclusion–exclusion (reported for
 	// either method), ordered by size then input order. A term estimated
-	// by the raw HLL formula (between about 2.5m and 16m) has that
+	// by the raw HLL formula (from about 2.5m up) has that
 	// formula's known bias removed, so it can differ from the union
 	// endpoint's cardinality by up to 2.4%; see intersection_bias.go.
 	Terms []Term
@@ -144,8 +173,14 @@ type Intersection struct {
 	// Method is the estimator used.
 	Method Method
 	// Jaccard (|A∩B|/|A∪B|), ANotB (|A\B|) and BNotA (|B\A|) are set for
-	// two sketches only, each with its own one-sigma error.
+	// two sketches only, each with its own one-sigma error and bounds.
 	Jaccard, ANotB, BNotA *Bounded
+	// union (|A∪B|) and one (|A\B| + |B\A|) are the pair's union and the
+	// users in one set only, by the same estimator: an overlap of two
+	// sets answers with them (EstimateOverlap).
+	union, one *Bounded
+	// z is how many errors the bounds lie from the estimate.
+	z float64
 }
 
 // operand is one input sketch prepared for the estimators.
@@ -201,7 +236,6 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	}
 	ops := make([]operand, k)
 	folded := false
-	var buf []uint8
 	for i, s := range sketches {
 		op := operand{name: names[i], sk: s}
 		if p := s.Params(); p.Log2m != log2m {
@@ -220,13 +254,13 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 			op.exact = true
 			op.card = float64(len(op.explicit))
 		default:
-			op.card, buf = debiased(op.sk, op.sk.Estimate(), buf)
+			op.card = debiased(op.sk, op.sk.Estimate())
 			op.sigma = op.sk.StdError()
 		}
 		ops[i] = op
 	}
 
-	terms, err := unionTerms(ops, buf)
+	terms, err := unionTerms(ops)
 	if err != nil {
 		return Intersection{}, err
 	}
@@ -253,7 +287,7 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 			return Intersection{}, err
 		}
 	default:
-		est = inclusionExclusion(ops, terms)
+		est = inclusionExclusionMeasured(ops, terms, replicatesFor(ops, terms, log2m))
 	}
 	finish(&res, ops, est, exact, folded)
 	return res, nil
@@ -279,10 +313,14 @@ func smallestLargest(ops []operand) (minOp, maxOp operand) {
 // has its terms, Log2m and Method already.
 func finish(res *Intersection, ops []operand, est pairExtras, exact, folded bool) {
 	minOp, maxOp := smallestLargest(ops)
+	z := est.boundsZ()
 	res.RawEstimate, res.Error = est.x.Estimate, est.x.Error
 	res.Estimate = min(max(res.RawEstimate, 0), minOp.card)
-	res.Lower = max(0, res.RawEstimate-envelopeZ*res.Error)
-	res.Upper = min(max(res.RawEstimate+envelopeZ*res.Error, 0), minOp.card*(1+envelopeZ*minOp.sigma))
+	res.Lower = max(0, res.RawEstimate-z*res.Error)
+	res.Upper = min(max(res.RawEstimate+z*res.Error, 0), minOp.card*(1+envelopeZ*minOp.sigma))
+	if est.bounded {
+		res.Lower, res.Upper = est.lower, min(est.upper, res.Upper)
+	}
 	if est.zeroPlausible {
 		res.Lower = 0
 	}
@@ -299,8 +337,32 @@ func finish(res *Intersection, ops []operand, est pairExtras, exact, folded bool
 	res.RelativeWidth = RelativeWidth(res.Estimate, res.Lower, res.Upper)
 	if len(ops) == 2 {
 		res.Jaccard, res.ANotB, res.BNotA = est.jaccard, est.aNotB, est.bNotA
+		res.union, res.one = est.union, est.one
+		for _, b := range []*Bounded{res.Jaccard, res.ANotB, res.BNotA, res.union, res.one} {
+			b.bound(z)
+		}
+		res.Jaccard.Upper = min(res.Jaccard.Upper, 1)
+	}
+	res.z = z
+	if within(res, minOp) {
+		res.Within = minOp.name
+		res.Same = within(res, maxOp)
 	}
 	judge(res, len(ops), exact, folded, est.undetermined)
+}
+
+// within reports whether op, the smallest set of the answer r or another,
+// lies inside the others as far as the errors tell: r is not spurious
+// (the sets overlap), and its estimate is op's count to within op's own
+// error (op's exact size when op is exact). Requiring the estimate
+// itself, not its bounds, to reach op's count, and the bounds to be as
+// narrow as a reliable answer's (RelativeWidth at most MaxRelativeWidth,
+// so "within the error" means within about ±25%), keeps a set half inside
+// another, whose likelihood can peak at the whole set when few of its
+// users show, from being called within it. Half a user is allowed for
+// the rounding of sums of large unions that cancel.
+func within(r *Intersection, op operand) bool {
+	return !r.Spurious && op.card > 0 && r.Estimate >= op.card*(1-op.sigma)-0.5 && r.RelativeWidth <= MaxRelativeWidth
 }
 
 // ParseMethod returns the Method named s; "" gives "" (the default,
@@ -320,14 +382,32 @@ func methodError(s string) error {
 }
 
 // pairExtras is what an estimator gives: the intersection with its error
-// and, for two sketches, Jaccard and the relative complements.
+// and, for two sketches, Jaccard and the relative complements, and the
+// union and the users in one set only by the same estimator.
 type pairExtras struct {
 	x                     Bounded
 	jaccard, aNotB, bNotA *Bounded
+	union, one            *Bounded
 	undetermined          bool // the MLE found a ridge, not a point
 	// zeroPlausible: a likelihood-ratio test cannot reject an empty
 	// intersection at the envelope's level, so Lower is 0.
 	zeroPlausible bool
+	// z is how many errors the bounds lie from the estimate (0:
+	// envelopeZ): Student's t quantile when the error is measured on
+	// replicates.
+	z float64
+	// bounded: the estimator gives the intersection's bounds itself
+	// (lower, upper), from its likelihood, rather than ±z errors.
+	bounded      bool
+	lower, upper float64
+}
+
+// boundsZ is how many errors the bounds lie from the estimate.
+func (e pairExtras) boundsZ() float64 {
+	if e.z == 0 {
+		return envelopeZ
+	}
+	return e.z
 }
 
 // term is one union of the inclusion–exclusion sum.
@@ -336,13 +416,15 @@ type term struct {
 	names []string
 	card  float64
 	sigma float64 // relative error of card: 0 when exact
+	// hashes are the union's hashes when it is held exactly (sigma 0).
+	hashes []uint64
 }
 
 // unionTerms estimates the union of every non-empty subset of ops. Each
 // union is built from the union of the subset without its last member,
 // depth first, so every subset costs one pairwise union rather than
 // |subset|-1, and at most k partial unions are alive at once.
-func unionTerms(ops []operand, buf []uint8) ([]term, error) {
+func unionTerms(ops []operand) ([]term, error) {
 	k := len(ops)
 	terms := make([]term, 0, 1<<k-1)
 	var walk func(start int, mask uint, acc *hll.Sketch) error
@@ -353,14 +435,17 @@ func unionTerms(ops []operand, buf []uint8) ([]term, error) {
 			t := term{mask: m}
 			if acc == nil {
 				u = ops[j].sk
-				t.card, t.sigma = ops[j].card, ops[j].sigma
+				t.card, t.sigma, t.hashes = ops[j].card, ops[j].sigma, ops[j].explicit
 			} else {
 				var err error
 				if u, err = hll.Union(acc, ops[j].sk); err != nil {
 					return fmt.Errorf("sketch: union for %q: %w", ops[j].name, err)
 				}
-				t.card, buf = debiased(u, u.Estimate(), buf)
+				t.card = debiased(u, u.Estimate())
 				t.sigma = u.StdError()
+				if t.sigma == 0 {
+					t.hashes, _ = unionTermExact(u)
+				}
 			}
 			terms = append(terms, t)
 			if j+1 < k {
@@ -432,6 +517,8 @@ func inclusionExclusion(ops []operand, terms []term) pairExtras {
 	out.aNotB = &Bounded{Estimate: min(max(u.card-b.card, 0), a.card), Error: math.Hypot(eu, eb)}
 	out.bNotA = &Bounded{Estimate: min(max(u.card-a.card, 0), b.card), Error: math.Hypot(eu, ea)}
 	out.jaccard = jaccardOf(min(max(raw, 0), min(a.card, b.card)), out.x.Error, u.card, u.sigma)
+	out.union = &Bounded{Estimate: u.card, Error: eu}
+	out.one = &Bounded{Estimate: max(2*u.card-a.card-b.card, 0), Error: math.Sqrt(4*eu*eu + ea*ea + eb*eb)}
 	return out
 }
 
@@ -491,12 +578,15 @@ func exactPair(ops []operand, x float64) pairExtras {
 		// x is exact; a set's own estimate may not be (an EMPTY set
 		// against registers).
 		a, b := ops[0].card, ops[1].card
-		out.aNotB = &Bounded{Estimate: a - x, Error: ops[0].sigma * a}
-		out.bNotA = &Bounded{Estimate: b - x, Error: ops[1].sigma * b}
+		ea, eb := ops[0].sigma*a, ops[1].sigma*b
+		out.aNotB = &Bounded{Estimate: a - x, Error: ea}
+		out.bNotA = &Bounded{Estimate: b - x, Error: eb}
 		out.jaccard = &Bounded{}
 		if u := a + b - x; u > 0 {
 			out.jaccard.Estimate = x / u
 		}
+		out.union = &Bounded{Estimate: a + b - x, Error: math.Hypot(ea, eb)}
+		out.one = &Bounded{Estimate: a + b - 2*x, Error: math.Hypot(ea, eb)}
 	}
 	return out
 }

@@ -25,7 +25,10 @@ func checkIntersection(t *testing.T, r Intersection) {
 	nums := []float64{r.Estimate, r.RawEstimate, r.Error, r.Lower, r.Upper, r.Overlap, r.CardinalityRatio}
 	for _, b := range []*Bounded{r.Jaccard, r.ANotB, r.BNotA} {
 		if b != nil {
-			nums = append(nums, b.Estimate, b.Error)
+			nums = append(nums, b.Estimate, b.Error, b.Lower, b.Upper)
+			if b.Lower > b.Estimate || b.Estimate > b.Upper || b.Lower < 0 {
+				t.Fatalf("%+v: the estimate outside its bounds", *b)
+			}
 		}
 	}
 	for _, term := range r.Terms {

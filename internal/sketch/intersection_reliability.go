@@ -3,6 +3,7 @@ package sketch
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // cutoffRow is one row of DESIGN.md's practical cutoff table.
@@ -63,10 +64,14 @@ func cutoffs(log2m int) (minOverlap, maxRatio float64, extrapolated bool) {
 // similar size).
 func judge(r *Intersection, k int, exact, folded, undetermined bool) {
 	r.Warnings = []string{}
+	inside := containment(r, k)
 	if exact {
 		r.Reliable, r.anyWidth = true, true
 		r.Verdict = VerdictExact
 		r.VerdictText = "Exact. One set is empty or every set is held as an exact list of hashes, so this count has no error."
+		if inside != "" {
+			r.VerdictText += " " + inside + "."
+		}
 		return
 	}
 	w := []string{}
@@ -114,7 +119,11 @@ func judge(r *Intersection, k int, exact, folded, undetermined bool) {
 			countText(r.Estimate), countText(r.Error), bounds)
 	case r.Reliable:
 		r.Verdict = VerdictReliable
-		r.VerdictText = fmt.Sprintf("Reliable. The bounds %s span %s of the estimate (reliable answers span at most %s)",
+		r.VerdictText = "Reliable. "
+		if inside != "" {
+			r.VerdictText += inside + ". "
+		}
+		r.VerdictText += fmt.Sprintf("The bounds %s span %s of the estimate (reliable answers span at most %s)",
 			bounds, widthText(r.RelativeWidth), percent(MaxRelativeWidth))
 		if pair {
 			r.VerdictText += ", and the overlap and the sizes of the sets are inside the range measured for sketches of this precision"
@@ -130,7 +139,38 @@ func judge(r *Intersection, k int, exact, folded, undetermined bool) {
 			why = fmt.Sprintf("its bounds %s span %s of it, more than the %s a reliable answer may span", bounds, widthText(r.RelativeWidth), percent(MaxRelativeWidth))
 		}
 		r.VerdictText = "Not reliable. The estimate is above its noise, but " + why + "; see the warnings."
+		if inside != "" {
+			r.VerdictText = "Not reliable. " + inside + ", as far as the sketches tell; but " + why + "; see the warnings."
+		}
 	}
+}
+
+// containment says, for people, that the answer's smallest set lies
+// inside the others (r.Within, r.Same), naming the sets by the labels of
+// its first k terms (the sets in request order); "" when it does not.
+func containment(r *Intersection, k int) string {
+	if r.Within == "" || len(r.Terms) < k {
+		return ""
+	}
+	var others []string
+	skipped := false
+	for _, t := range r.Terms[:k] {
+		if n := t.Sketches[0]; n != r.Within || skipped {
+			others = append(others, n)
+		} else {
+			skipped = true
+		}
+	}
+	all := strings.Join(others, " and ")
+	switch {
+	case r.Same && k == 2:
+		return fmt.Sprintf("The sets hold the same users (%s is within %s and %s within %s): the overlap is their count", r.Within, all, all, r.Within)
+	case r.Same:
+		return "The sets hold the same users: the intersection is their count"
+	case k == 2:
+		return fmt.Sprintf("All of %s is within %s: the overlap is %s's count", r.Within, all, r.Within)
+	}
+	return fmt.Sprintf("All of %s is within every other set (%s): the intersection is %s's count", r.Within, all, r.Within)
 }
 
 // ReliableWithin reports whether the answer would be reliable if its

@@ -50,12 +50,27 @@ func fromJoint(est jointEstimate, smallest float64) pairExtras {
 		j.Error = math.Sqrt(max(v, 0))
 	}
 	out.jaccard = j
+	// The union a + b + x and the users in one set only, a + b, with
+	// their variances from the covariance.
+	varOf := func(w [3]float64) float64 {
+		v := 0.0
+		for i := range 3 {
+			for k := range 3 {
+				v += w[i] * est.cov[i][k] * w[k]
+			}
+		}
+		return math.Sqrt(max(v, 0))
+	}
+	out.union = &Bounded{Estimate: u, Error: varOf([3]float64{1, 1, 1})}
+	out.one = &Bounded{Estimate: est.a + est.b, Error: varOf([3]float64{1, 1, 0})}
 	out.zeroPlausible = est.lrZero <= envelopeZ*envelopeZ
 	if !est.determined && !est.exactZero {
 		out.undetermined = true
 		out.x.Error = max(smallest, out.x.Estimate)
 		out.aNotB.Error = max(out.aNotB.Estimate, smallest)
 		out.bNotA.Error = max(out.bNotA.Estimate, smallest)
+		out.one.Error = max(out.one.Estimate, smallest)
+		out.union.Error = max(out.union.Error, smallest)
 		j.Error = 1
 	}
 	return out
@@ -134,22 +149,62 @@ func membership(e, r operand, log2m int, swapped bool) pairExtras {
 		}
 	}
 	x := p * n
-	var sd float64
-	if _, info := deriv(min(p, 1-1e-9)); info > 0 {
-		// Plus a quarter element of variance for small counts.
-		sd = math.Sqrt(n*n/info + 0.25)
-	} else {
-		sd = n
+	// The bounds are where the log-likelihood falls envelopeZ²/2 below its
+	// maximum (99.73% for a likelihood-ratio interval), the one-sigma error
+	// the farther end of where it falls 1/2, plus a quarter element of
+	// variance for small counts. The curvature at the maximum (Fisher's
+	// information) says nothing when the maximum is at p = 1, where a
+	// subset's hashes all pass: there it called 1,000 of 1,000 hashes
+	// inside a set of 1,000,000 "1,000 ± 315", spurious, though a disjoint
+	// set would have had a dozen of its hashes ruled out.
+	loglik := func(p float64) float64 {
+		l := 0.0
+		if out > 0 {
+			l = float64(out) * math.Log1p(-p)
+		}
+		for _, g := range eqGain {
+			l += math.Log1p(p * g)
+		}
+		return l
 	}
+	interval := func(drop float64) (lo, hi float64) {
+		top := loglik(p)
+		// loglik is concave: it falls monotonically away from p.
+		edge := func(from, to float64) float64 {
+			if top-loglik(to) <= drop {
+				return to
+			}
+			for range 60 {
+				mid := (from + to) / 2
+				if top-loglik(mid) <= drop {
+					from = mid
+				} else {
+					to = mid
+				}
+			}
+			return (from + to) / 2
+		}
+		return edge(p, 0), edge(p, 1)
+	}
+	lo, hi := interval(envelopeZ * envelopeZ / 2)
+	lo1, hi1 := interval(0.5)
+	sd := math.Sqrt(math.Pow(n*max(p-lo1, hi1-p), 2) + 0.25)
 	undetermined := info0(n, eqGain, out)
+	if n == 0 || undetermined {
+		sd, lo, hi = n, 0, 1
+	}
 	xc := min(x, r.card)
 	eNotR := &Bounded{Estimate: n - xc, Error: sd}
 	rNotE := &Bounded{Estimate: max(r.card-xc, 0), Error: math.Hypot(r.sigma*r.card, sd)}
-	res := pairExtras{x: Bounded{Estimate: x, Error: sd}, aNotB: eNotR, bNotA: rNotE, undetermined: undetermined}
+	res := pairExtras{x: Bounded{Estimate: x, Error: sd}, aNotB: eNotR, bNotA: rNotE, undetermined: undetermined,
+		bounded: true, lower: lo * n, upper: hi * n}
 	if swapped {
 		res.aNotB, res.bNotA = rNotE, eNotR
 	}
 	res.jaccard = jaccardOf(xc, sd, n+r.card-xc, r.sigma*r.card/max(n+r.card-xc, 1))
+	u := n + r.card - xc
+	res.union = &Bounded{Estimate: u, Error: math.Hypot(r.sigma*r.card, sd)}
+	res.one = &Bounded{Estimate: max(u-xc, 0), Error: math.Hypot(r.sigma*r.card, 2*sd)}
 	return res
 }
 

@@ -35,21 +35,27 @@ const (
 var ErrOverlapCount = errors.New("wrong number of operands")
 
 // Figure is one count of an overlap with its error, bounds and verdict.
+// For two sets every figure is the intersection estimator's (overlapPair):
+// the users in both are Intersect's answer, its estimate, error, bounds
+// and verdict as they are; the others its extras, judged by their bounds.
 type Figure struct {
 	// Estimate is RawEstimate clamped to [0, the union's estimate].
 	Estimate float64
-	// RawEstimate is the signed sum of unions the count is made of.
+	// RawEstimate is the signed sum of unions the count is made of (for
+	// two sets, the estimator's own value).
 	RawEstimate float64
 	// Error is a one-sigma error of RawEstimate, measured on replicates
-	// of the registers (overlapEstimates; docs/intersection.md); 0 when
-	// exact.
+	// of the registers, and never below the floor the unions' own error
+	// implies (overlapEstimates.figure, floor; docs/intersection.md); 0
+	// when exact.
 	Error float64
 	// Lower and Upper are RawEstimate ∓ z·Error, clipped to 0 below and
 	// to the union's upper bound above; they contain Estimate. z is 3 for
 	// the union, and for the other counts Student's t quantile for the
 	// same 99.73% with the replicates' degrees of freedom (3.26 with 32).
 	Lower, Upper float64
-	// Verdict judges the bounds alone (JudgeBounds).
+	// Verdict judges the bounds alone (JudgeBounds), but for the users in
+	// both of two sets, which carry the intersection's verdict.
 	Verdict Verdict
 }
 
@@ -86,6 +92,13 @@ type Overlap struct {
 	Depth, Unions int
 	// Warnings say, in plain words, what the figures leave out or assume.
 	Warnings []string
+	// Method is the estimator every count comes from: for two sets the
+	// intersection's (Intersect or IntersectFamily: the joint MLE by
+	// default for hll sketches, inclusion–exclusion otherwise), so that
+	// the users in both are what POST /v1/intersection answers; for more,
+	// inclusion–exclusion over the unions with errors measured on
+	// replicates.
+	Method Method
 }
 
 // EstimateOverlap counts how the sets sks (named by labels, in order)
@@ -98,11 +111,19 @@ type Overlap struct {
 // sketch holding an exact list of hashes (EXPLICIT or EMPTY), every
 // count is exact.
 //
-// It fails with an *Error of kind Invalid wrapping ErrOverlapCount or
-// ErrUndefined, or of kind Conflict for mixed kinds or kinds without
-// registers; labels of another length than sks, a nil sketch or a failed
-// fold are internal errors.
-func EstimateOverlap(labels []string, sks []Sketch) (Overlap, error) {
+// Two sets are counted by the estimator of their intersection (method
+// as for Intersect, "" for its default; IntersectFamily for the other
+// kinds), so that every route answers "how many in both" with one
+// number: the users in both are Intersect's answer with its bounds and
+// verdict, the users only in one its relative complements, the union
+// and the users in one set only the same estimator's. More sets take
+// inclusion–exclusion ("" or MethodInclusionExclusion).
+//
+// It fails with an *Error of kind Invalid wrapping ErrOverlapCount,
+// ErrMethod or ErrUndefined, or of kind Conflict for mixed kinds or kinds
+// without registers; labels of another length than sks, a nil sketch or
+// a failed fold are internal errors.
+func EstimateOverlap(labels []string, sks []Sketch, method Method) (Overlap, error) {
 	n := len(sks)
 	if n < MinOverlap || n > MaxOverlap {
 		return Overlap{}, Wrap(Invalid, ErrOverlapCount, fmt.Sprintf("an overlap takes %d to %d sketches or series ranges, got %d", MinOverlap, MaxOverlap, n))
@@ -115,17 +136,85 @@ func EstimateOverlap(labels []string, sks []Sketch) (Overlap, error) {
 			return Overlap{}, fmt.Errorf("sketch: overlap: sketch %q is nil", labels[i])
 		}
 	}
+	if _, err := ParseMethod(string(method)); err != nil {
+		return Overlap{}, err
+	}
+	if method == MethodMLE && n != 2 {
+		return Overlap{}, Wrap(Invalid, ErrMethod, fmt.Sprintf("method %q takes exactly two sketches, got %d", method, n))
+	}
 	if err := SameKind(labels, sks); err != nil {
 		return Overlap{}, err
 	}
+	var out Overlap
+	var err error
 	if _, ok := HLLOf(sks[0]); ok {
-		hs, err := overlapOperands(labels, sks)
-		if err != nil {
+		var hs []*hll.Sketch
+		if hs, err = overlapOperands(labels, sks); err != nil {
 			return Overlap{}, err
 		}
-		return overlapHLL(labels, hs)
+		if n == 2 {
+			return overlapPair(labels, sks, method)
+		}
+		out, err = overlapHLL(labels, hs)
+	} else {
+		if err = familyRegisters(labels, sks); err != nil {
+			return Overlap{}, err
+		}
+		if n == 2 {
+			return overlapPair(labels, sks, method)
+		}
+		out, err = overlapFamily(labels, sks)
 	}
-	return overlapFamily(labels, sks)
+	out.Method = MethodInclusionExclusion
+	return out, err
+}
+
+// overlapPair counts the overlap of two sets with their intersection's
+// estimator: every count is Intersect's (or IntersectFamily's) answer or
+// one of its pair's extras, by the same estimator.
+func overlapPair(labels []string, sks []Sketch, method Method) (Overlap, error) {
+	var x Intersection
+	var err error
+	if _, ok := HLLOf(sks[0]); ok {
+		hs := make([]*hll.Sketch, 2)
+		for i, s := range sks {
+			hs[i], _ = HLLOf(s)
+		}
+		x, err = Intersect(labels, hs, method)
+	} else {
+		x, err = IntersectFamily(labels, sks, method)
+	}
+	if err != nil {
+		return Overlap{}, err
+	}
+	exact := x.Verdict == VerdictExact
+	union := Figure{Estimate: x.union.Estimate, RawEstimate: x.union.Estimate, Error: x.union.Error, Lower: x.union.Lower, Upper: x.union.Upper}
+	union.Verdict, _ = JudgeBounds(union.Estimate, union.Lower, union.Upper, exact && union.Error == 0)
+	// Every count is clamped to [0, the union], as an overlap's are;
+	// RawEstimate keeps the estimator's value.
+	clamp := func(f Figure) Figure {
+		f.Estimate = min(max(f.Estimate, 0), union.Estimate)
+		f.Lower = min(f.Lower, f.Estimate)
+		return f
+	}
+	of := func(b *Bounded, raw float64) Figure {
+		f := clamp(Figure{Estimate: b.Estimate, RawEstimate: raw, Error: b.Error, Lower: b.Lower, Upper: b.Upper})
+		f.Verdict, _ = JudgeBounds(f.Estimate, f.Lower, f.Upper, exact && b.Error == 0)
+		return f
+	}
+	both := clamp(Figure{Estimate: x.Estimate, RawEstimate: x.RawEstimate, Error: x.Error, Lower: x.Lower, Upper: x.Upper, Verdict: x.Verdict})
+	one := of(x.one, x.union.Estimate-x.RawEstimate)
+	a, b := of(x.ANotB, x.ANotB.Estimate), of(x.BNotA, x.BNotA.Estimate)
+	out := Overlap{
+		Sets: 2, Log2m: x.Log2m, Union: union, Method: x.Method,
+		Exactly: []Figure{one, both}, AtLeast: []Figure{union, both}, OnlyHere: []Figure{a, b},
+		Regions:  []Region{{Members: slices.Clone(labels[:1]), Figure: a}, {Members: slices.Clone(labels[1:]), Figure: b}, {Members: slices.Clone(labels), Figure: both}},
+		Complete: true, Depth: 1, Unions: 3, Warnings: []string{},
+	}
+	for _, w := range x.Warnings {
+		out.Warnings = append(out.Warnings, "users in both: "+w)
+	}
+	return out, nil
 }
 
 // overlapKinds names the kinds an overlap takes, for messages.
@@ -368,6 +457,22 @@ func (e *overlapEstimates) coefficients(f func(d uint64) float64) []float64 {
 	return c
 }
 
+// floor is the least error a count x of the overlap can have, whatever
+// its replicates show: σ·√(|x|·U), U the union of every operand and σ
+// HLL's relative error 1.04/√m. The count's users are seen only in the
+// registers they hold, about the share |x|/U of them, so it is known no
+// better than an estimate from that many registers: relative error
+// σ/√(|x|/U). For x = U it is the union's own error σ·U. The replicates
+// measure what varies from replicate to replicate; what a count shares
+// with all of them (a bias of the estimator at its load, or registers
+// that say little about a small count) they do not see, and their spread
+// can collapse to a few users around an estimate of many (a region with
+// no users counted as 73 ± 1). docs/intersection.md ("The error of a
+// count") measures how often the floor decides.
+func (e *overlapEstimates) floor(x float64) float64 {
+	return e.p.StdError() * math.Sqrt(math.Abs(x)*max(e.card[0], 0))
+}
+
 // union is the union of every operand, with HLL's own error.
 func (e *overlapEstimates) union() Figure {
 	u := e.card[0]
@@ -425,6 +530,7 @@ func (e *overlapEstimates) figure(c []float64, uMax float64) Figure {
 		}
 		f.Error = math.Sqrt(v)
 	}
+	f.Error = max(f.Error, e.floor(raw))
 	f.Lower = max(0, raw-e.z*f.Error)
 	f.Upper = min(max(raw+e.z*f.Error, 0), uMax)
 	f.Lower, f.Upper = min(f.Lower, f.Estimate), max(f.Upper, f.Estimate)
@@ -460,7 +566,11 @@ func unionLattice(regs [][]uint8, p hll.Params, depth int, debias bool) ([]uint6
 	add := func(mask uint64, a, b []uint8) {
 		var est float64
 		if debias {
-			est = debiasedRegisters(p, hll.RegisterEstimate(p, a, b), a, b)
+			// One pass over the registers for the estimate and its
+			// correction.
+			var hist [128]int
+			hll.RegisterHistogram(&hist, a, b)
+			est = debiasedHistogram(p, hll.HistogramEstimate(p, &hist), &hist)
 		} else {
 			est = sumEstimate(p, a, b)
 		}

@@ -19,7 +19,7 @@ func BenchmarkOverlap(b *testing.B) {
 			var o Overlap
 			for b.Loop() {
 				var err error
-				if o, err = EstimateOverlap(names, sks); err != nil {
+				if o, err = EstimateOverlap(names, sks, ""); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -33,17 +33,24 @@ func (s airliftSketch) registersAt(lg int) ([]uint8, error) { return s.a.Registe
 // registers at: every value fits 6 bits.
 const familyRegwidth = 6
 
-// overlapFamily counts the overlap of sketches of one HLL-family kind
-// other than hll, from their registers at the smallest precision (at
-// most hll.MaxLog2m).
-func overlapFamily(labels []string, sks []Sketch) (Overlap, error) {
+// familyRegisters refuses operands (of one kind) that are not of an
+// HLL-family kind with registers.
+func familyRegisters(labels []string, sks []Sketch) error {
 	kind := sks[0].Kind()
 	if _, ok := sks[0].(registerSource); !ok {
 		if kind == &cpcKind {
-			return Overlap{}, Errorf(Conflict, "an overlap takes sketches of one kind with HLL registers (%s); %s is a cpc sketch, whose bit matrix gives no registers to measure the counts' errors on (POST /v1/intersect takes cpc sketches)", overlapKinds, quote(labels[0]))
+			return Errorf(Conflict, "an overlap takes sketches of one kind with HLL registers (%s); %s is a cpc sketch, whose bit matrix gives no registers to measure the counts' errors on (POST /v1/intersect takes cpc sketches)", overlapKinds, quote(labels[0]))
 		}
-		return Overlap{}, Errorf(Conflict, "an overlap takes sketches of one HLL-family kind (%s); %s is a %s sketch", overlapKinds, quote(labels[0]), kind.Type)
+		return Errorf(Conflict, "an overlap takes sketches of one HLL-family kind (%s); %s is a %s sketch", overlapKinds, quote(labels[0]), kind.Type)
 	}
+	return nil
+}
+
+// overlapFamily counts the overlap of sketches of one HLL-family kind
+// other than hll (with registers: familyRegisters), from their registers
+// at the smallest precision (at most hll.MaxLog2m).
+func overlapFamily(labels []string, sks []Sketch) (Overlap, error) {
+	kind := sks[0].Kind()
 	lg, most := hll.MaxLog2m, 0
 	for _, s := range sks {
 		own := s.(registerSource).registerLog2m()

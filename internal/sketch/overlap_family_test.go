@@ -95,7 +95,7 @@ func TestOverlapFamilyAgainstTruth(t *testing.T) {
 				t.Parallel()
 				rng := rand.New(rand.NewPCG(29, uint64(100+10*ti+gi)))
 				sks := tc.g.buildFamily(t, rng, typ, tc.lgs)
-				o, err := EstimateOverlap(labelsFor(3), sks)
+				o, err := EstimateOverlap(labelsFor(3), sks, "")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -185,7 +185,7 @@ func TestOverlapFamilyRefused(t *testing.T) {
 		{"hll and airlift", []Sketch{NewHLL(newHLL(t, 12, false)), familyBuilders[TypeAirliftHLL].new(t, 12)}, []string{"hll", "airlift_hll"}},
 	}
 	for _, tt := range tests {
-		_, err := EstimateOverlap(labelsFor(len(tt.sks)), tt.sks)
+		_, err := EstimateOverlap(labelsFor(len(tt.sks)), tt.sks, "")
 		if KindOf(err) != Conflict {
 			t.Errorf("%s: %v (%v), want a Conflict", tt.name, err, KindOf(err))
 			continue

@@ -40,7 +40,8 @@ func checkOverlap(t *testing.T, o Overlap) {
 }
 
 // FuzzOverlap decodes three sketches from arbitrary bytes and counts their
-// overlap: no panic, and the invariants of checkOverlap.
+// overlap, and that of the first two by both methods: no panic, and the
+// invariants of checkOverlap.
 func FuzzOverlap(f *testing.F) {
 	rng := rand.New(rand.NewPCG(29, 31))
 	var seeds [][]byte
@@ -71,7 +72,7 @@ func FuzzOverlap(f *testing.F) {
 			}
 			sks = append(sks, NewHLL(h))
 		}
-		o, err := EstimateOverlap([]string{"a", "b", "c"}, sks)
+		o, err := EstimateOverlap([]string{"a", "b", "c"}, sks, "")
 		if err != nil {
 			if KindOf(err) != Invalid {
 				t.Fatalf("EstimateOverlap: %v, want only invalid-request errors", err)
@@ -79,5 +80,13 @@ func FuzzOverlap(f *testing.F) {
 			return
 		}
 		checkOverlap(t, o)
+		// Two sets: counted by the intersection's estimators.
+		for _, m := range []Method{MethodMLE, MethodInclusionExclusion} {
+			o, err := EstimateOverlap([]string{"a", "b"}, sks[:2], m)
+			if err != nil {
+				t.Fatalf("EstimateOverlap(%s) of two: %v", m, err)
+			}
+			checkOverlap(t, o)
+		}
 	})
 }

@@ -1186,7 +1186,9 @@ function regionsTable(sets, o) {
     el('td', { class: 'region-verdict', 'data-verdict': r.verdict }, verdictLabel(r.verdict))));
   return el('div', { class: 'regions', id: 'regions' },
     el('h2', {}, 'Regions'),
-    el('p', { class: 'muted' }, 'Users in exactly these sets, counted from unions of the sketches, each with its error (one standard deviation), bounds and verdict.'),
+    el('p', { class: 'muted', id: 'regions-method' }, o.sets === 2
+      ? `Users in exactly these sets, each with its error (one standard deviation), bounds and verdict, by the same estimator as the numbers above (${methodName(o.method)}).`
+      : `Users in exactly these sets, counted from unions of the sketches (${methodName(o.method)}), each with its error (one standard deviation), bounds and verdict.`),
     el('div', { class: 'table-wrap' }, el('table', { class: 'regions' },
       el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Region'), el('th', { scope: 'col', class: 'num' }, 'Users'),
         el('th', { scope: 'col', class: 'num' }, 'Bounds'), el('th', { scope: 'col' }, 'Verdict'))),
@@ -1208,7 +1210,12 @@ function verdictLabel(v) {
 
 function methodText(x) {
   if (x.lg_k !== undefined) return `theta (DataSketches), lg_k ${x.lg_k}, ${intFmt.format(x.retained)} hashes in the intersection`;
-  return `${x.method === 'mle' ? 'maximum likelihood' : 'inclusion–exclusion'}, log2m ${x.log2m}`;
+  return `${methodName(x.method)}, log2m ${x.log2m}`;
+}
+
+// methodName names an estimator of the API's answers for people.
+function methodName(m) {
+  return m === 'mle' ? 'maximum likelihood' : 'inclusion–exclusion';
 }
 
 function numbersTwo(sets, x) {

@@ -274,6 +274,11 @@ type Intersection struct {
 	CardinalityRatio float64  `json:"cardinality_ratio"`
 	Log2m            int      `json:"log2m"`
 	Method           string   `json:"method"` // inclusion_exclusion, mle or theta
+	// Within, when present, names the set that lies inside every other
+	// as far as the errors tell (the estimate is its count); Same says
+	// every set lies inside every other: they hold the same users.
+	Within string `json:"within,omitempty"`
+	Same   bool   `json:"same,omitempty"`
 	// Theta intersections: their lg_k, the sampled hashes in the
 	// intersection and its theta.
 	LgK      int     `json:"lg_k,omitempty"`
@@ -331,6 +336,9 @@ func (c *Client) Intersection(ctx context.Context, req IntersectionRequest) (*In
 // overlap.
 type OverlapRequest struct {
 	Sketches []Operand `json:"sketches"`
+	// Method, for two sets: the intersection's estimator
+	// (inclusion_exclusion or mle; "" the default).
+	Method string `json:"method,omitempty"`
 }
 
 // Overlap is how N sets overlap (docs/intersection.md, "Users in several
@@ -349,7 +357,9 @@ type Overlap struct {
 	Regions  []OverlapRegion `json:"regions,omitempty"`
 	Complete bool            `json:"complete"`
 	Unions   int             `json:"unions"`
-	Warnings []string        `json:"warnings"`
+	// Method is the estimator every count comes from.
+	Method   string   `json:"method"`
+	Warnings []string `json:"warnings"`
 }
 
 // OverlapCount is one count of an overlap with its one-sigma Error,

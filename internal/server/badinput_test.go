@@ -507,7 +507,7 @@ func badInputCases(f fixture) []badCase {
 	add("overlap of cms", "POST", "/v1/overlap", js, `{"sketches":["c","c"]}`, 409)
 	add("overlap with missing", "POST", "/v1/overlap", js, `{"sketches":["h","nope"]}`, 404)
 	add("overlap malformed", "POST", "/v1/overlap", js, `{"sketches":["h","he"]`, 400)
-	add("overlap unknown field", "POST", "/v1/overlap", js, `{"sketches":["h","he"],"method":"mle"}`, 400)
+	add("overlap unknown field", "POST", "/v1/overlap", js, `{"sketches":["h","he"],"estimator":"mle"}`, 400)
 	add("overlap empty operand", "POST", "/v1/overlap", js, `{"sketches":["h",{}]}`, 400)
 	add("overlap too large", "POST", "/v1/overlap", js, `{"sketches":["h","he"]`+pad+`}`, 413)
 	add("overlap text/plain", "POST", "/v1/overlap", "text/plain", `{"sketches":["h","he"]}`, 415)

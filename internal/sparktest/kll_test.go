@@ -147,11 +147,9 @@ func TestKLL(t *testing.T) {
 
 			// sketchd reads Spark's bytes as Spark does.
 			b := "s_" + name
-			query := ""
-			if c.it.items == "long" {
-				query = "?items=long"
-			}
-			up := d.upload(t, b, query, sImg)
+			// Spark's KLL bytes do not say doubles or longs: a new
+			// sketch is told which.
+			up := d.upload(t, b, "?items="+c.it.items, sImg)
 			if up.num(t, "n") != float64(r.Int(t, 3)) || up.str(t, "items") != c.it.items || up.num(t, "k") != float64(c.k) {
 				t.Errorf("sketchd reads Spark's sketch as %v, want n %d, k %d, items %s", up, r.Int(t, 3), c.k, c.it.items)
 			}

@@ -8,7 +8,9 @@
 // each with its error and bounds. It decides no verdict of its own: a
 // cell or step is reliable exactly when sketch.Intersect (or
 // IntersectFamily) says its intersection is, and a ratio when every
-// intersection it is made of is.
+// intersection it is made of is. A step every user of which reached the
+// steps before is, as its intersection says, within them (Within, and
+// words to match), not spurious.
 //
 // It takes decoded sketches of the HLL family (hll, ds_hll, cpc): their
 // intersections carry the envelope and verdict. Theta sketches have

@@ -720,18 +720,20 @@ func (tb *tab) samePanels(t *testing.T) {
 // TestBrowserWideThreeWay reproduces a reported page: a 3-way overlap of
 // about 31,000 ± 4,900 (bounds about 2.8× apart) was shown as "Reliable.
 // The overlap is large enough…". The page must show the API's verdict,
-// which the width of the bounds decides.
+// which the width of the bounds decides. Measured on replicates, sets
+// sharing 31,000 are now known well enough to be reliable; sharing 8,000
+// of 137,000 their bounds are about as wide as the estimate.
 func TestBrowserWideThreeWay(t *testing.T) {
 	b := browser(t)
 	s := newSite(t, false)
 	for i, name := range []string{"web", "ios", "android"} {
-		s.hllOf(t, name, 0, 31_000)
+		s.hllOf(t, name, 0, 8_000)
 		lo := (i + 1) * 1_000_000
-		s.addRange(t, name, lo, lo+106_000)
+		s.addRange(t, name, lo, lo+129_000)
 	}
 	x := s.intersect(t, "web", "ios", "android")
-	if x.Spurious || x.Lower > 31_000 || x.Upper < 31_000 || x.Upper/x.Lower < 2.2 {
-		t.Fatalf("fixture: %+v, want bounds about 2.8× apart around 31,000", x)
+	if x.Spurious || x.Lower > 8_000 || x.Upper < 8_000 || (x.Upper-x.Lower)/x.Estimate < 0.8 {
+		t.Fatalf("fixture: %+v, want bounds about as wide as the estimate around 8,000", x)
 	}
 	if x.Verdict != "not_reliable" {
 		t.Fatalf("the API's verdict is %q, want not_reliable", x.Verdict)

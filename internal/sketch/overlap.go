@@ -203,7 +203,7 @@ func overlapPair(labels []string, sks []Sketch, method Method) (Overlap, error) 
 	out := Overlap{
 		Sets: 2, Log2m: x.Log2m, Union: union, Method: x.Method,
 		Exactly: []Figure{one, both}, AtLeast: []Figure{union, both}, OnlyHere: []Figure{a, b},
-		Regions:  []Region{{Members: labels[:1], Figure: a}, {Members: labels[1:], Figure: b}, {Members: slices.Clone(labels), Figure: both}},
+		Regions:  []Region{{Members: slices.Clone(labels[:1]), Figure: a}, {Members: slices.Clone(labels[1:]), Figure: b}, {Members: slices.Clone(labels), Figure: both}},
 		Complete: true, Depth: 1, Unions: 3, Warnings: []string{},
 	}
 	for _, w := range x.Warnings {

@@ -98,11 +98,11 @@ func newTermReplicates(ops []operand, terms []term, log2m int) *termReplicates {
 	return r
 }
 
-// error is the one-sigma error of the signed sum Σ c_t·term_t whose
+// errorOf is the one-sigma error of the signed sum Σ c_t·term_t whose
 // estimate is raw: √(B·s²), s² the sample variance of its B replicate
 // values, and never below the floor σ·√(|raw|·U) the union's own error
 // sets (overlapEstimates.floor).
-func (r *termReplicates) error(c []float64, raw float64) float64 {
+func (r *termReplicates) errorOf(c []float64, raw float64) float64 {
 	b := float64(len(r.vals))
 	xs := make([]float64, len(r.vals))
 	mean := 0.0
@@ -154,15 +154,15 @@ func inclusionExclusionMeasured(ops []operand, terms []term, reps *termReplicate
 	for i, t := range terms {
 		c[i] = sign(onesCount(t.mask) + 1)
 	}
-	out.x.Error = reps.error(c, out.x.Estimate)
+	out.x.Error = reps.errorOf(c, out.x.Estimate)
 	if len(ops) != 2 {
 		return out
 	}
 	// terms are ordered {A}, {B}, {A,B}.
 	a, b, u := terms[0], terms[1], terms[2]
-	out.aNotB.Error = reps.error([]float64{0, -1, 1}, u.card-b.card)
-	out.bNotA.Error = reps.error([]float64{-1, 0, 1}, u.card-a.card)
-	out.one = &Bounded{Estimate: max(2*u.card-a.card-b.card, 0), Error: reps.error([]float64{-1, -1, 2}, 2*u.card-a.card-b.card)}
+	out.aNotB.Error = reps.errorOf([]float64{0, -1, 1}, u.card-b.card)
+	out.bNotA.Error = reps.errorOf([]float64{-1, 0, 1}, u.card-a.card)
+	out.one = &Bounded{Estimate: max(2*u.card-a.card-b.card, 0), Error: reps.errorOf([]float64{-1, -1, 2}, 2*u.card-a.card-b.card)}
 	out.jaccard = jaccardOf(min(max(out.x.Estimate, 0), min(a.card, b.card)), out.x.Error, u.card, u.sigma)
 	return out
 }

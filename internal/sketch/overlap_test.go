@@ -497,3 +497,30 @@ func TestOverlapNearEmptyRegions(t *testing.T) {
 		t.Errorf("%.1f%% of estimates within two errors of the truth, want at least 92%%", w2)
 	}
 }
+
+// TestOverlapAgreesWithIntersection: the users in all of three register
+// sketches are one number on both routes: the overlap's region of all
+// and Intersect's inclusion–exclusion sum the same unions and measure
+// their error on the same replicates, with the same floor.
+func TestOverlapAgreesWithIntersection(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(33, 3))
+	g := groups{0b001: 50_000, 0b010: 30_000, 0b100: 10_000, 0b011: 5_000, 0b111: 20_000}
+	for _, log2m := range []int{11, 14} {
+		hs := g.build(t, rng, 3, log2m, false)
+		o, err := EstimateOverlap(labelsFor(3), asSketches(hs), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := Intersect(labelsFor(3), hs, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := o.Regions[len(o.Regions)-1].Figure
+		if math.Abs(all.RawEstimate-x.RawEstimate) > 1e-6*x.RawEstimate || math.Abs(all.Error-x.Error) > 1e-9*x.Error ||
+			math.Abs(all.Lower-x.Lower) > 1e-6*x.RawEstimate || all != o.AtLeast[2] {
+			t.Errorf("log2m %d: region of all %.3f ± %.3f [%.1f, %.1f], intersection %.3f ± %.3f [%.1f, %.1f]; want the same",
+				log2m, all.RawEstimate, all.Error, all.Lower, all.Upper, x.RawEstimate, x.Error, x.Lower, x.Upper)
+		}
+	}
+}

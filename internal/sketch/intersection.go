@@ -146,10 +146,10 @@ type Intersection struct {
 	Verdict     Verdict
 	VerdictText string
 	// Within names the smallest set when, as far as the errors tell, it
-	// lies inside every other: the answer is not spurious and the
-	// estimate reaches the smallest set's estimate less that set's own
-	// error (its exact size when exact). The intersection is then that
-	// set's count, and
+	// lies inside every other: the answer is not spurious, its bounds are
+	// as narrow as a reliable answer's, and the estimate reaches the
+	// smallest set's estimate less that set's own error (its exact size
+	// when exact). The intersection is then that set's count, and
 	// VerdictText says so rather than that the sets may not overlap.
 	// Same is true when every set lies inside every other so: they hold
 	// the same users.
@@ -356,11 +356,14 @@ func finish(res *Intersection, ops []operand, est pairExtras, exact, folded bool
 // lies inside the others as far as the errors tell: r is not spurious
 // (the sets overlap), and its estimate is op's count to within op's own
 // error (op's exact size when op is exact). Requiring the estimate
-// itself, not its bounds, to reach op's count keeps a set half inside
-// another with wide bounds from being called within it. Half a user is
-// allowed for the rounding of sums of large unions that cancel.
+// itself, not its bounds, to reach op's count, and the bounds to be as
+// narrow as a reliable answer's (RelativeWidth at most MaxRelativeWidth,
+// so "within the error" means within about ±25%), keeps a set half inside
+// another, whose likelihood can peak at the whole set when few of its
+// users show, from being called within it. Half a user is allowed for
+// the rounding of sums of large unions that cancel.
 func within(r *Intersection, op operand) bool {
-	return !r.Spurious && op.card > 0 && r.Estimate >= op.card*(1-op.sigma)-0.5
+	return !r.Spurious && op.card > 0 && r.Estimate >= op.card*(1-op.sigma)-0.5 && r.RelativeWidth <= MaxRelativeWidth
 }
 
 // ParseMethod returns the Method named s; "" gives "" (the default,

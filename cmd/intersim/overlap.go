@@ -121,8 +121,9 @@ type ovKey struct {
 // "at_least", "only_here" or "region"; k is the k, operand index or
 // region mask.
 //
-// floored reports that the error is the floor the union's error sets
-// (σ·√(|raw|·U), docs/intersection.md), not the replicates' spread.
+// floored reports that the error of a count of three or more sets is the
+// floor the union's error sets (σ·√(|raw|·U), docs/intersection.md), not
+// the replicates' spread.
 type ovObs struct {
 	kind                       string
 	k                          uint64
@@ -194,9 +195,12 @@ func (g ovGrid) ovUnit(run, ni int) (map[ovKey][]ovObs, error) {
 			}
 			key := ovKey{n, lg, s}
 			add := func(kind string, k uint64, f sketch.Figure) {
+				// The floor applies to errors measured on replicates: the
+				// counts of three or more sets (two take the
+				// intersection's estimator).
 				floor := math.Sqrt(math.Abs(f.RawEstimate)*o.Union.Estimate) * 1.04 / math.Sqrt(float64(int(1)<<o.Log2m))
 				out[key] = append(out[key], ovObs{kind: kind, k: k, truth: truth(kind, k), est: f.Estimate, err: f.Error, low: f.Lower, high: f.Upper, verdict: f.Verdict,
-					floored: ovGroups(ovObs{kind: kind, k: k}) != "union" && f.Error > 0 && f.Error <= floor*(1+1e-9)})
+					floored: o.Sets > 2 && ovGroups(ovObs{kind: kind, k: k}) != "union" && f.Error > 0 && f.Error <= floor*(1+1e-9)})
 			}
 			add("union", 0, o.Union)
 			for k, f := range o.Exactly {
@@ -472,7 +476,7 @@ func ovReport(w io.Writer, g ovGrid, all map[ovKey][]ovObs) error {
 		fmt.Fprintf(&b, "- %s: %s\n", s, structures[s])
 	}
 	b.WriteString("\n### Summary: overlap counts\n\n")
-	b.WriteString("Pooled over the grid, per kind of count: the share of bounds that hold the truth, the share of estimates within two errors of the truth (of those with an error; Student's t with 31 degrees of freedom gives 94.6%), the share of counts flagged reliable, the share of those whose bounds hold the truth, and the worst such share in a cell with at least 20 reliable counts; *floor* is the share of counts whose error is the floor the union's error sets rather than the replicates' spread. *All counts* pools every kind; *truth under 100* are the counts, of any kind, of fewer than 100 users (near-empty regions among them).\n\n")
+	b.WriteString("Pooled over the grid, per kind of count: the share of bounds that hold the truth, the share of estimates within two errors of the truth (of those with an error; Student's t with 31 degrees of freedom gives 94.6%), the share of counts flagged reliable, the share of those whose bounds hold the truth, and the worst such share in a cell with at least 20 reliable counts; *floor* is the share of counts of three or more sets whose error is the floor the union's error sets rather than the replicates' spread. *All counts* pools every kind; *truth under 100* are the counts, of any kind, of fewer than 100 users (near-empty regions among them).\n\n")
 	b.WriteString("| count | observations | covered | within 2σ | floor | reliable | covered if reliable | worst cell |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	byGroup := map[string][]ovObs{}
 	worst := map[string]float64{}

@@ -35,10 +35,14 @@ const (
 var ErrOverlapCount = errors.New("wrong number of operands")
 
 // Figure is one count of an overlap with its error, bounds and verdict.
+// For two sets every figure is the intersection estimator's (overlapPair):
+// the users in both are Intersect's answer, its estimate, error, bounds
+// and verdict as they are; the others its extras, judged by their bounds.
 type Figure struct {
 	// Estimate is RawEstimate clamped to [0, the union's estimate].
 	Estimate float64
-	// RawEstimate is the signed sum of unions the count is made of.
+	// RawEstimate is the signed sum of unions the count is made of (for
+	// two sets, the estimator's own value).
 	RawEstimate float64
 	// Error is a one-sigma error of RawEstimate, measured on replicates
 	// of the registers, and never below the floor the unions' own error
@@ -50,7 +54,8 @@ type Figure struct {
 	// the union, and for the other counts Student's t quantile for the
 	// same 99.73% with the replicates' degrees of freedom (3.26 with 32).
 	Lower, Upper float64
-	// Verdict judges the bounds alone (JudgeBounds).
+	// Verdict judges the bounds alone (JudgeBounds), but for the users in
+	// both of two sets, which carry the intersection's verdict.
 	Verdict Verdict
 }
 

@@ -59,13 +59,26 @@ func histEstimate(p Params, hist *[128]int) float64 {
 // lets a caller that keeps bare registers, a sliding window, count a union
 // without building it.
 func RegisterEstimate(p Params, a, b []uint8) float64 {
+	var hist [128]int
+	RegisterHistogram(&hist, a, b)
+	return HistogramEstimate(p, &hist)
+}
+
+// RegisterHistogram sets hist[v] to the number of registers i with
+// max(a[i], b[i]) = v (b may be nil: a alone), values taken modulo 128,
+// in one pass. With HistogramEstimate it is RegisterEstimate, for a
+// caller that needs the histogram too.
+func RegisterHistogram(hist *[128]int, a, b []uint8) {
 	if b == nil {
 		b = a
 	}
-	var hist [128]int
-	countMax(&hist, a, b)
-	return histEstimate(p, &hist)
+	countMax(hist, a, b)
 }
+
+// HistogramEstimate returns the estimate of a sketch at p in register
+// form whose registers' histogram is hist (hist[v] registers hold v):
+// the same number as RegisterEstimate of those registers.
+func HistogramEstimate(p Params, hist *[128]int) float64 { return histEstimate(p, hist) }
 
 // countMax sets hist[v] to the number of registers i with max(a[i], b[i])
 // = v. Eight registers a word, maximum as in maxBytes; eight counter

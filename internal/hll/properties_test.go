@@ -368,7 +368,8 @@ func TestAddHashesEqualsAddHash(t *testing.T) {
 // TestRegisterEstimate: RegisterEstimate of two sketches' registers gives
 // exactly Union(a, b).Estimate() when the union is in register form,
 // whether the sketches are held sparse or dense, and MaxRegisters gives
-// the union's registers.
+// the union's registers; RegisterHistogram counts them and
+// HistogramEstimate gives the same number from the counts.
 func TestRegisterEstimate(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(13, 14))
@@ -400,6 +401,19 @@ func TestRegisterEstimate(t *testing.T) {
 		}
 		if got, want := RegisterEstimate(p, ra, nil), u.Estimate(); got != want {
 			t.Fatalf("case %d (%v): RegisterEstimate of the union's registers %v, want %v", i, p, got, want)
+		}
+		// The histogram counts the registers, and gives the same number.
+		var hist [128]int
+		RegisterHistogram(&hist, ra, nil)
+		var want [128]int
+		for _, v := range ra {
+			want[v&127]++
+		}
+		if hist != want {
+			t.Fatalf("case %d (%v): RegisterHistogram differs from counting the registers", i, p)
+		}
+		if got, want := HistogramEstimate(p, &hist), u.Estimate(); got != want {
+			t.Fatalf("case %d (%v): HistogramEstimate %v, want %v", i, p, got, want)
 		}
 		// The same registers summed one by one: dyadic sums this short
 		// are exact, so the estimate is the same number.

@@ -61,18 +61,19 @@ func debiasedRegisters(p hll.Params, est float64, a, b []uint8) float64 {
 	if !inDebiasBand(p, est) {
 		return est
 	}
-	m := float64(p.NumRegisters())
-	var hist [256]int
-	if b == nil {
-		for _, v := range a {
-			hist[v]++
-		}
-	} else {
-		b = b[:len(a)]
-		for i, v := range a {
-			hist[max(v, b[i])]++
-		}
+	var hist [128]int
+	hll.RegisterHistogram(&hist, a, b)
+	return debiasedHistogram(p, est, &hist)
+}
+
+// debiasedHistogram is debiased for registers whose histogram is hist
+// (hist[v] registers hold v), of a sketch at p whose postgresql-hll
+// estimate is est.
+func debiasedHistogram(p hll.Params, est float64, hist *[128]int) float64 {
+	if !inDebiasBand(p, est) {
+		return est
 	}
+	m := float64(p.NumRegisters())
 	sum, zeros := 0.0, hist[0]
 	for v, n := range hist {
 		if n != 0 {

@@ -32,6 +32,12 @@ type termReplicates struct {
 // into replicates and estimates every term on each. It returns nil when
 // log2m leaves too few replicates to measure an error (below log2m 10);
 // the envelope is used there.
+//
+// The unions are built depth first at full size (each from the union of
+// the subset without its last member, as unionTerms builds them), and one
+// pass over each sums 2^-M and counts the empty registers per replicate:
+// the same sums, in the same order, as estimating each replicate's
+// registers on their own (sumEstimate), without copying them out.
 func newTermReplicates(ops []operand, terms []term, log2m int) *termReplicates {
 	b := min(replicateBits, log2m-minReplicateLog2m)
 	if b < minReplicates {
@@ -50,51 +56,60 @@ func newTermReplicates(ops []operand, terms []term, log2m int) *termReplicates {
 	reps := 1 << b
 	rp := p
 	rp.Log2m -= b
-	sub := make([][]uint8, k)
-	for i := range sub {
-		sub[i] = make([]uint8, rp.NumRegisters())
-	}
 	full := uint64(1)<<k - 1
 	r := &termReplicates{vals: make([][]float64, reps), sigma: p.StdError(), z: studentT997[reps]}
-	// Each term's index in the lattice of unions (by the operands left
-	// out), and the exact terms' counts per replicate.
-	exact := make([][]float64, len(terms))
+	for j := range r.vals {
+		r.vals[j] = make([]float64, len(terms))
+	}
+	byMask := make(map[uint]int, len(terms))
 	for t, tm := range terms {
+		byMask[tm.mask] = t
 		if uint64(tm.mask) == full {
 			r.union = tm.card
 		}
-		if tm.sigma != 0 {
-			continue
-		}
-		exact[t] = make([]float64, reps)
-		for _, h := range tm.hashes {
-			exact[t][h&uint64(reps-1)]++
+		if tm.sigma == 0 {
+			// Held exactly: its hashes in each replicate.
+			for _, h := range tm.hashes {
+				r.vals[h&uint64(reps-1)][t]++
+			}
 		}
 	}
-	var index map[uint64]int
-	for j := range reps {
-		for i, reg := range regs {
-			for x := range sub[i] {
-				sub[i][x] = reg[x<<b|j]
+	m := 1 << log2m
+	level := make([][]uint8, k)
+	sums, zeros := make([]float64, reps), make([]int, reps)
+	var walk func(start int, mask uint, acc []uint8)
+	walk = func(start int, mask uint, acc []uint8) {
+		for e := start; e < k; e++ {
+			mk := mask | 1<<e
+			u := regs[e]
+			if acc != nil {
+				if level[e] == nil {
+					level[e] = make([]uint8, m)
+				}
+				u = level[e]
+				copy(u, acc)
+				hll.MaxRegisters(u, regs[e])
+			}
+			if t := byMask[mk]; terms[t].sigma != 0 {
+				clear(sums)
+				clear(zeros)
+				for x, v := range u {
+					w := v & 127
+					sums[x&(reps-1)] += inversePow2[w]
+					if w == 0 {
+						zeros[x&(reps-1)]++
+					}
+				}
+				for j := range reps {
+					r.vals[j][t] = hll.SumEstimate(rp, sums[j], zeros[j])
+				}
+			}
+			if e+1 < k {
+				walk(e+1, mk, u)
 			}
 		}
-		masks, card := unionLattice(sub, rp, k-1, false)
-		if index == nil {
-			index = make(map[uint64]int, len(masks))
-			for i, d := range masks {
-				index[d] = i
-			}
-		}
-		v := make([]float64, len(terms))
-		for t, tm := range terms {
-			if exact[t] != nil {
-				v[t] = exact[t][j]
-				continue
-			}
-			v[t] = card[index[full^uint64(tm.mask)]]
-		}
-		r.vals[j] = v
 	}
+	walk(0, 0, nil)
 	return r
 }
 

@@ -566,7 +566,11 @@ func unionLattice(regs [][]uint8, p hll.Params, depth int, debias bool) ([]uint6
 	add := func(mask uint64, a, b []uint8) {
 		var est float64
 		if debias {
-			est = debiasedRegisters(p, hll.RegisterEstimate(p, a, b), a, b)
+			// One pass over the registers for the estimate and its
+			// correction.
+			var hist [128]int
+			hll.RegisterHistogram(&hist, a, b)
+			est = debiasedHistogram(p, hll.HistogramEstimate(p, &hist), &hist)
 		} else {
 			est = sumEstimate(p, a, b)
 		}

@@ -368,8 +368,9 @@ func TestAddHashesEqualsAddHash(t *testing.T) {
 // TestRegisterEstimate: RegisterEstimate of two sketches' registers gives
 // exactly Union(a, b).Estimate() when the union is in register form,
 // whether the sketches are held sparse or dense, and MaxRegisters gives
-// the union's registers; RegisterHistogram counts them and
-// HistogramEstimate gives the same number from the counts.
+// the union's registers; RegisterHistogram and the sketch's own
+// Histogram count them, and HistogramEstimate gives the same number from
+// the counts.
 func TestRegisterEstimate(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(13, 14))
@@ -414,6 +415,11 @@ func TestRegisterEstimate(t *testing.T) {
 		}
 		if got, want := HistogramEstimate(p, &hist), u.Estimate(); got != want {
 			t.Fatalf("case %d (%v): HistogramEstimate %v, want %v", i, p, got, want)
+		}
+		// A sketch in register form gives the same histogram itself.
+		var own [128]int
+		if !u.Histogram(&own) || own != want {
+			t.Fatalf("case %d (%v, %v): the sketch's own histogram differs from counting its registers", i, p, u.Representation())
 		}
 		// The same registers summed one by one: dyadic sums this short
 		// are exact, so the estimate is the same number.
@@ -505,4 +511,22 @@ func TestDenseUnionMatchesRegisters(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("Sketch.Union of a sketch a few registers above", into, append(ss[:4:4], near))
+}
+
+// TestHistogramOnlyInRegisterForm: EMPTY and EXPLICIT sketches have no
+// registers to count, and leave the histogram as it was.
+func TestHistogramOnlyInRegisterForm(t *testing.T) {
+	t.Parallel()
+	s, err := New(DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := [128]int{7: 1}
+	if s.Histogram(&hist) || hist != [128]int{7: 1} {
+		t.Errorf("EMPTY: Histogram changed it or reported registers")
+	}
+	s.AddHash(12345)
+	if s.Representation() != Explicit || s.Histogram(&hist) || hist != [128]int{7: 1} {
+		t.Errorf("%v: Histogram changed it or reported registers", s.Representation())
+	}
 }

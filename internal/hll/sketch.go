@@ -501,6 +501,27 @@ func (s *Sketch) Registers(dst []uint8) []uint8 {
 	return dst
 }
 
+// Histogram sets hist[v] to the number of the sketch's registers holding
+// v and returns true when it is SPARSE or FULL (register form); otherwise
+// it leaves hist unchanged and returns false. A FULL sketch keeps its
+// histogram, so this costs no pass over the registers:
+// HistogramEstimate(p, hist) is then its Estimate.
+func (s *Sketch) Histogram(hist *[128]int) bool {
+	switch s.kind {
+	case kindDense:
+		*hist = *s.hist
+		return true
+	case kindSparse:
+		*hist = [128]int{}
+		hist[0] = s.p.NumRegisters() - len(s.pairs)
+		for _, p := range s.pairs {
+			hist[uint8(p)&127]++
+		}
+		return true
+	}
+	return false
+}
+
 // Explicit returns the sketch's distinct hashes in storage order and true
 // when it is EXPLICIT; otherwise nil and false.
 func (s *Sketch) Explicit() ([]uint64, bool) {

@@ -236,7 +236,6 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	}
 	ops := make([]operand, k)
 	folded := false
-	var buf []uint8
 	for i, s := range sketches {
 		op := operand{name: names[i], sk: s}
 		if p := s.Params(); p.Log2m != log2m {
@@ -255,13 +254,13 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 			op.exact = true
 			op.card = float64(len(op.explicit))
 		default:
-			op.card, buf = debiased(op.sk, op.sk.Estimate(), buf)
+			op.card = debiased(op.sk, op.sk.Estimate())
 			op.sigma = op.sk.StdError()
 		}
 		ops[i] = op
 	}
 
-	terms, err := unionTerms(ops, buf)
+	terms, err := unionTerms(ops)
 	if err != nil {
 		return Intersection{}, err
 	}
@@ -425,7 +424,7 @@ type term struct {
 // union is built from the union of the subset without its last member,
 // depth first, so every subset costs one pairwise union rather than
 // |subset|-1, and at most k partial unions are alive at once.
-func unionTerms(ops []operand, buf []uint8) ([]term, error) {
+func unionTerms(ops []operand) ([]term, error) {
 	k := len(ops)
 	terms := make([]term, 0, 1<<k-1)
 	var walk func(start int, mask uint, acc *hll.Sketch) error
@@ -442,7 +441,7 @@ func unionTerms(ops []operand, buf []uint8) ([]term, error) {
 				if u, err = hll.Union(acc, ops[j].sk); err != nil {
 					return fmt.Errorf("sketch: union for %q: %w", ops[j].name, err)
 				}
-				t.card, buf = debiased(u, u.Estimate(), buf)
+				t.card = debiased(u, u.Estimate())
 				t.sigma = u.StdError()
 				if t.sigma == 0 {
 					t.hashes, _ = unionTermExact(u)

@@ -30,21 +30,15 @@ import (
 // sketches are left alone.
 const debiasMinLog2m = 7
 
-// debiased returns the cardinality of a register sketch s whose
-// postgresql-hll estimate is est, with the raw estimator's bias removed.
-// buf is scratch space for the registers; the grown buffer is returned.
-func debiased(s *hll.Sketch, est float64, buf []uint8) (float64, []uint8) {
-	switch s.Representation() {
-	case hll.Sparse, hll.Full:
-	default:
-		return est, buf
+// debiased returns the cardinality of a sketch s whose postgresql-hll
+// estimate is est, with the raw estimator's bias removed when s is in
+// register form (from its histogram, which a FULL sketch keeps).
+func debiased(s *hll.Sketch, est float64) float64 {
+	var hist [128]int
+	if !inDebiasBand(s.Params(), est) || !s.Histogram(&hist) {
+		return est
 	}
-	p := s.Params()
-	if !inDebiasBand(p, est) {
-		return est, buf
-	}
-	buf = s.Registers(buf)
-	return debiasedRegisters(p, est, buf, nil), buf
+	return debiasedHistogram(s.Params(), est, &hist)
 }
 
 // inDebiasBand reports whether an estimate may carry the raw estimator's

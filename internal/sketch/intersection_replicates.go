@@ -91,15 +91,7 @@ func newTermReplicates(ops []operand, terms []term, log2m int) *termReplicates {
 				hll.MaxRegisters(u, regs[e])
 			}
 			if t := byMask[mk]; terms[t].sigma != 0 {
-				clear(sums)
-				clear(zeros)
-				for x, v := range u {
-					w := v & 127
-					sums[x&(reps-1)] += inversePow2[w]
-					if w == 0 {
-						zeros[x&(reps-1)]++
-					}
-				}
+				replicateSums(u, sums, zeros)
 				for j := range reps {
 					r.vals[j][t] = hll.SumEstimate(rp, sums[j], zeros[j])
 				}
@@ -111,6 +103,26 @@ func newTermReplicates(ops []operand, terms []term, log2m int) *termReplicates {
 	}
 	walk(0, 0, nil)
 	return r
+}
+
+// replicateSums sets sums[j] to Σ 2^-M and zeros[j] to the number of
+// empty registers among the registers u[x] with x mod len(sums) = j, in
+// increasing x: one sequential pass, a block of len(sums) registers at a
+// time so that each replicate's sum is its own running total.
+func replicateSums(u []uint8, sums []float64, zeros []int) {
+	clear(sums)
+	clear(zeros)
+	n := len(sums)
+	for base := 0; base+n <= len(u); base += n {
+		block := u[base : base+n]
+		for j, v := range block {
+			w := v & 127
+			sums[j] += inversePow2[w]
+			if w == 0 {
+				zeros[j]++
+			}
+		}
+	}
 }
 
 // errorOf is the one-sigma error of the signed sum Σ c_t·term_t whose

@@ -87,6 +87,10 @@ type CellEstimate struct {
 	VerdictText string   `json:"verdict_text"`
 	Method      string   `json:"method"`
 	Warnings    []string `json:"warnings"`
+	// Within names the set that lies inside the others as far as the
+	// errors tell (a step every user of which reached the steps before);
+	// "" otherwise.
+	Within string `json:"within,omitempty"`
 }
 
 // RetentionCell is |cohort ∩ active Offset periods later| (the period

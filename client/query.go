@@ -277,6 +277,11 @@ type Intersection struct {
 	Jaccard *Bounded `json:"jaccard,omitempty"`
 	ANotB   *Bounded `json:"a_not_b,omitempty"`
 	BNotA   *Bounded `json:"b_not_a,omitempty"`
+	// Within names the smallest set when it lies inside every other as
+	// far as the errors tell (the intersection is then its count); Same
+	// is true when every set lies inside every other.
+	Within string `json:"within,omitempty"`
+	Same   bool   `json:"same,omitempty"`
 }
 
 // The verdicts of an answer built from sketches (docs/intersection.md,
@@ -302,13 +307,14 @@ type Term struct {
 	Cardinality float64  `json:"cardinality"`
 }
 
-// Bounded is an estimate with one standard deviation.
+// Bounded is an estimate with one standard deviation and its bounds
+// (theta answers: at two standard deviations; HLL answers: as the
+// intersection's).
 type Bounded struct {
 	Estimate float64 `json:"estimate"`
 	Error    float64 `json:"error"` // one standard deviation
-	// Theta answers also give bounds at two standard deviations.
-	Lower float64 `json:"lower,omitempty"`
-	Upper float64 `json:"upper,omitempty"`
+	Lower    float64 `json:"lower,omitempty"`
+	Upper    float64 `json:"upper,omitempty"`
 }
 
 // Intersection estimates the intersection of HLL sketches
@@ -325,6 +331,9 @@ func (c *Client) Intersection(ctx context.Context, req IntersectionRequest) (*In
 // overlap.
 type OverlapRequest struct {
 	Sketches []Operand `json:"sketches"`
+	// Method is, for two sketches, the intersection's estimator ("" for
+	// its default, the MLE for hll); more take inclusion_exclusion.
+	Method string `json:"method,omitempty"`
 }
 
 // Overlap is how N sets overlap (docs/intersection.md, "Users in several
@@ -343,7 +352,10 @@ type Overlap struct {
 	Regions  []OverlapRegion `json:"regions,omitempty"`
 	Complete bool            `json:"complete"`
 	Unions   int             `json:"unions"`
-	Warnings []string        `json:"warnings"`
+	// Method is the estimator every count comes from: for two sets the
+	// intersection's, as Intersection answers with it.
+	Method   string   `json:"method"`
+	Warnings []string `json:"warnings"`
 }
 
 // OverlapCount is one count of an overlap with its one-sigma Error,

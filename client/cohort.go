@@ -87,8 +87,9 @@ type CellEstimate struct {
 	VerdictText string   `json:"verdict_text"`
 	Method      string   `json:"method"`
 	Warnings    []string `json:"warnings"`
-	// Within, when present, names the set that lies inside the others as
-	// far as the errors tell: the count is that set's.
+	// Within names the set that lies inside the others as far as the
+	// errors tell (a step every user of which reached the steps before);
+	// "" otherwise.
 	Within string `json:"within,omitempty"`
 }
 

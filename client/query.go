@@ -129,10 +129,6 @@ type UnionRequest struct {
 	Sketches []Operand `json:"sketches,omitempty"`
 	Prefix   *string   `json:"prefix,omitempty"`
 	Into     string    `json:"into,omitempty"`
-	// Estimator, for an HLL union answered and not stored: "" or
-	// "postgresql" (postgresql-hll's, the default), or "improved"
-	// (Ertl's), each with its own std_error and bounds.
-	Estimator string `json:"estimator,omitempty"`
 }
 
 // Union is the union of HLL sketches (Cardinality, StdError, Log2m,
@@ -151,13 +147,11 @@ type Union struct {
 	Width int   `json:"width,omitempty"`
 	Depth int   `json:"depth,omitempty"`
 
-	// HLL, theta and freq unions: bounds at two standard deviations.
+	// Theta and freq unions: bounds at two standard deviations.
 	LowerBound float64 `json:"lower_bound,omitempty"`
 	UpperBound float64 `json:"upper_bound,omitempty"`
-	// Estimator is an HLL union's: "postgresql" or "improved".
-	Estimator string  `json:"estimator,omitempty"`
-	Retained  int     `json:"retained,omitempty"`
-	Theta     float64 `json:"theta,omitempty"`
+	Retained   int     `json:"retained,omitempty"`
+	Theta      float64 `json:"theta,omitempty"`
 
 	// ds_hll unions: the union's lg_k (the smallest of its inputs') and
 	// target type, with the bounds above and Cardinality, StdError and
@@ -274,11 +268,6 @@ type Intersection struct {
 	CardinalityRatio float64  `json:"cardinality_ratio"`
 	Log2m            int      `json:"log2m"`
 	Method           string   `json:"method"` // inclusion_exclusion, mle or theta
-	// Within, when present, names the set that lies inside every other
-	// as far as the errors tell (the estimate is its count); Same says
-	// every set lies inside every other: they hold the same users.
-	Within string `json:"within,omitempty"`
-	Same   bool   `json:"same,omitempty"`
 	// Theta intersections: their lg_k, the sampled hashes in the
 	// intersection and its theta.
 	LgK      int     `json:"lg_k,omitempty"`
@@ -288,6 +277,11 @@ type Intersection struct {
 	Jaccard *Bounded `json:"jaccard,omitempty"`
 	ANotB   *Bounded `json:"a_not_b,omitempty"`
 	BNotA   *Bounded `json:"b_not_a,omitempty"`
+	// Within names the smallest set when it lies inside every other as
+	// far as the errors tell (the intersection is then its count); Same
+	// is true when every set lies inside every other.
+	Within string `json:"within,omitempty"`
+	Same   bool   `json:"same,omitempty"`
 }
 
 // The verdicts of an answer built from sketches (docs/intersection.md,
@@ -313,13 +307,14 @@ type Term struct {
 	Cardinality float64  `json:"cardinality"`
 }
 
-// Bounded is an estimate with one standard deviation.
+// Bounded is an estimate with one standard deviation and its bounds
+// (theta answers: at two standard deviations; HLL answers: as the
+// intersection's).
 type Bounded struct {
 	Estimate float64 `json:"estimate"`
 	Error    float64 `json:"error"` // one standard deviation
-	// Theta answers also give bounds at two standard deviations.
-	Lower float64 `json:"lower,omitempty"`
-	Upper float64 `json:"upper,omitempty"`
+	Lower    float64 `json:"lower,omitempty"`
+	Upper    float64 `json:"upper,omitempty"`
 }
 
 // Intersection estimates the intersection of HLL sketches
@@ -336,8 +331,8 @@ func (c *Client) Intersection(ctx context.Context, req IntersectionRequest) (*In
 // overlap.
 type OverlapRequest struct {
 	Sketches []Operand `json:"sketches"`
-	// Method, for two sets: the intersection's estimator
-	// (inclusion_exclusion or mle; "" the default).
+	// Method is, for two sketches, the intersection's estimator ("" for
+	// its default, the MLE for hll); more take inclusion_exclusion.
 	Method string `json:"method,omitempty"`
 }
 
@@ -357,7 +352,8 @@ type Overlap struct {
 	Regions  []OverlapRegion `json:"regions,omitempty"`
 	Complete bool            `json:"complete"`
 	Unions   int             `json:"unions"`
-	// Method is the estimator every count comes from.
+	// Method is the estimator every count comes from: for two sets the
+	// intersection's, as Intersection answers with it.
 	Method   string   `json:"method"`
 	Warnings []string `json:"warnings"`
 }

@@ -307,3 +307,33 @@ func FuzzName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOverlapAndIntersection sends fuzzed bodies to POST /v1/overlap and
+// POST /v1/intersection, whose method member picks the estimator: the
+// answer is a 2xx or a 4xx problem, never a 5xx, and neither changes the
+// store.
+func FuzzOverlapAndIntersection(f *testing.F) {
+	e, fx := newFuzzEnv(f)
+	for _, c := range seedsFor(fx, "POST", func(p string) bool { return p == "/v1/overlap" || p == "/v1/intersection" }) {
+		f.Add(c.path == "/v1/overlap", []byte(c.body))
+	}
+	for _, b := range []string{`{"sketches":["h","he"]}`, `{"sketches":["h","he"],"method":"mle"}`, `{"sketches":["h","he"],"method":"inclusion_exclusion"}`,
+		`{"sketches":["h","he","h"],"method":"mle"}`, `{"sketches":["h","he"],"method":""}`, `{"sketches":["h","he"],"method":7}`} {
+		f.Add(true, []byte(b))
+		f.Add(false, []byte(b))
+	}
+	f.Fuzz(func(t *testing.T, overlap bool, body []byte) {
+		path := "/v1/intersection"
+		if overlap {
+			path = "/v1/overlap"
+		}
+		before := e.snapshot(t)
+		r := e.postJSON(t, path, string(body))
+		if r.Status != http.StatusOK {
+			checkRefusal(t, r)
+		}
+		if d := before.diff(e.snapshot(t)); len(d) > 0 {
+			t.Fatalf("%s (%v) changed the store: %v", path, r, d)
+		}
+	})
+}

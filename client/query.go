@@ -129,6 +129,10 @@ type UnionRequest struct {
 	Sketches []Operand `json:"sketches,omitempty"`
 	Prefix   *string   `json:"prefix,omitempty"`
 	Into     string    `json:"into,omitempty"`
+	// Estimator, for an HLL union answered and not stored: "" or
+	// "postgresql" (postgresql-hll's, the default), or "improved"
+	// (Ertl's), each with its own std_error and bounds.
+	Estimator string `json:"estimator,omitempty"`
 }
 
 // Union is the union of HLL sketches (Cardinality, StdError, Log2m,
@@ -147,11 +151,13 @@ type Union struct {
 	Width int   `json:"width,omitempty"`
 	Depth int   `json:"depth,omitempty"`
 
-	// Theta and freq unions: bounds at two standard deviations.
+	// HLL, theta and freq unions: bounds at two standard deviations.
 	LowerBound float64 `json:"lower_bound,omitempty"`
 	UpperBound float64 `json:"upper_bound,omitempty"`
-	Retained   int     `json:"retained,omitempty"`
-	Theta      float64 `json:"theta,omitempty"`
+	// Estimator is an HLL union's: "postgresql" or "improved".
+	Estimator string  `json:"estimator,omitempty"`
+	Retained  int     `json:"retained,omitempty"`
+	Theta     float64 `json:"theta,omitempty"`
 
 	// ds_hll unions: the union's lg_k (the smallest of its inputs') and
 	// target type, with the bounds above and Cardinality, StdError and

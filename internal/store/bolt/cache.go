@@ -92,6 +92,12 @@ func (s *DB) acquireAll(names []string) ([]*entry, error) {
 	if err := s.checkPinBudget(names); err != nil {
 		return nil, err
 	}
+	return s.acquireEach(names)
+}
+
+// acquireEach is acquireAll without the budget, for the store's own
+// passes (expiry deletes a page of expired sketches, however big).
+func (s *DB) acquireEach(names []string) ([]*entry, error) {
 	es := make([]*entry, 0, len(names))
 	for _, n := range names {
 		e, err := s.acquire(n)

@@ -56,7 +56,7 @@ func (s *DB) ExpireSketches(ctx context.Context, now time.Time) (int, error) {
 			}
 		}
 		if len(expired) > 0 {
-			err = s.update(ctx, expired, func(t *tx) error {
+			err = s.write(ctx, expired, s.acquireEach, func(t *tx) error {
 				for _, n := range expired {
 					// One expired at t.now is already gone (update deletes it).
 					if e := t.entry(n); e.st != nil && e.st.expired(now) {

@@ -111,3 +111,23 @@ func TestNamedReadBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiryIgnoresTheReadBudget: the expiry pass removes a page of
+// expired sketches together, however much more than the cache's bound
+// they hold; the budget is for requests.
+func TestExpiryIgnoresTheReadBudget(t *testing.T) {
+	now := time.Now()
+	clock := func() time.Time { return now }
+	s, path := openStore(t, Options{CheckpointInterval: time.Hour, Now: clock})
+	spec := sketch.Spec{Params: sketch.BloomParams{Params: bloom.Params{Bits: 1 << 24, Hashes: 3}}, Expiry: sketch.Expiry{After: time.Minute}}
+	for i := range 6 {
+		mustCreate(t, s, "b:"+strconv.Itoa(i), spec)
+	}
+	s.Close()
+	s = reopen(t, path, Options{CheckpointInterval: time.Hour, CacheBytes: 7 << 20, Now: clock})
+	now = now.Add(time.Hour)
+	n, err := s.ExpireSketches(ctx, now)
+	if err != nil || n != 6 {
+		t.Fatalf("ExpireSketches of 6 filters (12 MiB) with a 7 MiB cache: %d, %v; want 6, nil", n, err)
+	}
+}

@@ -132,7 +132,55 @@ var errRetry = errors.New("postgres: a row appeared while the transaction ran")
 // submit queues a write and waits for its outcome. Once the committer has
 // taken it the write is waited for even if ctx ends, since it may commit.
 func (s *DB) submit(ctx context.Context, names, full []string, fn func(t *tx) error) error {
+	if err := s.checkReadBudget(ctx, names, full); err != nil {
+		return err
+	}
 	return s.submitOp(ctx, &op{names: names, full: full, fn: fn})
+}
+
+// sizeSQL is what the rows of names ($1) would cost a write to read: the
+// bytes of each value, except for an HLL not in $2, of which a write that
+// only adds to it reads the header.
+const sizeSQL = `SELECT coalesce(sum(CASE WHEN kind = 'hll' AND NOT name = ANY($2) THEN 0
+	ELSE octet_length(coalesce(hll_send(hll), data)) END), 0)::bigint
+FROM sketchd_sketches WHERE name = ANY($1)`
+
+// checkReadBudget refuses, before any row is locked or read, a write that
+// would hold several sketches at once (a union stored with into, an
+// events write naming several filters) whose sizes add up to more than
+// Options.CacheBytes (-cache-bytes), as reads of several sketches are
+// refused (view). A sketch this node has decoded whole counts what it
+// took then, an HLL that the write only adds to nothing (its header is
+// read); the rest count their stored bytes, asked of the database in one
+// statement only when the others leave room.
+func (s *DB) checkReadBudget(ctx context.Context, names, full []string) error {
+	if len(names) < 2 {
+		return nil
+	}
+	var total int64
+	var ask []string
+	for _, n := range names {
+		v, ok := s.kinds.Load(n)
+		switch k, _ := v.(known); {
+		case ok && k.kind.Type == sketch.TypeHLL && !slices.Contains(full, n):
+		case ok && k.mem > 0:
+			total += k.mem
+		default:
+			ask = append(ask, n)
+		}
+	}
+	if len(ask) > 0 && total <= s.opts.CacheBytes {
+		var stored int64
+		if err := s.pool.QueryRow(ctx, sizeSQL, ask, full).Scan(&stored); err != nil {
+			return s.classify(ctx, err, "read")
+		}
+		total += stored
+	}
+	if total > s.opts.CacheBytes {
+		return sketch.Errorf(sketch.TooLarge, "the %d sketches this request names hold %d MiB together, more than the %d MiB one request may hold at once (-cache-bytes); name fewer, or union a prefix, which reads one sketch at a time",
+			len(names), total>>20, s.opts.CacheBytes>>20)
+	}
+	return nil
 }
 
 // submitOp is submit for o, whose names, full, fn and deletes are set.
@@ -333,6 +381,8 @@ func (s *DB) commit(group []*op) error {
 	for _, r := range t.rows {
 		if r.st == nil {
 			s.kinds.Delete(r.name)
+		} else if r.delta {
+			s.rememberHeader(r.name, r.st.sk)
 		} else {
 			s.remember(r.name, r.st.sk)
 		}

@@ -1284,6 +1284,8 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 	for _, r := range written {
 		if r.st == nil {
 			s.kinds.Delete(r.name)
+		} else if r.delta {
+			s.rememberHeader(r.name, r.st.sk)
 		} else {
 			s.remember(r.name, r.st.sk)
 		}

@@ -171,11 +171,25 @@ type DB struct {
 type known struct {
 	kind   *sketch.Kind
 	params sketch.Params
+	// mem is what the sketch took in memory (sketch.MemoryBytes) when the
+	// node last decoded it whole, or 0 if it has not: the read budget's
+	// guess of what reading it again costs.
+	mem int64
 }
 
-// remember records what a node saw of name's sketch.
+// remember records what a node saw of name's sketch, decoded whole.
 func (s *DB) remember(name string, sk sketch.Sketch) {
-	s.kinds.Store(name, known{sk.Kind(), sk.Params()})
+	s.kinds.Store(name, known{sk.Kind(), sk.Params(), sk.MemoryBytes()})
+}
+
+// rememberHeader records what a node saw of an HLL whose header alone it
+// read: its kind and parameters, and the size it last saw it whole.
+func (s *DB) rememberHeader(name string, sk sketch.Sketch) {
+	k := known{kind: sk.Kind(), params: sk.Params()}
+	if v, ok := s.kinds.Load(name); ok && v.(known).kind == k.kind {
+		k.mem = v.(known).mem
+	}
+	s.kinds.Store(name, k)
 }
 
 // ErrClosed is returned by writes after Close.

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"hash/fnv"
 	"io/fs"
 	"math/rand/v2"
 	"strconv"
@@ -343,4 +344,66 @@ func TestNamedReadBudget(t *testing.T) {
 	if sketch.KindOf(err) != sketch.TooLarge || !strings.Contains(err.Error(), "-cache-bytes") {
 		t.Errorf("a union of 6 filters (12 MiB) within 7 MiB: %v, want TooLarge naming -cache-bytes", err)
 	}
+}
+
+// TestWriteReadBudget: a write that would read several sketches whole
+// whose sizes add up to more than CacheBytes (a union stored with into,
+// an events write to several filters) is refused before any row is read
+// and changes nothing, on the node that decoded them (which counts their
+// memory) and on one that never saw them (which asks the database); within
+// the bound it commits.
+func TestWriteReadBudget(t *testing.T) {
+	t.Parallel()
+	dbs := openWith(t, 2, postgres.Options{CacheBytes: 7 << 20})
+	spec := sketch.Spec{Params: sketch.BloomParams{Params: bloom.Params{Bits: 1 << 24, Hashes: 3}}} // 2 MiB
+	var names []string
+	for i := range 6 {
+		name := "b:" + strconv.Itoa(i)
+		if _, _, err := dbs[0].Create(ctx, name, spec); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	before := map[string]uint64{}
+	for _, n := range names {
+		before[n] = stateSum(t, dbs[0], n)
+	}
+	for i, db := range dbs {
+		into := "b:all" + strconv.Itoa(i)
+		_, err := db.Union(ctx, names, into)
+		if sketch.KindOf(err) != sketch.TooLarge || !strings.Contains(err.Error(), "-cache-bytes") {
+			t.Errorf("node %d: a union of 6 filters (12 MiB) stored within 7 MiB: %v, want TooLarge naming -cache-bytes", i, err)
+		}
+		if _, err := db.Describe(ctx, into); sketch.KindOf(err) != sketch.NotFound {
+			t.Errorf("node %d: the refused union stored something: %v", i, err)
+		}
+		_, err = db.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(9), Sketches: names}}, false)
+		if sketch.KindOf(err) != sketch.TooLarge {
+			t.Errorf("node %d: an event for 6 filters (12 MiB) within 7 MiB: %v, want TooLarge", i, err)
+		}
+		for _, n := range names {
+			if got := stateSum(t, db, n); got != before[n] {
+				t.Errorf("node %d: the refused writes changed %s", i, n)
+			}
+		}
+		if _, err := db.Union(ctx, names[:3], "b:three"+strconv.Itoa(i)); err != nil {
+			t.Errorf("node %d: a union of 3 filters (6 MiB) stored within 7 MiB: %v", i, err)
+		}
+	}
+}
+
+// stateSum is a digest of name's stored bytes, read through db.
+func stateSum(t *testing.T, db *postgres.DB, name string) uint64 {
+	t.Helper()
+	var sum uint64
+	err := db.View(ctx, []string{name}, func(sks []sketch.Sketch) error {
+		h := fnv.New64a()
+		h.Write(sks[0].AppendBinary(nil))
+		sum = h.Sum64()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }

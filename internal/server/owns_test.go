@@ -3,10 +3,15 @@ package server
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -190,4 +195,76 @@ func TestJavaUploadsKeepTheirBytes(t *testing.T) {
 	r = jvm.Call(t, "kll_build", "double", "200", strings.Join(vals, ","), "-", "-", "-")
 	add("kll-doubles", "?items=double", r[0])
 	checkUploadsKept(t, e, ups)
+}
+
+// pyUploads builds, with DataSketches' Python library (the C++ one
+// underneath), one sketch of each image sketchd reads from it: ds_hll in
+// every target type, compact and updatable, at lg_k 4 (HLL mode) and 11;
+// cpc; theta compact and compressed; a tuple sketch of integer counts
+// (freq) in the C++ summary layout; KLL doubles. It prints them as a JSON
+// object of name to hex.
+const pyUploads = `
+import json
+import datasketches as ds
+out = {}
+for tgt in ("HLL_4", "HLL_6", "HLL_8"):
+    for lg_k in (4, 11):
+        h = ds.hll_sketch(lg_k, getattr(ds.tgt_hll_type, tgt))
+        for i in range(30000):
+            h.update(i)
+        out["dshll%s-%d-compact" % (tgt[4:], lg_k)] = h.serialize_compact().hex()
+        out["dshll%s-%d-updatable" % (tgt[4:], lg_k)] = h.serialize_updatable().hex()
+c = ds.cpc_sketch(10)
+t = ds.update_theta_sketch(10)
+f = ds.update_tuple_sketch(ds.AccumulatorPolicy(), 10)
+for i in range(30000):
+    c.update(i)
+    t.update(i)
+    f.update(i % 5000, 1)
+out["cpc"] = c.serialize().hex()
+out["theta-compact"] = t.compact().serialize().hex()
+out["theta-compressed"] = t.compact().serialize(True).hex()
+out["freq"] = f.compact().serialize(ds.PyIntsSerDe()).hex()
+k = ds.kll_doubles_sketch(200)
+for i in range(3000):
+    k.update(i / 7)
+out["kll-doubles"] = k.serialize().hex()
+print(json.dumps(out))
+`
+
+// TestPythonUploadsKeepTheirBytes: the same for the bytes DataSketches'
+// Python library writes, in every format sketchd reads from it. (It has
+// no KLL sketch of 64-bit integers; the Java test uploads those.)
+func TestPythonUploadsKeepTheirBytes(t *testing.T) {
+	t.Parallel()
+	if out, err := exec.Command("python3", "-c", "import datasketches").CombinedOutput(); err != nil {
+		if os.Getenv("SKETCHD_REQUIRE_DATASKETCHES") == "1" {
+			t.Fatalf("DataSketches' Python library is required (SKETCHD_REQUIRE_DATASKETCHES=1): python3 cannot import datasketches: %s", out)
+		}
+		t.Skipf("skipping: python3 cannot import datasketches (install the datasketches Python package): %s", out)
+	}
+	cmd := exec.Command("python3", "-c", pyUploads)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	res, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("building the Python library's sketches: %v\n%s", err, stderr.String())
+	}
+	var images map[string]string
+	if err := json.Unmarshal(res, &images); err != nil {
+		t.Fatal(err)
+	}
+	var ups []uploaded
+	for _, name := range slices.Sorted(maps.Keys(images)) {
+		b, err := hex.DecodeString(images[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := uploaded{name: "py-" + name, bytes: b}
+		if strings.HasPrefix(name, "kll") {
+			u.query = "?items=double"
+		}
+		ups = append(ups, u)
+	}
+	checkUploadsKept(t, newEnv(t), ups)
 }

@@ -24,6 +24,8 @@ type config struct {
 	maxQueryBody       int64
 	maxBodyMemory      int64
 	bodyTimeout        time.Duration
+	readTimeout        time.Duration
+	writeTimeout       time.Duration
 	drainDelay         time.Duration
 	maxIDs             int
 	maxInflightWrites  int
@@ -150,6 +152,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, overlap, frequency and fold, in bytes")
 	fs.Int64Var(&c.maxBodyMemory, "max-body-memory", def.MaxBodyMemory, "memory all request bodies in progress may hold together, in bytes; beyond it a request gets 503")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", def.BodyTimeout, "how long a request body may take to arrive before the request gets 408")
+	fs.DurationVar(&c.readTimeout, "read-timeout", def.ReadTimeout, "each read request's deadline, from its arrival (body, queueing and the store's work included; with -postgres, queries still running are cancelled); past it the answer is 503 with Retry-After")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", def.WriteTimeout, "each write request's deadline, from its arrival (body, time queued for a commit, and the commit included; with -postgres, the transaction is cancelled); past it the answer is 503 with Retry-After, and the write may or may not have been applied: retry it with its Idempotency-Key")
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
 	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
 	fs.IntVar(&c.maxSeriesBuckets, "max-series-buckets", def.MaxSeriesBuckets, "most series buckets one request may plan, over all its ranges (every unexpired bucket of every kept level inside a range; a line's windows at its level); beyond it the answer is 422. Only stored buckets are read")
@@ -187,6 +191,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-max-body-memory %d must exceed -max-body %d, or no body of the largest size could be read", c.maxBodyMemory, c.maxBody)
 	case c.bodyTimeout <= 0:
 		return fmt.Errorf("-body-timeout %v must be positive", c.bodyTimeout)
+	case c.readTimeout <= 0:
+		return fmt.Errorf("-read-timeout %v must be positive", c.readTimeout)
+	case c.writeTimeout <= 0:
+		return fmt.Errorf("-write-timeout %v must be positive", c.writeTimeout)
 	case c.drainDelay < 0:
 		return fmt.Errorf("-drain-delay %v must not be negative", c.drainDelay)
 	case c.maxIDs < 1:

@@ -116,12 +116,17 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 		}, func() float64 { return float64(c.ChecksumFailures()) }))
 	}
 
+	if d, ok := db.(interface{ Dependencies() []postgres.Dependency }); ok {
+		reg.MustRegister(dependencyCollector{d.Dependencies})
+	}
+
 	auth := cfg.auth
 	if auth != nil {
 		go reloadOnHangup(ctx, cfg, auth, log)
 	}
 	srv := server.New(server.Config{
 		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
+		ReadTimeout: cfg.readTimeout, WriteTimeout: cfg.writeTimeout,
 		MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
 		MaxSeriesBuckets: cfg.maxSeriesBuckets, MaxSeriesPoints: cfg.maxSeriesPoints,
 	}, server.Deps{
@@ -194,12 +199,13 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		return postgres.Open(octx, cfg.postgres, postgres.Options{
-			MaxConns:   int32(cfg.postgresMaxConns),
-			CacheBytes: cfg.cacheBytes,
-			KeyWindow:  cfg.keyWindow,
-			KeyBytes:   cfg.keyBytes,
-			Logger:     log,
-			Observer:   obs,
+			MaxConns:     int32(cfg.postgresMaxConns),
+			CacheBytes:   cfg.cacheBytes,
+			WriteTimeout: cfg.writeTimeout,
+			KeyWindow:    cfg.keyWindow,
+			KeyBytes:     cfg.keyBytes,
+			Logger:       log,
+			Observer:     obs,
 		})
 	}
 	return bolt.Open(cfg.data, bolt.Options{
@@ -375,4 +381,26 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) error {
 	}()
 	log.Info("serving pprof", "addr", ln.Addr().String())
 	return nil
+}
+
+// dependencyUp describes sketchd_store_dependency_up.
+var dependencyUp = prometheus.NewDesc("sketchd_store_dependency_up",
+	"Whether the last readiness probe (every 5 s, every second while not ready) reached each thing this node needs to commit: the database (the Citus coordinator), and on Citus each worker through the coordinator. /readyz answers 503 while any is 0.",
+	[]string{"dependency"}, nil)
+
+// dependencyCollector exports the PostgreSQL store's dependencies.
+type dependencyCollector struct {
+	deps func() []postgres.Dependency
+}
+
+func (c dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dependencyUp }
+
+func (c dependencyCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, d := range c.deps() {
+		v := 0.0
+		if d.Up {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(dependencyUp, prometheus.GaugeValue, v, d.Name)
+	}
 }

@@ -63,7 +63,8 @@ func (b *body) Len() int { return len(b.buf) }
 // bodyChunk, never more than limit+1), never from what Content-Length
 // claims, and every byte of capacity is first reserved against
 // Config.MaxBodyMemory (Unavailable when the reservation fails). The whole
-// body must arrive within Config.BodyTimeout (408 otherwise). On a write
+// body must arrive within Config.BodyTimeout, and before the request's
+// deadline (408 otherwise). On a write
 // route the write slot is taken only once the body is in (see
 // limitWrites), so a slow body never holds one. The returned body is the
 // caller's until it calls putBody.
@@ -72,10 +73,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		s.refused(refusedTooLarge)
 		return nil, tooLarge(limit)
 	}
-	if s.cfg.BodyTimeout > 0 {
+	if by, ok := s.bodyDeadline(r); ok {
 		// Best effort: a ResponseWriter without deadlines (a test
 		// recorder) keeps the server's own read timeout.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+		_ = http.NewResponseController(w).SetReadDeadline(by)
 	}
 	b := &body{}
 	if p, ok := s.bufs.Get().(*[]byte); ok {
@@ -120,6 +121,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	return b, nil
 }
 
+// bodyDeadline is when r's body must be in: Config.BodyTimeout from now,
+// or the request's deadline if that comes first.
+func (s *Server) bodyDeadline(r *http.Request) (time.Time, bool) {
+	by, ok := r.Context().Deadline()
+	if s.cfg.BodyTimeout > 0 {
+		if t := time.Now().Add(s.cfg.BodyTimeout); !ok || t.Before(by) {
+			by, ok = t, true
+		}
+	}
+	return by, ok
+}
+
 // bodyError classifies a failed body read.
 func (s *Server) bodyError(r *http.Request, err error, limit int64) error {
 	var mbe *http.MaxBytesError
@@ -130,7 +143,11 @@ func (s *Server) bodyError(r *http.Request, err error, limit int64) error {
 		return tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		s.refused(refusedTimeout)
-		return &httpError{http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %v (-body-timeout)", s.cfg.BodyTimeout)}
+		limit := fmt.Sprintf("%v (-body-timeout)", s.cfg.BodyTimeout)
+		if de, _ := r.Context().Value(keyDeadline).(*deadlineError); de != nil && de.due(time.Now()) {
+			limit = fmt.Sprintf("the request's %v deadline (%s)", de.timeout, de.flag)
+		}
+		return &httpError{http.StatusRequestTimeout, "the request body did not arrive within " + limit}
 	}
 	return sketch.Wrap(sketch.Invalid, err, "the request body could not be read")
 }

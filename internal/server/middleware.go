@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ const (
 	keyRequestID ctxKey = iota
 	keyRole
 	keyWriteSlot
+	keyDeadline
 )
 
 func requestIDOf(ctx context.Context) string {
@@ -159,6 +161,61 @@ func (s *Server) limitWrites(next http.Handler) http.Handler {
 	})
 }
 
+// deadlineError is the cause of a request context that reached its
+// deadline (Config.ReadTimeout or WriteTimeout).
+type deadlineError struct {
+	timeout time.Duration
+	flag    string
+	write   bool
+	at      time.Time
+}
+
+// due reports whether the deadline has come at now (within a
+// millisecond: a connection's read deadline set to it may fire first).
+func (e *deadlineError) due(now time.Time) bool {
+	return !now.Before(e.at.Add(-time.Millisecond))
+}
+
+func (e *deadlineError) Error() string {
+	return fmt.Sprintf("the request did not finish within its %v deadline (%s)", e.timeout, e.flag)
+}
+
+// detail is what the 503 says.
+func (e *deadlineError) detail() string {
+	if e.write {
+		return e.Error() + ", counted from its arrival; the write may or may not have been applied: retry it with the same Idempotency-Key, which applies it once"
+	}
+	return e.Error() + ", counted from its arrival; retry shortly"
+}
+
+// deadline gives each request of a route group one deadline, timeout
+// from its arrival: reading its body, waiting for a write slot or a
+// commit, and the store's work all count, and the store passes it on to
+// the database. writeProblem answers a request that missed it 503 with
+// Retry-After.
+func (s *Server) deadline(timeout time.Duration, flag string, write bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if timeout <= 0 {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			de := &deadlineError{timeout: timeout, flag: flag, write: write, at: time.Now().Add(timeout)}
+			ctx, cancel := context.WithDeadlineCause(context.WithValue(r.Context(), keyDeadline, de), de.at, de)
+			defer cancel()
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+// missedDeadline returns the deadline ctx missed, or nil if it did not.
+func missedDeadline(ctx context.Context) *deadlineError {
+	var de *deadlineError
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &de) {
+		return de
+	}
+	return nil
+}
+
 // writeSlot is a write route's claim on one of the MaxInflightWrites
 // slots, taken at most once.
 type writeSlot struct {
@@ -210,7 +267,13 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	case s.draining.Load():
 		s.writeProblem(w, r, sketch.Errorf(sketch.Unavailable, "shutting down"))
 	case !s.store.Ready():
-		s.writeProblem(w, r, sketch.Errorf(sketch.Unavailable, "the store does not accept writes"))
+		why := "the store does not accept writes"
+		if nr, ok := s.store.(interface{ NotReady() string }); ok {
+			if reason := nr.NotReady(); reason != "" {
+				why += ": " + reason
+			}
+		}
+		s.writeProblem(w, r, sketch.Errorf(sketch.Unavailable, "%s", why))
 	default:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}

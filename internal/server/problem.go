@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -102,11 +103,19 @@ const problemTypePrefix = "urn:sketchd:problem:"
 // errors are logged, here, once.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	status, kind := statusOf(err)
-	if r.Context().Err() != nil && status != http.StatusRequestTimeout {
-		// The client went away (or its deadline passed): nobody reads this
-		// answer, and it is not the server's failure. 499 is the code
-		// proxies use for it. A body read past its deadline also ends the
-		// context, but that client is still there to read the 408.
+	missed := missedDeadline(r.Context())
+	switch {
+	case missed != nil && status != http.StatusRequestTimeout && kind != sketch.Damaged.String() && (status >= 500 || errors.Is(err, context.DeadlineExceeded)):
+		// The request's own deadline passed: whatever the store said
+		// (a cancelled query, a commit cut short), the client is told
+		// that, and to retry. Damage stays a 500 that names it.
+		status, kind = http.StatusServiceUnavailable, sketch.Unavailable.String()
+		err = sketch.Wrap(sketch.Unavailable, err, missed.detail())
+	case r.Context().Err() != nil && status != http.StatusRequestTimeout && missed == nil:
+		// The client went away: nobody reads this answer, and it is
+		// not the server's failure. 499 is the code proxies use for it.
+		// A body read past its deadline also ends the context, but that
+		// client is still there to read the 408.
 		status, kind = statusClientClosed, "client-closed"
 	}
 	p := problem{

@@ -41,9 +41,9 @@ func (s *Server) routes() http.Handler {
 	}
 
 	r.Route("/v1", func(r chi.Router) {
-		read := r.With(s.require(roleRead))
+		read := r.With(s.require(roleRead), s.deadline(s.cfg.ReadTimeout, "-read-timeout", false))
 		// Every write takes an Idempotency-Key (idempotency.go).
-		write := r.With(s.require(roleWrite), s.limitWrites, s.idempotent)
+		write := r.With(s.require(roleWrite), s.deadline(s.cfg.WriteTimeout, "-write-timeout", true), s.limitWrites, s.idempotent)
 
 		read.Get("/sketches", s.handle(s.handleList))
 		write.Put("/sketches/{name}", s.handle(s.handleCreate))

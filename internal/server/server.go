@@ -43,6 +43,13 @@ type Config struct {
 	// moment its handler starts reading it; a slower one gets 408. Zero
 	// leaves only the http.Server's ReadTimeout.
 	BodyTimeout time.Duration
+	// ReadTimeout and WriteTimeout are each request's deadline on the
+	// read and write routes, counted from its arrival (its headers): the
+	// body's arrival, time queued and the store's work all count. Past it
+	// the answer is 503 with Retry-After; a write may or may not have
+	// been applied. A body still arriving at the deadline gets 408. Zero
+	// leaves requests without a deadline.
+	ReadTimeout, WriteTimeout time.Duration
 	// MaxIDs is the most ids (or items, or events) one request may carry.
 	MaxIDs int
 	// MaxInflightWrites bounds concurrent write requests; beyond it
@@ -62,6 +69,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxBody: 32 << 20, MaxQueryBody: 1 << 20, MaxBodyMemory: 1 << 30, BodyTimeout: 30 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second,
 		MaxIDs: 1_000_000, MaxInflightWrites: 64,
 		MaxSeriesBuckets: series.DefaultMaxBuckets, MaxSeriesPoints: series.MaxPoints,
 	}

@@ -671,3 +671,62 @@ func (p *pauseAfter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 		})
 	}
 }
+
+// TestCitusReadiness: a node is ready only while every worker answers
+// the coordinator. With one worker stopped it turns unready within a few
+// probes (a write to it times out, which probes at once), says which
+// worker, and reports it down in Dependencies; once the worker is back it
+// is ready again. Pinging the coordinator alone called it ready
+// throughout.
+func TestCitusReadiness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Citus cluster of its own")
+	}
+	c, dbs, _ := citusNodes(t, nil)
+	db := dbs[0]
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20 s (ready %v: %q; %+v)", what, db.Ready(), db.NotReady(), db.Dependencies())
+			}
+		}
+	}
+	wait("ready at start", db.Ready)
+	down := c.Workers[1]
+	c.Stop(down, "immediate")
+	// A write probes at once when it fails; the next round would anyway.
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	db.Create(wctx, "r1", sketch.Spec{Params: sketch.HLLParams{Params: hll.DefaultParams()}})
+	cancel()
+	want := fmt.Sprintf("worker %s", down.Addr())
+	// (A failed write makes the node unready at once; the probe then
+	// finds which dependency failed.)
+	wait("unready with a worker stopped, and the probe naming it", func() bool {
+		return !db.Ready() && strings.Contains(db.NotReady(), want)
+	})
+	if why := db.NotReady(); !strings.Contains(why, want) {
+		t.Errorf("NotReady = %q, want it to name %s", why, want)
+	}
+	found := false
+	for _, d := range db.Dependencies() {
+		if d.Name == want {
+			found = true
+			if d.Up || d.Err == "" {
+				t.Errorf("%s reported %+v with the worker stopped", want, d)
+			}
+		} else if !d.Up {
+			t.Errorf("%s reported down: %+v", d.Name, d)
+		}
+	}
+	if !found {
+		t.Errorf("Dependencies %+v do not list %s", db.Dependencies(), want)
+	}
+	c.Start(down)
+	wait("ready once the worker is back", db.Ready)
+	for _, d := range db.Dependencies() {
+		if !d.Up {
+			t.Errorf("%s still down after it came back: %+v", d.Name, d)
+		}
+	}
+}

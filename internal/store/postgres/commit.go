@@ -37,6 +37,32 @@ type op struct {
 	state atomic.Int32
 	err   error
 	done  chan struct{}
+	// deadline is the request's (its context's), or zero.
+	deadline time.Time
+}
+
+// groupContext is the context a group of writes commits under: at most
+// WriteTimeout from now, and no later than the earliest of deadlines
+// (the requests'), so that a write is answered within its request's
+// deadline however long it waited in the queue, and the transaction,
+// its queries included, is cancelled then.
+func (s *DB) groupContext(deadlines ...time.Time) (context.Context, context.CancelFunc) {
+	by := time.Now().Add(s.opts.WriteTimeout)
+	for _, d := range deadlines {
+		if !d.IsZero() && d.Before(by) {
+			by = d
+		}
+	}
+	return context.WithDeadline(context.Background(), by)
+}
+
+// deadlines lists the deadlines of group's requests.
+func deadlines(group []*op) []time.Time {
+	ds := make([]time.Time, len(group))
+	for i, o := range group {
+		ds[i] = o.deadline
+	}
+	return ds
 }
 
 const (
@@ -189,6 +215,7 @@ func (s *DB) submitOp(ctx context.Context, o *op) error {
 		return err
 	}
 	o.guard, o.done = idem.From(ctx), make(chan struct{})
+	o.deadline, _ = ctx.Deadline()
 	if err := enqueue(s, ctx, s.queue, o); err != nil {
 		return err
 	}
@@ -208,7 +235,11 @@ func (s *DB) submitOp(ctx context.Context, o *op) error {
 // still waits for it and commits them in one transaction, until Close;
 // then it finishes the writes queued.
 func (s *DB) commitLoop() {
-	serveGroups(s, s.queue, func(o *op) bool { return o.state.CompareAndSwap(opQueued, opTaken) }, s.runGroups)
+	serveGroups(s, s.queue, func(o *op) bool {
+		// A write whose request's deadline has passed is left to its
+		// caller, which gives it up (nothing of it is applied).
+		return (o.deadline.IsZero() || time.Now().Before(o.deadline)) && o.state.CompareAndSwap(opQueued, opTaken)
+	}, s.runGroups)
 }
 
 // runGroup commits a group and answers its writes. A group that fails as
@@ -284,7 +315,7 @@ func (s *DB) commit(group []*op) error {
 		// A guess was stale (the sketch is gone, or changed kind or
 		// parameters): nothing committed; lock and read the rows.
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	ctx, cancel := s.groupContext(deadlines(group)...)
 	defer cancel()
 	var names []string
 	full := map[string]bool{}
@@ -599,7 +630,7 @@ func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	ctx, cancel := s.groupContext(deadlines(group)...)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {

@@ -30,6 +30,8 @@ func transient(err error) bool {
 			return true
 		case pe.Code == "25006": // read-only transaction: a standby being promoted
 			return true
+		case pe.Code == "57014": // query canceled: its deadline passed
+			return true
 		}
 		return false
 	}
@@ -44,4 +46,12 @@ func transient(err error) bool {
 	return pgconn.SafeToRetry(err) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "conn closed") ||
 		strings.Contains(err.Error(), "unexpected EOF") || strings.Contains(err.Error(), "broken pipe") ||
 		strings.Contains(err.Error(), "connection reset")
+}
+
+// timedOut reports whether err is a deadline passing (a query cancelled
+// at a request's deadline included) rather than the database failing:
+// it does not make the node unready.
+func timedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) || errors.As(err, &pe) && pe.Code == "57014"
 }

@@ -68,7 +68,7 @@ func (s *DB) split(group []*op) [][]*op {
 	if p == nil || len(group) < 2 {
 		return [][]*op{group}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	ctx, cancel := s.groupContext(deadlines(group)...)
 	defer cancel()
 	var unknown []string
 	for _, o := range group {

@@ -703,6 +703,8 @@ type seriesOp struct {
 	guard *idem.Guard
 	err   error
 	done  chan struct{}
+	// deadline is the request's (its context's), or zero.
+	deadline time.Time
 }
 
 // addHLLSeries queues an HLL add for seriesLoop, which commits the adds
@@ -732,6 +734,7 @@ func (s *DB) addHLLSeries(ctx context.Context, name string, d def, adds []*bucke
 		}
 	}
 	o := &seriesOp{name: name, d: d, delta: delta, guard: g, done: make(chan struct{})}
+	o.deadline, _ = ctx.Deadline()
 	for _, a := range adds {
 		o.keys = append(o.keys, a.key)
 	}
@@ -753,6 +756,20 @@ func (s *DB) seriesLoop() {
 }
 
 func (s *DB) runSeriesGroup(group []*seriesOp) {
+	// An add whose request's deadline passed while it waited is not
+	// applied: it is answered so at once.
+	now := time.Now()
+	group = slices.DeleteFunc(group, func(o *seriesOp) bool {
+		if o.deadline.IsZero() || now.Before(o.deadline) {
+			return false
+		}
+		o.err = sketch.Wrap(sketch.Unavailable, context.DeadlineExceeded, "the request's deadline passed before its add was committed; it was not applied")
+		close(o.done)
+		return true
+	})
+	if len(group) == 0 {
+		return
+	}
 	err := s.commitHLLSeries(group)
 	if err != nil && len(group) > 1 && !transient(err) {
 		for _, o := range group {
@@ -810,7 +827,11 @@ func (s *DB) commitHLLSeries(group []*seriesOp) error {
 		return compareBuckets(&bucketAdd{series: a.name, key: a.key}, &bucketAdd{series: b.name, key: b.key})
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	ds := make([]time.Time, len(group))
+	for i, o := range group {
+		ds[i] = o.deadline
+	}
+	ctx, cancel := s.groupContext(ds...)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {

@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -141,7 +143,9 @@ type DB struct {
 	// ready is false from a failure to reach the database until a ping
 	// succeeds again.
 	ready atomic.Bool
-	kick  chan struct{}
+	// health is what the last probe found of each dependency (ready.go).
+	health health
+	kick   chan struct{}
 
 	// kinds remembers each sketch's kind and parameters, only to prepare
 	// a write before its row is locked and to try a group of HLL adds
@@ -192,6 +196,12 @@ func (s *DB) rememberHeader(name string, sk sketch.Sketch) {
 	s.kinds.Store(name, k)
 }
 
+// cancelGrace is how long after a query's context ends its connection
+// waits for the server to answer the cancel request before giving up on
+// the connection: the most a request answers past its deadline when the
+// database does not answer.
+const cancelGrace = 500 * time.Millisecond
+
 // ErrClosed is returned by writes after Close.
 var ErrClosed = sketch.Errorf(sketch.Unavailable, "the store is closed")
 
@@ -205,6 +215,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: the connection string: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	// A dead link fails a connection within about a write's timeout, and
+	// a request's deadline cancels its query on the server (a cancel
+	// request), giving up on the connection half a second later if the
+	// server does not answer: the deadline reaches the database.
+	cfg.ConnConfig.DialFunc = dialer(cfg.ConnConfig.ConnectTimeout, opts.WriteTimeout)
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
 	notices := &noticeBook{}
 	cfg.ConnConfig.OnNotice = notices.onNotice
 	cfg.ConnConfig.Tracer = opts.Tracer
@@ -291,14 +309,22 @@ func (s *DB) unreachable(err error) {
 	if s.ready.Swap(false) {
 		s.log.Warn("PostgreSQL is unreachable; writes answer 503 until it is back", "err", err)
 	}
+	s.recheck()
+}
+
+// recheck wakes the watcher to probe now: after a write that timed out
+// (a worker behind a cut link looks like that), readiness is not left
+// to the next round.
+func (s *DB) recheck() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
 
-// watch pings the database every second while it is unreachable (and
-// every 5 seconds otherwise) and sets ready from the answer.
+// watch probes the database (and on Citus its workers: ready.go) every
+// second while it is not ready, and every 5 seconds otherwise, and sets
+// ready from the answer. A write that timed out wakes it early.
 func (s *DB) watch() {
 	defer s.wg.Done()
 	t := time.NewTimer(5 * time.Second)
@@ -310,18 +336,17 @@ func (s *DB) watch() {
 		case <-s.kick:
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := s.pool.Ping(ctx)
-		cancel()
+		ok, deps := s.probe()
+		s.health.set(deps)
 		switch {
-		case err == nil:
+		case ok:
 			if !s.ready.Swap(true) {
 				s.log.Info("PostgreSQL is reachable again")
 			}
 			t.Reset(5 * time.Second)
 		default:
 			if s.ready.Swap(false) {
-				s.log.Warn("PostgreSQL is unreachable; writes answer 503 until it is back", "err", err)
+				s.log.Warn("PostgreSQL is unreachable; writes answer 503 until it is back", "why", s.NotReady())
 			}
 			t.Reset(time.Second)
 		}
@@ -342,8 +367,10 @@ func (s *DB) classify(ctx context.Context, err error, what string) error {
 		return err
 	}
 	if ce := (*commitError)(nil); errors.As(err, &ce) {
-		if transient(ce.err) && !errors.Is(ce.err, context.DeadlineExceeded) {
+		if transient(ce.err) && !timedOut(ce.err) {
 			s.unreachable(ce.err)
+		} else if timedOut(ce.err) {
+			s.recheck()
 		}
 		return unknownOutcome(ce.err)
 	}
@@ -351,8 +378,10 @@ func (s *DB) classify(ctx context.Context, err error, what string) error {
 		return ctx.Err()
 	}
 	if transient(err) {
-		if !errors.Is(err, context.DeadlineExceeded) {
+		if !timedOut(err) {
 			s.unreachable(err)
+		} else {
+			s.recheck()
 		}
 		return sketch.Wrap(sketch.Unavailable, err, "the database is unavailable; retry shortly")
 	}

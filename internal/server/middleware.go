@@ -22,6 +22,8 @@ const (
 	keyRequestID ctxKey = iota
 	keyRole
 	keyWriteSlot
+	// keyTenant holds the *tenant of a token limited to prefixes.
+	keyTenant
 )
 
 func requestIDOf(ctx context.Context) string {

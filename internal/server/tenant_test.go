@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -510,4 +511,209 @@ func (e *env) checkListLeaks(t *testing.T, route string) {
 			}
 		}
 	}
+}
+
+// TestTokenFilePrefixes: prefix= fields limit a token; a bad one stops
+// the load with an error naming its line (never the token), and a line
+// without any keeps today's unlimited token.
+func TestTokenFilePrefixes(t *testing.T) {
+	t.Parallel()
+	good := readToken + " read\n" +
+		writeToken + " write prefix=team-a: prefix=shared:\n" +
+		// Repeated and nested prefixes add nothing.
+		otherToken + " read prefix=b prefix=a:x prefix=a: prefix=b\n"
+	a, err := LoadAuth(writeTokens(t, t.TempDir(), good))
+	if err != nil {
+		t.Fatalf("LoadAuth = %v", err)
+	}
+	for tok, want := range map[string][]string{readToken: nil, writeToken: {"shared:", "team-a:"}, otherToken: {"a:", "b"}} {
+		e := a.entryOf(tok)
+		var got []string
+		if e.tenant != nil {
+			got = e.tenant.prefixes
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("prefixes of %s = %q, want %q", tok[:5], got, want)
+		}
+	}
+	if a.entryOf(readToken).role != roleRead || a.entryOf(writeToken).role != roleWrite {
+		t.Errorf("roles changed: %d, %d", a.entryOf(readToken).role, a.entryOf(writeToken).role)
+	}
+	// An unlimited token's idempotency keys keep the scope they had.
+	if got := a.entryOf(readToken).tenant.scope(readToken); got != tokenScope(readToken) {
+		t.Errorf("an unlimited token's key scope = %s, want %s as before", got, tokenScope(readToken))
+	}
+	if a.entryOf(writeToken).tenant.scope(writeToken) == tokenScope(writeToken) {
+		t.Errorf("a limited token's key scope ignores its prefixes")
+	}
+
+	secret := "s3cret-token-never-shown"
+	for _, c := range []struct {
+		name, content, says string
+		line                int
+	}{
+		{"empty prefix", readToken + " read\n" + secret + " write prefix=\n", "prefix= is empty", 2},
+		{"empty prefix after a good one", "# c\n\n" + secret + " write prefix=a: prefix=\n", "prefix= is empty", 3},
+		{"not a name's start", secret + " read prefix=-a\n", "not the start of a name", 1},
+		{"space-free junk", secret + " read prefix=a/b\n", "not the start of a name", 1},
+		{"misspelt field", secret + " read prefixes=a\n", "only prefix= fields", 1},
+		{"no key", secret + " read team-a:\n", "only prefix= fields", 1},
+		{"admin", secret + " admin prefix=a\n", "admin", 1},
+		{"too many", secret + " read" + strings.Repeat(" prefix=a", maxTenantPrefixes+1) + "\n", "at most", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := LoadAuth(writeTokens(t, t.TempDir(), c.content))
+			if err == nil {
+				t.Fatalf("LoadAuth(%q) succeeded", c.content)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, fmt.Sprintf("line %d:", c.line)) || !strings.Contains(msg, c.says) {
+				t.Errorf("error %q does not name line %d and say %q", msg, c.line, c.says)
+			}
+			if strings.Contains(msg, secret) {
+				t.Errorf("error %q shows the token", msg)
+			}
+		})
+	}
+}
+
+// TestTenantPrefixUnions: a prefix union must lie inside the token's
+// prefixes: a wider one is refused, not narrowed, even where every
+// sketch it would take is the token's.
+func TestTenantPrefixUnions(t *testing.T) {
+	e, _, _ := newTenantEnv(t)
+	w, lim := bearer(writeToken), bearer(limitedToken)
+	for _, n := range []string{"team-a:1", "team-a:2", "team-b:1"} {
+		must(t, e.send(t, "PUT", "/v1/sketches/"+n, "application/json", `{"log2m":11}`, w), http.StatusCreated, "create "+n)
+		must(t, e.postJSON(t, "/v1/sketches/"+n+"/add", `{"ids":[1,2,3]}`, w), http.StatusOK, "add to "+n)
+	}
+	var u struct{ Matched int }
+	decode(t, must(t, e.postJSON(t, "/v1/union", `{"prefix":"team-a:"}`, lim), http.StatusOK, "union of the token's prefix").Body, &u)
+	if u.Matched != 2 {
+		t.Errorf("union of team-a: matched %d, want 2", u.Matched)
+	}
+	for _, p := range []string{"", "team", "team-", "t", "shared"} {
+		r := e.postJSON(t, "/v1/union", fmt.Sprintf(`{"prefix":%q}`, p), lim)
+		checkProblem(t, r, http.StatusForbidden)
+		if !strings.Contains(string(r.Body), `\"team-a:\"`) {
+			t.Errorf("union of %q: the 403 does not name the token's prefixes: %s", p, r.Body)
+		}
+		checkProblem(t, e.postJSON(t, "/v1/intersection", fmt.Sprintf(`{"sketches":[{"prefix":%q},"team-a:1"]}`, p), lim), http.StatusForbidden)
+		checkProblem(t, e.postJSON(t, "/v1/union", fmt.Sprintf(`{"prefix":%q,"into":"team-a:u"}`, p), lim), http.StatusForbidden)
+	}
+	checkProblem(t, e.get(t, "/v1/sketches/team-a:u", w), http.StatusNotFound)
+	// The same union by an unlimited token takes them all.
+	decode(t, must(t, e.postJSON(t, "/v1/union", `{"prefix":"team"}`, w), http.StatusOK, "unlimited union").Body, &u)
+	if u.Matched != 3 {
+		t.Errorf("unlimited union of team matched %d, want 3", u.Matched)
+	}
+	// Metric flags are the operator's: a limited token is never admin.
+	checkProblem(t, e.send(t, "PUT", "/v1/sketches/team-a:m", "application/json", `{"metric":true}`, lim), http.StatusForbidden)
+}
+
+// TestTenantKeysScoped: a limited token's idempotency keys are its own
+// and its prefixes': another token sending the same key and request
+// applies it afresh, and once a reload moves the token to other prefixes
+// a retry of a write it may no longer make is refused, not replayed.
+func TestTenantKeysScoped(t *testing.T) {
+	e, a, path := newTenantEnv(t)
+	w, lim := bearer(writeToken), bearer(limitedToken)
+	must(t, e.send(t, "PUT", "/v1/sketches/team-a:c", "application/json", `{"type":"cms","width":64,"depth":2}`, w), http.StatusCreated, "create")
+	total := func() int64 {
+		t.Helper()
+		var d struct{ Total int64 }
+		decode(t, must(t, e.get(t, "/v1/sketches/team-a:c", w), http.StatusOK, "describe").Body, &d)
+		return d.Total
+	}
+	ev := `{"events":[{"id":1,"sketches":["team-a:c"]}]}`
+	first := must(t, e.postJSON(t, "/v1/events", ev, lim, keyed("k1")), http.StatusOK, "events")
+	sameAnswer(t, "retry", first, e.postJSON(t, "/v1/events", ev, lim, keyed("k1")))
+	if got := total(); got != 1 {
+		t.Fatalf("total after a replay = %d, want 1", got)
+	}
+	// Another token's key of the same name is another key.
+	r := must(t, e.postJSON(t, "/v1/events", ev, w, keyed("k1")), http.StatusOK, "events by another token")
+	if r.Header.Get(headerReplayed) != "" {
+		t.Errorf("another token replayed the limited token's answer")
+	}
+	checkProblem(t, e.postJSON(t, "/v1/events", ev, bearer(teamBToken), keyed("k1")), http.StatusForbidden)
+
+	// The same token, now limited to team-b:.
+	if err := os.WriteFile(path, []byte(writeToken+" write\n"+limitedToken+" write prefix=team-b:\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	r = e.postJSON(t, "/v1/events", ev, lim, keyed("k1"))
+	checkProblem(t, r, http.StatusForbidden)
+	if r.Header.Get(headerReplayed) != "" {
+		t.Errorf("a retry the token may no longer make was replayed")
+	}
+	checkProblem(t, e.get(t, "/v1/sketches/team-a:c", lim), http.StatusForbidden)
+	if got := total(); got != 2 {
+		t.Errorf("total = %d, want 2 (the limited token's event and the other token's)", got)
+	}
+	// Back to its first prefixes (in another order), the key replays
+	// again: it is the same token with the same names.
+	if err := os.WriteFile(path, []byte(writeToken+" write\n"+limitedToken+" write prefix=shared: prefix=team-a:\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	sameAnswer(t, "retry after the reload", first, e.postJSON(t, "/v1/events", ev, lim, keyed("k1")))
+}
+
+// FuzzTokenFile: no token file makes the parser panic; what it accepts
+// has at least a 16-byte token and a role on each entry, prefixes that
+// are valid names' starts, sorted, none the start of another, and never
+// an admin with prefixes; its errors name a line and never a token.
+func FuzzTokenFile(f *testing.F) {
+	for _, s := range []string{
+		readToken + " read\n",
+		writeToken + " write prefix=team-a: prefix=shared:\n",
+		otherToken + " read prefix=b prefix=a:x prefix=a:\n",
+		"# c\n\n" + readToken + " write prefix=\n",
+		readToken + " admin prefix=a\n",
+		readToken + " read prefixes=a\n",
+		readToken + " read prefix=-a prefix=a/b\n",
+		readToken + " read prefix=" + strings.Repeat("a", 201) + "\n",
+		"short read prefix=a\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, err := parseTokens(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "line ") && !strings.Contains(err.Error(), "token too long") {
+				t.Fatalf("error %q names no line", err)
+			}
+			return
+		}
+		for _, e := range entries {
+			if e.role == roleNone {
+				t.Fatalf("an entry without a role")
+			}
+			if e.tenant == nil {
+				continue
+			}
+			if e.role == roleAdmin {
+				t.Fatalf("an admin token with prefixes %q", e.tenant.prefixes)
+			}
+			ps := e.tenant.prefixes
+			if len(ps) == 0 || len(ps) > maxTenantPrefixes {
+				t.Fatalf("%d prefixes", len(ps))
+			}
+			for i, p := range ps {
+				if p == "" || checkPrefix("prefix", p) != nil {
+					t.Fatalf("prefix %q is not a name's start", p)
+				}
+				if i > 0 && (ps[i-1] >= p || strings.HasPrefix(p, ps[i-1])) {
+					t.Fatalf("prefixes %q are not sorted and disjoint", ps)
+				}
+			}
+		}
+	})
 }

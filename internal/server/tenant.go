@@ -61,8 +61,9 @@ type tenant struct {
 
 // parseTenant reads a token line's fields after the role: each
 // "prefix=P", P the start of a sketch or series name. No field gives nil,
-// an unlimited token. The error says which field is wrong; it never holds
-// the token.
+// an unlimited token. The error says which field is wrong; it shows a
+// prefix's value, never a field that is not one (it could be a token, as
+// when two lines run together).
 func parseTenant(fields []string) (*tenant, error) {
 	if len(fields) == 0 {
 		return nil, nil
@@ -75,7 +76,7 @@ func parseTenant(fields []string) (*tenant, error) {
 		p, ok := strings.CutPrefix(f, "prefix=")
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("field %d (%s) is not prefix=P: after the role a line takes only prefix= fields", i+3, strconv.Quote(clip(f)))
+			return nil, fmt.Errorf("field %d is not prefix=P: after the role a line takes only prefix= fields", i+3)
 		case p == "":
 			return nil, fmt.Errorf("field %d: prefix= is empty; give the start of the names the token may use, like prefix=team-a:", i+3)
 		case sketch.ValidateName(p) != nil:

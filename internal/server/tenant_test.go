@@ -562,6 +562,7 @@ func TestTokenFilePrefixes(t *testing.T) {
 		{"space-free junk", secret + " read prefix=a/b\n", "not the start of a name", 1},
 		{"misspelt field", secret + " read prefixes=a\n", "only prefix= fields", 1},
 		{"no key", secret + " read team-a:\n", "only prefix= fields", 1},
+		{"two lines run together", readToken + " read " + secret + " write\n", "field 3 is not prefix=P", 1},
 		{"admin", secret + " admin prefix=a\n", "admin", 1},
 		{"too many", secret + " read" + strings.Repeat(" prefix=a", maxTenantPrefixes+1) + "\n", "at most", 1},
 	} {

@@ -123,7 +123,8 @@ func IsInvalid(err error) bool { return StatusOf(err) == http.StatusBadRequest }
 // IsUnauthorized reports a 401: no token, or an unknown one.
 func IsUnauthorized(err error) bool { return StatusOf(err) == http.StatusUnauthorized }
 
-// IsForbidden reports a 403: a read token used for a write.
+// IsForbidden reports a 403: a read token used for a write, or a name
+// outside the prefixes the token is limited to.
 func IsForbidden(err error) bool { return StatusOf(err) == http.StatusForbidden }
 
 // IsUnprocessable reports a 422: a series add stamped past its late_limit

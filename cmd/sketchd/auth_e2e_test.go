@@ -96,3 +96,55 @@ func TestTokenFile(t *testing.T) {
 		t.Errorf("no log of the failed reload:\n%s", p.log())
 	}
 }
+
+// TestTokenPrefixes runs the binary with a token limited to a prefix: an
+// empty prefix= stops it at startup naming the line; the limited token
+// reaches only its names, and SIGHUP moves it to others.
+func TestTokenPrefixes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the real binary")
+	}
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	admin, team := "admin-token-0123456789", "team-token-0123456789ab"
+	os.WriteFile(tokens, []byte(admin+" admin\n# team a\n"+team+" write prefix=team-a: prefix=\n"), 0o600)
+	out, err := execOutput(sketchdBinary(t), "-addr", freeAddr(t), "-data", filepath.Join(dir, "a.db"), "-auth-tokens", tokens)
+	if err == nil {
+		t.Fatal("sketchd started with an empty prefix=")
+	}
+	if !strings.Contains(out, "line 3") || !strings.Contains(out, "prefix= is empty") || strings.Contains(out, team) {
+		t.Errorf("startup error %q: want it to name line 3 and the empty prefix, and not show the token", out)
+	}
+
+	os.WriteFile(tokens, []byte(admin+" admin\n"+team+" write prefix=team-a:\n"), 0o600)
+	p := startProcess(t, filepath.Join(dir, "b.db"), "-auth-tokens", tokens)
+	c := newClient(p.addr)
+	for _, n := range []string{"team-a:x", "team-b:x"} {
+		if got := authDo(t, c, admin, "PUT", "/v1/sketches/"+n, "{}"); got != http.StatusCreated {
+			t.Fatalf("create %s: %d", n, got)
+		}
+	}
+	check := func(name string, want int) {
+		t.Helper()
+		if got := authDo(t, c, team, "GET", "/v1/sketches/"+name, ""); got != want {
+			t.Errorf("GET %s with the team token: %d, want %d", name, got, want)
+		}
+	}
+	check("team-a:x", http.StatusOK)
+	check("team-b:x", http.StatusForbidden)
+	check("team-b:none", http.StatusForbidden)
+	if got := authDo(t, c, team, "POST", "/v1/events", `{"events":[{"id":1,"sketches":["team-a:x","team-b:x"]}]}`); got != http.StatusForbidden {
+		t.Errorf("events naming team-b:x: %d, want 403", got)
+	}
+
+	os.WriteFile(tokens, []byte(admin+" admin\n"+team+" write prefix=team-b:\n"), 0o600)
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for authDo(t, c, team, "GET", "/v1/sketches/team-b:x", "") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the token's new prefix still fails 10s after SIGHUP")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	check("team-a:x", http.StatusForbidden)
+}

@@ -146,8 +146,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Usage = func() {}
 	fs.StringVar(&c.addr, "addr", ":8080", "listen address")
 	fs.StringVar(&c.data, "data", "sketchd.db", "bbolt data file (its write-ahead log lives beside it in <data>.wal/)")
-	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines: a token of at least 16 characters without spaces, role read, write or admin (admin may also set \"metric\": true); # starts a comment; reread on SIGHUP, and a file emptied, deleted or broken then refuses every token. Empty leaves the API open")
-	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens)")
+	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines: a token of at least 16 characters without spaces, role read, write or admin (admin may also set \"metric\": true), then optionally prefix=P fields limiting a read or write token to the sketches and series whose names start with one of them; # starts a comment; reread on SIGHUP, and a file emptied, deleted or broken then refuses every token. Empty leaves the API open")
+	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens), one not limited to prefixes")
 	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body of add, events and raw uploads, in bytes")
 	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, overlap, frequency and fold, in bytes")
 	fs.Int64Var(&c.maxBodyMemory, "max-body-memory", def.MaxBodyMemory, "memory all request bodies in progress may hold together, in bytes; beyond it a request gets 503")

@@ -29,9 +29,11 @@ const (
 )
 
 // Auth holds the bearer tokens from a token file: one "token role" pair a
-// line (role read, write or admin), blank lines and lines starting with # ignored.
-// Tokens are compared in constant time against every known token; only
-// their SHA-256 digests are kept in memory.
+// line (role read, write or admin), optionally followed by "prefix=P"
+// fields that limit a read or write token to the sketches and series
+// whose names start with one of them (tenant.go); blank lines and lines
+// starting with # ignored. Tokens are compared in constant time against
+// every known token; only their SHA-256 digests are kept in memory.
 //
 // Auth fails closed: a file emptied and reloaded makes every token
 // unknown, and a reload that cannot read or parse the file drops every
@@ -48,6 +50,8 @@ type Auth struct {
 type tokenEntry struct {
 	digest [32]byte
 	role   role
+	// tenant is the names the token is limited to; nil: every name.
+	tenant *tenant
 }
 
 // LoadAuth reads the token file at path. A missing or unreadable file, a
@@ -104,8 +108,8 @@ func parseTokens(data []byte) ([]tokenEntry, error) {
 			continue
 		}
 		fields := strings.Fields(text)
-		if len(fields) != 2 {
-			return nil, fmt.Errorf("line %d: want \"token role\", got %d fields", line, len(fields))
+		if len(fields) < 2 {
+			return nil, fmt.Errorf("line %d: want \"token role\" (then any prefix=P), got %d fields", line, len(fields))
 		}
 		var r role
 		switch fields[1] {
@@ -121,12 +125,19 @@ func parseTokens(data []byte) ([]tokenEntry, error) {
 		if len(fields[0]) < 16 {
 			return nil, fmt.Errorf("line %d: token shorter than 16 characters", line)
 		}
+		t, err := parseTenant(fields[2:])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if t != nil && r == roleAdmin {
+			return nil, fmt.Errorf("line %d: an admin token acts for the whole server and cannot be limited to prefixes; give the line the role write (or read)", line)
+		}
 		d := sha256.Sum256([]byte(fields[0]))
 		if seen[d] {
 			return nil, fmt.Errorf("line %d: token repeated", line)
 		}
 		seen[d] = true
-		out = append(out, tokenEntry{digest: d, role: r})
+		out = append(out, tokenEntry{digest: d, role: r, tenant: t})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -136,12 +147,16 @@ func parseTokens(data []byte) ([]tokenEntry, error) {
 
 // roleOf returns the token's role, comparing against every entry without
 // an early exit.
-func (a *Auth) roleOf(token string) role {
+func (a *Auth) roleOf(token string) role { return a.entryOf(token).role }
+
+// entryOf returns the token's entry (role roleNone if it is not known),
+// comparing against every entry without an early exit.
+func (a *Auth) entryOf(token string) tokenEntry {
 	d := sha256.Sum256([]byte(token))
-	found := roleNone
+	found := tokenEntry{role: roleNone}
 	for _, e := range *a.tokens.Load() {
 		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 {
-			found = e.role
+			found = e
 		}
 	}
 	return found
@@ -149,7 +164,10 @@ func (a *Auth) roleOf(token string) role {
 
 // require lets a request through if auth is off or its bearer token has
 // at least the role need: 401 without a known token, 403 with a read
-// token on a write.
+// token on a write. A token limited to prefixes is resolved here, once:
+// its tenant goes into the request's context for the handlers' checks
+// (tenant.go), and a route whose path names a sketch or series ({name})
+// outside it is refused before its handler runs.
 func (s *Server) require(need role) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -164,7 +182,8 @@ func (s *Server) require(need role) func(http.Handler) http.Handler {
 				s.writeProblem(w, r, sketch.Errorf(sketch.Unauthorized, "send Authorization: Bearer <token>"))
 				return
 			}
-			got := s.auth.roleOf(token)
+			entry := s.auth.entryOf(token)
+			got := entry.role
 			switch {
 			case got == roleNone:
 				s.metrics.AuthFailed("unknown")
@@ -180,7 +199,16 @@ func (s *Server) require(need role) func(http.Handler) http.Handler {
 				return
 			}
 			ctx := context.WithValue(r.Context(), keyRole, got)
-			next.ServeHTTP(w, r.WithContext(withScope(ctx, tokenScope(token))))
+			ctx = withScope(ctx, entry.tenant.scope(token))
+			if entry.tenant != nil {
+				ctx = context.WithValue(ctx, keyTenant, entry.tenant)
+				if err := allowPath(ctx, r); err != nil {
+					s.metrics.AuthFailed("forbidden")
+					s.writeProblem(w, r, err)
+					return
+				}
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
 }

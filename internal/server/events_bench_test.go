@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -59,7 +60,7 @@ func BenchmarkEventsDecode(b *testing.B) {
 		name   string
 		decode func([]byte) ([]sketch.Event, error)
 	}{
-		{"parser", s.parseEvents},
+		{"parser", func(b []byte) ([]sketch.Event, error) { return s.parseEvents(context.Background(), b) }},
 		{"encoding-json", decodeEventsReflect},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -91,7 +92,7 @@ func TestEventsDecodeAllocation(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	events, err := s.parseEvents(body)
+	events, err := s.parseEvents(context.Background(), body)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)

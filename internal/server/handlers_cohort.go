@@ -72,6 +72,9 @@ func (s *Server) handleRetention(w http.ResponseWriter, r *http.Request) error {
 		if err := sketch.ValidateName(req.Series); err != nil {
 			return sketch.Errorf(sketch.Invalid, "series: %s", err.(*sketch.Error).Detail)
 		}
+		if err := s.allowNames(r.Context(), "series", req.Series); err != nil {
+			return err
+		}
 		sets, spans, warnings, err = s.seriesPeriods(r.Context(), req.Series, level, period, start, req.Cohorts+req.Periods, now)
 	default:
 		sets, spans, warnings, err = s.sketchPeriods(r.Context(), req.Sketches, period, start, req.Cohorts+req.Periods, now)
@@ -190,6 +193,10 @@ func (s *Server) sketchPeriods(ctx context.Context, pattern string, period serie
 		}
 		names, spans = append(names, name), append(spans, [2]time.Time{from, to})
 	}
+	// Every period's sketch, checked before any is read.
+	if err := s.allowNames(ctx, "sketches", names...); err != nil {
+		return nil, nil, nil, err
+	}
 	var sets []cohort.Set
 	err := s.store.View(ctx, names, func(sks []sketch.Sketch) error {
 		sets = make([]cohort.Set, len(sks))
@@ -220,6 +227,9 @@ func (s *Server) handleFunnel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, err := checkOperands("steps", req.Steps, cohort.MinSteps, cohort.MaxSteps); err != nil {
+		return err
+	}
+	if err := s.allowOperands(r.Context(), "steps", req.Steps); err != nil {
 		return err
 	}
 	method, err := sketch.ParseMethod(req.Method)

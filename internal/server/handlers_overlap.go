@@ -24,6 +24,9 @@ func (s *Server) handleOverlap(w http.ResponseWriter, r *http.Request) error {
 	if _, err := checkOperands("sketches", req.Sketches, sketch.MinOverlap, sketch.MaxOverlap); err != nil {
 		return err
 	}
+	if err := s.allowOperands(r.Context(), "sketches", req.Sketches); err != nil {
+		return err
+	}
 	method, err := sketch.ParseMethod(req.Method)
 	if err != nil {
 		return sketch.Wrap(sketch.Invalid, err, `method must be "inclusion_exclusion" or "mle" (or absent for the default)`)

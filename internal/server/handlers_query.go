@@ -156,7 +156,12 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 		if err := checkPrefix("prefix", *req.Prefix); err != nil {
 			return err
 		}
+		if err := s.allowPrefix(r.Context(), "prefix", *req.Prefix); err != nil {
+			return err
+		}
 	} else if names, err = checkOperands("sketches", req.Sketches, 1, maxUnionSketches); err != nil {
+		return err
+	} else if err := s.allowOperands(r.Context(), "sketches", req.Sketches); err != nil {
 		return err
 	}
 	if req.Into != "" {
@@ -164,6 +169,9 @@ func (s *Server) handleUnion(w http.ResponseWriter, r *http.Request) error {
 			return sketch.Errorf(sketch.Invalid, "into: %s", err.(*sketch.Error).Detail)
 		}
 		if err := requireWrite(r.Context()); err != nil {
+			return err
+		}
+		if err := s.allowNames(r.Context(), "into", req.Into); err != nil {
 			return err
 		}
 		// The route is a read; storing the union is a write and takes
@@ -327,6 +335,9 @@ func (s *Server) handleIntersection(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	if err := s.allowOperands(r.Context(), "sketches", req.Sketches); err != nil {
+		return err
+	}
 	method, err := sketch.ParseMethod(req.Method)
 	if err != nil {
 		return sketch.Wrap(sketch.Invalid, err, `method must be "inclusion_exclusion" or "mle" (or absent for the default)`)
@@ -425,6 +436,9 @@ func (s *Server) handleFold(w http.ResponseWriter, r *http.Request) error {
 	if req.Into != "" {
 		if err := sketch.ValidateName(req.Into); err != nil {
 			return sketch.Errorf(sketch.Invalid, "into: %s", err.(*sketch.Error).Detail)
+		}
+		if err := s.allowNames(r.Context(), "into", req.Into); err != nil {
+			return err
 		}
 		into = req.Into
 	}

@@ -122,19 +122,19 @@ func (s *Server) handleSeriesList(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	var infos []series.Info
-	var more bool
-	if sl, ok := ss.(skippingSeriesLister); ok {
-		var skipped []string
-		infos, more, skipped, err = sl.ListSeriesSkipping(r.Context(), prefix, after, limit)
-		if len(skipped) > 0 {
-			w.Header().Set("Sketchd-Unreadable", strings.Join(skipped, ", "))
+	// A token limited to prefixes lists only what it may see.
+	infos, more, skipped, err := listWithin(r.Context(), prefix, after, limit, func(prefix, after string, limit int) ([]series.Info, bool, []string, error) {
+		if sl, ok := ss.(skippingSeriesLister); ok {
+			return sl.ListSeriesSkipping(r.Context(), prefix, after, limit)
 		}
-	} else {
-		infos, more, err = ss.ListSeries(r.Context(), prefix, after, limit)
-	}
+		infos, more, err := ss.ListSeries(r.Context(), prefix, after, limit)
+		return infos, more, nil, err
+	})
 	if err != nil {
 		return err
+	}
+	if len(skipped) > 0 {
+		w.Header().Set("Sketchd-Unreadable", strings.Join(skipped, ", "))
 	}
 	resp := seriesListResponse{Series: make([]seriesResponse, len(infos))}
 	for i, in := range infos {

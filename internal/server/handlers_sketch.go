@@ -44,19 +44,19 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var infos []sketch.Info
-	var more bool
-	if sl, ok := s.store.(skippingLister); ok {
-		var skipped []string
-		infos, more, skipped, err = sl.ListSkipping(r.Context(), prefix, after, limit)
-		if len(skipped) > 0 {
-			w.Header().Set("Sketchd-Unreadable", strings.Join(skipped, ", "))
+	// A token limited to prefixes lists only what it may see.
+	infos, more, skipped, err := listWithin(r.Context(), prefix, after, limit, func(prefix, after string, limit int) ([]sketch.Info, bool, []string, error) {
+		if sl, ok := s.store.(skippingLister); ok {
+			return sl.ListSkipping(r.Context(), prefix, after, limit)
 		}
-	} else {
-		infos, more, err = s.store.List(r.Context(), prefix, after, limit)
-	}
+		infos, more, err := s.store.List(r.Context(), prefix, after, limit)
+		return infos, more, nil, err
+	})
 	if err != nil {
 		return err
+	}
+	if len(skipped) > 0 {
+		w.Header().Set("Sketchd-Unreadable", strings.Join(skipped, ", "))
 	}
 	resp := listResponse{Sketches: make([]any, len(infos))}
 	for i, in := range infos {
@@ -610,7 +610,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer s.putBody(body)
-	events, err := s.parseEvents(body.Bytes())
+	events, err := s.parseEvents(r.Context(), body.Bytes())
 	if err != nil {
 		return err
 	}
@@ -650,7 +650,7 @@ const maxEventSketches = 100
 // part predicts (not by doubling), ids' texts and names are copied once,
 // and a list of names repeated from the previous event is shared (and
 // checked once).
-func (s *Server) parseEvents(body []byte) ([]sketch.Event, error) {
+func (s *Server) parseEvents(ctx context.Context, body []byte) ([]sketch.Event, error) {
 	var events []sketch.Event
 	var sketchesOK, seriesOK []string // the last lists found valid
 	err := ingest.ParseJSONEvents(body, s.cfg.MaxIDs, func(ev ingest.Event) error {
@@ -662,13 +662,13 @@ func (s *Server) parseEvents(body []byte) ([]sketch.Event, error) {
 			return sketch.Errorf(sketch.Invalid, "events[%d] names %d sketches and series; at most %d", i, len(ev.Sketches)+len(ev.Series), maxEventSketches)
 		}
 		if !sameList(ev.Sketches, sketchesOK) {
-			if err := checkEventNames(i, "sketches", ev.Sketches); err != nil {
+			if err := s.checkEventNames(ctx, i, "sketches", ev.Sketches); err != nil {
 				return err
 			}
 			sketchesOK = ev.Sketches
 		}
 		if !sameList(ev.Series, seriesOK) {
-			if err := checkEventNames(i, "series", ev.Series); err != nil {
+			if err := s.checkEventNames(ctx, i, "series", ev.Series); err != nil {
 				return err
 			}
 			seriesOK = ev.Series
@@ -717,11 +717,17 @@ func sameList(a, b []string) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// checkEventNames checks the names of the i-th event's sketches or series.
-func checkEventNames(i int, field string, list []string) error {
+// checkEventNames checks the names of the i-th event's sketches or
+// series, and that the request's token may use each: an events body
+// naming one outside its prefixes is refused whole, before anything is
+// written.
+func (s *Server) checkEventNames(ctx context.Context, i int, field string, list []string) error {
 	for j, n := range list {
 		if err := sketch.ValidateName(n); err != nil {
 			return sketch.Wrap(sketch.Invalid, err, fmt.Sprintf("events[%d].%s[%d]: %s", i, field, j, err.(*sketch.Error).Detail))
+		}
+		if err := s.allowNames(ctx, fmt.Sprintf("events[%d].%s[%d]", i, field, j), n); err != nil {
+			return err
 		}
 		// A name twice would count the id twice in a CMS.
 		if slices.Contains(list[:j], n) {

@@ -28,7 +28,8 @@ import (
 // another request is a 422; a retry while the first request is still
 // running on this node is a 409 (on another node of a shared database it
 // waits for the first to commit, then replays). Keys are scoped by bearer
-// token and by the sketch or series the route names.
+// token (and, for a token limited to prefixes, by its prefixes: see
+// tenant.scope) and by the sketch or series the route names.
 
 const (
 	headerKey      = "Idempotency-Key"
@@ -240,7 +241,7 @@ func withScope(ctx context.Context, scope string) context.Context {
 }
 
 // scopeOf returns the scope of the request's keys: a digest of its bearer
-// token, or "" on a server without tokens.
+// token (tenant.scope), or "" on a server without tokens.
 func scopeOf(ctx context.Context) string {
 	s, _ := ctx.Value(scopeKey{}).(string)
 	return s

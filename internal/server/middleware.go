@@ -24,6 +24,8 @@ const (
 	keyRole
 	keyWriteSlot
 	keyDeadline
+	// keyTenant holds the *tenant of a token limited to prefixes.
+	keyTenant
 )
 
 func requestIDOf(ctx context.Context) string {

@@ -35,7 +35,9 @@ func (s *Server) routes() http.Handler {
 	r.Get("/readyz", s.handleReadyz)
 	r.Get("/openapi.yaml", s.handleOpenAPI)
 	if s.cfg.AuthMetrics {
-		r.With(s.require(roleRead)).Get("/metrics", s.handleMetrics)
+		// It names every sketch with the metric flag: not for a token
+		// limited to prefixes.
+		r.With(s.require(roleRead), s.wholeServer).Get("/metrics", s.handleMetrics)
 	} else {
 		r.Get("/metrics", s.handleMetrics)
 	}

@@ -170,6 +170,35 @@ type faultLoad struct {
 	hlls, thetas []string
 	spans        [][2]string
 	probes       [2]string // one sketch on each worker, for the recovery probe
+	// times, when set, records how long each request took to answer.
+	times *answerTimes
+}
+
+// answerTimes records how long requests took to answer, and the slowest.
+type answerTimes struct {
+	mu      sync.Mutex
+	all     []time.Duration
+	slowest string
+}
+
+func (a *answerTimes) add(d time.Duration, label string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.all) == 0 || d > slices.Max(a.all) {
+		a.slowest = label
+	}
+	a.all = append(a.all, d)
+}
+
+// take returns the times recorded since the last take, sorted, and the
+// label of the slowest, and starts afresh.
+func (a *answerTimes) take() ([]time.Duration, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	all, slowest := a.all, a.slowest
+	a.all, a.slowest = nil, ""
+	slices.Sort(all)
+	return all, slowest
 }
 
 const (
@@ -308,6 +337,9 @@ func (f *faultLoad) client(seed uint64, done <-chan struct{}) {
 		sentAt := time.Now()
 		status, retryAfter, body, err := post(hc, "http://"+addr+w.path, w.body)
 		w.label += fmt.Sprintf(" to %s, sent %s, answered %s", addr, sentAt.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
+		if f.times != nil {
+			f.times.add(time.Since(sentAt), fmt.Sprintf("%s: %d %s %v", w.label, status, body, err))
+		}
 		f.ledger.answered(w, status, retryAfter, body, err)
 	}
 }

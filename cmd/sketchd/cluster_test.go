@@ -23,12 +23,14 @@ type cluster struct {
 	dsn   string
 	mu    sync.Mutex
 	nodes []*proc // nil while a node is down
+	// args are more flags for every node.
+	args []string
 }
 
 func (c *cluster) start(i int) {
 	c.t.Helper()
 	data := filepath.Join(c.t.TempDir(), "unused.db")
-	p := startProcess(c.t, data, "-postgres", c.dsn, "-postgres-max-conns", "4")
+	p := startProcess(c.t, data, append([]string{"-postgres", c.dsn, "-postgres-max-conns", "4"}, c.args...)...)
 	c.mu.Lock()
 	c.nodes[i] = p
 	c.mu.Unlock()

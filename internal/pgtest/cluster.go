@@ -40,6 +40,8 @@ type Cluster struct {
 	Workers     []*Node
 	// all is every node started, registered or not, for remove.
 	all []*Node
+	// net is the cluster's network namespaces, or nil (StartCitusNetns).
+	net *netns
 }
 
 // Node is one PostgreSQL instance of a Cluster.
@@ -47,16 +49,51 @@ type Node struct {
 	Port int
 	data string
 	log  string
+	// host is the address it listens on and the cluster's metadata names
+	// it by; ns the network namespace it runs in ("" for this one's).
+	host, ns string
 }
 
 // Addr is the node's address as the cluster's metadata names it.
-func (n *Node) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
+func (n *Node) Addr() string { return n.hostname() + ":" + strconv.Itoa(n.Port) }
+
+// Host is the node's host as the cluster's metadata names it.
+func (n *Node) Host() string { return n.hostname() }
+
+func (n *Node) hostname() string {
+	if n.host == "" {
+		return "127.0.0.1"
+	}
+	return n.host
+}
 
 // StartCitus starts a cluster with a coordinator (which holds no shards)
 // and workers workers, with the citus and hll extensions created on each
 // and the workers registered. conf are extra postgresql.conf lines for
 // every node ("wal_level = logical").
 func StartCitus(tb testing.TB, workers int, conf ...string) *Cluster {
+	tb.Helper()
+	c := newCluster(tb, conf)
+	c.Coordinator = c.newNode("", "")
+	for range workers {
+		c.Workers = append(c.Workers, c.newNode("", ""))
+	}
+	c.register()
+	return c
+}
+
+// register names the coordinator and adds the workers.
+func (c *Cluster) register() {
+	c.tb.Helper()
+	c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_set_coordinator_host('%s', %d)", c.Coordinator.hostname(), c.Coordinator.Port))
+	for _, w := range c.Workers {
+		c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_add_node('%s', %d)", w.hostname(), w.Port))
+	}
+}
+
+// newCluster checks for the server binaries and citus, and makes the
+// cluster's directory.
+func newCluster(tb testing.TB, conf []string) *Cluster {
 	tb.Helper()
 	bin := os.Getenv("SKETCHD_PG_BIN")
 	if bin == "" {
@@ -90,37 +127,47 @@ func StartCitus(tb testing.TB, workers int, conf ...string) *Cluster {
 			tb.Fatalf("the user postgres cannot write %s (is a parent folder mode 700? set TMPDIR to a folder it can reach)", dir)
 		}
 	}
-	c.Coordinator = c.newNode()
-	for range workers {
-		c.Workers = append(c.Workers, c.newNode())
-	}
-	c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %d)", c.Coordinator.Port))
-	for _, w := range c.Workers {
-		c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", w.Port))
-	}
 	return c
 }
 
 // newNode initialises, configures and starts an instance with the
-// extensions created.
-func (c *Cluster) newNode() *Node {
+// extensions created: on 127.0.0.1 in this network namespace, or in
+// namespace ns listening on every address there, named host.
+func (c *Cluster) newNode(ns, host string) *Node {
 	c.tb.Helper()
 	port := FreePort(c.tb)
-	n := &Node{Port: port, data: filepath.Join(c.dir, fmt.Sprintf("pg%d", port)), log: filepath.Join(c.dir, fmt.Sprintf("pg%d.log", port))}
+	n := &Node{Port: port, data: filepath.Join(c.dir, fmt.Sprintf("pg%d", port)), log: filepath.Join(c.dir, fmt.Sprintf("pg%d.log", port)), host: host, ns: ns}
 	c.mu.Lock()
 	c.all = append(c.all, n)
 	c.mu.Unlock()
 	c.run("initdb", "-D", n.data, "-A", "trust", "-U", "postgres", "--no-sync")
+	listen := "127.0.0.1"
+	if ns != "" {
+		// Only the namespace's own loopback and links are there; the
+		// other nodes connect over the links.
+		listen = "*"
+		hba, err := os.OpenFile(filepath.Join(n.data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			c.tb.Fatal(err)
+		}
+		_, err = hba.WriteString("host all all " + netnsSubnet + " trust\n")
+		if cerr := hba.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			c.tb.Fatal(err)
+		}
+	}
 	conf := fmt.Sprintf(`
 shared_preload_libraries = 'citus'
-listen_addresses = '127.0.0.1'
+listen_addresses = '%s'
 port = %d
 unix_socket_directories = '%s'
 max_connections = 200
 max_prepared_transactions = 200
 fsync = on
 %s
-`, port, c.dir, strings.Join(c.conf, "\n"))
+`, listen, port, c.dir, strings.Join(c.conf, "\n"))
 	f, err := os.OpenFile(filepath.Join(n.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		c.tb.Fatal(err)
@@ -172,7 +219,13 @@ func (c *Cluster) Start(n *Node) {
 	c.tb.Helper()
 	args := []string{"-D", n.data, "-l", n.log, "-w", "-t", "120", "start"}
 	for attempt := 1; ; attempt++ {
-		out, err := c.command("pg_ctl", args...).CombinedOutput()
+		cmd := c.command("pg_ctl", args...)
+		if n.ns != "" {
+			// The server starts in the node's namespace.
+			cmd.Args = append([]string{"ip", "netns", "exec", n.ns}, cmd.Args...)
+			cmd.Path, _ = exec.LookPath("ip")
+		}
+		out, err := cmd.CombinedOutput()
 		if err == nil {
 			return
 		}
@@ -188,8 +241,8 @@ func (c *Cluster) Start(n *Node) {
 // AddWorker starts a new worker and registers it with the coordinator.
 func (c *Cluster) AddWorker() *Node {
 	c.tb.Helper()
-	n := c.newNode()
-	c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", n.Port))
+	n := c.newNode("", "")
+	c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_add_node('%s', %d)", n.hostname(), n.Port))
 	c.mu.Lock()
 	c.Workers = append(c.Workers, n)
 	c.mu.Unlock()
@@ -240,6 +293,9 @@ func (c *Cluster) remove() {
 		}
 	}
 	os.RemoveAll(c.dir)
+	if c.net != nil {
+		c.net.remove()
+	}
 }
 
 // Tail returns the last lines of s.

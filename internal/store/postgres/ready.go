@@ -25,11 +25,20 @@ type Dependency struct {
 type health struct {
 	mu   sync.Mutex
 	deps []Dependency
+	// last is the failure that made the node unready before a probe
+	// looked, if any.
+	last string
 }
 
 func (h *health) set(deps []Dependency) {
 	h.mu.Lock()
-	h.deps = deps
+	h.deps, h.last = deps, ""
+	h.mu.Unlock()
+}
+
+func (h *health) failed(err error) {
+	h.mu.Lock()
+	h.last = err.Error()
 	h.mu.Unlock()
 }
 
@@ -51,7 +60,12 @@ func (s *DB) NotReady() string {
 	case s.Ready():
 		return ""
 	}
-	for _, d := range s.Dependencies() {
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	if s.health.last != "" {
+		return "a request to the database failed (probing it now): " + s.health.last
+	}
+	for _, d := range s.health.deps {
 		if !d.Up {
 			return fmt.Sprintf("%s is unreachable: %s", d.Name, d.Err)
 		}

@@ -306,6 +306,7 @@ func (s *DB) PoolStats() (inUse, idle, max int) {
 
 // unreachable marks the database as not ready and wakes the watcher.
 func (s *DB) unreachable(err error) {
+	s.health.failed(err)
 	if s.ready.Swap(false) {
 		s.log.Warn("PostgreSQL is unreachable; writes answer 503 until it is back", "err", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -276,5 +277,52 @@ func TestTLSStartupErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTLSDocWalkthrough runs the OpenSSL block of docs/tls.md as written
+// and serves with what it makes: mutual TLS with its CA, a client with
+// its client certificate adds a sketch, one without is refused.
+func TestTLSDocWalkthrough(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("no openssl on PATH")
+	}
+	doc, err := os.ReadFile("../../docs/tls.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## A CA for trying it out")
+	if !ok {
+		t.Fatal(`docs/tls.md has no "A CA for trying it out" section`)
+	}
+	_, rest, ok = strings.Cut(rest, "```sh\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/tls.md: no sh block in the walk-through")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", block)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docs/tls.md's block: %v\n%s", err, out)
+	}
+	file := func(name string) string { return filepath.Join(dir, name) }
+	pemCA, err := os.ReadFile(file("ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pemCA) {
+		t.Fatal("ca.pem holds no certificate")
+	}
+	clientPair, err := tls.LoadX509KeyPair(file("client.crt"), file("client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startInProcessOn(t, filepath.Join(dir, "walk.db"), tlsDialer(roots, false, clientPair),
+		"-tls-cert", file("tls.crt"), "-tls-key", file("tls.key"), "-tls-client-ca", file("ca.pem"))
+	c.must(t, http.StatusCreated, "PUT", "/v1/sketches/walkthrough", "", nil, nil)
+	if status, _, err := tlsDialer(roots, false)(strings.TrimPrefix(c.base, "https://")).do("GET", "/readyz", "", nil); err == nil {
+		t.Errorf("a client without the walk-through's client certificate got %d", status)
 	}
 }

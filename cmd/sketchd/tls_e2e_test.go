@@ -326,3 +326,40 @@ func TestTLSDocWalkthrough(t *testing.T) {
 		t.Errorf("a client without the walk-through's client certificate got %d", status)
 	}
 }
+
+// TestTLSSlowBodyOverHTTP2: a body that stops arriving gets 408 at
+// -body-timeout on an HTTP/2 stream too (the deadline is the stream's,
+// set through http.ResponseController), and the add changes nothing.
+func TestTLSSlowBodyOverHTTP2(t *testing.T) {
+	ca := certstest.NewCA(t, "sketchd-test")
+	pair := ca.Server(t, "server")
+	c := startInProcessOn(t, filepath.Join(t.TempDir(), "slow.db"), tlsDialer(ca.Pool(), false),
+		"-tls-cert", pair.CertFile, "-tls-key", pair.KeyFile, "-body-timeout", "1s")
+	c.must(t, http.StatusCreated, "PUT", "/v1/sketches/slow", "", nil, nil)
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte("1\n2\n"))
+	req, _ := http.NewRequest("POST", c.base+"/v1/sketches/slow/add", pr)
+	req.Header.Set("Content-Type", "text/plain")
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatalf("a stalled body: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("a stalled body over %s = %d %s, want 408 over HTTP/2", resp.Proto, resp.StatusCode, body)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the 408 came after %v, want about -body-timeout (1s)", d)
+	}
+	var info struct {
+		Cardinality float64 `json:"cardinality"`
+	}
+	c.must(t, http.StatusOK, "GET", "/v1/sketches/slow", "", nil, &info)
+	if info.Cardinality != 0 {
+		t.Errorf("the stalled add changed the sketch: cardinality %v, want 0", info.Cardinality)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -150,7 +152,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          stdlog.New(serverErrors{log}, "", 0),
 	}
 	served := make(chan error, 1)
 	tlsMode := "off"
@@ -363,6 +365,24 @@ func warnExpiry(log *slog.Logger, leaf *x509.Certificate, now time.Time) {
 		log.Warn("the TLS certificate is not valid yet: clients that verify it refuse to connect until then",
 			"serial", leaf.SerialNumber.String(), "not_before", leaf.NotBefore.UTC())
 	}
+}
+
+// serverErrors is the http.Server's error log: each line a warning,
+// except a TLS handshake the client closed before sending anything (EOF),
+// which is what a TCP probe or a load balancer's check does every few
+// seconds; those are debug lines, so a tcpSocket probe does not fill the
+// log. A handshake that fails for a reason (a plain HTTP request, a
+// client certificate refused) stays a warning.
+type serverErrors struct{ log *slog.Logger }
+
+func (e serverErrors) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "http: TLS handshake error from ") && strings.HasSuffix(msg, ": EOF") {
+		level = slog.LevelDebug
+	}
+	e.log.Log(context.Background(), level, msg)
+	return len(p), nil
 }
 
 // loopback reports whether addr is a loopback address, reachable only

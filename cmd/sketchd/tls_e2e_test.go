@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -361,5 +363,58 @@ func TestTLSSlowBodyOverHTTP2(t *testing.T) {
 	c.must(t, http.StatusOK, "GET", "/v1/sketches/slow", "", nil, &info)
 	if info.Cardinality != 0 {
 		t.Errorf("the stalled add changed the sketch: cardinality %v, want 0", info.Cardinality)
+	}
+}
+
+// TestTLSProbeNotLogged: a TCP probe that connects and closes (a
+// tcpSocket probe, a load balancer's check) leaves no warning in the log,
+// while a plain HTTP request to the TLS port does.
+func TestTLSProbeNotLogged(t *testing.T) {
+	ca := certstest.NewCA(t, "sketchd-test")
+	pair := ca.Server(t, "server")
+	addr := freeAddr(t)
+	var logs syncWriter
+	logs.w = new(bytes.Buffer)
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(exited)
+		runErr = run(ctx, []string{"-addr", addr, "-data", filepath.Join(t.TempDir(), "probe.db"), "-log-format", "text", "-drain-delay", "0s",
+			"-tls-cert", pair.CertFile, "-tls-key", pair.KeyFile}, func(string) string { return "" }, io.Discard, &logs)
+	}()
+	defer func() {
+		cancel()
+		<-exited
+		if runErr != nil {
+			t.Error(runErr)
+		}
+	}()
+	waitReadyOn(t, tlsDialer(ca.Pool(), false)(addr), exited, 30*time.Second)
+	for range 3 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if status, _, err := newClient(addr).do("GET", "/healthz", "", nil); err != nil || status != http.StatusBadRequest {
+		t.Fatalf("plain HTTP = %d, %v, want 400", status, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "client sent an HTTP request to an HTTPS server") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning about the plain HTTP request:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "TLS handshake error") && !strings.Contains(l, "HTTP request to an HTTPS server") {
+			t.Errorf("a probe was logged: %s", l)
+		}
+		if strings.Contains(l, "HTTP request to an HTTPS server") && !strings.Contains(l, "level=WARN") {
+			t.Errorf("the plain HTTP request was logged below warn: %s", l)
+		}
 	}
 }

@@ -418,3 +418,32 @@ func TestTLSProbeNotLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSExpiredWarned: an expired certificate starts (so a renewal and
+// SIGHUP can fix it without a restart) with a warning that says so.
+func TestTLSExpiredWarned(t *testing.T) {
+	ca := certstest.NewCA(t, "sketchd-test")
+	pair := ca.ServerUntil(t, "expired", time.Now().Add(-time.Hour))
+	var logs syncWriter
+	logs.w = new(bytes.Buffer)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-data", filepath.Join(t.TempDir(), "expired.db"), "-log-format", "text", "-drain-delay", "0s",
+			"-tls-cert", pair.CertFile, "-tls-key", pair.KeyFile}, func(string) string { return "" }, io.Discard, &logs)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "msg=listening") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line after 30s:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if line := logLine(logs.String(), "the TLS certificate has expired"); !strings.Contains(line, "level=WARN") || !strings.Contains(line, "serial="+pair.Cert.SerialNumber.String()) {
+		t.Errorf("no warning naming the expired certificate:\n%s", logs.String())
+	}
+}

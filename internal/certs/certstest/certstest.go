@@ -98,6 +98,13 @@ func (ca *CA) Server(tb testing.TB, name string) *Pair {
 	return ca.issue(tb, name, x509.ExtKeyUsageServerAuth, time.Now().Add(24*time.Hour))
 }
 
+// ServerUntil is Server with the certificate's NotAfter at notAfter (in
+// the past for an expired one; NotBefore is a day before it).
+func (ca *CA) ServerUntil(tb testing.TB, name string, notAfter time.Time) *Pair {
+	tb.Helper()
+	return ca.issue(tb, name, x509.ExtKeyUsageServerAuth, notAfter)
+}
+
 // Client signs a client certificate with common name name.
 func (ca *CA) Client(tb testing.TB, name string) *Pair {
 	tb.Helper()
@@ -107,10 +114,14 @@ func (ca *CA) Client(tb testing.TB, name string) *Pair {
 func (ca *CA) issue(tb testing.TB, name string, usage x509.ExtKeyUsage, notAfter time.Time) *Pair {
 	tb.Helper()
 	key := newKey(tb)
+	notBefore := time.Now().Add(-time.Hour)
+	if nb := notAfter.Add(-24 * time.Hour); nb.Before(notBefore) {
+		notBefore = nb
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(tb),
 		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
+		NotBefore:    notBefore,
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},

@@ -339,3 +339,62 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestReloadUnderHandshakes: while the files flip between two pairs and
+// Reload runs again and again (some reloads catching a certificate of
+// one pair beside the key of the other, and failing), every handshake
+// completes with one of the two leaves: a handshake never sees a
+// certificate with another pair's key, which would fail its signature.
+func TestReloadUnderHandshakes(t *testing.T) {
+	ca := certstest.NewCA(t, "test")
+	pairs := []*certstest.Pair{ca.Server(t, "a"), ca.Server(t, "b")}
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	copyFile(t, pairs[0].CertFile, cert)
+	copyFile(t, pairs[0].KeyFile, key)
+	f, err := certs.Load(cert, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, f.Config())
+	stop := make(chan struct{})
+	flipped := make(chan int)
+	go func() {
+		n := 0
+		defer func() { flipped <- n }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := pairs[i%2]
+			for from, to := range map[string]string{p.CertFile: cert, p.KeyFile: key} {
+				b, _ := os.ReadFile(from)
+				os.WriteFile(to+".new", b, 0o600)
+				os.Rename(to+".new", to)
+			}
+			if f.Reload() == nil {
+				n++
+			}
+		}
+	}()
+	client := &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}
+	seen := map[string]int{}
+	for range 200 {
+		st, err := dial(addr, client)
+		if err != nil {
+			t.Fatalf("a handshake during reloads: %v", err)
+		}
+		seen[st.PeerCertificates[0].SerialNumber.String()]++
+	}
+	close(stop)
+	if n := <-flipped; n < 2 {
+		t.Errorf("only %d reloads succeeded; the test did not swap pairs", n)
+	}
+	for s := range seen {
+		if s != pairs[0].Cert.SerialNumber.String() && s != pairs[1].Cert.SerialNumber.String() {
+			t.Errorf("served serial %s, neither pair's", s)
+		}
+	}
+}

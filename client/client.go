@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
@@ -34,6 +38,10 @@ type Client struct {
 	retry     RetryPolicy
 	// noKeys turns Idempotency-Keys off (WithoutIdempotencyKeys).
 	noKeys bool
+	// tlsConfig and caFile configure the client's own transport for an
+	// https server (WithTLSConfig, WithCAFile).
+	tlsConfig *tls.Config
+	caFile    string
 }
 
 // Option configures a Client.
@@ -49,6 +57,22 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // a Batcher's flushes reuse connections, and writes through a 64 KiB
 // buffer.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithTLSConfig makes the client's own transport use cfg for an https
+// base URL: the certificate authorities it trusts (RootCAs), a client
+// certificate for a server that requires one (Certificates, for sketchd's
+// -tls-client-ca), a ServerName. The client keeps a copy. HTTP/2 is
+// negotiated whenever the server offers it. It cannot be combined with
+// WithHTTPClient (configure that client's transport instead).
+func WithTLSConfig(cfg *tls.Config) Option { return func(c *Client) { c.tlsConfig = cfg.Clone() } }
+
+// WithCAFile makes the client trust the certificate authorities in the
+// PEM file at path, instead of the system's, for an https base URL (a
+// server whose certificate a private CA signed). New reads the file and
+// returns an error naming it if it holds no certificate. With
+// WithTLSConfig it replaces that configuration's RootCAs. It cannot be
+// combined with WithHTTPClient.
+func WithCAFile(path string) Option { return func(c *Client) { c.caFile = path } }
 
 // WithUserAgent sets the User-Agent header (default DefaultUserAgent).
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
@@ -90,8 +114,24 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.hc != nil && (c.tlsConfig != nil || c.caFile != "") {
+		return nil, errors.New("client: WithTLSConfig and WithCAFile configure the client's own transport; with WithHTTPClient, set TLSClientConfig on that client's transport instead")
+	}
+	if c.caFile != "" {
+		pool, err := readCAFile(c.caFile)
+		if err != nil {
+			return nil, err
+		}
+		if c.tlsConfig == nil {
+			c.tlsConfig = &tls.Config{}
+		}
+		c.tlsConfig.RootCAs = pool
+	}
 	if c.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// Clone keeps ForceAttemptHTTP2, so a TLS configuration of our
+		// own still offers HTTP/2.
+		tr.TLSClientConfig = c.tlsConfig
 		tr.MaxIdleConnsPerHost = 64
 		// Add bodies are tens of kilobytes: write them in few system
 		// calls.
@@ -102,6 +142,19 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// readCAFile reads the PEM certificates in path into a pool.
+func readCAFile(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("client: CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("client: CA file %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // CallOption changes one call.

@@ -13,6 +13,17 @@
 //	s, err := c.Describe(ctx, "signups") // s.Cardinality, s.StdError
 //	if client.IsNotFound(err) { … }
 //
+// # TLS
+//
+// An https base URL works as is against a certificate the system trusts.
+// WithCAFile trusts the certificate authorities of a PEM file instead
+// (sketchd serving a certificate of a private CA, -tls-cert), and
+// WithTLSConfig sets the whole configuration: a client certificate for a
+// server that requires one (-tls-client-ca), a ServerName. HTTP/2 is used
+// whenever the server offers it, which sketchd does over TLS.
+//
+//	c, err := client.New("https://sketchd.internal:8443", client.WithCAFile("/etc/sketchd/ca.pem"), client.WithToken(tok))
+//
 // # Errors
 //
 // An answer that is not a success is a *Problem (errors.As), carrying the

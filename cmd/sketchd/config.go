@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/certs"
 	"github.com/sketchd/sketchd/internal/server"
 )
 
@@ -45,6 +46,9 @@ type config struct {
 	keyWindow          time.Duration
 	keyBytes           int64
 	metricQuantiles    quantileList
+	tlsCert            string
+	tlsKey             string
+	tlsClientCA        string
 
 	// drainDelaySet says -drain-delay (or SKETCHD_DRAIN_DELAY) was given:
 	// only then does a terminal's Ctrl-C wait for it.
@@ -56,6 +60,9 @@ type config struct {
 	// configuration so that a bad file stops sketchd before it touches
 	// its data.
 	auth *server.Auth
+	// tls is the certificate and key (and client CAs) when -tls-cert is
+	// given, loaded and checked with the rest for the same reason.
+	tls *certs.Files
 }
 
 const usageHeader = `Usage: sketchd [flags]
@@ -128,6 +135,13 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 		}
 		c.auth = auth
 	}
+	if c.tlsCert != "" {
+		files, err := certs.Load(c.tlsCert, c.tlsKey, c.tlsClientCA)
+		if err != nil {
+			return c, err
+		}
+		c.tls = files
+	}
 	return c, nil
 }
 
@@ -173,6 +187,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Int64Var(&c.keyBytes, "idempotency-max-bytes", 256<<20, "memory (bbolt) or table space (PostgreSQL) for the Idempotency-Keys kept, with their answers, in bytes; past it the oldest are dropped before their window ends")
 	c.metricQuantiles = quantileList{0.5, 0.9, 0.99}
 	fs.Var(&c.metricQuantiles, "metric-quantiles", "comma-separated fractions in [0, 1] (at most 10) that each KLL sketch created with \"metric\": true exports on /metrics as sketchd_sketch_quantile{quantile=...}; empty exports none")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS (HTTP/2 and HTTP/1.1, TLS 1.2 or later) with the certificate chain in this PEM file, the leaf first (needs -tls-key); reread on SIGHUP, and a reload that fails keeps the certificate served before")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "the private key of -tls-cert, in a PEM file (PKCS #1, PKCS #8 or SEC 1)")
+	fs.StringVar(&c.tlsClientCA, "tls-client-ca", "", "mutual TLS: require every client to present a certificate that a CA in this PEM file signed (with -tls-cert); reread on SIGHUP")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve net/http/pprof on this separate address (empty: off); never expose it")
 	fs.BoolVar(&c.version, "version", false, "print the version, VCS revision and Go version, and exit")
 	explainValues(fs)
@@ -225,6 +242,12 @@ func (c config) validate() error {
 		return fmt.Errorf("-idempotency-max-bytes %d is below 1 MiB", c.keyBytes)
 	case c.authMetrics && c.authTokens == "":
 		return errors.New("-auth-metrics needs -auth-tokens")
+	case c.tlsCert != "" && c.tlsKey == "":
+		return errors.New("-tls-key is missing: -tls-cert needs the certificate's private key (a PEM file)")
+	case c.tlsKey != "" && c.tlsCert == "":
+		return errors.New("-tls-cert is missing: -tls-key needs the certificate it belongs to (a PEM file)")
+	case c.tlsClientCA != "" && c.tlsCert == "":
+		return errors.New("-tls-client-ca needs -tls-cert and -tls-key: mutual TLS is TLS first")
 	}
 	return nil
 }

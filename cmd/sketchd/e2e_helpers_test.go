@@ -93,7 +93,13 @@ func waitReady(tb testing.TB, addr string, exited <-chan struct{}) {
 
 func waitReadyWithin(tb testing.TB, addr string, exited <-chan struct{}, limit time.Duration) {
 	tb.Helper()
-	c := newClient(addr)
+	waitReadyOn(tb, newClient(addr), exited, limit)
+}
+
+// waitReadyOn polls /readyz through c (an HTTPS client, say) until it
+// answers 200, for at most limit.
+func waitReadyOn(tb testing.TB, c *client, exited <-chan struct{}, limit time.Duration) {
+	tb.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		select {
@@ -106,12 +112,19 @@ func waitReadyWithin(tb testing.TB, addr string, exited <-chan struct{}, limit t
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	tb.Fatalf("sketchd on %s not ready after %v", addr, limit)
+	tb.Fatalf("sketchd on %s not ready after %v", c.base, limit)
 }
 
 // startInProcess runs sketchd's run() in this process (so -race sees the
 // whole stack) and stops it when the test ends.
 func startInProcess(tb testing.TB, data string, args ...string) *client {
+	tb.Helper()
+	return startInProcessOn(tb, data, newClient, args...)
+}
+
+// startInProcessOn is startInProcess with the client dial makes for the
+// listen address (an HTTPS one, say), which also polls /readyz.
+func startInProcessOn(tb testing.TB, data string, dial func(addr string) *client, args ...string) *client {
 	tb.Helper()
 	addr := freeAddr(tb)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -128,8 +141,9 @@ func startInProcess(tb testing.TB, data string, args ...string) *client {
 			tb.Errorf("run: %v", runErr)
 		}
 	})
-	waitReady(tb, addr, done)
-	return newClient(addr)
+	c := dial(addr)
+	waitReadyOn(tb, c, done, 30*time.Second)
+	return c
 }
 
 var (
@@ -177,6 +191,13 @@ func startProcess(tb testing.TB, data string, args ...string) *proc {
 
 func startProcessWithin(tb testing.TB, limit time.Duration, data string, args ...string) *proc {
 	tb.Helper()
+	return startProcessOn(tb, limit, data, newClient, args...)
+}
+
+// startProcessOn is startProcessWithin polling /readyz through the client
+// dial makes for the listen address.
+func startProcessOn(tb testing.TB, limit time.Duration, data string, dial func(addr string) *client, args ...string) *proc {
+	tb.Helper()
 	p := &proc{addr: freeAddr(tb), stderr: &syncWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
 	p.cmd = exec.Command(sketchdBinary(tb), append([]string{"-addr", p.addr, "-data", data, "-log-level", "warn", "-drain-delay", "0s"}, args...)...)
 	p.cmd.Stderr = p.stderr
@@ -188,7 +209,7 @@ func startProcessWithin(tb testing.TB, limit time.Duration, data string, args ..
 		close(p.exited)
 	}()
 	tb.Cleanup(func() { p.kill() })
-	waitReadyWithin(tb, p.addr, p.exited, limit)
+	waitReadyOn(tb, dial(p.addr), p.exited, limit)
 	return p
 }
 

@@ -4,7 +4,8 @@
 // bbolt file or in PostgreSQL. With no arguments it listens on :8080 and
 // keeps its data in ./sketchd.db; every flag also reads SKETCHD_<FLAG>
 // (upper case, - as _). SIGINT and SIGTERM drain requests, commit and exit
-// 0; a second one exits at once. SIGHUP reloads the token file.
+// 0; a second one exits at once. SIGHUP rereads the token file and the
+// TLS certificate, key and client CAs (-tls-cert, -tls-key, -tls-client-ca).
 // "sketchd check -data FILE" checks a stopped store's files offline
 // (check.go).
 package main

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -119,10 +122,17 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 	if d, ok := db.(interface{ Dependencies() []postgres.Dependency }); ok {
 		reg.MustRegister(dependencyCollector{d.Dependencies})
 	}
+	if cfg.tls != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sketchd_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the TLS certificate served now expires (its NotAfter), in Unix seconds; a SIGHUP that loads a renewed one moves it.",
+		}, func() float64 { return float64(cfg.tls.Leaf().NotAfter.Unix()) }))
+		warnExpiry(log, cfg.tls.Leaf(), time.Now())
+	}
 
 	auth := cfg.auth
-	if auth != nil {
-		go reloadOnHangup(ctx, cfg, auth, log)
+	if auth != nil || cfg.tls != nil {
+		go reloadOnHangup(ctx, cfg, log)
 	}
 	srv := server.New(server.Config{
 		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
@@ -146,11 +156,25 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          stdlog.New(serverErrors{log}, "", 0),
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "backend", backendName(cfg), "version", buildVersion(), "auth", auth != nil)
+	tlsMode := "off"
+	if cfg.tls != nil {
+		// ServeTLS takes the certificate from the configuration's
+		// GetCertificate, so a reload reaches the next handshake; a plain
+		// HTTP request to this port gets Go's 400 "Client sent an HTTP
+		// request to an HTTPS server" and is never routed.
+		hs.TLSConfig = cfg.tls.Config()
+		tlsMode = "on"
+		if cfg.tls.MutualTLS() {
+			tlsMode = "mutual"
+		}
+		go func() { served <- hs.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- hs.Serve(ln) }()
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "tls", tlsMode, "backend", backendName(cfg), "version", buildVersion(), "auth", auth != nil)
 	if auth == nil && !loopback(ln.Addr()) {
 		log.Warn("the API is open to anyone who can reach "+ln.Addr().String()+": no -auth-tokens; pass -auth-tokens, or -addr 127.0.0.1:8080 to listen on loopback only",
 			"addr", ln.Addr().String())
@@ -297,9 +321,11 @@ func expireSketches(ctx context.Context, xs server.ExpiryStore, log *slog.Logger
 	})
 }
 
-// reloadOnHangup reloads the token file on SIGHUP. A failed reload leaves
-// no token valid (server.Auth fails closed), and says why.
-func reloadOnHangup(ctx context.Context, cfg config, auth *server.Auth, log *slog.Logger) {
+// reloadOnHangup reloads the token file and the TLS files (whichever are
+// configured) on SIGHUP. A failed token reload leaves no token valid
+// (server.Auth fails closed); a failed TLS reload keeps the certificate
+// served before (certs says why). Either says what failed.
+func reloadOnHangup(ctx context.Context, cfg config, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -308,6 +334,8 @@ func reloadOnHangup(ctx context.Context, cfg config, auth *server.Auth, log *slo
 		case <-ctx.Done():
 			return
 		case <-hup:
+		}
+		if auth := cfg.auth; auth != nil {
 			if n, err := auth.Reload(); err != nil {
 				log.Error("reloading tokens failed: every request that needs a token is refused until a reload succeeds", "err", err)
 			} else if n == 0 {
@@ -316,7 +344,50 @@ func reloadOnHangup(ctx context.Context, cfg config, auth *server.Auth, log *slo
 				log.Info("reloaded tokens", "tokens", n)
 			}
 		}
+		if files := cfg.tls; files != nil {
+			old := files.Leaf()
+			if err := files.Reload(); err != nil {
+				log.Error("reloading the TLS certificate failed: the certificate loaded before is still served",
+					"err", err, "serial", old.SerialNumber.String(), "not_after", old.NotAfter.UTC())
+				continue
+			}
+			leaf := files.Leaf()
+			log.Info("reloaded the TLS certificate", "serial", leaf.SerialNumber.String(), "subject", leaf.Subject.String(),
+				"not_after", leaf.NotAfter.UTC(), "changed", !leaf.Equal(old))
+			warnExpiry(log, leaf, time.Now())
+		}
 	}
+}
+
+// warnExpiry warns when the certificate served is not valid at now: TLS
+// clients will refuse it until one that is valid is loaded (SIGHUP).
+func warnExpiry(log *slog.Logger, leaf *x509.Certificate, now time.Time) {
+	switch {
+	case now.After(leaf.NotAfter):
+		log.Warn("the TLS certificate has expired: clients that verify it refuse to connect; install a renewed one and send SIGHUP",
+			"serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter.UTC())
+	case now.Before(leaf.NotBefore):
+		log.Warn("the TLS certificate is not valid yet: clients that verify it refuse to connect until then",
+			"serial", leaf.SerialNumber.String(), "not_before", leaf.NotBefore.UTC())
+	}
+}
+
+// serverErrors is the http.Server's error log: each line a warning,
+// except a TLS handshake the client closed before sending anything (EOF),
+// which is what a TCP probe or a load balancer's check does every few
+// seconds; those are debug lines, so a tcpSocket probe does not fill the
+// log. A handshake that fails for a reason (a plain HTTP request, a
+// client certificate refused) stays a warning.
+type serverErrors struct{ log *slog.Logger }
+
+func (e serverErrors) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "http: TLS handshake error from ") && strings.HasSuffix(msg, ": EOF") {
+		level = slog.LevelDebug
+	}
+	e.log.Log(context.Background(), level, msg)
+	return len(p), nil
 }
 
 // loopback reports whether addr is a loopback address, reachable only

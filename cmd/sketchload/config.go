@@ -1,11 +1,13 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -62,6 +64,10 @@ type config struct {
 	maxBackoff   time.Duration
 	seed         uint64
 	keys         bool // send an Idempotency-Key with every add
+	// caFile names the PEM file of the CAs an https target's certificate
+	// is checked against (instead of the system's); roots holds them.
+	caFile string
+	roots  *x509.CertPool
 }
 
 // names returns the sketch (Redis: key) names the run spreads its load over.
@@ -116,6 +122,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "per-request timeout")
 	fs.DurationVar(&c.maxBackoff, "max-backoff", time.Second, "on 503/429 with Retry-After the worker pauses that long, at most this (0 = never pause)")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed (same seed, same ids)")
+	fs.StringVar(&c.caFile, "ca-file", "", "with an https:// -target: trust the certificate authorities in this PEM `file` instead of the system's (sketchd serving a certificate of a private CA). Each worker keeps its own HTTP/1.1 connection over TLS, as over plain HTTP")
 	fs.BoolVar(&c.keys, "idempotency-keys", false, "send a new Idempotency-Key with every add (unique to the run), as the Go client does, to measure what keys cost")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
@@ -151,6 +158,16 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	if err := c.validate(set); err != nil {
 		return nil, err
 	}
+	if c.caFile != "" {
+		b, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("-ca-file: %w", err)
+		}
+		c.roots = x509.NewCertPool()
+		if !c.roots.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("-ca-file %s: no PEM certificate in it", c.caFile)
+		}
+	}
 	if c.prebuilt < 0 {
 		c.prebuilt = min(autoPoolMax, max(autoPoolMin, (autoPoolIDs+c.batch-1)/c.batch))
 	}
@@ -180,8 +197,14 @@ func (c *config) validate(set map[string]bool) error {
 			bad("-target %q: want a base URL without query or fragment", c.target)
 		}
 		c.target = strings.TrimRight(c.target, "/")
+		if c.caFile != "" && err == nil && u.Scheme != "https" {
+			bad("-ca-file needs an https:// -target, not %q", c.target)
+		}
 	} else if set["target"] {
 		bad("-target and -redis exclude each other")
+	}
+	if c.caFile != "" && (c.redis != "" || c.postgres != "") {
+		bad("-ca-file applies to sketchd (-target)")
 	}
 	if c.conc < 1 || c.conc > 10000 {
 		bad("-c %d: want 1..10000", c.conc)

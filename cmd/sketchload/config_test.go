@@ -83,6 +83,10 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-redis", "h:1", "-target", "http://h"}, "exclude"},
 		{[]string{"-redis", "h:1", "-create"}, "-create"},
 		{[]string{"-token", "a\nb"}, "line breaks"},
+		{[]string{"-target", "http://h:1", "-ca-file", "config_test.go"}, "needs an https:// -target"},
+		{[]string{"-redis", "h:1", "-ca-file", "config_test.go"}, "-ca-file applies to sketchd"},
+		{[]string{"-target", "https://h:1", "-ca-file", "absent.pem"}, "absent.pem"},
+		{[]string{"-target", "https://h:1", "-ca-file", "config_test.go"}, "-ca-file config_test.go: no PEM certificate"},
 		{[]string{"extra"}, "unexpected argument"},
 	}
 	for _, tt := range bad {

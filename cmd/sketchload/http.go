@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -55,6 +56,9 @@ func newHTTPDriver(cfg *config) *httpDriver {
 		DisableCompression:    true,
 		WriteBufferSize:       64 << 10,
 		ReadBufferSize:        16 << 10,
+	}
+	if cfg.roots != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: cfg.roots}
 	}
 	d := &httpDriver{
 		cfg:    cfg,

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/certs/certstest"
 )
 
 // fakeSketchd implements the create and add routes of the HTTP contract
@@ -496,5 +500,38 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := parseRetryAfter(tt.in, now); got != tt.want {
 			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestRunHTTPS: against an https target whose certificate a private CA
+// signed, -ca-file makes every add succeed; without it the run stops at
+// the certificate.
+func TestRunHTTPS(t *testing.T) {
+	t.Parallel()
+	ca := certstest.NewCA(t, "sketchload-test")
+	fake := newFakeSketchd(t)
+	srv := httptest.NewUnstartedServer(fake.handler())
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Server(t, "server").TLS}}
+	srv.StartTLS()
+	defer srv.Close()
+
+	res, stderr, err := runJSON(t, t.Context(), "-target", srv.URL, "-ca-file", ca.File, "-create", "-c", "2",
+		"-batch", "10", "-requests", "20", "-prebuilt", "0", "-dist", "sequential")
+	if err != nil {
+		t.Fatalf("run: %v (stderr %s)", err, stderr)
+	}
+	srv.Close()
+	if res.OKRequests != 20 || fake.accepted != 200 {
+		t.Errorf("ok requests %d, accepted %d, want 20 and 200", res.OKRequests, fake.accepted)
+	}
+
+	srv = httptest.NewUnstartedServer(fake.handler())
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Server(t, "server").TLS}}
+	srv.StartTLS()
+	defer srv.Close()
+	_, _, err = runJSON(t, t.Context(), "-target", srv.URL, "-create", "-requests", "5")
+	var unknown x509.UnknownAuthorityError
+	if !errors.As(err, &unknown) {
+		t.Errorf("run without -ca-file = %v, want the certificate refused", err)
 	}
 }

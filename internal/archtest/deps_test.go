@@ -52,7 +52,9 @@ var rules = map[string]struct {
 	"client": {allow: nil},
 	// The console's page is embedded files and a handler: the standard
 	// library only.
-	"internal/console":        {},
+	"internal/console": {},
+	// TLS from PEM files: the standard library only.
+	"internal/certs":          {forbidStd: []string{"net/http"}},
 	"internal/server":         {allow: above(mod+"internal/console", mod+"internal/cohort", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/ingest", mod+"internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5")},
 	"migrations/postgres":     {forbidStd: []string{"net/http"}},
 	"internal/store/postgres": {allow: above(mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", mod+"migrations/postgres", "github.com/spaolacci/murmur3", "github.com/jackc/", "golang.org/x/sync", "golang.org/x/text"), forbidStd: []string{"net/http"}},

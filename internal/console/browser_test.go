@@ -45,8 +45,8 @@ func chromium(t *testing.T) string {
 }
 
 // browser starts one headless Chromium for the test, with a 1280×800
-// window.
-func browser(t *testing.T) context.Context {
+// window and any extra options.
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -55,6 +55,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("lang", "en-US"),
 	)
+	opts = append(opts, extra...)
 	if os.Geteuid() == 0 {
 		// Chromium refuses to run as root with its sandbox.
 		opts = append(opts, chromedp.NoSandbox)

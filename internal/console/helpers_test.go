@@ -2,9 +2,11 @@ package console_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/api"
+	"github.com/sketchd/sketchd/internal/certs"
+	"github.com/sketchd/sketchd/internal/certs/certstest"
 	"github.com/sketchd/sketchd/internal/server"
 	"github.com/sketchd/sketchd/internal/store/bolt"
 	"github.com/sketchd/sketchd/internal/store/bolt/bolttest"
@@ -33,6 +37,9 @@ const (
 type site struct {
 	url   string
 	token string // write token used by the test's own API calls ("" if open)
+	// client sends the test's own API calls (one trusting the test's CA
+	// for an HTTPS site); nil is http.DefaultClient.
+	client *http.Client
 }
 
 // openStore opens the embedded store in a temporary directory, closed
@@ -44,6 +51,39 @@ func openStore(tb testing.TB) server.Store {
 
 // newSite starts the whole server; protected turns on bearer tokens.
 func newSite(tb testing.TB, protected bool) *site {
+	tb.Helper()
+	s, h := newHandler(tb, protected)
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+// newTLSSite starts the whole server over HTTPS with sketchd's own TLS
+// configuration (internal/certs, as -tls-cert and -tls-key set it up),
+// serving pair, which ca signed.
+func newTLSSite(tb testing.TB, protected bool, ca *certstest.CA, pair *certstest.Pair) *site {
+	tb.Helper()
+	s, h := newHandler(tb, protected)
+	files, err := certs.Load(pair.CertFile, pair.KeyFile, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, TLSConfig: files.Config(), ReadHeaderTimeout: 10 * time.Second}
+	go hs.ServeTLS(ln, "", "")
+	tb.Cleanup(func() { hs.Close() })
+	s.url = "https://" + ln.Addr().String()
+	s.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}, ForceAttemptHTTP2: true}}
+	return s
+}
+
+// newHandler builds the server over a fresh store; protected turns on
+// bearer tokens.
+func newHandler(tb testing.TB, protected bool) (*site, http.Handler) {
 	tb.Helper()
 	deps := server.Deps{Store: openStore(tb), OpenAPI: api.Spec()}
 	s := &site{}
@@ -59,10 +99,14 @@ func newSite(tb testing.TB, protected bool) *site {
 		deps.Auth = auth
 		s.token = writeToken
 	}
-	srv := httptest.NewServer(server.New(server.DefaultConfig(), deps))
-	tb.Cleanup(srv.Close)
-	s.url = srv.URL
-	return s
+	return s, server.New(server.DefaultConfig(), deps)
+}
+
+func (s *site) httpClient() *http.Client {
+	if s.client != nil {
+		return s.client
+	}
+	return http.DefaultClient
 }
 
 // call sends one API request and decodes a 2xx JSON answer into out.
@@ -78,7 +122,7 @@ func (s *site) call(tb testing.TB, method, path, ctype string, body []byte, out 
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -260,7 +304,7 @@ func (s *site) raw(tb testing.TB, name string) []byte {
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}

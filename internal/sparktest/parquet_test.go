@@ -180,7 +180,7 @@ func python3With(t *testing.T, module, version, require string) string {
 	if err != nil {
 		skip("python3 is not on PATH")
 	}
-	out, err := exec.Command(py, "-c", "import "+module+"; print("+module+".__version__)").CombinedOutput()
+	out, err := exec.Command(py, "-c", "import importlib.metadata, "+module+"; print(importlib.metadata.version('"+module+"'))").CombinedOutput()
 	if err != nil {
 		skip("python3 cannot import " + module + ": " + lastLine(out))
 	}

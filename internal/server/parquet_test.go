@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -380,4 +384,55 @@ func TestListParquetDamage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkListParquet streams a page of 1,000 FULL HLLs of 114,688
+// bytes (109 MiB of Parquet) and reports, beside the rate, the largest
+// heap the listing added to what the store holds (sampled every
+// millisecond, the collector run at 2% growth so that the heap is close
+// to what is live): about one row group's worth, whatever the page's
+// length (docs/formats.md, "A prefix as a Parquet table").
+func BenchmarkListParquet(b *testing.B) {
+	e := newEnv(b)
+	big := string(encode(b, hllOf(b, hll.Params{Log2m: 17, Regwidth: 7, Expthresh: 0, Sparse: false}, 1, 2, 3)))
+	for i := range 1000 {
+		must(b, e.send(b, http.MethodPut, fmt.Sprintf("/v1/sketches/m:%04d/raw", i), "application/octet-stream", big), http.StatusCreated, "upload")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(2))
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc)
+			}
+		}
+	}()
+	b.SetBytes(int64(len(big)) * 1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := e.srv.Client().Get(e.srv.URL + "/v1/sketches?prefix=m:&limit=1000&format=parquet")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	close(stop)
+	<-done
+	b.ReportMetric(float64(peak.Load()-min(peak.Load(), base.HeapAlloc))/(1<<20), "peak-heap-MiB")
 }

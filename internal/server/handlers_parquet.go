@@ -78,9 +78,15 @@ func (s *Server) writeParquetList(w http.ResponseWriter, r *http.Request, infos 
 	pw := parquet.NewGenericWriter[parquetRow](out, opts...)
 	fail := func(err error) error {
 		if !out.started {
+			// The problem answer is not a file.
+			for _, k := range []string{"Content-Disposition", "Cache-Control", "Sketchd-Next"} {
+				h.Del(k)
+			}
 			return err
 		}
-		s.log.ErrorContext(r.Context(), "parquet listing cut short", "request_id", requestIDOf(r.Context()), "path", r.URL.Path, "err", err)
+		if !errors.Is(err, errClientGone) && r.Context().Err() == nil {
+			s.log.ErrorContext(r.Context(), "parquet listing cut short", "request_id", requestIDOf(r.Context()), "path", r.URL.Path, "err", err)
+		}
 		panic(http.ErrAbortHandler)
 	}
 	for len(infos) > 0 {

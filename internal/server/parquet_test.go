@@ -365,6 +365,9 @@ func TestListParquetDamage(t *testing.T) {
 				if resp.StatusCode != http.StatusInternalServerError || resp.Header.Get("Content-Type") != "application/problem+json" || p.Type != problemTypePrefix+"damaged" || !strings.Contains(p.Detail, tc.damaged) {
 					t.Errorf("answer %d %s %+v, want a 500 problem of type damaged naming %s", resp.StatusCode, resp.Header.Get("Content-Type"), p, tc.damaged)
 				}
+				if cd := resp.Header.Get("Content-Disposition"); cd != "" {
+					t.Errorf("the problem answer has Content-Disposition %q, as if it were the file", cd)
+				}
 			default:
 				resp, err := e.srv.Client().Get(e.srv.URL + path)
 				if err != nil {

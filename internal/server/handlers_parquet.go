@@ -57,8 +57,9 @@ func (s *Server) writeParquetList(w http.ResponseWriter, r *http.Request, infos 
 	if next != "" {
 		h.Set("Sketchd-Next", next)
 	}
+	// created_by stays parquet-go's own: readers key their workarounds
+	// of writers' bugs on the library that wrote the file.
 	opts := []parquet.WriterOption{
-		parquet.CreatedBy("sketchd", "v1", ""),
 		// Version 1 data pages: every engine reads them.
 		parquet.DataPageVersion(1),
 		// Bounds of sketch bytes say nothing and would copy them into

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/sketchd/sketchd/client"
 )
@@ -212,6 +215,29 @@ func TestEveryCall(t *testing.T) {
 	page, err = c.List(ctx, client.ListOptions{Prefix: "ab", After: "ab"})
 	if err != nil || len(page.Sketches) != 1 || page.Sketches[0].Name != "ab8" || page.Next != "" {
 		t.Fatalf("List(prefix ab, after ab) = %+v, %v", page, err)
+	}
+	// The same pages as Parquet files, read with parquet-go.
+	pq, err := c.ListParquet(ctx, client.ListOptions{Limit: 3})
+	if err != nil || pq.Next != "ab8" {
+		t.Fatalf("ListParquet(limit 3) = %+v, %v", pq, err)
+	}
+	file, err := io.ReadAll(pq.Body)
+	pq.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := parquet.Read[struct {
+		Name  string `parquet:"name"`
+		Bytes []byte `parquet:"bytes"`
+	}](bytes.NewReader(file), int64(len(file)))
+	if err != nil || len(rows) != 3 || rows[0].Name != "a" || rows[2].Name != "ab8" {
+		t.Fatalf("ListParquet(limit 3)'s file holds %+v, %v; want a, ab, ab8", rows, err)
+	}
+	if raw, err := c.Raw(ctx, "ab", client.RawOptions{}); err != nil || !bytes.Equal(raw.Data, rows[1].Bytes) {
+		t.Fatalf("ListParquet's bytes of ab %x, Raw %+v, %v", rows[1].Bytes, raw, err)
+	}
+	if _, err := c.ListParquet(ctx, client.ListOptions{Limit: 1001}); client.StatusOf(err) != http.StatusBadRequest {
+		t.Fatalf("ListParquet(limit 1001) = %v, want a 400 problem", err)
 	}
 
 	m, err := c.Metrics(ctx)

@@ -223,13 +223,18 @@ type call struct {
 	ok []int
 	// key is the write's Idempotency-Key (set by do).
 	key string
+	// stream leaves the body of an answer with a status in ok unread,
+	// in response.stream, for the caller to read and close.
+	stream bool
 }
 
-// response is a buffered answer.
+// response is a buffered answer, or with call.stream an answer whose
+// body is still to be read.
 type response struct {
 	status int
 	header http.Header
 	body   []byte
+	stream io.ReadCloser
 }
 
 // escapePath returns /v1/sketches/{name}… with name escaped as one path
@@ -322,6 +327,9 @@ func (cl *Client) send(ctx context.Context, c call, target, requestID string) (*
 	resp, err := cl.hc.Do(req)
 	if err != nil {
 		return nil, &transportError{method: c.method, path: c.path, err: err}
+	}
+	if c.stream && statusIn(resp.StatusCode, c.ok) {
+		return &response{status: resp.StatusCode, header: resp.Header, stream: resp.Body}, nil
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))

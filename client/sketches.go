@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"iter"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -293,6 +296,39 @@ func (c *Client) All(ctx context.Context, prefix string) iter.Seq2[Sketch, error
 			opts.After = page.Next
 		}
 	}
+}
+
+// ParquetPage is a page of sketches as one Parquet file.
+type ParquetPage struct {
+	// Body streams the file: a row per sketch in name order, with the
+	// columns name, kind, parameters (the JSON object Create takes),
+	// estimate and bytes (exactly what Raw gives). Read it to its end
+	// and close it. A read error means the server cut the file short
+	// (damage found, or a failure, after it had begun): what was read
+	// is not a whole file.
+	Body io.ReadCloser
+	// Next is ListOptions.After for the next page; "" on the last page.
+	Next string
+	// Unreadable names (quoted, comma separated) the stored sketches the
+	// page leaves out because their records cannot be decoded.
+	Unreadable string
+}
+
+// ListParquet returns a page of sketches as one Parquet file (GET
+// /v1/sketches?format=parquet), pages as List's. The file is streamed:
+// the caller reads and closes Body.
+func (c *Client) ListParquet(ctx context.Context, opts ListOptions) (*ParquetPage, error) {
+	q := listQuery(opts)
+	q.Set("format", "parquet")
+	r, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/sketches", query: q, idempotent: true, stream: true, ok: []int{http.StatusOK}})
+	if err != nil {
+		return nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(r.header.Get("Content-Type")); mt != "application/vnd.apache.parquet" {
+		r.stream.Close()
+		return nil, fmt.Errorf("client: GET /v1/sketches?format=parquet answered %s, not a Parquet file", r.header.Get("Content-Type"))
+	}
+	return &ParquetPage{Body: r.stream, Next: r.header.Get("Sketchd-Next"), Unreadable: r.header.Get("Sketchd-Unreadable")}, nil
 }
 
 func listQuery(opts ListOptions) url.Values {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/sketchd/sketchd/internal/hll"
@@ -609,6 +611,25 @@ func TestUnreadableRecord(t *testing.T) {
 	c.must(t, http.StatusOK, "GET", "/v1/sketches", "", nil, &list)
 	if len(list.Sketches) != 2 || list.Sketches[0].Name != "a" || list.Sketches[1].Name != "c" {
 		t.Errorf("listed %+v, want a and c", list.Sketches)
+	}
+	// The Parquet listing leaves it out too, and says so in the header
+	// and in the file.
+	req, _ = http.NewRequest("GET", c.base+"/v1/sketches?format=parquet", nil)
+	resp, err = c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Sketchd-Unreadable") != `"b"` {
+		t.Fatalf("Parquet list = %d, Sketchd-Unreadable %q, %v; want 200 naming \"b\"", resp.StatusCode, resp.Header.Get("Sketchd-Unreadable"), err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := pf.Lookup("sketchd.unreadable"); v != `"b"` || pf.NumRows() != 2 {
+		t.Errorf("the Parquet listing holds %d rows and sketchd.unreadable %q; want a and c, and \"b\"", pf.NumRows(), v)
 	}
 	if m := string(c.must(t, http.StatusOK, "GET", "/metrics", "", nil, nil)); !regexp.MustCompile(`(?m)^sketchd_store_unreadable_records_total [1-9]`).MatchString(m) {
 		t.Error("sketchd_store_unreadable_records_total does not count it")

@@ -14,6 +14,12 @@ const mod = "github.com/sketchd/sketchd/"
 // ds_hll engine wraps, with what it brings.
 var dataSketchesGo = []string{"github.com/apache/datasketches-go/", "github.com/twmb/murmur3"}
 
+// parquetGo is the pinned Parquet library (go.mod) the server writes a
+// listing's Parquet file with (GET /v1/sketches?format=parquet), with
+// what it brings: its compression codecs, protobuf and geometry types
+// (its variant and geospatial columns), uuid, and x/sys for CPU features.
+var parquetGo = []string{"github.com/parquet-go/", "github.com/andybalholm/brotli", "github.com/klauspost/compress", "github.com/pierrec/lz4/", "github.com/google/uuid", "github.com/twpayne/go-geom", "google.golang.org/protobuf", "golang.org/x/sys"}
+
 // engines are the sketch engines below internal/sketch that wrap a
 // library, and what every package above them may therefore depend on.
 var engines = append([]string{mod + "internal/poison", mod + "internal/dshll", mod + "internal/cpc", mod + "internal/zeta", mod + "internal/airlift", mod + "internal/hllbias"}, dataSketchesGo...)
@@ -55,7 +61,7 @@ var rules = map[string]struct {
 	"internal/console": {},
 	// TLS from PEM files: the standard library only.
 	"internal/certs":          {forbidStd: []string{"net/http"}},
-	"internal/server":         {allow: above(mod+"internal/console", mod+"internal/cohort", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/ingest", mod+"internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5")},
+	"internal/server":         {allow: append(parquetGo, above(mod+"internal/console", mod+"internal/cohort", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/ingest", mod+"internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5")...)},
 	"migrations/postgres":     {forbidStd: []string{"net/http"}},
 	"internal/store/postgres": {allow: above(mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", mod+"migrations/postgres", "github.com/spaolacci/murmur3", "github.com/jackc/", "golang.org/x/sync", "golang.org/x/text"), forbidStd: []string{"net/http"}},
 }

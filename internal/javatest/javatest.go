@@ -115,22 +115,47 @@ func Jar(a Artifact) string {
 	return filepath.Join(repo(), filepath.FromSlash(strings.ReplaceAll(a.Group, ".", "/")), a.Name, a.Version, a.Name+"-"+a.Version+".jar")
 }
 
-// start compiles Interop.java (once per source and classpath, cached in
-// the user's cache directory) and starts it. skip says what is missing.
-func start(optimize bool) (j *JVM, skip string, err error) {
+// classpath returns the class path of Artifacts' jars, or what is
+// missing: javac, java or a jar.
+func classpath() (cp, skip string) {
 	for _, tool := range []string{"javac", "java"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return nil, tool + " is not on PATH", nil
+			return "", tool + " is not on PATH"
 		}
 	}
 	jars := make([]string, len(Artifacts))
 	for i, a := range Artifacts {
 		jars[i] = Jar(a)
 		if _, err := os.Stat(jars[i]); err != nil {
-			return nil, fmt.Sprintf("%s is not in the Maven repository (%s)", a, jars[i]), nil
+			return "", fmt.Sprintf("%s is not in the Maven repository (%s)", a, jars[i])
 		}
 	}
-	cp := strings.Join(jars, string(os.PathListSeparator))
+	return strings.Join(jars, string(os.PathListSeparator)), ""
+}
+
+// Classpath returns the class path of Artifacts' jars, for a test that
+// compiles and runs Java of its own (java and javac are on PATH). It
+// skips tb as Shared.Get does (fails it under SKETCHD_REQUIRE_JAVA=1)
+// when Java or a jar is missing.
+func Classpath(tb testing.TB) string {
+	tb.Helper()
+	cp, skip := classpath()
+	if skip != "" {
+		if os.Getenv("SKETCHD_REQUIRE_JAVA") == "1" {
+			tb.Fatalf("SKETCHD_REQUIRE_JAVA=1 but %s", skip)
+		}
+		tb.Skipf("skipping the Java test: %s (install a JDK and fetch %s with mvn dependency:get)", skip, artifactList())
+	}
+	return cp
+}
+
+// start compiles Interop.java (once per source and classpath, cached in
+// the user's cache directory) and starts it. skip says what is missing.
+func start(optimize bool) (j *JVM, skip string, err error) {
+	cp, skip := classpath()
+	if skip != "" {
+		return nil, skip, nil
+	}
 	sum := sha256.Sum256(append(append([]byte(nil), source...), cp...))
 	cache, err := os.UserCacheDir()
 	if err != nil {

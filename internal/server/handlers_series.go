@@ -114,7 +114,7 @@ type skippingSeriesLister interface {
 }
 
 func (s *Server) handleSeriesList(w http.ResponseWriter, r *http.Request) error {
-	prefix, after, limit, err := listParams(r)
+	_, prefix, after, limit, err := listParams(r)
 	if err != nil {
 		return err
 	}

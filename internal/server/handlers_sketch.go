@@ -39,10 +39,17 @@ func nameParam(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// handleList lists a page of sketches: as JSON, or with ?format=parquet
+// as one Parquet file, a row a sketch (writeParquetList). Both skip the
+// records that cannot be decoded and name them in Sketchd-Unreadable.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
-	prefix, after, limit, err := listParams(r)
+	q, prefix, after, limit, err := listParams(r, "format")
 	if err != nil {
 		return err
+	}
+	format, _ := first(q, "format")
+	if format != "" && format != "json" && format != "parquet" {
+		return sketch.Errorf(sketch.Invalid, "query parameter format=%q must be json (the default) or parquet", clip(format))
 	}
 	// A token limited to prefixes lists only what it may see.
 	infos, more, skipped, err := listWithin(r.Context(), prefix, after, limit, func(prefix, after string, limit int) ([]sketch.Info, bool, []string, error) {
@@ -58,31 +65,36 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 	if len(skipped) > 0 {
 		w.Header().Set("Sketchd-Unreadable", strings.Join(skipped, ", "))
 	}
-	resp := listResponse{Sketches: make([]any, len(infos))}
+	next := ""
+	if more {
+		next = infos[len(infos)-1].Name
+	}
+	if format == "parquet" {
+		return s.writeParquetList(w, r, infos, next, skipped)
+	}
+	resp := listResponse{Sketches: make([]any, len(infos)), Next: next}
 	for i, in := range infos {
 		resp.Sketches[i] = withExpiry(in, describe(in))
-	}
-	if more {
-		resp.Next = infos[len(infos)-1].Name
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }
 
-// listParams reads ?prefix=, ?after= and ?limit= of a list route.
-func listParams(r *http.Request) (prefix, after string, limit int, err error) {
-	q, err := query(r, "prefix", "after", "limit")
+// listParams reads ?prefix=, ?after= and ?limit= of a list route, which
+// may take the query parameters extra too (q holds them all).
+func listParams(r *http.Request, extra ...string) (q map[string][]string, prefix, after string, limit int, err error) {
+	q, err = query(r, append([]string{"prefix", "after", "limit"}, extra...)...)
 	if err != nil {
-		return "", "", 0, err
+		return nil, "", "", 0, err
 	}
 	prefix, _ = first(q, "prefix")
 	after, _ = first(q, "after")
 	for k, v := range map[string]string{"prefix": prefix, "after": after} {
 		if v != "" && sketch.ValidateName(v) != nil {
-			return "", "", 0, sketch.Errorf(sketch.Invalid, "query parameter %s=%q is not a name (or its start)", k, clip(v))
+			return nil, "", "", 0, sketch.Errorf(sketch.Invalid, "query parameter %s=%q is not a name (or its start)", k, clip(v))
 		}
 	}
 	limit, err = intParam(q, "limit", 100, 1, 1000)
-	return prefix, after, limit, err
+	return q, prefix, after, limit, err
 }
 
 // skippingLister is a Store whose listing reports the records it skipped

@@ -7,40 +7,57 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// docBlock is a fenced block of Spark lines in docs/formats.md: a ```sql
-// or ```python block whose label (the paragraph above it) starts with
-// "Spark" or "PySpark", under the kind whose section it is in
-// ("**theta**, …").
+// docBlock is a fenced block of docs/formats.md, under the kind whose
+// section it is in ("**theta**, …"; "parquet" in the section on the
+// Parquet listing), with the engine its label (the first line of the
+// paragraph above it, after the kind) names: spark for "Spark…" or
+// "PySpark…", python, java or psql for "Python…", "Java…" or
+// "PostgreSQL…", and none for a label that says "not run by CI".
 type docBlock struct {
-	line int
-	kind string
-	lang string
-	text string
+	line   int
+	kind   string
+	engine string
+	label  string
+	lang   string
+	text   string
 }
 
 // sparkFunctions are what marks a block as Spark's: a block that uses
 // one must be labelled as Spark's, so that none goes unrun.
 var sparkFunctions = regexp.MustCompile(`hll_sketch_|theta_sketch_|tuple_sketch_|kll_sketch_|binaryFile|spark\.`)
 
-// docBlocks parses the Spark blocks of a Markdown file.
+// docEngines are the label starts that name an engine the tests run,
+// and the languages of its blocks.
+var docEngines = []struct{ prefix, engine, langs string }{
+	{"Spark", "spark", "sql python"},
+	{"PySpark", "spark", "python"},
+	{"Python", "python", "python"},
+	{"Java", "java", "java"},
+	{"PostgreSQL", "psql", "sql"},
+}
+
+// docBlocks parses the fenced blocks of a Markdown file. A block whose
+// label names no engine and does not say "not run by CI", or names one
+// in a language it does not run, fails tb: every block is run or marked.
 func docBlocks(tb testing.TB, md string) []docBlock {
 	tb.Helper()
 	var out []docBlock
-	kindLine := regexp.MustCompile(`^\*\*([a-z_]+)\*\*`)
+	kindLine := regexp.MustCompile(`^\*\*([a-z_]+)\*\*(, )?`)
 	// label is the first line of the paragraph above.
 	kind, label, blank := "", "", true
 	lines := strings.Split(md, "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		if m := kindLine.FindStringSubmatch(l); m != nil {
-			kind = m[1]
-		}
 		if strings.HasPrefix(l, "## ") {
 			kind = ""
+			if strings.Contains(l, "Parquet") {
+				kind = "parquet"
+			}
 		}
 		lang, isFence := strings.CutPrefix(l, "```")
 		if !isFence {
@@ -48,6 +65,10 @@ func docBlocks(tb testing.TB, md string) []docBlock {
 				blank = true
 			} else if blank {
 				label, blank = l, false
+				if m := kindLine.FindStringSubmatch(l); m != nil {
+					kind = m[1]
+					label = strings.TrimPrefix(l, m[0])
+				}
 			}
 			continue
 		}
@@ -56,19 +77,28 @@ func docBlocks(tb testing.TB, md string) []docBlock {
 		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
 			body = append(body, lines[i])
 		}
-		text := strings.Join(body, "\n")
-		spark := strings.HasPrefix(label, "Spark") || strings.HasPrefix(label, "PySpark")
-		switch {
-		case spark && (lang == "sql" || lang == "python"):
-			if kind == "" {
-				tb.Fatalf("line %d: a Spark block outside any kind's section", start)
+		b := docBlock{line: start, kind: kind, label: label, lang: lang, text: strings.Join(body, "\n")}
+		for _, e := range docEngines {
+			if strings.HasPrefix(label, e.prefix) {
+				b.engine = e.engine
+				if !slices.Contains(strings.Fields(e.langs), lang) {
+					tb.Errorf("line %d: a %s block in %q, which the test does not run", start, e.prefix, lang)
+				}
+				break
 			}
-			out = append(out, docBlock{line: start, kind: kind, lang: lang, text: text})
-		case spark:
-			tb.Errorf("line %d: a Spark block in %q, which the test does not run", start, lang)
-		case sparkFunctions.MatchString(text) && (lang == "sql" || lang == "python"):
+		}
+		switch {
+		case b.engine == "" && strings.Contains(label, "not run by CI"):
+			b.engine = "none"
+		case b.engine == "":
+			tb.Errorf("line %d: a block whose label %q names no engine the test runs (Spark SQL, PySpark, Python, Java, PostgreSQL) and does not say \"not run by CI\"", start, label)
+		case b.engine != "spark" && sparkFunctions.MatchString(b.text):
 			tb.Errorf("line %d: a block using Spark's functions, not labelled as Spark's (a paragraph \"Spark SQL …:\" above it), so not run", start)
 		}
+		if b.engine != "none" && kind == "" {
+			tb.Errorf("line %d: a %s block outside any kind's section", start, b.engine)
+		}
+		out = append(out, b)
 		label, blank = "", true
 	}
 	return out
@@ -117,6 +147,12 @@ type docData struct {
 
 func docDataFor(kind, text string) (docData, bool) {
 	switch {
+	case kind == "hll":
+		// sketchd's defaults, which the PostgreSQL line's hll_add_agg
+		// gives.
+		return docData{create: obj{"type": "hll"}, add: obj{"ids": ids(0, 1000, false)}, n: 1000, lo: 500, hi: 1500}, true
+	case kind == "cpc" || kind == "zeta_hll" || kind == "airlift_hll":
+		return docData{create: obj{"type": kind}, add: obj{"ids": ids(0, 1000, false)}, n: 1000, lo: 500, hi: 1500}, true
 	case kind == "ds_hll":
 		// lg_k 14, so that a union with Spark's sketches (lg_k 12) needs
 		// the allowDifferentLgConfigK the lines give.
@@ -151,7 +187,12 @@ func TestDocsSparkLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := docBlocks(t, string(md))
+	var blocks []docBlock
+	for _, b := range docBlocks(t, string(md)) {
+		if b.engine == "spark" && b.kind != "parquet" {
+			blocks = append(blocks, b)
+		}
+	}
 	seen := map[string]bool{}
 	for _, b := range blocks {
 		seen[b.kind+" "+b.lang] = true

@@ -12,8 +12,13 @@
 //
 // The package's own tests check Spark's sketch functions against a live
 // sketchd in both directions, for every kind Spark reads (ds_hll, theta,
-// freq as Spark's integer tuple sketches, kll), and run every Spark line
-// that docs/formats.md and the README show.
+// freq as Spark's integer tuple sketches, kll), run every Spark line
+// that docs/formats.md and the README show and every Python, Java and
+// PostgreSQL line of docs/formats.md (each block there is run or marked
+// "not run by CI"), and read a prefix's Parquet
+// listing (GET /v1/sketches?format=parquet) as a table, with Spark and
+// with pyarrow (SKETCHD_REQUIRE_PYARROW=1 makes a missing pyarrow a
+// failure).
 package sparktest
 
 import (

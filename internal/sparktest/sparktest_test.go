@@ -11,15 +11,15 @@ import (
 // spark is the package's one Spark session.
 var spark Shared
 
-// TestCIInstallsPySpark: .ci/run installs exactly the PySpark the tests
-// pin and makes a missing Spark a failure, so that CI runs the Spark
-// tests instead of skipping them.
+// TestCIInstallsPySpark: .ci/run installs exactly the PySpark and pyarrow
+// the tests pin and makes a missing one a failure, so that CI runs the
+// Spark and pyarrow tests instead of skipping them.
 func TestCIInstallsPySpark(t *testing.T) {
 	ci, err := os.ReadFile("../../.ci/run")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"'pyspark==" + PySpark + "'", "export SKETCHD_REQUIRE_SPARK=1"} {
+	for _, want := range []string{"'pyspark==" + PySpark + "'", "export SKETCHD_REQUIRE_SPARK=1", "'pyarrow==" + PyArrow + "'", "export SKETCHD_REQUIRE_PYARROW=1"} {
 		if !strings.Contains(string(ci), want) {
 			t.Errorf(".ci/run lacks %s", want)
 		}

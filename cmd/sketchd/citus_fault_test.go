@@ -71,20 +71,7 @@ func TestCitusFaults(tt *testing.T) {
 	// A few shards per table, so that moves and the rebalance finish
 	// quickly; the layout is the production one.
 	dsn := pgstoretest.WithSetting(pgstoretest.SchemaOn(t, cl.DSN(cl.Coordinator), t.TempDir()), "citus.shard_count", "6")
-	c := &cluster{t: t, dsn: dsn, nodes: make([]*proc, 3)}
-	// Registered after the cluster's, so run before it stops the nodes.
-	t.Cleanup(func() { c.logTails(20) })
-	var wg sync.WaitGroup
-	for i := range c.nodes {
-		wg.Go(func() { c.start(i) })
-	}
-	wg.Wait()
-	admin, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-
+	c, admin := startFaultNodes(t, dsn, 3)
 	f := newFaultLoad(t, c, admin, cl)
 	faults := []struct {
 		name string
@@ -154,6 +141,27 @@ func TestCitusFaults(tt *testing.T) {
 		}
 	}
 	f.checkTheChecks()
+}
+
+// startFaultNodes starts n sketchd nodes on dsn, with more flags args,
+// and connects an admin connection to dsn; both end with the test.
+func startFaultNodes(t testing.TB, dsn string, n int, args ...string) (*cluster, *pgx.Conn) {
+	t.Helper()
+	c := &cluster{t: t, dsn: dsn, nodes: make([]*proc, n), args: args}
+	// Registered after the Citus cluster's, so run before it stops the
+	// nodes.
+	t.Cleanup(func() { c.logTails(20) })
+	var wg sync.WaitGroup
+	for i := range c.nodes {
+		wg.Go(func() { c.start(i) })
+	}
+	wg.Wait()
+	admin, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	return c, admin
 }
 
 // faultLoad is the load of TestCitusFaults and what it knows: the

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sketchd/sketchd/internal/pgtest"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
@@ -53,18 +49,7 @@ func TestCitusPartition(tt *testing.T) {
 	cl := pgtest.StartCitusNetns(t, 2, "citus.recover_2pc_interval = '5s'")
 	dsn := pgstoretest.WithSetting(pgstoretest.SchemaOn(t, cl.DSN(cl.Coordinator), t.TempDir()), "citus.shard_count", "6")
 	timeout := partitionTimeout.String()
-	c := &cluster{t: t, dsn: dsn, nodes: make([]*proc, 2), args: []string{"-write-timeout", timeout, "-read-timeout", timeout}}
-	t.Cleanup(func() { c.logTails(20) })
-	var wg sync.WaitGroup
-	for i := range c.nodes {
-		wg.Go(func() { c.start(i) })
-	}
-	wg.Wait()
-	admin, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
+	c, admin := startFaultNodes(t, dsn, 2, "-write-timeout", timeout, "-read-timeout", timeout)
 	f := newFaultLoad(t, c, admin, cl)
 	f.times = &answerTimes{}
 	cut := cl.Workers[1]

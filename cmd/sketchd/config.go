@@ -29,6 +29,7 @@ type config struct {
 	maxInflightWrites  int
 	maxSeriesBuckets   int
 	maxSeriesPoints    int
+	maxRankCandidates  int
 	commitInterval     time.Duration
 	checkpointInterval time.Duration
 	retentionInterval  time.Duration
@@ -153,6 +154,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
 	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
 	fs.IntVar(&c.maxSeriesBuckets, "max-series-buckets", def.MaxSeriesBuckets, "most series buckets one request may plan, over all its ranges (every unexpired bucket of every kept level inside a range; a line's windows at its level); beyond it the answer is 422. Only stored buckets are read")
+	fs.IntVar(&c.maxRankCandidates, "max-rank-candidates", def.MaxRankCandidates, "most candidates one POST /v1/rank compares with its target (a prefix matching more, or a longer list, is refused with 413 before any is read)")
 	fs.IntVar(&c.maxSeriesPoints, "max-series-points", def.MaxSeriesPoints, "most points of a series timeseries, and most buckets a ?buckets=true answer lists; beyond it the answer is 422")
 	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
 	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
@@ -195,6 +197,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-max-inflight-writes %d must be positive", c.maxInflightWrites)
 	case c.maxSeriesBuckets < 1:
 		return fmt.Errorf("-max-series-buckets %d must be positive", c.maxSeriesBuckets)
+	case c.maxRankCandidates < 1:
+		return fmt.Errorf("-max-rank-candidates %d must be positive", c.maxRankCandidates)
 	case c.maxSeriesPoints < 1:
 		return fmt.Errorf("-max-series-points %d must be positive", c.maxSeriesPoints)
 	case c.commitInterval < 0 || c.commitInterval > time.Second:

@@ -124,6 +124,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 		MaxBody: cfg.maxBody, MaxQueryBody: cfg.maxQueryBody, MaxBodyMemory: cfg.maxBodyMemory, BodyTimeout: cfg.bodyTimeout,
 		MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
 		MaxSeriesBuckets: cfg.maxSeriesBuckets, MaxSeriesPoints: cfg.maxSeriesPoints,
+		MaxRankCandidates: cfg.maxRankCandidates,
 	}, server.Deps{
 		Store: db, Metrics: m, Logger: log, Auth: auth,
 		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),

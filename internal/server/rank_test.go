@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rankAnswer is the answer of POST /v1/rank.
@@ -315,5 +316,43 @@ func TestRankRefusals(t *testing.T) {
 	a = e.rank(t, `{"target":"c:t","candidates":{"prefix":"c:"},"by":"intersection","top":5}`)
 	if a.Scanned != 5 || !a.Complete || len(a.Results) != 5 || a.Results[0].Name == "c:t" {
 		t.Errorf("a target under the candidates' prefix: %+v; want the 5 others", a)
+	}
+}
+
+// TestRankSeriesRanges: series ranges as candidates and as the target
+// are each the union of their buckets, answered as /v1/intersection
+// answers the same operands.
+func TestRankSeriesRanges(t *testing.T) {
+	t.Parallel()
+	e := seriesEnv(t)
+	must(t, e.send(t, http.MethodPut, "/v1/series/s", "application/json", `{"levels":{"day":"P30D"}}`), http.StatusCreated, "create")
+	now := time.Now().UTC()
+	day0 := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -3)
+	// Day d holds ids 1000·d .. 1000·d + 3000: days share less the
+	// farther apart they are.
+	for d := range 4 {
+		must(t, e.postJSON(t, "/v1/series/s/add?ts="+rfc(day0.AddDate(0, 0, d).Add(time.Hour)), idsJSON(idRange(int64(1000*d), int64(1000*d+3000))...)), http.StatusOK, "add")
+	}
+	e.create(t, "t", `{"type":"hll"}`)
+	e.addIDs(t, "t", idsJSON(idRange(0, 3000)...), 3000)
+	day := func(d int) string {
+		return fmt.Sprintf(`{"series":"s","from":%q,"to":%q}`, day0.AddDate(0, 0, d).Format(time.RFC3339), day0.AddDate(0, 0, d+1).Format(time.RFC3339))
+	}
+	a := e.rank(t, `{"target":"t","candidates":[`+day(3)+`,`+day(1)+`,`+day(2)+`],"by":"intersection","top":2}`)
+	if len(a.Results) != 2 || a.Scanned != 3 || !strings.HasPrefix(a.Results[0].Name, "s[") {
+		t.Fatalf("rank of series ranges: %+v", a)
+	}
+	for i, d := range []int{1, 2} {
+		var x intersectionAnswer
+		decode(t, must(t, e.postJSON(t, "/v1/intersection", `{"sketches":["t",`+day(d)+`]}`), http.StatusOK, "pair").Body, &x)
+		r := a.Results[i]
+		if r.Estimate != x.Estimate || r.Lower != x.Lower || r.Upper != x.Upper || r.Verdict != x.Verdict {
+			t.Errorf("day %d ranked #%d: %+v; /v1/intersection %+v", d, i+1, r, x)
+		}
+	}
+	// A series range as the target.
+	a = e.rank(t, `{"target":`+day(0)+`,"candidates":["t"],"by":"containment","direction":"candidate_in_target","top":1}`)
+	if len(a.Results) != 1 || a.Results[0].Lower > 1 || a.Results[0].Upper < 1 || a.Target.Count < 2900 || a.Target.Count > 3100 {
+		t.Errorf("t inside day 0: %+v, want a share holding 1", a)
 	}
 }

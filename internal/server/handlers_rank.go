@@ -5,10 +5,14 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -19,6 +23,9 @@ import (
 const (
 	// maxRankTop bounds "top".
 	maxRankTop = 1_000
+	// maxRankWorkers bounds the goroutines one rank compares candidates
+	// on (at most GOMAXPROCS).
+	maxRankWorkers = 4
 	// maxRankSkipped bounds the names of skipped candidates an answer
 	// lists (it counts them all).
 	maxRankSkipped = 10
@@ -298,9 +305,10 @@ type ranker struct {
 	z      float64 // how many errors the counts' bounds span, for shares
 	sigmaT float64 // the target's relative error
 	keep   int
-	h      rankHeap
-	spare  *rankEntry // a dropped entry, reused
-	n      int
+	// mu guards h and n: workers compare candidates in parallel.
+	mu sync.Mutex
+	h  rankHeap
+	n  int
 }
 
 // rankable reports whether sk's kind has an intersection a rank reads,
@@ -342,12 +350,7 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 	if err != nil {
 		return err
 	}
-	e := k.spare
-	if e == nil {
-		e = new(rankEntry)
-	}
-	k.spare = nil
-	*e = rankEntry{name: label}
+	e := &rankEntry{name: label}
 	var jac *bounded
 	var tCount float64
 	switch a := resp.(type) {
@@ -378,18 +381,84 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 		sk.Describe(&in)
 		e.value, e.err, e.lower, e.upper = share(e.x, e.count, relErr(in), k.z)
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	k.n++
 	switch {
 	case len(k.h) < k.keep:
 		heap.Push(&k.h, e)
 	case worse(k.h[0], e):
-		k.spare = k.h[0]
 		k.h[0] = e
 		heap.Fix(&k.h, 0)
-	default:
-		k.spare = e
 	}
 	return nil
+}
+
+// errRankStopped stops a store's walk when a worker has failed; the
+// worker's error is the answer's.
+var errRankStopped = errors.New("rank: stopped")
+
+// parallel compares candidates on workers goroutines: feed lends the
+// store's function a candidate (it clones it, and waits while workers
+// candidates wait), wait closes the feed and returns the first worker's
+// error. A rank so holds at most 2 × workers candidates at once beside
+// its top K. A worker that panics answers an internal error.
+func (k *ranker) parallel(ctx context.Context, workers int) (feed func(string, sketch.Sketch) error, wait func() error) {
+	type job struct {
+		label string
+		sk    sketch.Sketch
+	}
+	jobs := make(chan job, workers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	var failed atomic.Bool
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		failed.Store(true)
+	}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					fail(fmt.Errorf("rank: a comparison panicked: %v", p))
+					for range jobs {
+					}
+				}
+			}()
+			for j := range jobs {
+				if failed.Load() {
+					continue
+				}
+				if err := k.add(j.label, j.sk); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	feed = func(label string, sk sketch.Sketch) error {
+		if failed.Load() {
+			return errRankStopped
+		}
+		select {
+		case jobs <- job{label, sk.Clone()}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	wait = func() error {
+		close(jobs)
+		wg.Wait()
+		return first
+	}
+	return feed, wait
 }
 
 // share is the intersection x as a share of a set of count c whose
@@ -409,6 +478,55 @@ func share(x bounded, c, sigma, z float64) (v, err, lo, hi float64) {
 	}
 	return v, err, min(lo, v), max(hi, v)
 }
+
+// rankList feeds the candidates of a list one at a time: sketches by
+// name (one missing is skipped and returned), series ranges as the
+// unions of their buckets, all ranges sharing one budget of planned
+// buckets.
+func (s *Server) rankList(ctx context.Context, p rankPlan, exclude string, feed func(string, sketch.Sketch) error, resp *rankedResponse) (skipped []string, err error) {
+	b := s.budget() // one for all the candidates' ranges
+	for _, o := range p.candidates {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if o.Series == "" {
+			if o.Name == exclude {
+				continue
+			}
+			err := s.store.View(ctx, []string{o.Name}, func(sks []sketch.Sketch) error { return feed(o.Name, sks[0]) })
+			if sketch.KindOf(err) == sketch.NotFound {
+				skipped = append(skipped, o.Name)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		ss, err := s.seriesStore()
+		if err != nil {
+			return nil, err
+		}
+		from, _ := time.Parse(time.RFC3339Nano, o.From)
+		to, _ := time.Parse(time.RFC3339Nano, o.To)
+		plan, u, err := s.rangeUnion(ctx, ss, o.Series, from, to, b, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range plan.Warnings {
+			if len(resp.Warnings) < maxRankSkipped*2 {
+				resp.Warnings = append(resp.Warnings, o.label()+": "+w)
+			}
+		}
+		if err := feed(o.label(), u); err != nil {
+			return nil, err
+		}
+	}
+	return skipped, nil
+}
+
+// rankWorkers is how many goroutines a rank compares candidates on.
+func rankWorkers() int { return min(runtime.GOMAXPROCS(0), maxRankWorkers) }
 
 // quoteLabel quotes a candidate's label for an error.
 func quoteLabel(l string) string { return fmt.Sprintf("%q", clip(l)) }
@@ -443,7 +561,11 @@ func (s *Server) rank(ctx context.Context, p rankPlan) (*rankedResponse, error) 
 	var skipped []string
 	if p.prefix != nil {
 		limit := s.cfg.MaxRankCandidates
-		n, err := s.store.EachPrefix(ctx, *p.prefix, exclude, limit, k.add)
+		feed, wait := k.parallel(ctx, rankWorkers())
+		n, err := s.store.EachPrefix(ctx, *p.prefix, exclude, limit, feed)
+		if werr := wait(); werr != nil && (err == nil || errors.Is(err, errRankStopped)) {
+			err = werr
+		}
 		if err != nil {
 			if sketch.KindOf(err) == sketch.TooLarge {
 				return nil, sketch.Errorf(sketch.TooLarge, "more than %d sketches' names start with %s; a rank takes at most %d candidates (-max-rank-candidates): narrow candidates.prefix", limit, quoteLabel(*p.prefix), limit)
@@ -454,43 +576,13 @@ func (s *Server) rank(ctx context.Context, p rankPlan) (*rankedResponse, error) 
 			return nil, sketch.Errorf(sketch.NotFound, "candidates.prefix: no sketch's name starts with %s (the target left out)", quoteLabel(*p.prefix))
 		}
 	} else {
-		b := s.budget() // one for all the candidates' ranges
-		for _, o := range p.candidates {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if o.Series == "" {
-				if o.Name == exclude {
-					continue
-				}
-				err := s.store.View(ctx, []string{o.Name}, func(sks []sketch.Sketch) error { return k.add(o.Name, sks[0]) })
-				if sketch.KindOf(err) == sketch.NotFound {
-					skipped = append(skipped, o.Name)
-					continue
-				}
-				if err != nil {
-					return nil, err
-				}
-				continue
-			}
-			ss, err := s.seriesStore()
-			if err != nil {
-				return nil, err
-			}
-			from, _ := time.Parse(time.RFC3339Nano, o.From)
-			to, _ := time.Parse(time.RFC3339Nano, o.To)
-			plan, u, err := s.rangeUnion(ctx, ss, o.Series, from, to, b, false)
-			if err != nil {
-				return nil, err
-			}
-			for _, w := range plan.Warnings {
-				if len(resp.Warnings) < maxRankSkipped*2 {
-					resp.Warnings = append(resp.Warnings, o.label()+": "+w)
-				}
-			}
-			if err := k.add(o.label(), u); err != nil {
-				return nil, err
-			}
+		feed, wait := k.parallel(ctx, rankWorkers())
+		skipped, err = s.rankList(ctx, p, exclude, feed, resp)
+		if werr := wait(); werr != nil && (err == nil || errors.Is(err, errRankStopped)) {
+			err = werr
+		}
+		if err != nil {
+			return nil, err
 		}
 		if k.n == 0 {
 			return nil, sketch.Errorf(sketch.NotFound, "candidates: none of the %d sketches named exists (the target left out)", len(p.candidates))

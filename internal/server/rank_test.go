@@ -356,3 +356,73 @@ func TestRankSeriesRanges(t *testing.T) {
 		t.Errorf("t inside day 0: %+v, want a share holding 1", a)
 	}
 }
+
+// FuzzRank: any body to POST /v1/rank is answered with a ranking or a
+// 4xx problem, and changes nothing.
+func FuzzRank(f *testing.F) {
+	e, first := cohortFuzzEnv(f)
+	day := fmt.Sprintf(`{"series":"s","from":%q,"to":%q}`, first.Format(time.RFC3339), first.AddDate(0, 0, 2).Format(time.RFC3339))
+	for _, b := range []string{
+		`{"target":"dau:` + first.Format("2006-01-02") + `","candidates":{"prefix":"dau:"},"by":"intersection","top":2}`,
+		`{"target":` + day + `,"candidates":{"prefix":"dau:"},"by":"jaccard","top":1,"method":"inclusion_exclusion"}`,
+		`{"target":"th","candidates":["th",` + day + `],"by":"containment","direction":"candidate_in_target","top":3}`,
+		`{"target":"dau:x","candidates":[{"prefix":""}],"by":"containment","direction":"target_in_candidate","top":1000}`,
+		`{"target":{"series":"s","from":"x","to":"y"},"candidates":{"prefix":"d","x":1},"by":"x","top":-1}`,
+		`{"target":"s","candidates":{},"by":"intersection","top":1e9}`,
+		`{"target":"s","candidates":[[]],"by":"intersection","top":1}`,
+		`[]`, `{`, `null`, `{"candidates":null}`,
+	} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		before := e.snapshot(t)
+		r := e.postJSON(t, "/v1/rank", string(body))
+		if r.Status != http.StatusOK {
+			checkRefusal(t, r)
+		}
+		if d := before.diff(e.snapshot(t)); len(d) > 0 {
+			t.Fatalf("a rank (%v) changed the store: %v", r, d)
+		}
+	})
+}
+
+// TestRankToldApart: candidates whose overlaps with the target are
+// nearly equal cannot be told apart, and the answer says so (every
+// result tied, one group, told_apart false, a note naming the top);
+// candidates whose overlaps are far apart are told apart, with no note.
+func TestRankToldApart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.create(t, "t", `{"type":"hll","log2m":11}`)
+	e.addIDs(t, "t", idsJSON(idRange(0, 50000)...), 50000)
+	for i := range 6 {
+		// near:i shares 2,000 + 10·i ids with t, far:i 40,000 / 2^i.
+		near := fmt.Sprintf("near:%d", i)
+		e.create(t, near, `{"type":"hll","log2m":11}`)
+		ids := append(idRange(int64(1000*i), int64(1000*i+2000+10*i)), idRange(int64(1e6+1e5*i), int64(1e6+1e5*i+8000))...)
+		e.addIDs(t, near, idsJSON(ids...), len(ids))
+		far := fmt.Sprintf("far:%d", i)
+		e.create(t, far, `{"type":"hll","log2m":11}`)
+		shared := []int64{40000, 20000, 10000, 5000, 2500, 1250}[i]
+		ids = append(idRange(0, shared), idRange(int64(2e6+1e5*i), int64(2e6+1e5*i+5000))...)
+		e.addIDs(t, far, idsJSON(ids...), len(ids))
+	}
+	a := e.rank(t, `{"target":"t","candidates":{"prefix":"near:"},"by":"intersection","top":4}`)
+	if a.ToldApart || !strings.HasPrefix(a.Note, "None of the top 4 can be told apart") {
+		t.Errorf("nearly equal overlaps: told_apart %v, note %q", a.ToldApart, a.Note)
+	}
+	for _, r := range a.Results {
+		if !r.TiedWithNext || r.Group != 1 {
+			t.Errorf("nearly equal overlaps: %s tied %v, group %d; want tied, group 1", r.Name, r.TiedWithNext, r.Group)
+		}
+	}
+	a = e.rank(t, `{"target":"t","candidates":{"prefix":"far:"},"by":"intersection","top":4}`)
+	if !a.ToldApart || a.Note != "" {
+		t.Errorf("far apart overlaps: told_apart %v, note %q", a.ToldApart, a.Note)
+	}
+	for i, r := range a.Results {
+		if r.Name != fmt.Sprintf("far:%d", i) || r.TiedWithNext || r.Group != i+1 {
+			t.Errorf("far apart overlaps: #%d is %s, tied %v, group %d", i+1, r.Name, r.TiedWithNext, r.Group)
+		}
+	}
+}

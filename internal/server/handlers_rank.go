@@ -65,7 +65,11 @@ func (c *rankCandidates) UnmarshalJSON(b []byte) error {
 	case bytes.HasPrefix(t, []byte("[")):
 		// The body's key check sees an object here; the list's own.
 		if err := strictUnmarshal(t, &c.List); err != nil {
-			return sketch.Errorf(sketch.Invalid, "candidates: %s", err.(*sketch.Error).Detail)
+			var se *sketch.Error
+			if errors.As(err, &se) {
+				return sketch.Errorf(sketch.Invalid, "candidates: %s", se.Detail)
+			}
+			return sketch.Wrap(sketch.Invalid, err, "candidates: "+clip(err.Error()))
 		}
 		return nil
 	case bytes.HasPrefix(t, []byte("{")):

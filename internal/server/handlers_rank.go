@@ -644,6 +644,9 @@ func (k *ranker) finish(resp *rankedResponse) {
 		resp.Results[i] = r
 	}
 	n := len(listed)
+	if n == 0 {
+		return
+	}
 	groups := resp.Results[n-1].Group
 	switch {
 	case n > 1 && tied == n-1:

@@ -148,7 +148,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines: a token of at least 16 characters without spaces, role read, write or admin (admin may also set \"metric\": true); # starts a comment; reread on SIGHUP, and a file emptied, deleted or broken then refuses every token. Empty leaves the API open")
 	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens)")
 	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body of add, events and raw uploads, in bytes")
-	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, overlap, frequency and fold, in bytes")
+	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, overlap, rank, frequency and fold, in bytes")
 	fs.Int64Var(&c.maxBodyMemory, "max-body-memory", def.MaxBodyMemory, "memory all request bodies in progress may hold together, in bytes; beyond it a request gets 503")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", def.BodyTimeout, "how long a request body may take to arrive before the request gets 408")
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")

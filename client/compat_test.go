@@ -130,6 +130,8 @@ var compat = map[string]operation{
 		response: reflect.TypeFor[client.Intersection]()},
 	"POST /v1/overlap": {methods: []string{"Overlap"}, request: reflect.TypeFor[client.OverlapRequest](),
 		response: reflect.TypeFor[client.Overlap]()},
+	"POST /v1/rank": {methods: []string{"RankOverlap"}, request: reflect.TypeFor[client.RankOverlapRequest](),
+		response: reflect.TypeFor[client.Ranking]()},
 	"POST /v1/sketches/{name}/fold": {params: []string{"Idempotency-Key"}, methods: []string{"Fold"}, request: reflect.TypeFor[client.FoldRequest](), response: tSketch},
 	"GET /v1/sketches/{name}/raw":   {methods: []string{"Raw"}, params: []string{"format", "log2m", "layout", "compressed", "If-None-Match"}},
 	"PUT /v1/sketches/{name}/raw":   {methods: []string{"PutRaw"}, params: []string{"Idempotency-Key", "format", "items"}, response: tSketch},

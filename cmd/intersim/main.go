@@ -11,7 +11,9 @@
 // users of known activity instead, and measures how often the cells'
 // bounds hold the truth (retention.go); with "containment" first, sets
 // lying partly or wholly inside others, and what the answers say of them
-// (containment.go).
+// (containment.go); with "theta" first, small overlaps held as hll and
+// as theta sketches, to say which estimator a ranking should use
+// (theta.go).
 //
 // Usage:
 //
@@ -20,6 +22,7 @@
 //	go run ./cmd/intersim -overlap -sets 2,3,4,8,16,64 -log2m 11,14 -runs 40 > overlap.md
 //	go run ./cmd/intersim retention -runs 40 > retention.md
 //	go run ./cmd/intersim containment -runs 30 > containment.md
+//	go run ./cmd/intersim theta -runs 30 > theta.md
 package main
 
 import (
@@ -59,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "containment" {
 		return runContainment(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "theta" {
+		return runTheta(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("intersim", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -504,3 +504,47 @@ func TestContainment(t *testing.T) {
 		t.Errorf("report = %v:\n%s", err, out.String())
 	}
 }
+
+// TestThetaMode runs the theta mode small and holds the claim
+// docs/intersection.md makes of it: for a small overlap with a larger
+// candidate theta's intersection errs less than hll's inclusion–exclusion
+// (the rank's estimator for hll when asked), while for a large overlap
+// every estimator's bounds hold the truth.
+func TestThetaMode(t *testing.T) {
+	t.Parallel()
+	f := thFlags{runs: 8, target: 50_000, log2m: 14, workers: 2, seed: 5, ratios: []int{10}, overlaps: []float64{0.01, 0.5}, lgKs: []int{12}}
+	ests := []thEstimator{
+		{name: "hll inclusion–exclusion", meth: sketch.MethodInclusionExclusion},
+		{name: "theta lg_k 12", lgK: 12},
+	}
+	obs, err := simulateTheta(context.Background(), f, ests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	med := func(k thKey) float64 {
+		var xs []float64
+		for _, o := range obs[k] {
+			xs = append(xs, o.relErr)
+		}
+		if len(xs) != f.runs {
+			t.Fatalf("%+v: %d answers, want %d", k, len(xs), f.runs)
+		}
+		return quantile(xs, 0.5)
+	}
+	ie, th := med(thKey{0, 0, 0}), med(thKey{0, 0, 1})
+	t.Logf("overlap 1%% of 50,000 inside 500,000: median error %.1f%% by inclusion–exclusion, %.1f%% by theta", 100*ie, 100*th)
+	if th >= ie {
+		t.Errorf("at a 1%% overlap theta's median error %.3f is not below inclusion–exclusion's %.3f", th, ie)
+	}
+	for ei := range ests {
+		held := 0
+		for _, o := range obs[thKey{0, 1, ei}] {
+			if o.covered {
+				held++
+			}
+		}
+		if held < f.runs-1 {
+			t.Errorf("%s at overlap 0.5: the bounds held the truth %d times of %d", ests[ei].name, held, f.runs)
+		}
+	}
+}

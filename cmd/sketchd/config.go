@@ -32,6 +32,7 @@ type config struct {
 	maxInflightWrites  int
 	maxSeriesBuckets   int
 	maxSeriesPoints    int
+	maxRankCandidates  int
 	commitInterval     time.Duration
 	checkpointInterval time.Duration
 	retentionInterval  time.Duration
@@ -163,7 +164,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.authTokens, "auth-tokens", "", "file of \"token role\" lines: a token of at least 16 characters without spaces, role read, write or admin (admin may also set \"metric\": true), then optionally prefix=P fields limiting a read or write token to the sketches and series whose names start with one of them; # starts a comment; reread on SIGHUP, and a file emptied, deleted or broken then refuses every token. Empty leaves the API open")
 	fs.BoolVar(&c.authMetrics, "auth-metrics", false, "require a read token for /metrics too (with -auth-tokens), one not limited to prefixes")
 	fs.Int64Var(&c.maxBody, "max-body", def.MaxBody, "largest request body of add, events and raw uploads, in bytes")
-	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, overlap, frequency and fold, in bytes")
+	fs.Int64Var(&c.maxQueryBody, "max-query-body", def.MaxQueryBody, "largest request body of create, union, intersection, overlap, rank, frequency and fold, in bytes")
 	fs.Int64Var(&c.maxBodyMemory, "max-body-memory", def.MaxBodyMemory, "memory all request bodies in progress may hold together, in bytes; beyond it a request gets 503")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", def.BodyTimeout, "how long a request body may take to arrive before the request gets 408")
 	fs.DurationVar(&c.readTimeout, "read-timeout", def.ReadTimeout, "each read request's deadline, from its arrival (body, queueing and the store's work included; with -postgres, queries still running are cancelled); past it the answer is 503 with Retry-After")
@@ -171,6 +172,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxIDs, "max-ids", def.MaxIDs, "most ids, items or events in one request")
 	fs.IntVar(&c.maxInflightWrites, "max-inflight-writes", def.MaxInflightWrites, "concurrent write requests before answering 503")
 	fs.IntVar(&c.maxSeriesBuckets, "max-series-buckets", def.MaxSeriesBuckets, "most series buckets one request may plan, over all its ranges (every unexpired bucket of every kept level inside a range; a line's windows at its level); beyond it the answer is 422. Only stored buckets are read")
+	fs.IntVar(&c.maxRankCandidates, "max-rank-candidates", def.MaxRankCandidates, "most candidates one POST /v1/rank compares with its target (a prefix matching more, or a longer list, is refused with 413 before any is read)")
 	fs.IntVar(&c.maxSeriesPoints, "max-series-points", def.MaxSeriesPoints, "most points of a series timeseries, and most buckets a ?buckets=true answer lists; beyond it the answer is 422")
 	fs.DurationVar(&c.commitInterval, "commit-interval", 500*time.Microsecond, "how long a log sync waits for concurrent writers to join it, like PostgreSQL's commit_delay (a lone writer never waits; 0: never wait)")
 	fs.DurationVar(&c.checkpointInterval, "checkpoint-interval", 30*time.Second, "longest time between checkpoints of the log into bbolt")
@@ -220,6 +222,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-max-inflight-writes %d must be positive", c.maxInflightWrites)
 	case c.maxSeriesBuckets < 1:
 		return fmt.Errorf("-max-series-buckets %d must be positive", c.maxSeriesBuckets)
+	case c.maxRankCandidates < 1:
+		return fmt.Errorf("-max-rank-candidates %d must be positive", c.maxRankCandidates)
 	case c.maxSeriesPoints < 1:
 		return fmt.Errorf("-max-series-points %d must be positive", c.maxSeriesPoints)
 	case c.commitInterval < 0 || c.commitInterval > time.Second:

@@ -78,6 +78,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-body-timeout", "0s"}, nil, "-body-timeout"},
 		{[]string{"-drain-delay", "-1s"}, nil, "-drain-delay"},
 		{[]string{"-max-series-buckets", "0"}, nil, "-max-series-buckets"},
+		{[]string{"-max-rank-candidates", "0"}, nil, "-max-rank-candidates"},
 		{nil, map[string]string{"SKETCHD_MAX_SERIES_POINTS": "-3"}, "-max-series-points"},
 		{[]string{"-idempotency-window", "0s"}, nil, "-idempotency-window"},
 		{[]string{"-idempotency-max-bytes", "1000"}, nil, "-idempotency-max-bytes"},

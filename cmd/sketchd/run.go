@@ -139,6 +139,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 		ReadTimeout: cfg.readTimeout, WriteTimeout: cfg.writeTimeout,
 		MaxIDs: cfg.maxIDs, MaxInflightWrites: cfg.maxInflightWrites, AuthMetrics: cfg.authMetrics,
 		MaxSeriesBuckets: cfg.maxSeriesBuckets, MaxSeriesPoints: cfg.maxSeriesPoints,
+		MaxRankCandidates: cfg.maxRankCandidates,
 	}, server.Deps{
 		Store: db, Metrics: m, Logger: log, Auth: auth,
 		MetricsHandler: metrics.Handler(reg, log), OpenAPI: api.Spec(),

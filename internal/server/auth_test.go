@@ -98,6 +98,7 @@ func authProbes() []authProbe {
 		{"union", "read", fixed("POST", "/v1/union", js, `{"sketches":["a","b"]}`)},
 		{"intersection", "read", fixed("POST", "/v1/intersection", js, `{"sketches":["a","b"]}`)},
 		{"overlap", "read", fixed("POST", "/v1/overlap", js, `{"sketches":["a","b"]}`)},
+		{"rank", "read", fixed("POST", "/v1/rank", js, `{"target":"a","candidates":["b"],"by":"intersection","top":1}`)},
 		{"raw", "read", fixed("GET", "/v1/sketches/a/raw", "", "")},
 		{"create", "write", func(i int) (string, string, string, string) {
 			return "PUT", fmt.Sprintf("/v1/sketches/new-%d", i), js, `{}`

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -790,10 +789,6 @@ type thetaIntersectionResponse struct {
 	BNotA            *thetaBounds `json:"b_not_a,omitempty"`
 }
 
-// minRetained is how many hashes an intersection must keep for its bounds
-// to be called reliable: below it the binomial bounds are wide.
-const minRetained = 10
-
 func boundsOf(t *theta.Sketch) thetaBounds {
 	lo, _ := t.LowerBound(2)
 	hi, _ := t.UpperBound(2)
@@ -828,19 +823,8 @@ func thetaIntersectionDTO(labels []string, ts []*theta.Sketch) (thetaIntersectio
 	resp.Spurious = b.Lower == 0
 	// In exact mode (theta 1) the sketch holds every hash: the count is
 	// exact, whatever its size.
-	v, text := sketch.JudgeBounds(b.Estimate, b.Lower, b.Upper, x.Theta() >= 1 && b.Lower == b.Upper)
-	switch {
-	case v == sketch.VerdictExact:
-	case resp.Spurious:
-		resp.Warnings = append(resp.Warnings, "the lower bound is 0: the sets may not overlap at all")
-	case x.Retained() < minRetained:
-		v = sketch.VerdictNotReliable
-		text = fmt.Sprintf("Not reliable. Only %d sampled users are in the intersection: its bounds are wide.", x.Retained())
-		resp.Warnings = append(resp.Warnings, fmt.Sprintf("only %d sampled users are in the intersection: its bounds are wide", x.Retained()))
-	case v == sketch.VerdictNotReliable:
-		resp.Warnings = append(resp.Warnings, fmt.Sprintf("the bounds span %.0f%% of the estimate; an answer is reliable only when they span at most %.0f%% of it (%d sampled users are in the intersection)",
-			100*sketch.RelativeWidth(b.Estimate, b.Lower, b.Upper), 100*sketch.MaxRelativeWidth, x.Retained()))
-	}
+	v, text, warnings := sketch.JudgeTheta(b.Estimate, b.Lower, b.Upper, x.Retained(), x.Theta() >= 1 && b.Lower == b.Upper)
+	resp.Warnings = append(resp.Warnings, warnings...)
 	resp.Verdict, resp.VerdictText = string(v), text
 	resp.Reliable = v == sketch.VerdictReliable || v == sketch.VerdictExact
 	if len(ts) == 2 {

@@ -466,7 +466,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 }
 
 // readPosts are the POST routes that write nothing.
-var readPosts = []string{"/v1/intersection", "/v1/overlap", "/v1/retention", "/v1/funnel", "/v1/sketches/{name}/frequency", "/v1/sketches/{name}/check", "/v1/series/{name}/check"}
+var readPosts = []string{"/v1/intersection", "/v1/overlap", "/v1/rank", "/v1/retention", "/v1/funnel", "/v1/sketches/{name}/frequency", "/v1/sketches/{name}/check", "/v1/series/{name}/check"}
 
 // TestKeyOnEveryWriteRoute: every route that can write checks
 // Idempotency-Key (a malformed one is a 400 naming it), and the spec

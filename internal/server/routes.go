@@ -68,6 +68,7 @@ func (s *Server) routes() http.Handler {
 		read.With(s.idempotent).Post("/union", s.handle(s.handleUnion))
 		read.Post("/intersection", s.handle(s.handleIntersection))
 		read.Post("/overlap", s.handle(s.handleOverlap))
+		read.Post("/rank", s.handle(s.handleRankOverlap))
 		read.Post("/retention", s.handle(s.handleRetention))
 		read.Post("/funnel", s.handle(s.handleFunnel))
 		write.Post("/sketches/{name}/fold", s.handle(s.handleFold))

@@ -63,6 +63,10 @@ type Config struct {
 	// MaxSeriesPoints bounds the points of a rolling line, and the
 	// buckets a ?buckets=true answer lists; past it the answer is 422.
 	MaxSeriesPoints int
+	// MaxRankCandidates bounds the candidates one POST /v1/rank may
+	// compare with its target; past it the answer is 413, before any is
+	// read.
+	MaxRankCandidates int
 }
 
 // DefaultConfig returns the limits used when flags do not say otherwise.
@@ -72,6 +76,7 @@ func DefaultConfig() Config {
 		ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second,
 		MaxIDs: 1_000_000, MaxInflightWrites: 64,
 		MaxSeriesBuckets: series.DefaultMaxBuckets, MaxSeriesPoints: series.MaxPoints,
+		MaxRankCandidates: 100_000,
 	}
 }
 
@@ -139,6 +144,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.MaxSeriesPoints <= 0 {
 		cfg.MaxSeriesPoints = def.MaxSeriesPoints
+	}
+	if cfg.MaxRankCandidates <= 0 {
+		cfg.MaxRankCandidates = def.MaxRankCandidates
 	}
 	s := &Server{
 		cfg: cfg, store: deps.Store, metrics: deps.Metrics, log: deps.Logger, auth: deps.Auth,

@@ -92,6 +92,17 @@ type Store interface {
 	// call began; the backend unions them where they are stored,
 	// without holding them all at once. The result is the caller's.
 	UnionPrefix(ctx context.Context, prefix, exclude string, limit int) (sketch.Sketch, int, error)
+	// EachPrefix calls fn with every sketch whose name starts with
+	// prefix, except exclude, one at a time in name order, and returns
+	// how many it gave fn. fn reads the sketch only during the call (it
+	// must not keep or change it, nor call the store: the backend may
+	// hold the sketch's lock); its error stops the walk and is
+	// returned as is. More than limit sketches is TooLarge, refused
+	// before fn sees any; none is not an error (0). Each sketch is read
+	// whole, with every write acknowledged before the call began; one
+	// deleted meanwhile is left out. The backend holds one sketch (and
+	// a page of names or rows) at a time, whatever the prefix holds.
+	EachPrefix(ctx context.Context, prefix, exclude string, limit int, fn func(name string, sk sketch.Sketch) error) (int, error)
 	// View runs fn with the sketches of names (in that order; repeats
 	// allowed), unchanged while fn runs. fn must not keep or change them;
 	// its error is returned as is.

@@ -169,6 +169,17 @@ func tenantWalk(day time.Time) map[string]walkRoute {
 				return "POST", "/v1/overlap", js, `{"sketches":["` + p + `hll2",` + rangeOp(n) + `]}`
 			}},
 		}},
+		"POST /v1/rank": {variants: []walkVariant{
+			{slot: "target", kind: "hll", want: 200, build: post("/v1/rank", `{"target":"{n}","candidates":["{p}hll2"],"by":"intersection","top":1}`)},
+			{slot: "target series range", kind: "s", want: 200, build: func(n, p string) (string, string, string, string) {
+				return "POST", "/v1/rank", js, `{"target":` + rangeOp(n) + `,"candidates":["` + p + `hll2"],"by":"intersection","top":1}`
+			}},
+			{slot: "candidates", kind: "hll", want: 200, build: post("/v1/rank", `{"target":"{p}hll2","candidates":["{n}"],"by":"jaccard","top":1}`)},
+			{slot: "candidate series range", kind: "s", want: 200, build: func(n, p string) (string, string, string, string) {
+				return "POST", "/v1/rank", js, `{"target":"` + p + `hll2","candidates":[` + rangeOp(n) + `],"by":"intersection","top":1}`
+			}},
+			{slot: "candidates prefix", kind: "hll", want: 200, build: post("/v1/rank", `{"target":"{p}hll2","candidates":{"prefix":"{n}"},"by":"intersection","top":1}`)},
+		}},
 		"POST /v1/funnel": {variants: []walkVariant{
 			{slot: "steps", kind: "hll", want: 200, build: post("/v1/funnel", `{"steps":["{p}hll2","{n}"]}`)},
 			{slot: "series range", kind: "s", want: 200, build: func(n, p string) (string, string, string, string) {

@@ -122,3 +122,32 @@ func JudgeBounds(estimate, lower, upper float64, exact bool) (Verdict, string) {
 	return v, fmt.Sprintf("Not reliable. The estimate is above its noise, but its bounds %s span %s of it, more than the %s a reliable answer may span.",
 		bounds, widthText(width), percent(MaxRelativeWidth))
 }
+
+// MinThetaRetained is how many sampled hashes a theta intersection must
+// keep for its bounds to be called reliable: below it the binomial
+// bounds are wide.
+const MinThetaRetained = 10
+
+// JudgeTheta judges a theta intersection (DataSketches' estimate and its
+// bounds at two standard deviations, retained sampled hashes, exact in
+// exact mode): JudgeBounds, and not reliable when fewer than
+// MinThetaRetained hashes are in the intersection. It returns the
+// verdict, its text and the warnings that say why it is not reliable.
+// POST /v1/intersection, /v1/rank and cmd/intersim judge theta by it.
+func JudgeTheta(estimate, lower, upper float64, retained int, exact bool) (Verdict, string, []string) {
+	v, text := JudgeBounds(estimate, lower, upper, exact)
+	var warnings []string
+	switch {
+	case v == VerdictExact:
+	case lower == 0:
+		warnings = append(warnings, "the lower bound is 0: the sets may not overlap at all")
+	case retained < MinThetaRetained:
+		v = VerdictNotReliable
+		text = fmt.Sprintf("Not reliable. Only %d sampled users are in the intersection: its bounds are wide.", retained)
+		warnings = append(warnings, fmt.Sprintf("only %d sampled users are in the intersection: its bounds are wide", retained))
+	case v == VerdictNotReliable:
+		warnings = append(warnings, fmt.Sprintf("the bounds span %.0f%% of the estimate; an answer is reliable only when they span at most %.0f%% of it (%d sampled users are in the intersection)",
+			100*RelativeWidth(estimate, lower, upper), 100*MaxRelativeWidth, retained))
+	}
+	return v, text, warnings
+}

@@ -14,7 +14,7 @@ import sys
 
 from sketchd_client import Client
 from sketchd_client.api.ingest import add_ids
-from sketchd_client.api.queries import cdf, intersection, quantiles, ranks, union
+from sketchd_client.api.queries import cdf, intersection, quantiles, rank, ranks, union
 from sketchd_client.api.series import add_to_series, create_series, series_count
 from sketchd_client.api.sketches import change_sketch_expiry, create_sketch, describe_sketch
 from sketchd_client.models import (
@@ -40,6 +40,8 @@ from sketchd_client.models import (
     Bloom,
     KLL,
     Intersection,
+    Rank,
+    RankBody,
     IntersectionBody,
     Problem,
     Registers,
@@ -139,6 +141,9 @@ def main(base):
     r = intersection.sync_detailed(client=c, body=IntersectionBody(sketches=["py:hll", "py:hll2"]))
     x = r.parsed
     check(isinstance(x, Intersection) and x.lower <= 1 <= x.upper and len(x.terms) == 3, "intersection", r.content)
+    r = rank.sync_detailed(client=c, body=RankBody.from_dict({"target": "py:hll", "candidates": ["py:hll2"], "by": "intersection", "top": 1}))
+    x = r.parsed
+    check(isinstance(x, Rank) and x.scanned == 1 and x.results[0].name == "py:hll2" and x.results[0].lower <= 1 <= x.results[0].upper, "rank", r.content)
 
     # A series: create, add, count.
     levels = SeriesRequestLevels.from_dict({"hour": "P14D", "day": "P400D"})

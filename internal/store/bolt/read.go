@@ -312,3 +312,60 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 	out, err := u.Result()
 	return out, u.Len(), err
 }
+
+// EachPrefix calls fn with each sketch whose name starts with prefix,
+// except exclude, in name order, and returns how many it gave fn (see
+// server.Store). It first counts the names, a page at a time, and
+// refuses more than limit before reading any sketch; then it walks them
+// again, reading each sketch as View does and lending it to fn under its
+// lock: the walk holds one page of names and one sketch, never the
+// prefix.
+func (s *DB) EachPrefix(ctx context.Context, prefix, exclude string, limit int, fn func(name string, sk sketch.Sketch) error) (int, error) {
+	walk := func(page func(names []string) error) error {
+		after := ""
+		for {
+			names, more, err := s.listKeys(ctx, "", bucketSketches, prefix, after, unionPage)
+			if err != nil {
+				return err
+			}
+			if len(names) > 0 {
+				after = names[len(names)-1]
+			}
+			if err := page(slices.DeleteFunc(names, func(n string) bool { return !isSketchName(n) || n == exclude })); err != nil {
+				return err
+			}
+			if !more {
+				return nil
+			}
+		}
+	}
+	n := 0
+	err := walk(func(names []string) error {
+		if n += len(names); n > limit {
+			return sketch.TooManyWithPrefix(prefix, limit)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	n = 0
+	err = walk(func(names []string) error {
+		for _, name := range names {
+			err := s.viewKeys(ctx, []string{name}, func(sts []*state) error {
+				if sts[0] == nil {
+					return nil // deleted since the names were read
+				}
+				if n++; n > limit {
+					return sketch.TooManyWithPrefix(prefix, limit)
+				}
+				return fn(name, sts[0].sk)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}

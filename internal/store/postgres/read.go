@@ -455,6 +455,78 @@ func (s *DB) UnionPrefix(ctx context.Context, prefix, exclude string, limit int)
 	return out, u.Len(), err
 }
 
+// eachPage is how many sketches EachPrefix asks for in one statement.
+const eachPage = 256
+
+var (
+	// prefixCountSQL counts the sketches under a prefix, up to $5.
+	prefixCountSQL = `SELECT count(*) FROM (SELECT 1 FROM sketchd_sketches` + prefixWhere + ` LIMIT $5) AS t`
+	// prefixPageSQL reads a page of the sketches under a prefix after
+	// the name $5, in name order: the primary key's range scan, so each
+	// page costs what it returns.
+	prefixPageSQL = `SELECT name, kind, coalesce(hll_send(hll), data), checksum FROM sketchd_sketches` + prefixWhere + `
+	AND name > $5 ORDER BY name LIMIT $6`
+)
+
+// EachPrefix calls fn with each sketch whose name starts with prefix,
+// except exclude, in name order, and returns how many it gave fn (see
+// server.Store). One statement counts them and refuses more than limit
+// before any is read; then they come in pages of eachPage, each a
+// statement of its own, and each row is checked, decoded and given to fn
+// as it arrives: the node holds one row and what the connection buffers,
+// never the prefix. A damaged sketch is a Damaged error naming it.
+func (s *DB) EachPrefix(ctx context.Context, prefix, exclude string, limit int, fn func(name string, sk sketch.Sketch) error) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	end := prefix + "\x7f"
+	now := s.opts.Now().UTC()
+	var total int
+	if err := s.pool.QueryRow(ctx, prefixCountSQL, prefix, exclude, end, now, limit+1).Scan(&total); err != nil {
+		return 0, s.classify(ctx, err, "prefix scan")
+	}
+	if total > limit {
+		return 0, sketch.TooManyWithPrefix(prefix, limit)
+	}
+	n, after := 0, ""
+	for {
+		rows, err := s.pool.Query(ctx, prefixPageSQL, prefix, exclude, end, now, after, eachPage)
+		if err != nil {
+			return n, s.classify(ctx, err, "prefix scan")
+		}
+		got := 0
+		for rows.Next() {
+			var name, kind string
+			var b, sum []byte
+			if err := rows.Scan(&name, &kind, &b, &sum); err != nil {
+				rows.Close()
+				return n, s.classify(ctx, err, "prefix scan")
+			}
+			got++
+			after = name
+			if n++; n > limit {
+				rows.Close()
+				return n, sketch.TooManyWithPrefix(prefix, limit)
+			}
+			sk, err := decodeRow(name, kind, b, sum)
+			if err != nil {
+				rows.Close()
+				return n, s.report(err, "prefix scan")
+			}
+			if err := fn(name, sk); err != nil {
+				rows.Close()
+				return n, err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return n, s.classify(ctx, err, "prefix scan")
+		}
+		if got < eachPage {
+			return n, nil
+		}
+	}
+}
+
 // decodeRow checks and decodes the stored value b of the sketch name of
 // kind (the kind column), whose checksum column holds sum: a Damaged
 // error if it fails either.

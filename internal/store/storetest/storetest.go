@@ -41,6 +41,7 @@ type Store interface {
 	Transform(ctx context.Context, src, dst string, fn func(sketch.Sketch) (sketch.Sketch, error)) (sketch.Info, error)
 	Union(ctx context.Context, names []string, into string) (sketch.Sketch, error)
 	UnionPrefix(ctx context.Context, prefix, exclude string, limit int) (sketch.Sketch, int, error)
+	EachPrefix(ctx context.Context, prefix, exclude string, limit int, fn func(name string, sk sketch.Sketch) error) (int, error)
 	View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error
 	Ready() bool
 }
@@ -155,6 +156,7 @@ func Run(t *testing.T, b Backend) {
 		{"Union", testUnion},
 		{"UnionPrefix", testUnionPrefix},
 		{"UnionPrefixMany", testUnionPrefixMany},
+		{"EachPrefix", testEachPrefix},
 		{"View", testView},
 		{"Delete", testDelete},
 		{"List", testList},
@@ -794,6 +796,69 @@ func testUnionPrefixMany(t *testing.T, in *Instance) {
 	}
 	_, _, err = in.UnionPrefix(ctx, "m:", "", n-1)
 	mustKind(t, err, sketch.TooLarge, "one sketch over the limit")
+}
+
+// testEachPrefix walks more sketches than a backend reads at once, of
+// mixed kinds, some written since the last checkpoint: each comes once,
+// in name order, with the state View gives it; the excluded name, those
+// outside the prefix and deleted ones do not; more than the limit is
+// refused before fn sees any; fn's error stops the walk.
+func testEachPrefix(t *testing.T, in *Instance) {
+	const n = 300
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("e:%03d", i)
+		spec := hllSpec(11)
+		if i%7 == 3 {
+			spec = cmsSpec(64, 2)
+		}
+		create(t, in, name, spec)
+		add(t, in, name, Ints(int64(i)*10, int64(i)*10+25+int64(i)))
+		names = append(names, name)
+		if i == n/2 {
+			in.Settle(t)
+		}
+	}
+	create(t, in, "e", hllSpec(11))
+	create(t, in, "f:0", hllSpec(11))
+	must(t, in.Delete(ctx, names[17]), "delete")
+	want := slices.Delete(slices.Clone(names), 17, 18)
+	want = slices.DeleteFunc(want, func(n string) bool { return n == "e:100" })
+	var got []string
+	var bs [][]byte
+	count, err := in.EachPrefix(ctx, "e:", "e:100", n, func(name string, sk sketch.Sketch) error {
+		got = append(got, name)
+		bs = append(bs, sk.AppendBinary(nil))
+		return nil
+	})
+	must(t, err, "walk of a prefix")
+	if count != len(want) || !slices.Equal(got, want) {
+		t.Errorf("EachPrefix(e:) gave %d sketches (%d counted), want %d in name order: %v", len(got), count, len(want), got)
+	}
+	for i, name := range got {
+		must(t, in.View(ctx, []string{name}, func(v []sketch.Sketch) error {
+			if !bytes.Equal(bs[i], v[0].AppendBinary(nil)) {
+				t.Errorf("EachPrefix gave %s other bytes than View", name)
+			}
+			return nil
+		}), "view")
+	}
+	called := 0
+	_, err = in.EachPrefix(ctx, "e:", "", len(want), func(string, sketch.Sketch) error { called++; return nil })
+	mustKind(t, err, sketch.TooLarge, "one sketch over the limit")
+	if called != 0 {
+		t.Errorf("a walk over its limit gave fn %d sketches before refusing", called)
+	}
+	sentinel := fmt.Errorf("fn failed")
+	called = 0
+	_, err = in.EachPrefix(ctx, "e:", "", n, func(string, sketch.Sketch) error { called++; return sentinel })
+	if err != sentinel || called != 1 {
+		t.Errorf("fn's error came back as %v after %d calls, want it after 1", err, called)
+	}
+	count, err = in.EachPrefix(ctx, "nothing:", "", n, func(string, sketch.Sketch) error { return nil })
+	if err != nil || count != 0 {
+		t.Errorf("a walk of a prefix nothing starts with: %d, %v; want 0, nil", count, err)
+	}
 }
 
 func testView(t *testing.T, in *Instance) {

@@ -32,7 +32,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go exitOnSecondSignal(ctx, stop)
-	h := host{environ: os.Environ(), terminal: isTerminal(os.Stdin)}
+	h := host{environ: os.Environ(), terminal: isTerminal(os.Stdin), stderrTerminal: isTerminal(os.Stderr)}
 	if err := runOn(ctx, h, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "sketchd:", err)
 		code := 1

@@ -68,10 +68,13 @@ type config struct {
 const usageHeader = `Usage: sketchd [flags]
        sketchd check [-data FILE]    check a stopped store offline (sketchd check -h)
 
-sketchd serves named sketches over HTTP: HyperLogLog (postgresql-hll's
-format), Count-Min, and DataSketches' theta and frequency sketches, alone
-or as series over time, durable in a bbolt file (or, with -postgres, in
-PostgreSQL, shared by several nodes). With no flags it listens on :8080 (every interface, no
+sketchd serves named sketches over HTTP: HyperLogLog (hll, in
+postgresql-hll's format), Count-Min (cms), Apache DataSketches' theta,
+frequency (freq), HLL (ds_hll), CPC (cpc) and KLL quantile (kll)
+sketches, ZetaSketch's HLL++ (zeta_hll, BigQuery's bytes), airlift's
+HyperLogLog (airlift_hll, Trino's and Presto's) and Bloom filters
+(bloom), alone or as series over time, durable in a bbolt file (or, with
+-postgres, in PostgreSQL, shared by several nodes). With no flags it listens on :8080 (every interface, no
 auth) and keeps its data in ./sketchd.db. Every flag also reads
 SKETCHD_<FLAG> (upper case, - as _); a flag wins over the environment.
 

@@ -544,14 +544,6 @@ function cdfChart(s, cdf) {
   // first pixels.
   const log = lo > 0 && hi / lo >= 20;
   const t = log ? Math.log10 : (v) => v;
-  const x = (v) => m.l + ((t(v) - t(lo)) / (t(hi) - t(lo))) * (CW - m.l - m.r);
-  const y = (f) => CH - m.b - f * (CH - m.t - m.b);
-  const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'kll-cdf', role: 'img', 'aria-labelledby': 'cdf-title', 'data-scale': log ? 'log' : 'linear' },
-    svg('title', { id: 'cdf-title' }, `${s.name}: the share of values at most each value, with its error band`));
-  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
-    root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(f), y2: y(f) }),
-      svg('text', { class: 'tick', x: m.l - 8, y: y(f) + 4, 'text-anchor': 'end' }, `${f * 100}%`));
-  }
   let ticks = [];
   if (log) {
     // 1, 2 and 5 times the powers of ten within the range, thinned out.
@@ -566,6 +558,21 @@ function cdfChart(s, cdf) {
   } else {
     const n = small ? 3 : 5;
     ticks = Array.from({ length: n + 1 }, (_, i) => lo + ((hi - lo) * i) / n);
+  }
+  // Room for half of the labels centred on the axis's ends.
+  const px = tickPx(small);
+  const half = (v) => textWidth(num(v), px) / 2;
+  for (const v of ticks) {
+    if (t(v) - t(lo) <= (t(hi) - t(lo)) / 2) m.l = Math.max(m.l, 3 + half(v));
+    else m.r = Math.max(m.r, 3 + half(v));
+  }
+  const x = (v) => m.l + ((t(v) - t(lo)) / (t(hi) - t(lo))) * (CW - m.l - m.r);
+  const y = (f) => CH - m.b - f * (CH - m.t - m.b);
+  const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'kll-cdf', role: 'img', 'aria-labelledby': 'cdf-title', 'data-scale': log ? 'log' : 'linear' },
+    svg('title', { id: 'cdf-title' }, `${s.name}: the share of values at most each value, with its error band`));
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+    root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(f), y2: y(f) }),
+      svg('text', { class: 'tick', x: m.l - 8, y: y(f) + 4, 'text-anchor': 'end' }, `${f * 100}%`));
   }
   for (const v of ticks) {
     root.append(svg('line', { class: 'grid', x1: x(v), x2: x(v), y1: m.t, y2: CH - m.b }),
@@ -841,6 +848,18 @@ function valueOf(p) {
   return { v: p.total || 0, e: 0 };
 }
 
+// textWidth is the width of text at px pixels in the page's font, for
+// margins that fit a chart's axis labels (an SVG cuts whatever reaches
+// past its edge).
+const measure = document.createElement('canvas').getContext('2d');
+function textWidth(text, px) {
+  measure.font = `${px}px ${getComputedStyle(document.body).fontFamily}`;
+  return measure.measureText(text).width;
+}
+
+// tickPx is the size of a chart's axis text (.chart .tick in app.css).
+const tickPx = (small) => (small ? 14 : 13);
+
 function seriesChart(s, lines, fitTo) {
   // On a phone the drawing is narrower in its own units, so that its text
   // (13 units) stays readable once scaled to the screen.
@@ -862,12 +881,19 @@ function seriesChart(s, lines, fitTo) {
   const tick = [1, 2, 5, 10].map((f) => f * unit).find((t) => span / t <= 5);
   const min = fromZero ? 0 : Math.floor(bottom / tick) * tick;
   const max = Math.max(min + tick, Math.ceil(top / tick) * tick);
+  // Room on the left for the widest number of the axis, and on the right
+  // for half a date centred on the last day.
+  const yTicks = [];
+  for (let v = min; v <= max + tick / 2; v += tick) yTicks.push(v);
+  const px = tickPx(small);
+  m.l = Math.max(m.l, 12 + Math.max(...yTicks.map((v) => textWidth(count(v), px))));
+  m.r = Math.max(m.r, 3 + textWidth('00-00', px) / 2);
   const x = (i) => m.l + (n <= 1 ? (CW - m.l - m.r) / 2 : (i * (CW - m.l - m.r)) / (n - 1));
   const y = (v) => CH - m.b - ((v - min) / (max - min)) * (CH - m.t - m.b);
   const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'series-chart', role: 'img', 'aria-labelledby': 'chart-title' },
     svg('title', { id: 'chart-title' }, `${s.name}: ${s.type === 'cms' ? 'total' : 'distinct'} count per day, and over the trailing 7 and 30 days`));
   // Grid and axes.
-  for (let v = min; v <= max + tick / 2; v += tick) {
+  for (const v of yTicks) {
     root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(v), y2: y(v) }),
       svg('text', { class: 'tick', x: m.l - 8, y: y(v) + 4, 'text-anchor': 'end' }, count(v)));
   }

@@ -1,0 +1,119 @@
+package console_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clipWidths are the screens the chart labels are checked at: a phone
+// and a wide laptop.
+var clipWidths = []struct {
+	name          string
+	width, height int64
+}{
+	{"phone", 390, 844},
+	{"wide", 1440, 900},
+}
+
+// chartLabelsJS reads every text of the page's charts (SVG) with its
+// rendered box and the box of the drawing it belongs to: a text reaching
+// past its drawing's edge is cut off on screen ("80,000" read as
+// "0,000", "11-28" as "11-2").
+const chartLabelsJS = `[...document.querySelectorAll('svg.chart, svg#funnel')].flatMap(svg => {
+	const v = svg.getBoundingClientRect();
+	return [...svg.querySelectorAll('text')].map(t => { const r = t.getBoundingClientRect();
+		return { chart: svg.id, text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+			vleft: v.left, vright: v.right, vtop: v.top, vbottom: v.bottom }; });
+})`
+
+type chartLabel struct {
+	Chart, Text                  string
+	Left, Right, Top, Bottom     float64
+	VLeft, VRight, VTop, VBottom float64
+}
+
+// labels reads the charts' labels and fails the test for each one that
+// does not lie wholly inside its drawing.
+func (tb *tab) labels(t *testing.T) []chartLabel {
+	t.Helper()
+	ls := eval[[]chartLabel](t, tb, chartLabelsJS)
+	for _, l := range ls {
+		if l.Right-l.Left == 0 {
+			continue
+		}
+		if l.Left < l.VLeft-0.5 || l.Right > l.VRight+0.5 || l.Top < l.VTop-0.5 || l.Bottom > l.VBottom+0.5 {
+			t.Errorf("%s: the label %q spans x %.1f..%.1f, y %.1f..%.1f, past its drawing's x %.1f..%.1f, y %.1f..%.1f: it is cut off",
+				l.Chart, l.Text, l.Left, l.Right, l.Top, l.Bottom, l.VLeft, l.VRight, l.VTop, l.VBottom)
+		}
+	}
+	return ls
+}
+
+// TestBrowserChartLabelsNotClipped: at 390 and 1440 px every label of the
+// series chart (numbers up to millions on the y axis, the last day on the
+// x axis) and of a KLL sketch's CDF lies inside its drawing, and the
+// labels read are the numbers the chart was drawn from.
+func TestBrowserChartLabelsNotClipped(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	// A Count-Min series of large daily totals: its trailing 30-day line
+	// reaches millions, the widest numbers an axis shows.
+	s.call(t, http.MethodPut, "/v1/series/views", "application/json",
+		[]byte(`{"type":"cms","tz":"UTC","levels":{"day":"P400D"},"late_limit":"P60D"}`), nil)
+	now := time.Now().UTC()
+	for d := range 30 {
+		body, _ := json.Marshal(map[string]any{"items": []map[string]any{{"id": "page", "count": 80_000 + 1_000*d}}})
+		ts := now.Add(-time.Duration(d)*24*time.Hour - time.Minute).Format(time.RFC3339)
+		s.call(t, http.MethodPost, "/v1/series/views/add?ts="+ts, "application/json", body, nil)
+	}
+	s.call(t, http.MethodPut, "/v1/sketches/sizes", "application/json", []byte(`{"type":"kll"}`), nil)
+	var vals strings.Builder
+	for i := range 2000 {
+		if i > 0 {
+			vals.WriteByte(',')
+		}
+		fmt.Fprintf(&vals, "%d", 100_000+i*450)
+	}
+	s.call(t, http.MethodPost, "/v1/sketches/sizes/add", "application/json", []byte(`{"values":[`+vals.String()+`]}`), nil)
+
+	for _, w := range clipWidths {
+		t.Run(w.name, func(t *testing.T) {
+			tb := newTab(t, b)
+			tb.viewport(t, w.width, w.height)
+			tb.open(t, s.url, "/series/views")
+			tb.wait(t, "#series-chart")
+			ls := tb.labels(t)
+			// The axis reaches the 30-day line's top, in millions, and
+			// days are labelled.
+			var texts []string
+			for _, l := range ls {
+				if l.Chart == "series-chart" {
+					texts = append(texts, l.Text)
+				}
+			}
+			if !strings.Contains(strings.Join(texts, " "), ",000,000") {
+				t.Errorf("no label in millions on the series chart: %q", texts)
+			}
+			dates := 0
+			for _, x := range texts {
+				if len(x) == 5 && x[2] == '-' {
+					dates++
+				}
+			}
+			if dates < 3 {
+				t.Errorf("the series chart labels %d days, want at least 3: %q", dates, texts)
+			}
+			tb.screenshot(t, "console-labels-series-"+w.name)
+
+			tb.open(t, s.url, "/sketch/sizes")
+			tb.wait(t, "#kll-cdf")
+			tb.labels(t)
+			tb.screenshot(t, "console-labels-kll-"+w.name)
+			tb.noErrors(t, nil)
+		})
+	}
+}

@@ -117,3 +117,39 @@ func TestBrowserChartLabelsNotClipped(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserPairsTableFits: at 390 and 1440 px the three-way overlap's
+// Pairs table shows every column, the Verdict included, without scrolling
+// sideways, however long the names.
+func TestBrowserPairsTableFits(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.hllOf(t, "newsletter:subscribers:2024", 1, 20001)
+	s.hllOf(t, "checkout:completed:2024", 10001, 30001)
+	s.hllOf(t, "support:tickets:2024", 15001, 34001)
+	for _, w := range clipWidths {
+		t.Run(w.name, func(t *testing.T) {
+			tb := newTab(t, b)
+			tb.viewport(t, w.width, w.height)
+			tb.open(t, s.url, "/overlap?s=newsletter:subscribers:2024&s=checkout:completed:2024&s=support:tickets:2024")
+			tb.wait(t, "table.pairs td.pair-verdict")
+			type fit struct {
+				Scroll, Client float64
+				Hidden         []string
+			}
+			f := eval[fit](t, tb, `(() => { const wrap = document.querySelector('table.pairs').closest('.table-wrap');
+				const v = wrap.getBoundingClientRect();
+				const hidden = [...document.querySelectorAll('table.pairs td.pair-verdict')].filter(td => {
+					const r = td.getBoundingClientRect(); return r.right > v.right + 0.5 || r.right > window.innerWidth + 0.5; }).map(td => td.textContent);
+				return { scroll: wrap.scrollWidth, client: wrap.clientWidth, hidden }; })()`)
+			if f.Scroll > f.Client+0.5 {
+				t.Errorf("the Pairs table is %.0f px wide in a %.0f px box: it scrolls sideways", f.Scroll, f.Client)
+			}
+			if len(f.Hidden) > 0 {
+				t.Errorf("verdicts out of sight: %q", f.Hidden)
+			}
+			tb.screenshot(t, "console-pairs-"+w.name)
+			tb.noErrors(t, nil)
+		})
+	}
+}

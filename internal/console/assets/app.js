@@ -1090,7 +1090,7 @@ async function overlapView(values) {
     result.append(vennTwo(sets, x), numbersTwo(sets, x));
   } else {
     const drawn = vennThree(sets, x, pairs);
-    result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
+    result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout), pairsTable(sets, pairs));
   }
   // POST /v1/overlap counts the kinds with HLL registers; theta and cpc
   // have no regions.
@@ -1379,13 +1379,26 @@ function placeLabels(sets, placed, center) {
   return boxes;
 }
 
-function numbersThree(sets, x, pairs, layout) {
+// pairsTable is the three pairs' intersections, each with its bounds
+// and verdict. It spans the width of the result, under the drawing and
+// the numbers: beside them two long names, the bounds and the verdict do
+// not fit, and the verdict was scrolled out of sight.
+function pairsTable(sets, pairs) {
   const n = sets.map((s) => s.name);
   const rows = [[0, 1], [0, 2], [1, 2]].map(([i, j], k) => el('tr', {},
     el('th', { scope: 'row' }, el('span', { class: 'pair-name' }, n[i]), ' ∩ ', el('span', { class: 'pair-name' }, n[j])),
     el('td', { class: 'num', 'data-label': 'Estimate' }, count(pairs[k].estimate)),
     el('td', { class: 'num', 'data-label': 'Bounds' }, `${count(pairs[k].lower)} – ${count(pairs[k].upper)}`),
     el('td', { class: 'pair-verdict', 'data-verdict': pairs[k].verdict, 'data-label': 'Verdict' }, verdictLabel(pairs[k].verdict))));
+  return el('div', { class: 'pairs-block' },
+    el('h2', {}, 'Pairs'),
+    el('div', { class: 'table-wrap' }, el('table', { class: 'pairs' },
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Pair'), el('th', { scope: 'col', class: 'num' }, 'Estimate'), el('th', { scope: 'col', class: 'num' }, 'Bounds'), el('th', { scope: 'col' }, 'Verdict'))),
+      el('tbody', {}, rows))));
+}
+
+function numbersThree(sets, x, pairs, layout) {
+  const n = sets.map((s) => s.name);
   return el('div', { class: 'numbers' },
     verdict(x),
     facts([
@@ -1396,10 +1409,6 @@ function numbersThree(sets, x, pairs, layout) {
       ['Share of the smallest set', pct(x.overlap)],
       ['Method', methodText(x)],
     ]),
-    el('h2', {}, 'Pairs'),
-    el('div', { class: 'table-wrap' }, el('table', { class: 'pairs' },
-      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Pair'), el('th', { scope: 'col', class: 'num' }, 'Estimate'), el('th', { scope: 'col', class: 'num' }, 'Bounds'), el('th', { scope: 'col' }, 'Verdict'))),
-      el('tbody', {}, rows))),
     el('p', { class: 'layout-error', id: 'layout-error', 'data-error': layout.error.toFixed(6) },
       `Drawing error: three circles cannot always show every overlap exactly. The pairwise overlaps are drawn within ${pct(layout.pairError)}, the region common to all three within ${pct(layout.triple.error)}, of the smallest circle's area.`));
 }

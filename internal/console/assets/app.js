@@ -518,7 +518,7 @@ async function kllView(s) {
   const splits = [...new Set(qs.quantiles.map((q) => q.value))].sort((a, b) => a - b);
   const cdf = await api('GET', `${path}/cdf?split=${splits.join(',')}`);
   const table = el('table', { class: 'quantiles', id: 'kll-quantiles' },
-    el('thead', {}, el('tr', {}, el('th', {}, 'Quantile'), el('th', {}, 'Value'), el('th', {}, `Ranks ± ${pct(qs.rank_error)}`))),
+    el('thead', {}, el('tr', {}, el('th', {}, 'Quantile'), el('th', {}, 'Value'), el('th', {}, 'Values at ', el('br'), `rank ± ${pct(qs.rank_error)}`))),
     el('tbody', {}, [0.5, 0.9, 0.99].map((q) => {
       const v = qs.quantiles[Math.round(q * 100)];
       return el('tr', { 'data-q': q, 'data-value': v.value, 'data-lower': v.lower, 'data-upper': v.upper },

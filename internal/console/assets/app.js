@@ -1437,6 +1437,17 @@ function trusted(x) {
   return x.verdict === 'reliable' || x.verdict === 'exact';
 }
 
+// periodEnd is the instant (ms) the period (P1D, P1W or P1M) that starts
+// at the instant start ends, in tz.
+function periodEnd(start, period, tz) {
+  const day = dayOf(start, tz);
+  if (period === 'P1M') {
+    const [y, m] = day.split('-').map(Number);
+    return midnight(new Date(Date.UTC(y, m, 1)).toISOString().slice(0, 10), tz).getTime();
+  }
+  return midnight(addDays(day, period === 'P1W' ? 7 : 1), tz).getTime();
+}
+
 async function retentionView(q) {
   const PERIODS = { P1D: 'day', P1W: 'week', P1M: 'month' };
   const section = el('section', { class: 'detail' }, el('h1', {}, 'Retention'));
@@ -1474,15 +1485,18 @@ async function retentionView(q) {
     const cells = Array.from({ length: periods }, (_, k) => {
       const c = row.cells.find((x) => x.offset === k + 1);
       if (!c) return el('td', { class: 'ret-none' }, '');
-      const text = cellDetail(`${label} +${k + 1}`, c);
+      // A period that has not ended (today's) holds the users seen so
+      // far: its share is marked as such and not coloured as final.
+      const open = periodEnd(c.start, period, sr.tz) > Date.now();
+      const text = cellDetail(`${label} +${k + 1}`, c) + (open ? ` The ${PERIODS[period]} is not over yet: users so far.` : '');
       const ok = trusted(c);
-      const shown = ok ? pct(c.share.estimate) : `${pct(c.share.lower)}–${pct(c.share.upper)}`;
+      const shown = (ok ? pct(c.share.estimate) : `${pct(c.share.lower)}–${pct(c.share.upper)}`) + (open ? ' so far' : '');
       const td = el('td', {
-        class: `ret-cell ${ok ? 'reliable' : 'unreliable'}`, tabindex: '0', 'aria-label': text, title: text,
+        class: `ret-cell ${ok ? 'reliable' : 'unreliable'}${open ? ' partial' : ''}`, tabindex: '0', 'aria-label': text, title: text,
         'data-share': String(c.share.estimate), 'data-verdict': c.verdict,
       }, shown);
       // Through the CSSOM: the page's policy refuses style attributes.
-      if (ok) td.style.backgroundColor = shareColour(c.share.estimate);
+      if (ok && !open) td.style.backgroundColor = shareColour(c.share.estimate);
       td.addEventListener('focus', () => show(text));
       td.addEventListener('mouseenter', () => show(text));
       return td;

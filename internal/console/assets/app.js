@@ -258,7 +258,10 @@ function estimateCell(s) {
   if (s.type === 'kll') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' values')];
   if (s.type === 'bloom') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ` ids, ${s.false_positive_rate.toPrecision(2)} false positives`)];
   if (SAMPLED.has(s.type)) {
-    return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err' }, ` (95%: ${count(s.lower_bound)}–${count(s.upper_bound)})`)];
+    // Theta and frequency bounds are two standard deviations each side:
+    // the column gives every kind's ± 1σ, so that rows compare.
+    const sd = (s.upper_bound - s.lower_bound) / 4;
+    return [el('span', { class: 'est' }, count(value)), sd > 0 ? el('span', { class: 'err' }, ` ± ${count(sd)} (1σ)`) : el('span', { class: 'err muted' }, ' exact')];
   }
   return el('span', { class: 'muted' }, '—');
 }
@@ -296,7 +299,7 @@ async function listView(prefix) {
       el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Select to compare')),
       el('th', { scope: 'col' }, 'Name'),
       el('th', { scope: 'col' }, 'Kind'),
-      el('th', { scope: 'col', class: 'num' }, 'Estimate (± 1σ, or 95% range)'),
+      el('th', { scope: 'col', class: 'num' }, 'Estimate (± 1σ)'),
       el('th', { scope: 'col' }, 'Representation'),
       el('th', { scope: 'col', class: 'num' }, 'Size'),
       el('th', { scope: 'col' }, 'Last update'))),
@@ -345,7 +348,7 @@ async function listView(prefix) {
   more.addEventListener('click', () => load().catch(showProblem));
   await load();
   const note = el('p', { class: 'muted', id: 'estimate-note' },
-    '± 1σ is one standard error (HyperLogLog): the true count is within it about two times in three. Theta and frequency rows give the 95% range instead; Count-Min rows their exact total.');
+    '± 1σ is one standard error, for every kind that estimates: the true count is within it about two times in three, and within twice it about 19 times in 20 (for theta and frequency sketches, their 95% bounds). Count-Min rows give their exact total.');
   section.append(el('h1', {}, 'Sketches'), form, suggestions, status, el('div', { class: 'table-wrap' }, table), note, el('p', { class: 'actions' }, more, compare));
   update();
   const series = await seriesList(prefix);

@@ -174,6 +174,21 @@ func TestBrowserFunnel(t *testing.T) {
 					t.Errorf("step %d class %q; the API says reliable=%v", i, c, api.Steps[i].Reliable)
 				}
 			}
+			// Each bar carries its count, readable however thin the bar
+			// (the last step is some 500 users of 200,000), and inside
+			// the drawing.
+			type value struct {
+				Text   string
+				Height float64
+			}
+			values := eval[[]value](t, tb, `[...document.querySelectorAll('#funnel g.step')].map(g => { const v = g.querySelector('text.fvalue');
+				return v ? { text: v.textContent, height: v.getBoundingClientRect().height } : { text: '', height: 0 }; })`)
+			for i, v := range values {
+				if v.Text != count(api.Steps[i].Estimate) || v.Height < 10 {
+					t.Errorf("step %d's bar is labelled %q (%.1f px tall), want the API's %s, at least 10 px tall", i+1, v.Text, v.Height, count(api.Steps[i].Estimate))
+				}
+			}
+			tb.labels(t)
 			items := eval[[]string](t, tb, `[...document.querySelectorAll('#funnel-steps-list > li')].map(li => li.textContent)`)
 			if len(items) != 3 || !strings.Contains(items[1], "of the step before") || !strings.Contains(items[1], "±") || api.Steps[2].VerdictText == "" || !strings.Contains(items[2], api.Steps[2].VerdictText) {
 				t.Errorf("step list %q", items)

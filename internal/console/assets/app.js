@@ -1534,6 +1534,16 @@ async function funnelView(values) {
   const BW = 480;
   const rowH = 58;
   const x = (v) => 8 + (BW - 16) * (v / top);
+  // Each bar carries its count: a late step can be a sliver of the
+  // first, too thin to read on its own. The number goes after the
+  // whisker, or inside the bar's end when it would not fit there.
+  const valueLabel = (st, y) => {
+    const text = count(st.estimate);
+    const w = textWidth(text, 16);
+    const after = x(Math.max(st.upper, st.estimate)) + 6;
+    if (after + w <= BW - 4) return svg('text', { class: 'fvalue', x: after, y: y + 19 }, text);
+    return svg('text', { class: 'fvalue inside', x: x(st.estimate) - 6, y: y + 19, 'text-anchor': 'end' }, text);
+  };
   const chart = svg('svg', { id: 'funnel', viewBox: `0 0 ${BW} ${rowH * r.steps.length + 8}`, role: 'img', 'aria-label': 'Funnel: users reaching each step, with error bounds' });
   const list = el('ol', { id: 'funnel-steps-list', class: 'funnel-list' });
   r.steps.forEach((st, i) => {
@@ -1545,6 +1555,7 @@ async function funnelView(values) {
       svg('line', { class: 'fwhisker', x1: x(st.lower), x2: x(st.upper), y1: y + 13, y2: y + 13 }),
       svg('line', { class: 'fwhisker', x1: x(st.lower), x2: x(st.lower), y1: y + 5, y2: y + 21 }),
       svg('line', { class: 'fwhisker', x1: x(st.upper), x2: x(st.upper), y1: y + 5, y2: y + 21 }),
+      valueLabel(st, y),
       svg('text', { class: 'flabel', x: 8, y: y + 44 }, `${i + 1}. ${name}`),
       svg('title', {}, `${name}: ${count(st.estimate)} ± ${count(st.error)} (bounds ${count(st.lower)} to ${count(st.upper)})`)));
     const conv = st.conversion

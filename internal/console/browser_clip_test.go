@@ -153,3 +153,42 @@ func TestBrowserPairsTableFits(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserPhoneHeaderAndRegions: on a 390 px phone the token form is
+// one row on every view (it took some 170 px of each), and the overlap's
+// region labels break between names, never inside one ("camp aign:s
+// pring").
+func TestBrowserPhoneHeaderAndRegions(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, false)
+	s.hllOf(t, "campaign:spring:newsletter", 1, 20001)
+	s.hllOf(t, "campaign:summer:newsletter", 10001, 30001)
+	s.hllOf(t, "campaign:autumn:newsletter", 15001, 34001)
+	tb := newTab(t, b)
+	tb.viewport(t, 390, 844)
+	for _, route := range []string{"/", "/retention", "/funnel", "/overlap?s=campaign:spring:newsletter&s=campaign:summer:newsletter&s=campaign:autumn:newsletter"} {
+		tb.open(t, s.url, route)
+		tb.wait(t, "main section")
+		if h := eval[float64](t, tb, `document.getElementById('token-form').getBoundingClientRect().height`); h > 48 {
+			t.Errorf("%s: the token form is %.0f px tall on a phone, want one row (at most 48)", route, h)
+		}
+		// Its label is still there for screen readers.
+		if l := eval[string](t, tb, `document.querySelector('label[for=token]').textContent`); l != "Read token" {
+			t.Errorf("%s: the token box's label reads %q", route, l)
+		}
+	}
+	tb.wait(t, "table.regions tbody th")
+	broken := eval[[]string](t, tb, `[...document.querySelectorAll('table.regions .region-name')].filter(n => n.getClientRects().length > 1).map(n => n.textContent)`)
+	if n := eval[int](t, tb, `document.querySelectorAll('table.regions .region-name').length`); n < 6 {
+		t.Fatalf("%d names in the regions table, want every region named", n)
+	}
+	if len(broken) > 0 {
+		t.Errorf("region names broken inside: %q", broken)
+	}
+	if over := eval[int](t, tb, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
+		t.Errorf("the page is %d px wider than the screen", over)
+	}
+	tb.readable(t)
+	tb.screenshot(t, "console-phone-regions")
+	tb.noErrors(t, nil)
+}

@@ -1202,17 +1202,22 @@ function legend(sets, band) {
 // sets) with the API's count, error, bounds and verdict (POST /v1/overlap).
 function regionsTable(sets, o) {
   const nameOf = new Map(o.only_here.map((f, i) => [f.operand, sets[i].name]));
+  // Each name is a span of its own, so that a narrow screen breaks the
+  // label between names (or, for a name longer than the line, inside
+  // it), never "camp aign:s pring".
+  const nm = (n) => el('span', { class: 'region-name' }, n);
+  const join = (names, word) => names.flatMap((n, i) => (i ? [` ${word} `, nm(n)] : [nm(n)]));
   const label = (operands) => {
     const names = operands.map((op) => nameOf.get(op) || op);
-    if (names.length === 1) return `only ${names[0]}`;
+    if (names.length === 1) return ['only ', nm(names[0])];
     if (names.length === sets.length) return names.length === 2 ? 'both' : 'all three';
-    return `${names.join(' and ')}, not ${sets.map((s) => s.name).filter((n) => !names.includes(n)).join(' or ')}`;
+    return [...join(names, 'and'), ', not ', ...join(sets.map((s) => s.name).filter((n) => !names.includes(n)), 'or')];
   };
   const rows = (o.regions || []).map((r) => el('tr', { 'data-operands': r.operands.join('|') },
     el('th', { scope: 'row' }, label(r.operands)),
-    el('td', { class: 'num region-estimate' }, `${count(r.estimate)} ± ${count(r.error)}`),
-    el('td', { class: 'num region-bounds' }, `${count(r.lower)} – ${count(r.upper)}`),
-    el('td', { class: 'region-verdict', 'data-verdict': r.verdict }, verdictLabel(r.verdict))));
+    el('td', { class: 'num region-estimate', 'data-label': 'Users' }, `${count(r.estimate)} ± ${count(r.error)}`),
+    el('td', { class: 'num region-bounds', 'data-label': 'Bounds' }, `${count(r.lower)} – ${count(r.upper)}`),
+    el('td', { class: 'region-verdict', 'data-verdict': r.verdict, 'data-label': 'Verdict' }, verdictLabel(r.verdict))));
   return el('div', { class: 'regions', id: 'regions' },
     el('h2', {}, 'Regions'),
     el('p', { class: 'muted', id: 'regions-method' }, o.sets === 2

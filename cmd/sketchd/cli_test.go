@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -138,6 +139,52 @@ func TestOpenWarning(t *testing.T) {
 			if got != tt.warn {
 				t.Errorf("-addr %s: open-API warning logged = %v, want %v; logs:\n%s", tt.addr, got, tt.warn, logs.String())
 			}
+			// The loopback address it suggests has the port it listens
+			// on (:0 picks one that is never 8080's).
+			if got {
+				m := regexp.MustCompile(`msg=listening addr=\S*:(\d+) `).FindStringSubmatch(logs.String())
+				if m == nil {
+					t.Fatalf("no port in the listening line:\n%s", logs.String())
+				}
+				if want := "-addr 127.0.0.1:" + m[1] + " to listen on loopback only"; !strings.Contains(logs.String(), want) {
+					t.Errorf("the warning does not suggest %q:\n%s", want, logs.String())
+				}
+			}
 		})
+	}
+}
+
+// TestLogFormatFollowsTerminal: without -log-format (or its variable) the
+// log is text when stderr is a terminal and JSON otherwise; a format given
+// wins either way.
+func TestLogFormatFollowsTerminal(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		env      string
+		terminal bool
+		wantText bool
+	}{
+		{nil, "", false, false},
+		{nil, "", true, true},
+		{[]string{"-log-format", "json"}, "", true, false},
+		{nil, "json", true, false},
+		{[]string{"-log-format", "text"}, "", false, true},
+	} {
+		cfg, err := parseConfig(tt.args, func(k string) string {
+			if k == "SKETCHD_LOG_FORMAT" {
+				return tt.env
+			}
+			return ""
+		}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		newLogger(cfg, &buf, tt.terminal).Info("hello", "k", 1)
+		text := strings.Contains(buf.String(), "msg=hello k=1")
+		json := strings.HasPrefix(buf.String(), "{") && strings.Contains(buf.String(), `"msg":"hello"`)
+		if text != tt.wantText || json == tt.wantText {
+			t.Errorf("args %v, SKETCHD_LOG_FORMAT=%q, terminal %v: logged %q, want text %v", tt.args, tt.env, tt.terminal, buf.String(), tt.wantText)
+		}
 	}
 }

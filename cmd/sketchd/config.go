@@ -69,10 +69,13 @@ type config struct {
 const usageHeader = `Usage: sketchd [flags]
        sketchd check [-data FILE]    check a stopped store offline (sketchd check -h)
 
-sketchd serves named sketches over HTTP: HyperLogLog (postgresql-hll's
-format), Count-Min, and DataSketches' theta and frequency sketches, alone
-or as series over time, durable in a bbolt file (or, with -postgres, in
-PostgreSQL, shared by several nodes). With no flags it listens on :8080 (every interface, no
+sketchd serves named sketches over HTTP: HyperLogLog (hll, in
+postgresql-hll's format), Count-Min (cms), Apache DataSketches' theta,
+frequency (freq), HLL (ds_hll), CPC (cpc) and KLL quantile (kll)
+sketches, ZetaSketch's HLL++ (zeta_hll, BigQuery's bytes), airlift's
+HyperLogLog (airlift_hll, Trino's and Presto's) and Bloom filters
+(bloom), alone or as series over time, durable in a bbolt file (or, with
+-postgres, in PostgreSQL, shared by several nodes). With no flags it listens on :8080 (every interface, no
 auth) and keeps its data in ./sketchd.db. Every flag also reads
 SKETCHD_<FLAG> (upper case, - as _); a flag wins over the environment.
 
@@ -181,7 +184,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long shutdown waits for requests in flight")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 5*time.Second, "on SIGTERM or SIGINT, how long /readyz answers 503 while requests are still served, before the listener closes")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
+	fs.StringVar(&c.logFormat, "log-format", "", "json or text (default text when stderr is a terminal, json otherwise)")
 	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
 	fs.IntVar(&c.postgresMaxConns, "postgres-max-conns", 8, "most connections this node opens to PostgreSQL (with -postgres)")
 	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
@@ -236,7 +239,7 @@ func (c config) validate() error {
 		return fmt.Errorf("-cache-bytes %d is below 1 MiB", c.cacheBytes)
 	case c.shutdownTimeout <= 0:
 		return fmt.Errorf("-shutdown-timeout %v must be positive", c.shutdownTimeout)
-	case c.logFormat != "json" && c.logFormat != "text":
+	case c.logFormat != "" && c.logFormat != "json" && c.logFormat != "text":
 		return fmt.Errorf("-log-format %q must be json or text", c.logFormat)
 	case c.postgresMaxConns < 2 || c.postgresMaxConns > 1000:
 		return fmt.Errorf("-postgres-max-conns %d must be between 2 and 1000", c.postgresMaxConns)
@@ -341,7 +344,7 @@ var notSettings = struct {
 	names    []string
 }{
 	prefixes: []string{"SKETCHD_REQUIRE_", "SKETCHD_TEST_", "SKETCHD_PG_", "SKETCHD_CITUS_", "SKETCHD_BATCHER_"},
-	names:    []string{"SKETCHD_CHROMIUM", "SKETCHD_SCREENSHOT_DIR", "SKETCHD_DAMAGE_SEEDS", "SKETCHD_HOSTILE_SCALE", "SKETCHD_BIG_SKETCHES"},
+	names:    []string{"SKETCHD_TSCLIENT_DIR", "SKETCHD_CHROMIUM", "SKETCHD_SCREENSHOT_DIR", "SKETCHD_DAMAGE_SEEDS", "SKETCHD_HOSTILE_SCALE", "SKETCHD_BIG_SKETCHES"},
 }
 
 // unknownSettings returns a warning for each SKETCHD_ variable in environ

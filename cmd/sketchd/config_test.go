@@ -1,8 +1,10 @@
 package main
 
 import (
+	"github.com/sketchd/sketchd/internal/sketch"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +164,13 @@ func TestConfigSaysWhatIsExpected(t *testing.T) {
 	for _, w := range []string{"-commit-interval duration", "-max-body int", "-log-level value"} {
 		if !strings.Contains(usage.String(), w) {
 			t.Errorf("-h does not show %q:\n%s", w, usage.String())
+		}
+	}
+	// Its introduction names every kind sketchd keeps by its type.
+	intro, _, _ := strings.Cut(usage.String(), "Flags:")
+	for _, k := range sketch.Kinds() {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(string(k.Type)) + `\b`).MatchString(intro) {
+			t.Errorf("-h's introduction does not name %s:\n%s", k.Type, intro)
 		}
 	}
 }

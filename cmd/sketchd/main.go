@@ -1,7 +1,8 @@
 // Command sketchd serves named sketches over HTTP: HyperLogLog (in
-// postgresql-hll's storage format), Count-Min, and DataSketches' theta
-// and frequency sketches, single or as series over time, durable in a
-// bbolt file or in PostgreSQL. With no arguments it listens on :8080 and
+// postgresql-hll's storage format), Count-Min, DataSketches' theta,
+// frequency, HLL, CPC and KLL sketches, ZetaSketch's HLL++, airlift's
+// HyperLogLog and Bloom filters, single or as series over time, durable
+// in a bbolt file or in PostgreSQL. With no arguments it listens on :8080 and
 // keeps its data in ./sketchd.db; every flag also reads SKETCHD_<FLAG>
 // (upper case, - as _). SIGINT and SIGTERM drain requests, commit and exit
 // 0; a second one exits at once. SIGHUP rereads the token file and the
@@ -32,7 +33,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go exitOnSecondSignal(ctx, stop)
-	h := host{environ: os.Environ(), terminal: isTerminal(os.Stdin)}
+	h := host{environ: os.Environ(), terminal: isTerminal(os.Stdin), stderrTerminal: isTerminal(os.Stderr)}
 	if err := runOn(ctx, h, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "sketchd:", err)
 		code := 1

@@ -50,6 +50,9 @@ type host struct {
 	// there is no load balancer to wait for, so the drain delay is 0
 	// unless -drain-delay was given.
 	terminal bool
+	// stderrTerminal says stderr is a terminal: someone is reading the
+	// log there, so it is text unless -log-format says otherwise.
+	stderrTerminal bool
 }
 
 // runOn is run on a host.
@@ -68,7 +71,7 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 		_, err := fmt.Fprintf(stdout, "sketchd %s revision %s %s\n", buildVersion(), revisionOrHint(buildRevision()), runtime.Version())
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	log := newLogger(cfg, stderr, h.stderrTerminal)
 	for _, w := range unknownSettings(h.environ) {
 		log.Warn(w)
 	}
@@ -177,7 +180,8 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "tls", tlsMode, "backend", backendName(cfg), "version", buildVersion(), "auth", auth != nil)
 	if auth == nil && !loopback(ln.Addr()) {
-		log.Warn("the API is open to anyone who can reach "+ln.Addr().String()+": no -auth-tokens; pass -auth-tokens, or -addr 127.0.0.1:8080 to listen on loopback only",
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		log.Warn("the API is open to anyone who can reach "+ln.Addr().String()+": no -auth-tokens; pass -auth-tokens, or -addr "+net.JoinHostPort("127.0.0.1", port)+" to listen on loopback only",
 			"addr", ln.Addr().String())
 	}
 
@@ -254,9 +258,11 @@ func backendName(cfg config) string {
 	return "bolt " + cfg.data
 }
 
-func newLogger(cfg config, w io.Writer) *slog.Logger {
+// newLogger logs to w in -log-format; without it, in text when w is a
+// terminal (a person reading) and JSON otherwise (a collector reading).
+func newLogger(cfg config, w io.Writer, terminal bool) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.logLevel}
-	if cfg.logFormat == "text" {
+	if cfg.logFormat == "text" || cfg.logFormat == "" && terminal {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))

@@ -70,6 +70,11 @@ func TestBrowserKLL(t *testing.T) {
 			if len(rows) != 3 {
 				t.Fatalf("quantile rows %v", rows)
 			}
+			// The third column holds values (those at the ranks a rank
+			// error away), and its heading says so.
+			if h := eval[string](t, tb, `document.querySelector('#kll-quantiles thead th:nth-child(3)').textContent`); !strings.HasPrefix(h, "Values at rank ± ") {
+				t.Errorf("the column of values at the rank error is headed %q", h)
+			}
 			for _, rw := range rows {
 				want := qs.Quantiles[int(math.Round(rw.Q*100))]
 				if rw.Value != want.Value || rw.Lower != want.Lower || rw.Upper != want.Upper || rw.Lower > rw.Value || rw.Upper < rw.Value {

@@ -223,10 +223,15 @@ func TestBrowserMistakes(t *testing.T) {
 			if got := row("web:visitors"); !strings.HasSuffix(got, "(1σ)") && !strings.HasSuffix(got, "exact") {
 				t.Errorf("an HLL row's estimate reads %q, without saying it is ± 1σ", got)
 			}
-			if got := row("web:theta"); !strings.Contains(got, "95%") {
-				t.Errorf("a theta row's estimate reads %q, without saying it is a 95%% range", got)
+			// A theta row gives the same measure, not a 95% range in
+			// the same column: rows compare.
+			if got := row("web:theta"); !strings.HasSuffix(got, "(1σ)") && !strings.HasSuffix(got, "exact") || strings.Contains(got, "95%") {
+				t.Errorf("a theta row's estimate reads %q, want ± 1σ as the other rows", got)
 			}
-			if note := tb.text(t, "#estimate-note"); !strings.Contains(note, "one standard error") || !strings.Contains(note, "95%") {
+			if head := eval[string](t, tb, `document.querySelector('table.sketches thead th.num').textContent`); head != "Estimate (± 1σ)" {
+				t.Errorf("the estimate column is headed %q", head)
+			}
+			if note := tb.text(t, "#estimate-note"); !strings.Contains(note, "one standard error, for every kind") {
 				t.Errorf("the list's note reads %q", note)
 			}
 			opts := eval[[]string](t, tb, `[...document.querySelectorAll('#prefix-names option')].map(o => o.value)`)

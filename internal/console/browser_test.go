@@ -769,7 +769,8 @@ func TestBrowserTheta(t *testing.T) {
 		t.Fatalf("rows %+v, API %+v", rows, want)
 	}
 	for i, w := range want {
-		est := count(w.Cardinality) + " (95%: " + count(w.Lower) + "–" + count(w.Upper) + ")"
+		// The bounds are two standard deviations each side.
+		est := count(w.Cardinality) + " ± " + count((w.Upper-w.Lower)/4) + " (1σ)"
 		if rows[i].Name != w.Name || rows[i].Kind != "Theta" || rows[i].Estimate != est {
 			t.Errorf("row %+v, want %s Theta %q", rows[i], w.Name, est)
 		}

@@ -92,11 +92,19 @@ func TestBrowserRetention(t *testing.T) {
 				if !strings.Contains(c.Label, "bounds") || !strings.Contains(c.Label, "of the cohort") {
 					t.Errorf("cell %d has no numbers for a screen reader: %q", i, c.Label)
 				}
+				// Cells 1 and 2 look at today, which is not over: their
+				// shares are marked as counts so far, never coloured as
+				// final; cell 0 looks at yesterday.
+				open := i > 0
+				if open != (strings.Contains(c.Class, "partial") && strings.HasSuffix(c.Text, " so far") && strings.Contains(c.Label, "not over yet")) {
+					t.Errorf("cell %d = %+v; its period is today's (not over): %v", i, c, open)
+				}
+				share := strings.TrimSuffix(c.Text, " so far")
 				if want[i] {
-					if c.Background == "" || !strings.HasSuffix(c.Text, "%") || strings.Contains(c.Text, "–") {
-						t.Errorf("reliable cell %d = %+v, want a coloured share", i, c)
+					if (c.Background == "") != open || !strings.HasSuffix(share, "%") || strings.Contains(share, "–") {
+						t.Errorf("reliable cell %d = %+v, want a share, coloured unless its period is not over", i, c)
 					}
-				} else if !strings.Contains(c.Text, "–") || c.Background != "" {
+				} else if !strings.Contains(share, "–") || c.Background != "" {
 					t.Errorf("unreliable cell %d = %+v, want its bounds on a hatched cell, not a plain number", i, c)
 				}
 			}
@@ -166,6 +174,21 @@ func TestBrowserFunnel(t *testing.T) {
 					t.Errorf("step %d class %q; the API says reliable=%v", i, c, api.Steps[i].Reliable)
 				}
 			}
+			// Each bar carries its count, readable however thin the bar
+			// (the last step is some 500 users of 200,000), and inside
+			// the drawing.
+			type value struct {
+				Text   string
+				Height float64
+			}
+			values := eval[[]value](t, tb, `[...document.querySelectorAll('#funnel g.step')].map(g => { const v = g.querySelector('text.fvalue');
+				return v ? { text: v.textContent, height: v.getBoundingClientRect().height } : { text: '', height: 0 }; })`)
+			for i, v := range values {
+				if v.Text != count(api.Steps[i].Estimate) || v.Height < 10 {
+					t.Errorf("step %d's bar is labelled %q (%.1f px tall), want the API's %s, at least 10 px tall", i+1, v.Text, v.Height, count(api.Steps[i].Estimate))
+				}
+			}
+			tb.labels(t)
 			items := eval[[]string](t, tb, `[...document.querySelectorAll('#funnel-steps-list > li')].map(li => li.textContent)`)
 			if len(items) != 3 || !strings.Contains(items[1], "of the step before") || !strings.Contains(items[1], "±") || api.Steps[2].VerdictText == "" || !strings.Contains(items[2], api.Steps[2].VerdictText) {
 				t.Errorf("step list %q", items)

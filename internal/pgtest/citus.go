@@ -59,5 +59,10 @@ func citusUnavailable(tb testing.TB, format string, args ...any) {
 	if os.Getenv("SKETCHD_REQUIRE_CITUS") == "1" {
 		tb.Fatalf("SKETCHD_REQUIRE_CITUS=1 but "+format, args...)
 	}
-	tb.Skipf("skipping Citus test: "+format+" (start a coordinator with workers, e.g. ../shared/citus/start-cluster.sh DIR PORT 2, and set SKETCHD_CITUS_DSN to the DSN it prints)", args...)
+	tb.Skipf("skipping Citus test: "+format+"; "+citusHowTo, args...)
 }
+
+// citusHowTo says where a Citus cluster for the tests comes from. The
+// scripts CI uses (../shared/citus/) live beside its checkout, not in the
+// repository, so the hint names what anyone can do.
+const citusHowTo = "set SKETCHD_CITUS_DSN to a Citus 13 coordinator with at least one worker, postgresql-hll on every node (install Citus's own packages: docs/scale-out.md, \"Citus\"); the fault tests start clusters of their own from the PostgreSQL binaries in SKETCHD_PG_BIN, which need citus.so installed there"

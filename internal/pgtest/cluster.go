@@ -1,7 +1,9 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -105,7 +107,7 @@ func newCluster(tb testing.TB, conf []string) *Cluster {
 	}
 	lib := strings.TrimSpace(string(out))
 	if _, err := os.Stat(filepath.Join(lib, "citus.so")); err != nil {
-		citusUnavailable(tb, "citus is not installed in %s (../shared/citus/install.sh builds it)", lib)
+		citusUnavailable(tb, "citus is not installed in %s", lib)
 	}
 	dir, err := os.MkdirTemp("", "sketchd-citus-")
 	if err != nil {
@@ -123,11 +125,32 @@ func newCluster(tb testing.TB, conf []string) *Cluster {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			tb.Fatal(err)
 		}
-		if err := exec.Command("runuser", "-u", "postgres", "--", "test", "-w", dir).Run(); err != nil {
-			tb.Fatalf("the user postgres cannot write %s (is a parent folder mode 700? set TMPDIR to a folder it can reach)", dir)
+		if err := postgresCanWrite(dir); err != nil {
+			tb.Fatal(err)
 		}
 	}
 	return c
+}
+
+// postgresCanWrite checks, as root, that the user postgres can write dir,
+// asking runuser, and says which of the two is wrong when not: runuser
+// missing (util-linux) or a folder postgres cannot reach.
+func postgresCanWrite(dir string) error {
+	runuser, err := exec.LookPath("runuser")
+	if err != nil {
+		return fmt.Errorf("running as root, the instances run as the user postgres through runuser, which is not on PATH (%v): install util-linux", err)
+	}
+	out, err := exec.Command(runuser, "-u", "postgres", "--", "test", "-w", dir).CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &exit) && exit.ExitCode() == 1 && len(out) == 0:
+		// test -w answered no.
+		return fmt.Errorf("the user postgres cannot write %s (is a parent folder mode 700? set TMPDIR to a folder it can reach)", dir)
+	default:
+		return fmt.Errorf("runuser -u postgres -- test -w %s: %v %s", dir, err, bytes.TrimSpace(out))
+	}
 }
 
 // newNode initialises, configures and starts an instance with the

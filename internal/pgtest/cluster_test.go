@@ -1,8 +1,10 @@
 package pgtest
 
 import (
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,4 +95,44 @@ func TestStartWhilePortTaken(t *testing.T) {
 	}()
 	c.Start(n)
 	c.Exec(n, "SELECT 1")
+}
+
+// TestPostgresCanWriteNamesMissingRunuser: without runuser on PATH the
+// error says so, rather than blaming the folder's modes.
+func TestPostgresCanWriteNamesMissingRunuser(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := postgresCanWrite(t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "runuser, which is not on PATH") || strings.Contains(err.Error(), "mode 700") {
+		t.Errorf("postgresCanWrite without runuser = %v, want an error naming runuser", err)
+	}
+}
+
+// TestCitusSkipNamesNoOutsideFolder: the skip of a Citus test says how to
+// get a cluster without pointing at the CI's folder beside the checkout,
+// which is not in the repository.
+func TestCitusSkipNamesNoOutsideFolder(t *testing.T) {
+	rec := &skipRecorder{TB: t}
+	t.Setenv("SKETCHD_REQUIRE_CITUS", "")
+	func() {
+		defer func() { _ = recover() }()
+		citusUnavailable(rec, "SKETCHD_CITUS_DSN is not set")
+	}()
+	if rec.msg == "" {
+		t.Fatal("citusUnavailable did not skip")
+	}
+	if strings.Contains(rec.msg, "../shared") || !strings.Contains(rec.msg, "docs/scale-out.md") || !strings.Contains(rec.msg, "SKETCHD_CITUS_DSN") {
+		t.Errorf("skip message %q", rec.msg)
+	}
+}
+
+// skipRecorder records a skip instead of skipping.
+type skipRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (r *skipRecorder) Helper() {}
+func (r *skipRecorder) Skipf(format string, args ...any) {
+	r.msg = fmt.Sprintf(format, args...)
+	panic("skipped")
 }

@@ -297,11 +297,25 @@ func (s *Server) handleAdd(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.addBodyAs(w, r, q, fresh, func(ctx context.Context, in sketch.Input) (sketch.Added, error) {
 		added, err := s.store.Add(ctx, name, in, create)
+		if err != nil && !create {
+			err = withCreateHint(err, name)
+		}
 		if err != nil && fresh {
 			err = sketch.Prefixed(err, fmt.Sprintf("sketch %q: ", name))
 		}
 		return added, err
 	})
+}
+
+// withCreateHint tells, in the 404 of an add to a missing sketch, the two
+// ways to make one: a create, or the add again with ?create=true.
+func withCreateHint(err error, name string) error {
+	var e *sketch.Error
+	if !errors.As(err, &e) || e.Kind != sketch.NotFound {
+		return err
+	}
+	return &sketch.Error{Kind: e.Kind, Err: e.Err,
+		Detail: e.Detail + fmt.Sprintf("; create it with PUT /v1/sketches/%s, or add with ?create=true to create it with the defaults of the kind the body implies", name)}
 }
 
 // handleCheck answers, for each id of a body in any id format, whether a

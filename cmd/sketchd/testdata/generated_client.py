@@ -26,17 +26,10 @@ from sketchd_client.models import (
     AddItems,
     AddValues,
     CountedID,
-    CreateCMS,
-    CreateCPC,
-    CreateDSHLL,
-    CreateFreq,
-    CreateHLL,
+    CreateRequest,
+    CreateRequestItems,
+    CreateRequestType,
     ExpiryChange,
-    CreateTheta,
-    CreateZetaHLL,
-    CreateAirliftHLL,
-    CreateBloom,
-    CreateKLL,
     Bloom,
     KLL,
     Intersection,
@@ -66,21 +59,28 @@ def check(cond, what, got):
 def main(base):
     c = Client(base_url=base, raise_on_unexpected_status=True)
 
+    # A create with no body at all makes an HLL with the defaults, as the
+    # spec says: the generated call must send nothing rather than fail on
+    # the unset body.
+    r = create_sketch.sync_detailed("py:hll", client=c)
+    check(r.status_code == 201 and isinstance(r.parsed, HLL), "create with no body", (r.status_code, r.content))
+    made = {"py:hll": r.parsed}
+    again = create_sketch.sync("py:hll", client=c)
+    check(isinstance(again, HLL) and again.log2m == 14, "create again with no body, through sync()", again)
+
     # Create every kind with the generated model's defaults: each body
     # carries its kind's type and only its kind's parameters.
-    made = {}
     for name, body, want in [
-        ("py:hll", CreateHLL(), HLL),
-        ("py:hll2", CreateHLL(), HLL),
-        ("py:cms", CreateCMS(), CMS),
-        ("py:theta", CreateTheta(), Sampled),
-        ("py:freq", CreateFreq(), Sampled),
-        ("py:ds_hll", CreateDSHLL(), Registers),
-        ("py:cpc", CreateCPC(), Registers),
-        ("py:zeta_hll", CreateZetaHLL(), Registers),
-        ("py:airlift_hll", CreateAirliftHLL(), Registers),
-        ("py:bloom", CreateBloom(), Bloom),
-        ("py:kll", CreateKLL(), KLL),
+        ("py:hll2", CreateRequest(type_=CreateRequestType.HLL), HLL),
+        ("py:cms", CreateRequest(type_=CreateRequestType.CMS), CMS),
+        ("py:theta", CreateRequest(type_=CreateRequestType.THETA), Sampled),
+        ("py:freq", CreateRequest(type_=CreateRequestType.FREQ), Sampled),
+        ("py:ds_hll", CreateRequest(type_=CreateRequestType.DS_HLL), Registers),
+        ("py:cpc", CreateRequest(type_=CreateRequestType.CPC), Registers),
+        ("py:zeta_hll", CreateRequest(type_=CreateRequestType.ZETA_HLL), Registers),
+        ("py:airlift_hll", CreateRequest(type_=CreateRequestType.AIRLIFT_HLL), Registers),
+        ("py:bloom", CreateRequest(type_=CreateRequestType.BLOOM), Bloom),
+        ("py:kll", CreateRequest(type_=CreateRequestType.KLL), KLL),
     ]:
         r = create_sketch.sync_detailed(name, client=c, body=body)
         check(r.status_code == 201 and isinstance(r.parsed, want), f"create {name} with defaults", (r.status_code, r.content))
@@ -123,7 +123,7 @@ def main(base):
     check(isinstance(r.parsed, CMS) and r.parsed.total == 4, "describe a Count-Min", r.content)
 
     # Expiry: at create, shown in describe, changed and cleared by PATCH.
-    r = create_sketch.sync_detailed("py:day", client=c, body=CreateHLL(log2m=11, expire_after="P7D"))
+    r = create_sketch.sync_detailed("py:day", client=c, body=CreateRequest(log2m=11, expire_after="P7D"))
     d = r.parsed
     check(r.status_code == 201 and isinstance(d, HLL) and d.expire_after == "P7D" and d.expires_at == d.updated_at + datetime.timedelta(days=7),
           "create with expire_after", r.content)
@@ -161,7 +161,7 @@ def main(base):
     # A KLL sketch of longs: the answers carry int64s as exact integers,
     # which the generated parsers hand over as Python ints.
     big = [-(2**63), 2**53 + 1, 2**63 - 1]
-    r = create_sketch.sync_detailed("py:longs", client=c, body=CreateKLL.from_dict({"type": "kll", "items": "long"}))
+    r = create_sketch.sync_detailed("py:longs", client=c, body=CreateRequest(type_=CreateRequestType.KLL, items=CreateRequestItems.LONG))
     check(r.status_code == 201 and r.parsed.items.value == "long", "create a KLL sketch of longs", r.content)
     r = add_ids.sync_detailed("py:longs", client=c, body=AddValues(values=big))
     check(isinstance(r.parsed, Accepted) and r.parsed.accepted == 3, "add -2^63, 2^53+1, 2^63-1", r.content)
@@ -181,12 +181,12 @@ def main(base):
     p = r.parsed
     check(r.status_code == 404 and isinstance(p, Problem) and p.type_ == "urn:sketchd:problem:not-found" and p.status == 404,
           "a missing sketch decodes as a Problem", r.content)
-    r = create_sketch.sync_detailed("py:bad", client=c, body=CreateHLL(log2m=30))
+    r = create_sketch.sync_detailed("py:bad", client=c, body=CreateRequest(log2m=30))
     p = r.parsed
     check(r.status_code == 400 and isinstance(p, Problem) and "log2m" in p.detail, "a bad parameter decodes as a Problem naming it", r.content)
     r = intersection.sync_detailed(client=c, body=IntersectionBody(sketches=["py:hll", "py:theta"]))
     check(r.status_code == 409 and isinstance(r.parsed, Problem), "an HLL with a theta sketch is a conflict", r.content)
-    r = create_sketch.sync_detailed("py:hll", client=c, body=CreateCMS())
+    r = create_sketch.sync_detailed("py:hll", client=c, body=CreateRequest(type_=CreateRequestType.CMS))
     check(r.status_code == 409 and isinstance(r.parsed, Problem), "creating again as another kind is a conflict", r.content)
     print("generated client: every check passed")
 

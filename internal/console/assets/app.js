@@ -258,7 +258,10 @@ function estimateCell(s) {
   if (s.type === 'kll') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ' values')];
   if (s.type === 'bloom') return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err muted' }, ` ids, ${s.false_positive_rate.toPrecision(2)} false positives`)];
   if (SAMPLED.has(s.type)) {
-    return [el('span', { class: 'est' }, count(value)), el('span', { class: 'err' }, ` (95%: ${count(s.lower_bound)}–${count(s.upper_bound)})`)];
+    // Theta and frequency bounds are two standard deviations each side:
+    // the column gives every kind's ± 1σ, so that rows compare.
+    const sd = (s.upper_bound - s.lower_bound) / 4;
+    return [el('span', { class: 'est' }, count(value)), sd > 0 ? el('span', { class: 'err' }, ` ± ${count(sd)} (1σ)`) : el('span', { class: 'err muted' }, ' exact')];
   }
   return el('span', { class: 'muted' }, '—');
 }
@@ -296,7 +299,7 @@ async function listView(prefix) {
       el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Select to compare')),
       el('th', { scope: 'col' }, 'Name'),
       el('th', { scope: 'col' }, 'Kind'),
-      el('th', { scope: 'col', class: 'num' }, 'Estimate (± 1σ, or 95% range)'),
+      el('th', { scope: 'col', class: 'num' }, 'Estimate (± 1σ)'),
       el('th', { scope: 'col' }, 'Representation'),
       el('th', { scope: 'col', class: 'num' }, 'Size'),
       el('th', { scope: 'col' }, 'Last update'))),
@@ -345,7 +348,7 @@ async function listView(prefix) {
   more.addEventListener('click', () => load().catch(showProblem));
   await load();
   const note = el('p', { class: 'muted', id: 'estimate-note' },
-    '± 1σ is one standard error (HyperLogLog): the true count is within it about two times in three. Theta and frequency rows give the 95% range instead; Count-Min rows their exact total.');
+    '± 1σ is one standard error, for every kind that estimates: the true count is within it about two times in three, and within twice it about 19 times in 20 (for theta and frequency sketches, their 95% bounds). Count-Min rows give their exact total.');
   section.append(el('h1', {}, 'Sketches'), form, suggestions, status, el('div', { class: 'table-wrap' }, table), note, el('p', { class: 'actions' }, more, compare));
   update();
   const series = await seriesList(prefix);
@@ -518,7 +521,7 @@ async function kllView(s) {
   const splits = [...new Set(qs.quantiles.map((q) => q.value))].sort((a, b) => a - b);
   const cdf = await api('GET', `${path}/cdf?split=${splits.join(',')}`);
   const table = el('table', { class: 'quantiles', id: 'kll-quantiles' },
-    el('thead', {}, el('tr', {}, el('th', {}, 'Quantile'), el('th', {}, 'Value'), el('th', {}, `Ranks ± ${pct(qs.rank_error)}`))),
+    el('thead', {}, el('tr', {}, el('th', {}, 'Quantile'), el('th', {}, 'Value'), el('th', {}, 'Values at ', el('br'), `rank ± ${pct(qs.rank_error)}`))),
     el('tbody', {}, [0.5, 0.9, 0.99].map((q) => {
       const v = qs.quantiles[Math.round(q * 100)];
       return el('tr', { 'data-q': q, 'data-value': v.value, 'data-lower': v.lower, 'data-upper': v.upper },
@@ -544,14 +547,6 @@ function cdfChart(s, cdf) {
   // first pixels.
   const log = lo > 0 && hi / lo >= 20;
   const t = log ? Math.log10 : (v) => v;
-  const x = (v) => m.l + ((t(v) - t(lo)) / (t(hi) - t(lo))) * (CW - m.l - m.r);
-  const y = (f) => CH - m.b - f * (CH - m.t - m.b);
-  const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'kll-cdf', role: 'img', 'aria-labelledby': 'cdf-title', 'data-scale': log ? 'log' : 'linear' },
-    svg('title', { id: 'cdf-title' }, `${s.name}: the share of values at most each value, with its error band`));
-  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
-    root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(f), y2: y(f) }),
-      svg('text', { class: 'tick', x: m.l - 8, y: y(f) + 4, 'text-anchor': 'end' }, `${f * 100}%`));
-  }
   let ticks = [];
   if (log) {
     // 1, 2 and 5 times the powers of ten within the range, thinned out.
@@ -566,6 +561,21 @@ function cdfChart(s, cdf) {
   } else {
     const n = small ? 3 : 5;
     ticks = Array.from({ length: n + 1 }, (_, i) => lo + ((hi - lo) * i) / n);
+  }
+  // Room for half of the labels centred on the axis's ends.
+  const px = tickPx(small);
+  const half = (v) => textWidth(num(v), px) / 2;
+  for (const v of ticks) {
+    if (t(v) - t(lo) <= (t(hi) - t(lo)) / 2) m.l = Math.max(m.l, 3 + half(v));
+    else m.r = Math.max(m.r, 3 + half(v));
+  }
+  const x = (v) => m.l + ((t(v) - t(lo)) / (t(hi) - t(lo))) * (CW - m.l - m.r);
+  const y = (f) => CH - m.b - f * (CH - m.t - m.b);
+  const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'kll-cdf', role: 'img', 'aria-labelledby': 'cdf-title', 'data-scale': log ? 'log' : 'linear' },
+    svg('title', { id: 'cdf-title' }, `${s.name}: the share of values at most each value, with its error band`));
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+    root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(f), y2: y(f) }),
+      svg('text', { class: 'tick', x: m.l - 8, y: y(f) + 4, 'text-anchor': 'end' }, `${f * 100}%`));
   }
   for (const v of ticks) {
     root.append(svg('line', { class: 'grid', x1: x(v), x2: x(v), y1: m.t, y2: CH - m.b }),
@@ -841,6 +851,18 @@ function valueOf(p) {
   return { v: p.total || 0, e: 0 };
 }
 
+// textWidth is the width of text at px pixels in the page's font, for
+// margins that fit a chart's axis labels (an SVG cuts whatever reaches
+// past its edge).
+const measure = document.createElement('canvas').getContext('2d');
+function textWidth(text, px) {
+  measure.font = `${px}px ${getComputedStyle(document.body).fontFamily}`;
+  return measure.measureText(text).width;
+}
+
+// tickPx is the size of a chart's axis text (.chart .tick in app.css).
+const tickPx = (small) => (small ? 14 : 13);
+
 function seriesChart(s, lines, fitTo) {
   // On a phone the drawing is narrower in its own units, so that its text
   // (13 units) stays readable once scaled to the screen.
@@ -862,12 +884,19 @@ function seriesChart(s, lines, fitTo) {
   const tick = [1, 2, 5, 10].map((f) => f * unit).find((t) => span / t <= 5);
   const min = fromZero ? 0 : Math.floor(bottom / tick) * tick;
   const max = Math.max(min + tick, Math.ceil(top / tick) * tick);
+  // Room on the left for the widest number of the axis, and on the right
+  // for half a date centred on the last day.
+  const yTicks = [];
+  for (let v = min; v <= max + tick / 2; v += tick) yTicks.push(v);
+  const px = tickPx(small);
+  m.l = Math.max(m.l, 12 + Math.max(...yTicks.map((v) => textWidth(count(v), px))));
+  m.r = Math.max(m.r, 3 + textWidth('00-00', px) / 2);
   const x = (i) => m.l + (n <= 1 ? (CW - m.l - m.r) / 2 : (i * (CW - m.l - m.r)) / (n - 1));
   const y = (v) => CH - m.b - ((v - min) / (max - min)) * (CH - m.t - m.b);
   const root = svg('svg', { viewBox: `0 0 ${CW} ${CH}`, class: 'chart', id: 'series-chart', role: 'img', 'aria-labelledby': 'chart-title' },
     svg('title', { id: 'chart-title' }, `${s.name}: ${s.type === 'cms' ? 'total' : 'distinct'} count per day, and over the trailing 7 and 30 days`));
   // Grid and axes.
-  for (let v = min; v <= max + tick / 2; v += tick) {
+  for (const v of yTicks) {
     root.append(svg('line', { class: 'grid', x1: m.l, x2: CW - m.r, y1: y(v), y2: y(v) }),
       svg('text', { class: 'tick', x: m.l - 8, y: y(v) + 4, 'text-anchor': 'end' }, count(v)));
   }
@@ -1064,7 +1093,7 @@ async function overlapView(values) {
     result.append(vennTwo(sets, x), numbersTwo(sets, x));
   } else {
     const drawn = vennThree(sets, x, pairs);
-    result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout));
+    result.append(drawn.figure, numbersThree(sets, x, pairs, drawn.layout), pairsTable(sets, pairs));
   }
   // POST /v1/overlap counts the kinds with HLL registers; theta and cpc
   // have no regions.
@@ -1173,17 +1202,22 @@ function legend(sets, band) {
 // sets) with the API's count, error, bounds and verdict (POST /v1/overlap).
 function regionsTable(sets, o) {
   const nameOf = new Map(o.only_here.map((f, i) => [f.operand, sets[i].name]));
+  // Each name is a span of its own, so that a narrow screen breaks the
+  // label between names (or, for a name longer than the line, inside
+  // it), never "camp aign:s pring".
+  const nm = (n) => el('span', { class: 'region-name' }, n);
+  const join = (names, word) => names.flatMap((n, i) => (i ? [` ${word} `, nm(n)] : [nm(n)]));
   const label = (operands) => {
     const names = operands.map((op) => nameOf.get(op) || op);
-    if (names.length === 1) return `only ${names[0]}`;
+    if (names.length === 1) return ['only ', nm(names[0])];
     if (names.length === sets.length) return names.length === 2 ? 'both' : 'all three';
-    return `${names.join(' and ')}, not ${sets.map((s) => s.name).filter((n) => !names.includes(n)).join(' or ')}`;
+    return [...join(names, 'and'), ', not ', ...join(sets.map((s) => s.name).filter((n) => !names.includes(n)), 'or')];
   };
   const rows = (o.regions || []).map((r) => el('tr', { 'data-operands': r.operands.join('|') },
     el('th', { scope: 'row' }, label(r.operands)),
-    el('td', { class: 'num region-estimate' }, `${count(r.estimate)} ± ${count(r.error)}`),
-    el('td', { class: 'num region-bounds' }, `${count(r.lower)} – ${count(r.upper)}`),
-    el('td', { class: 'region-verdict', 'data-verdict': r.verdict }, verdictLabel(r.verdict))));
+    el('td', { class: 'num region-estimate', 'data-label': 'Users' }, `${count(r.estimate)} ± ${count(r.error)}`),
+    el('td', { class: 'num region-bounds', 'data-label': 'Bounds' }, `${count(r.lower)} – ${count(r.upper)}`),
+    el('td', { class: 'region-verdict', 'data-verdict': r.verdict, 'data-label': 'Verdict' }, verdictLabel(r.verdict))));
   return el('div', { class: 'regions', id: 'regions' },
     el('h2', {}, 'Regions'),
     el('p', { class: 'muted', id: 'regions-method' }, o.sets === 2
@@ -1353,13 +1387,26 @@ function placeLabels(sets, placed, center) {
   return boxes;
 }
 
-function numbersThree(sets, x, pairs, layout) {
+// pairsTable is the three pairs' intersections, each with its bounds
+// and verdict. It spans the width of the result, under the drawing and
+// the numbers: beside them two long names, the bounds and the verdict do
+// not fit, and the verdict was scrolled out of sight.
+function pairsTable(sets, pairs) {
   const n = sets.map((s) => s.name);
   const rows = [[0, 1], [0, 2], [1, 2]].map(([i, j], k) => el('tr', {},
     el('th', { scope: 'row' }, el('span', { class: 'pair-name' }, n[i]), ' ∩ ', el('span', { class: 'pair-name' }, n[j])),
     el('td', { class: 'num', 'data-label': 'Estimate' }, count(pairs[k].estimate)),
     el('td', { class: 'num', 'data-label': 'Bounds' }, `${count(pairs[k].lower)} – ${count(pairs[k].upper)}`),
     el('td', { class: 'pair-verdict', 'data-verdict': pairs[k].verdict, 'data-label': 'Verdict' }, verdictLabel(pairs[k].verdict))));
+  return el('div', { class: 'pairs-block' },
+    el('h2', {}, 'Pairs'),
+    el('div', { class: 'table-wrap' }, el('table', { class: 'pairs' },
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Pair'), el('th', { scope: 'col', class: 'num' }, 'Estimate'), el('th', { scope: 'col', class: 'num' }, 'Bounds'), el('th', { scope: 'col' }, 'Verdict'))),
+      el('tbody', {}, rows))));
+}
+
+function numbersThree(sets, x, pairs, layout) {
+  const n = sets.map((s) => s.name);
   return el('div', { class: 'numbers' },
     verdict(x),
     facts([
@@ -1370,10 +1417,6 @@ function numbersThree(sets, x, pairs, layout) {
       ['Share of the smallest set', pct(x.overlap)],
       ['Method', methodText(x)],
     ]),
-    el('h2', {}, 'Pairs'),
-    el('div', { class: 'table-wrap' }, el('table', { class: 'pairs' },
-      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Pair'), el('th', { scope: 'col', class: 'num' }, 'Estimate'), el('th', { scope: 'col', class: 'num' }, 'Bounds'), el('th', { scope: 'col' }, 'Verdict'))),
-      el('tbody', {}, rows))),
     el('p', { class: 'layout-error', id: 'layout-error', 'data-error': layout.error.toFixed(6) },
       `Drawing error: three circles cannot always show every overlap exactly. The pairwise overlaps are drawn within ${pct(layout.pairError)}, the region common to all three within ${pct(layout.triple.error)}, of the smallest circle's area.`));
 }
@@ -1400,6 +1443,17 @@ function cellDetail(label, c) {
 // trusted reports whether the API's verdict lets a number be read as one.
 function trusted(x) {
   return x.verdict === 'reliable' || x.verdict === 'exact';
+}
+
+// periodEnd is the instant (ms) the period (P1D, P1W or P1M) that starts
+// at the instant start ends, in tz.
+function periodEnd(start, period, tz) {
+  const day = dayOf(start, tz);
+  if (period === 'P1M') {
+    const [y, m] = day.split('-').map(Number);
+    return midnight(new Date(Date.UTC(y, m, 1)).toISOString().slice(0, 10), tz).getTime();
+  }
+  return midnight(addDays(day, period === 'P1W' ? 7 : 1), tz).getTime();
 }
 
 async function retentionView(q) {
@@ -1439,15 +1493,18 @@ async function retentionView(q) {
     const cells = Array.from({ length: periods }, (_, k) => {
       const c = row.cells.find((x) => x.offset === k + 1);
       if (!c) return el('td', { class: 'ret-none' }, '');
-      const text = cellDetail(`${label} +${k + 1}`, c);
+      // A period that has not ended (today's) holds the users seen so
+      // far: its share is marked as such and not coloured as final.
+      const open = periodEnd(c.start, period, sr.tz) > Date.now();
+      const text = cellDetail(`${label} +${k + 1}`, c) + (open ? ` The ${PERIODS[period]} is not over yet: users so far.` : '');
       const ok = trusted(c);
-      const shown = ok ? pct(c.share.estimate) : `${pct(c.share.lower)}–${pct(c.share.upper)}`;
+      const shown = (ok ? pct(c.share.estimate) : `${pct(c.share.lower)}–${pct(c.share.upper)}`) + (open ? ' so far' : '');
       const td = el('td', {
-        class: `ret-cell ${ok ? 'reliable' : 'unreliable'}`, tabindex: '0', 'aria-label': text, title: text,
+        class: `ret-cell ${ok ? 'reliable' : 'unreliable'}${open ? ' partial' : ''}`, tabindex: '0', 'aria-label': text, title: text,
         'data-share': String(c.share.estimate), 'data-verdict': c.verdict,
       }, shown);
       // Through the CSSOM: the page's policy refuses style attributes.
-      if (ok) td.style.backgroundColor = shareColour(c.share.estimate);
+      if (ok && !open) td.style.backgroundColor = shareColour(c.share.estimate);
       td.addEventListener('focus', () => show(text));
       td.addEventListener('mouseenter', () => show(text));
       return td;
@@ -1482,6 +1539,16 @@ async function funnelView(values) {
   const BW = 480;
   const rowH = 58;
   const x = (v) => 8 + (BW - 16) * (v / top);
+  // Each bar carries its count: a late step can be a sliver of the
+  // first, too thin to read on its own. The number goes after the
+  // whisker, or inside the bar's end when it would not fit there.
+  const valueLabel = (st, y) => {
+    const text = count(st.estimate);
+    const w = textWidth(text, 16);
+    const after = x(Math.max(st.upper, st.estimate)) + 6;
+    if (after + w <= BW - 4) return svg('text', { class: 'fvalue', x: after, y: y + 19 }, text);
+    return svg('text', { class: 'fvalue inside', x: x(st.estimate) - 6, y: y + 19, 'text-anchor': 'end' }, text);
+  };
   const chart = svg('svg', { id: 'funnel', viewBox: `0 0 ${BW} ${rowH * r.steps.length + 8}`, role: 'img', 'aria-label': 'Funnel: users reaching each step, with error bounds' });
   const list = el('ol', { id: 'funnel-steps-list', class: 'funnel-list' });
   r.steps.forEach((st, i) => {
@@ -1493,6 +1560,7 @@ async function funnelView(values) {
       svg('line', { class: 'fwhisker', x1: x(st.lower), x2: x(st.upper), y1: y + 13, y2: y + 13 }),
       svg('line', { class: 'fwhisker', x1: x(st.lower), x2: x(st.lower), y1: y + 5, y2: y + 21 }),
       svg('line', { class: 'fwhisker', x1: x(st.upper), x2: x(st.upper), y1: y + 5, y2: y + 21 }),
+      valueLabel(st, y),
       svg('text', { class: 'flabel', x: 8, y: y + 44 }, `${i + 1}. ${name}`),
       svg('title', {}, `${name}: ${count(st.estimate)} ± ${count(st.error)} (bounds ${count(st.lower)} to ${count(st.upper)})`)));
     const conv = st.conversion

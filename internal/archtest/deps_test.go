@@ -29,6 +29,7 @@ var rules = map[string]struct {
 	forbidStd []string
 }{
 	"internal/poison":     {forbidStd: []string{"net/http"}},
+	"internal/archive":    {forbidStd: []string{"net/http"}},
 	"internal/murmur":     {allow: []string{"github.com/spaolacci/murmur3"}},
 	"internal/hll":        {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/cms":        {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},

@@ -46,6 +46,8 @@ func (s *Server) routes() http.Handler {
 		write := r.With(s.require(roleWrite), s.limitWrites, s.idempotent)
 
 		read.Get("/sketches", s.handle(s.handleList))
+		// An admin token's (the handler checks): it reads everything.
+		read.Get("/backup", s.handle(s.handleBackup))
 		write.Put("/sketches/{name}", s.handle(s.handleCreate))
 		read.Get("/sketches/{name}", s.handle(s.handleDescribe))
 		write.Delete("/sketches/{name}", s.handle(s.handleDelete))

@@ -6,7 +6,8 @@
 // (upper case, - as _). SIGINT and SIGTERM drain requests, commit and exit
 // 0; a second one exits at once. SIGHUP reloads the token file.
 // "sketchd check -data FILE" checks a stopped store's files offline
-// (check.go).
+// (check.go); "sketchd backup", "restore" and "copy" save, load and move
+// a store through its backup archive (archive_cmds.go, docs/backup.md).
 package main
 
 import (
@@ -31,7 +32,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go exitOnSecondSignal(ctx, stop)
-	h := host{environ: os.Environ(), terminal: isTerminal(os.Stdin)}
+	h := host{environ: os.Environ(), terminal: isTerminal(os.Stdin), stderrTerminal: isTerminal(os.Stderr)}
 	if err := runOn(ctx, h, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "sketchd:", err)
 		code := 1

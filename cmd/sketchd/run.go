@@ -47,12 +47,28 @@ type host struct {
 	// there is no load balancer to wait for, so the drain delay is 0
 	// unless -drain-delay was given.
 	terminal bool
+	// stderrTerminal says stderr is a terminal: backup, restore and copy
+	// show their progress there.
+	stderrTerminal bool
 }
 
 // runOn is run on a host.
 func runOn(ctx context.Context, h host, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "check" {
-		return runCheck(args[1:], getenv, stdout)
+	if len(args) > 0 {
+		var term io.Writer
+		if h.stderrTerminal {
+			term = stderr
+		}
+		switch args[0] {
+		case "check":
+			return runCheck(args[1:], getenv, stdout)
+		case "backup":
+			return runBackup(ctx, args[1:], getenv, stdout, term)
+		case "restore":
+			return runRestore(ctx, args[1:], getenv, stdout, term)
+		case "copy":
+			return runCopy(ctx, args[1:], getenv, stdout, term)
+		}
 	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if err != nil {

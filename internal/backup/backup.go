@@ -17,6 +17,8 @@ package backup
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -268,4 +270,95 @@ func Verify(r *archive.Reader, progress func(read int64)) (archive.Counts, error
 			progress(r.Offset())
 		}
 	}
+}
+
+// Summary is what "sketchd copy" compares between a source and its
+// copy: the records of each type, and a SHA-256 over every record's
+// content in archive order (its identity, kind, bytes, flags and times).
+// Times count to the microsecond and an expiry's duration to the
+// second, what every backend keeps; the header's time and source are
+// left out.
+type Summary struct {
+	Counts archive.Counts
+	Digest [sha256.Size]byte
+}
+
+// Summarize reads the whole archive r holds (checking it as Verify does)
+// and returns its Summary.
+func Summarize(r *archive.Reader) (Summary, error) {
+	h := sha256.New()
+	c := NewChecker()
+	var b []byte
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			var s Summary
+			s.Counts = r.Counts()
+			h.Sum(s.Digest[:0])
+			return s, nil
+		}
+		if err != nil {
+			return Summary{}, err
+		}
+		if err := c.Check(rec); err != nil {
+			return Summary{}, err
+		}
+		b = appendContent(b[:0], rec)
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+}
+
+func appendContent(b []byte, rec *archive.Record) []byte {
+	str := func(s string) { b = binary.BigEndian.AppendUint32(b, uint32(len(s))); b = append(b, s...) }
+	t := func(v time.Time) {
+		b = binary.BigEndian.AppendUint64(b, uint64(v.Truncate(time.Microsecond).UnixMicro()))
+	}
+	b = append(b, rec.Type)
+	switch {
+	case rec.Sketch != nil:
+		s := rec.Sketch
+		str(s.Name)
+		str(s.Kind)
+		if s.Metric {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		t(s.Created)
+		t(s.Updated)
+		b = binary.BigEndian.AppendUint64(b, uint64(s.ExpireAfter/time.Second))
+		if !s.ExpireAt.IsZero() {
+			t(s.ExpireAt)
+		}
+		str(string(s.Bytes))
+	case rec.Series != nil:
+		s := rec.Series
+		str(s.Name)
+		str(s.Kind)
+		t(s.Created)
+		str(s.TZ)
+		str(s.LateLimit)
+		for _, l := range s.Levels {
+			str(l.Name)
+			str(l.Retention)
+		}
+		str(string(s.Proto))
+	case rec.Bucket != nil:
+		k := rec.Bucket
+		str(k.Series)
+		str(k.Level)
+		t(k.Start)
+		t(k.Updated)
+		str(string(k.Bytes))
+	case rec.Key != nil:
+		k := rec.Key
+		str(k.Scope)
+		str(k.Target)
+		str(k.Key)
+		t(k.Created)
+		b = append(b, k.Fingerprint[:]...)
+		str(string(k.Answer))
+	}
+	return b
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -232,4 +233,73 @@ func TestCopyAcrossBackends(t *testing.T) {
 	}
 	c2, _, _ := startStoppable(t, back)
 	sameRaw(t, rawAll(t, c2), want, "after the round trip")
+}
+
+// walkthroughBlocks returns the ```sh blocks of the section heading of
+// the markdown file path.
+func walkthroughBlocks(tb testing.TB, path, heading string) []string {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(raw), "\n"+heading+"\n")
+	if !ok {
+		tb.Fatalf("%s has no %q", path, heading)
+	}
+	if i := strings.Index(sec, "\n## "); i >= 0 {
+		sec = sec[:i]
+	}
+	var blocks []string
+	for {
+		_, rest, ok := strings.Cut(sec, "```sh\n")
+		if !ok {
+			return blocks
+		}
+		body, rest, _ := strings.Cut(rest, "```")
+		blocks = append(blocks, body)
+		sec = rest
+	}
+}
+
+// TestScaleOutWalkthrough runs docs/scale-out.md's "Moving from bbolt to
+// PostgreSQL or Citus" as an operator would: the backup while the server
+// runs, then, once it is stopped, the copy into PostgreSQL; a server on
+// the database then serves the same bytes.
+func TestScaleOutWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds sketchd and runs the walk-through")
+	}
+	pgtest.Connect(t)
+	blocks := walkthroughBlocks(t, "../../docs/scale-out.md", "## Moving from bbolt to PostgreSQL or Citus")
+	if len(blocks) != 2 {
+		t.Fatalf("found %d sh blocks in the walk-through, want 2 (backup; copy)", len(blocks))
+	}
+	dir := t.TempDir()
+	bin := filepath.Dir(sketchdBinary(t))
+	os.WriteFile(filepath.Join(dir, "admin.token"), []byte("admin-token-00000\n"), 0o600)
+	// The server runs open (the test's client sends no token); the
+	// walk-through's token file is sent and ignored.
+	c, addr, stop := startStoppable(t, filepath.Join(dir, "sketchd.db"))
+	fill(t, c)
+	want := rawAll(t, c)
+	pg := pgstoretest.Schema(t, filepath.Join(dir, "pg"))
+	runBlock := func(block string) {
+		t.Helper()
+		cmd := exec.Command("bash", "-e", "-c", strings.ReplaceAll(block, "localhost:8080", addr))
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "PGDSN="+pg)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s\n%v: %s", block, err, out)
+		}
+	}
+	runBlock(blocks[0])
+	if _, err := os.Stat(filepath.Join(dir, "before-move.skar")); err != nil {
+		t.Fatalf("the backup step left no archive: %v", err)
+	}
+	stop()
+	runBlock(blocks[1])
+	c2 := startInProcess(t, filepath.Join(dir, "unused.db"), "-postgres", pg)
+	sameRaw(t, rawAll(t, c2), want, "after the move to PostgreSQL")
 }

@@ -171,51 +171,58 @@ type Checker struct {
 // NewChecker returns a Checker for one archive.
 func NewChecker() *Checker { return &Checker{series: map[string]*series.Spec{}} }
 
-// Spec returns the definition of the series name the archive gave.
-func (c *Checker) Spec(name string) *series.Spec { return c.series[name] }
-
-// Check checks rec, which follows the records checked before it. Its
-// error names the record (index, offset, what it holds).
-func (c *Checker) Check(rec *archive.Record) error {
-	if err := c.check(rec); err != nil {
-		return &archive.Error{Record: rec.Index, Offset: rec.Offset, What: Label(rec) + ": " + err.Error(), Err: archive.ErrCorrupt}
-	}
-	c.last = rec
-	return nil
+// Decoded is what Check decoded of a record, for a restore to write
+// without decoding it again: a sketch record's sketch and expiry, a
+// series record's spec, a bucket record's level and sketch, a key
+// record's ID and record.
+type Decoded struct {
+	Sketch sketch.Sketch
+	Expiry sketch.Expiry
+	Spec   *series.Spec
+	Level  series.Level
+	ID     idem.ID
+	Key    idem.Record
 }
 
-func (c *Checker) check(rec *archive.Record) error {
+// Check checks rec, which follows the records checked before it, and
+// returns what it decoded. Its error names the record (index, offset,
+// what it holds).
+func (c *Checker) Check(rec *archive.Record) (Decoded, error) {
+	d, err := c.check(rec)
+	if err != nil {
+		return Decoded{}, &archive.Error{Record: rec.Index, Offset: rec.Offset, What: Label(rec) + ": " + err.Error(), Err: archive.ErrCorrupt}
+	}
+	c.last = rec
+	return d, nil
+}
+
+func (c *Checker) check(rec *archive.Record) (d Decoded, err error) {
 	if c.last != nil {
 		if c.last.Type > rec.Type {
-			return fmt.Errorf("a %s record after a %s record; an archive holds sketches, series, buckets, then keys", archive.TypeName(rec.Type), archive.TypeName(c.last.Type))
+			return d, fmt.Errorf("a %s record after a %s record; an archive holds sketches, series, buckets, then keys", archive.TypeName(rec.Type), archive.TypeName(c.last.Type))
 		}
 		if c.last.Type == rec.Type && compare(c.last, rec) >= 0 {
-			return fmt.Errorf("not after the record before it (%s): each type's records are in strictly increasing order", Label(c.last))
+			return d, fmt.Errorf("not after the record before it (%s): each type's records are in strictly increasing order", Label(c.last))
 		}
 	}
 	switch rec.Type {
 	case archive.TypeSketch:
-		_, _, err := Sketch(rec.Sketch)
-		return err
+		d.Sketch, d.Expiry, err = Sketch(rec.Sketch)
 	case archive.TypeSeries:
-		spec, err := Series(rec.Series)
-		if err != nil {
-			return err
+		if d.Spec, err = Series(rec.Series); err == nil {
+			c.series[rec.Series.Name] = d.Spec
 		}
-		c.series[rec.Series.Name] = spec
-		return nil
 	case archive.TypeBucket:
-		spec := c.series[rec.Bucket.Series]
-		if spec == nil {
-			return fmt.Errorf("no series %q before it", rec.Bucket.Series)
+		if d.Spec = c.series[rec.Bucket.Series]; d.Spec == nil {
+			return d, fmt.Errorf("no series %q before it", rec.Bucket.Series)
 		}
-		_, _, err := Bucket(rec.Bucket, spec)
-		return err
+		d.Level, d.Sketch, err = Bucket(rec.Bucket, d.Spec)
 	case archive.TypeKey:
-		_, _, err := Key(rec.Key)
-		return err
+		d.ID, d.Key, err = Key(rec.Key)
+	default:
+		err = fmt.Errorf("record type %d", rec.Type)
 	}
-	return fmt.Errorf("record type %d", rec.Type)
+	return d, err
 }
 
 // compare orders two records of one type by their key.
@@ -263,7 +270,7 @@ func Verify(r *archive.Reader, progress func(read int64)) (archive.Counts, error
 			}
 			return r.Counts(), err
 		}
-		if err := c.Check(rec); err != nil {
+		if _, err := c.Check(rec); err != nil {
 			return r.Counts(), err
 		}
 		if progress != nil {
@@ -300,7 +307,7 @@ func Summarize(r *archive.Reader) (Summary, error) {
 		if err != nil {
 			return Summary{}, err
 		}
-		if err := c.Check(rec); err != nil {
+		if _, err := c.Check(rec); err != nil {
 			return Summary{}, err
 		}
 		b = appendContent(b[:0], rec)

@@ -335,15 +335,15 @@ func (s *DB) restoreRecords(tx *bbolt.Tx, r *archive.Reader, progress func(read 
 		if err != nil {
 			return err
 		}
-		if err := check.Check(rec); err != nil {
+		d, err := check.Check(rec)
+		if err != nil {
 			return err
 		}
 		switch rec.Type {
 		case archive.TypeSketch:
 			a := rec.Sketch
-			sk, x, _ := backup.Sketch(a)
-			st := &state{sk: sk, metric: a.Metric, created: a.Created, updated: a.Updated, expiry: x}
-			if err := sketches.Put([]byte(a.Name), appendRecordBytes(nil, a.Name, sk.Kind().Tag, st, a.Bytes)); err != nil {
+			st := &state{sk: d.Sketch, metric: a.Metric, created: a.Created, updated: a.Updated, expiry: d.Expiry}
+			if err := sketches.Put([]byte(a.Name), appendRecordBytes(nil, a.Name, d.Sketch.Kind().Tag, st, a.Bytes)); err != nil {
 				return err
 			}
 			if a.Metric {
@@ -353,24 +353,21 @@ func (s *DB) restoreRecords(tx *bbolt.Tx, r *archive.Reader, progress func(read 
 			}
 		case archive.TypeSeries:
 			a := rec.Series
-			st := &state{def: check.Spec(a.Name), created: a.Created, updated: a.Created}
+			st := &state{def: d.Spec, created: a.Created, updated: a.Created}
 			key := seriesKey(a.Name)
 			if err := defs.Put([]byte(a.Name), appendRecord(nil, key, st)); err != nil {
 				return err
 			}
 		case archive.TypeBucket:
 			a := rec.Bucket
-			spec := check.Spec(a.Series)
-			lv, sk, _ := backup.Bucket(a, spec)
-			key := bucketKey(a.Series, series.Key{Level: lv, Start: a.Start})
-			st := &state{sk: sk, created: a.Updated, updated: a.Updated}
-			if err := buckets.Put([]byte(key[1:]), appendRecordBytes(nil, key, sk.Kind().Tag, st, a.Bytes)); err != nil {
+			key := bucketKey(a.Series, series.Key{Level: d.Level, Start: a.Start})
+			st := &state{sk: d.Sketch, created: a.Updated, updated: a.Updated}
+			if err := buckets.Put([]byte(key[1:]), appendRecordBytes(nil, key, d.Sketch.Kind().Tag, st, a.Bytes)); err != nil {
 				return err
 			}
 		case archive.TypeKey:
-			id, kr, _ := backup.Key(rec.Key)
-			k := appendKeyID(nil, id)
-			if err := keys.Put(k, appendKeyRecord(nil, k, kr)); err != nil {
+			k := appendKeyID(nil, d.ID)
+			if err := keys.Put(k, appendKeyRecord(nil, k, d.Key)); err != nil {
 				return err
 			}
 		}

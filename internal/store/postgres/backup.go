@@ -259,24 +259,25 @@ func (s *DB) restoreRecords(ctx context.Context, tx pgx.Tx, r *archive.Reader, p
 		if err != nil {
 			return err
 		}
-		if err := check.Check(rec); err != nil {
+		d, err := check.Check(rec)
+		if err != nil {
 			return err
 		}
 		switch rec.Type {
 		case archive.TypeSketch:
 			a := rec.Sketch
-			sk, x, _ := backup.Sketch(a)
+			sk, x := d.Sketch, d.Expiry
 			kind := string(sk.Kind().Type)
 			params, err := sketch.ParamsJSON(sk.Params())
 			if err != nil {
 				return err
 			}
-			h, d := split(sk.Kind().Type, a.Bytes)
+			h, data := split(sk.Kind().Type, a.Bytes)
 			after, at := expiryArgs(x)
-			batch.Queue(insertSQL, a.Name, kind, params, a.Metric, h, d, a.Created, a.Updated, after, at, checksum(sketchKey(a.Name, kind), a.Bytes))
+			batch.Queue(insertSQL, a.Name, kind, params, a.Metric, h, data, a.Created, a.Updated, after, at, checksum(sketchKey(a.Name, kind), a.Bytes))
 		case archive.TypeSeries:
 			a := rec.Series
-			spec := check.Spec(a.Name)
+			spec := d.Spec
 			params, err := sketch.ParamsJSON(spec.Params)
 			if err != nil {
 				return err
@@ -292,12 +293,11 @@ func (s *DB) restoreRecords(ctx context.Context, tx pgx.Tx, r *archive.Reader, p
 			batch.Queue(createDefSQL, a.Name, string(spec.Params.Kind().Type), params, empty.AppendBinary(nil), spec.TZ, lj, spec.LateLimit.String(), a.Created)
 		case archive.TypeBucket:
 			a := rec.Bucket
-			lv, sk, _ := backup.Bucket(a, check.Spec(a.Series))
-			h, d := split(sk.Kind().Type, a.Bytes)
-			batch.Queue(restoreBucketSQL, a.Series, lv.String(), a.Start, h, d, a.Updated, checksum(bucketKeyDigest(a.Series, lv.String(), a.Start), a.Bytes))
+			lv := d.Level.String()
+			h, data := split(d.Sketch.Kind().Type, a.Bytes)
+			batch.Queue(restoreBucketSQL, a.Series, lv, a.Start, h, data, a.Updated, checksum(bucketKeyDigest(a.Series, lv, a.Start), a.Bytes))
 		case archive.TypeKey:
-			a := rec.Key
-			id, kr, _ := backup.Key(a)
+			id, kr := d.ID, d.Key
 			batch.Queue(restoreKeySQL, id.Target, id.Scope, id.Key, kr.Fingerprint[:], kr.Answer, kr.Created, keySum(id, kr.Fingerprint[:], kr.Answer))
 		}
 		if batch.Len() >= restoreBatch {

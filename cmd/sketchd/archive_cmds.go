@@ -353,14 +353,18 @@ func openSource(ctx context.Context, src string) (backuper, error) {
 // summarize backs b up through a pipe into a Summary.
 func summarize(ctx context.Context, b backuper) (backup.Summary, error) {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeArchive(ctx, b, pw)) }()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		pw.CloseWithError(writeArchive(ctx, b, pw))
+	}()
+	var s backup.Summary
 	r, err := archive.NewReader(pr)
-	if err != nil {
-		pr.CloseWithError(err)
-		return backup.Summary{}, err
+	if err == nil {
+		s, err = backup.Summarize(r)
 	}
-	s, err := backup.Summarize(r)
-	pr.CloseWithError(err)
+	pr.CloseWithError(errors.New("summary ended"))
+	<-written
 	return s, err
 }
 
@@ -397,7 +401,11 @@ func runCopy(ctx context.Context, args []string, getenv func(string) string, std
 	defer src.Close()
 
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeArchive(ctx, src, pw)) }()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		pw.CloseWithError(writeArchive(ctx, src, pw))
+	}()
 	p := newProgress(term, "copying")
 	r, err := archive.NewReader(&countingReader{r: pr, fn: p.update})
 	var counts archive.Counts
@@ -409,6 +417,7 @@ func runCopy(ctx context.Context, args []string, getenv func(string) string, std
 		}
 	}
 	pr.CloseWithError(errors.New("copy ended"))
+	<-written // the source's backup ends (its read transaction too)
 	if err != nil {
 		return fmt.Errorf("copy: %w; the target was left as it was", err)
 	}

@@ -320,3 +320,17 @@ func TestBackupNeedsAdmin(t *testing.T) {
 		t.Fatalf("empty store's archive: %+v, %v", c, err)
 	}
 }
+
+// TestBackupHead: HEAD answers a GET's headers without taking a backup.
+func TestBackupHead(t *testing.T) {
+	e := newEnv(t)
+	req, _ := http.NewRequest(http.MethodHead, e.srv.URL+"/v1/backup", nil)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != ArchiveMediaType {
+		t.Fatalf("HEAD /v1/backup: %d %v", resp.StatusCode, resp.Header)
+	}
+}

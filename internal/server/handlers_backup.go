@@ -39,6 +39,12 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{http.StatusNotImplemented, "this store backend cannot take a backup"}
 	}
 	taken := time.Now().UTC()
+	if r.Method == http.MethodHead {
+		// The headers a GET would send, without taking a backup.
+		w.Header().Set("Content-Type", ArchiveMediaType)
+		w.Header().Set("Cache-Control", "no-store")
+		return nil
+	}
 	sw := &startedWriter{w: w, header: func() {
 		h := w.Header()
 		h.Set("Content-Type", ArchiveMediaType)

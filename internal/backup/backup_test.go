@@ -14,7 +14,7 @@ import (
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
-func hllBytes(t *testing.T, ids ...int64) []byte {
+func hllBytes(t testing.TB, ids ...int64) []byte {
 	t.Helper()
 	h, err := hll.New(hll.Params{Log2m: 11, Regwidth: 5, Expthresh: -1, Sparse: true})
 	if err != nil {
@@ -30,7 +30,7 @@ func hllBytes(t *testing.T, ids ...int64) []byte {
 	return b
 }
 
-func seriesRec(t *testing.T, name string) *archive.Series {
+func seriesRec(t testing.TB, name string) *archive.Series {
 	t.Helper()
 	spec := &series.Spec{Params: sketch.HLLParams{Params: hll.Params{Log2m: 11, Regwidth: 5, Expthresh: -1, Sparse: true}}, TZ: "Europe/Berlin",
 		Levels: []series.LevelSpec{{Level: series.Day, Retention: series.Duration{Days: 30}}}}
@@ -46,7 +46,7 @@ func seriesRec(t *testing.T, name string) *archive.Series {
 
 // build writes recs (each a *archive.Sketch, *archive.Series,
 // *archive.Bucket or *archive.Key) as an archive.
-func build(t *testing.T, recs ...any) []byte {
+func build(t testing.TB, recs ...any) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := archive.NewWriter(&buf, archive.Header{})

@@ -51,8 +51,16 @@ func benchEnvInt(tb testing.TB, name string, def int) int {
 //
 //     go test -run '^$' -bench Backup -benchtime 1x ./internal/server
 //     SKETCHD_TEST_BACKEND=postgres go test -run '^$' -bench Backup -benchtime 1x ./internal/server
+//
+// With SKETCHD_BACKUP_BENCH_SMALL=N it uses N default HLLs of three ids
+// each instead (EXPLICIT, 27 bytes), loaded through POST /v1/events with
+// create (8 clients, 100 sketches an event, 3 events a request).
 func BenchmarkBackup(b *testing.B) {
 	n := benchEnvInt(b, "SKETCHD_BACKUP_BENCH_SKETCHES", 10_000)
+	small := 0
+	if os.Getenv("SKETCHD_BACKUP_BENCH_SMALL") != "" {
+		small = benchEnvInt(b, "SKETCHD_BACKUP_BENCH_SMALL", 1)
+	}
 	p := hll.Params{Log2m: 14, Regwidth: 5, Expthresh: 0, Sparse: false}
 	bodies := make([][]byte, 64)
 	for i := range bodies {
@@ -67,6 +75,23 @@ func BenchmarkBackup(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				if small > 0 {
+					for first := w * 100; first < small; first += 800 {
+						var names []string
+						for i := first; i < min(first+100, small); i++ {
+							names = append(names, fmt.Sprintf("%q", fmt.Sprintf("small-%07d", i)))
+						}
+						list := strings.Join(names, ",")
+						body := `{"events":[{"id":1,"sketches":[` + list + `]},{"id":2,"sketches":[` + list + `]},{"id":3,"sketches":[` + list + `]}]}`
+						r, err := e.try(b, request{Method: http.MethodPost, Path: "/v1/events?create=true",
+							Body: strings.NewReader(body), Header: []string{"Content-Type: application/json"}})
+						if err != nil || r.Status != http.StatusOK {
+							b.Errorf("events: %v %v", r, err)
+							return
+						}
+					}
+					return
+				}
 				for i := w; i < n; i += 8 {
 					r, err := e.try(b, request{Method: http.MethodPut, Path: fmt.Sprintf("/v1/sketches/full-%06d/raw", i),
 						Body: bytes.NewReader(bodies[i%len(bodies)]), Header: []string{"Content-Type: application/octet-stream"}})

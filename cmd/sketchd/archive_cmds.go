@@ -162,16 +162,13 @@ func readToken(path string) (string, error) {
 }
 
 // runBackup is "sketchd backup".
-func runBackup(ctx context.Context, args []string, getenv func(string) string, stdout, term io.Writer) error {
+func runBackup(ctx context.Context, args []string, stdout, term io.Writer) error {
 	fs := flagSet("backup")
 	url := fs.String("url", "", "the running sketchd's base URL (http://host:8080)")
-	tokenFile := fs.String("token-file", "", "a file holding an admin token (its first line's first field); also SKETCHD_BACKUP_TOKEN_FILE")
+	tokenFile := fs.String("token-file", "", "a file holding an admin token (its first line's first field)")
 	out := fs.String("o", "", "the archive file to write")
 	if help, err := parseSub(fs, "backup", backupUsage, args, stdout); help || err != nil {
 		return err
-	}
-	if *tokenFile == "" {
-		*tokenFile = getenv("SKETCHD_BACKUP_TOKEN_FILE")
 	}
 	if *url == "" || *out == "" {
 		return errors.New("backup: -url and -o are required (sketchd backup -h lists the flags)")
@@ -259,7 +256,7 @@ func syncDir(dir string) error {
 }
 
 // runRestore is "sketchd restore".
-func runRestore(ctx context.Context, args []string, getenv func(string) string, stdout, term io.Writer) error {
+func runRestore(ctx context.Context, args []string, stdout, term io.Writer) error {
 	fs := flagSet("restore")
 	in := fs.String("i", "", "the archive file to restore")
 	data := fs.String("data", "", "restore into this bbolt data file (created if missing; the store must be stopped)")
@@ -381,7 +378,7 @@ func writeArchive(ctx context.Context, b backuper, w io.Writer) error {
 }
 
 // runCopy is "sketchd copy".
-func runCopy(ctx context.Context, args []string, getenv func(string) string, stdout, term io.Writer) error {
+func runCopy(ctx context.Context, args []string, stdout, term io.Writer) error {
 	fs := flagSet("copy")
 	from := fs.String("from", "", "the stopped source: a bbolt data file, or a PostgreSQL connection string or URL")
 	to := fs.String("to", "", "the empty target: a bbolt data file (created), or a PostgreSQL connection string or URL")

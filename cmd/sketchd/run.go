@@ -29,8 +29,9 @@ import (
 // run starts sketchd and blocks until ctx ends (then shuts down cleanly
 // and returns nil) or it fails. With -h or -version it writes the usage or
 // the build information to stdout and returns nil; "check" as the first
-// argument runs the offline check instead (runCheck). Every piece of
-// configuration, the token file and the listen addresses are checked
+// argument runs the offline check instead (runCheck), and "backup",
+// "restore" and "copy" the archive commands (archive_cmds.go). Every piece
+// of configuration, the token file and the listen addresses are checked
 // before the data file is opened (and perhaps migrated).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return runOn(ctx, host{}, args, getenv, stdout, stderr)
@@ -63,11 +64,11 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 		case "check":
 			return runCheck(args[1:], getenv, stdout)
 		case "backup":
-			return runBackup(ctx, args[1:], getenv, stdout, term)
+			return runBackup(ctx, args[1:], stdout, term)
 		case "restore":
-			return runRestore(ctx, args[1:], getenv, stdout, term)
+			return runRestore(ctx, args[1:], stdout, term)
 		case "copy":
-			return runCopy(ctx, args[1:], getenv, stdout, term)
+			return runCopy(ctx, args[1:], stdout, term)
 		}
 	}
 	cfg, err := parseConfig(args, getenv, stdout)

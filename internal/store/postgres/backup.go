@@ -40,8 +40,12 @@ func (s *DB) Backup(ctx context.Context, w *archive.Writer) error {
 		return s.classify(ctx, err, "backup")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	// The snapshot is taken at the first statement: now, after the call
-	// began, before anything is written.
+	// A statement_timeout set for the role's requests must not cut a
+	// backup short. Then the snapshot: taken at the first query, now,
+	// after the call began and before anything is written.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return s.classify(ctx, err, "backup")
+	}
 	if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
 		return s.classify(ctx, err, "backup")
 	}
@@ -197,6 +201,9 @@ func (s *DB) Restore(ctx context.Context, r *archive.Reader, replace bool, progr
 		return r.Counts(), s.classify(ctx, err, "restore")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return r.Counts(), s.classify(ctx, err, "restore")
+	}
 	if !replace {
 		var what string
 		err := tx.QueryRow(ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM sketchd_sketches) THEN 'sketches'

@@ -49,6 +49,7 @@ var (
 // the client methods that call it; a method of *client.Client missing
 // here fails it too.
 var compat = map[string]operation{
+	"GET /v1/backup": {methods: []string{"Backup"}},
 	"GET /v1/sketches": {methods: []string{"List", "All", "ListParquet"}, params: []string{"prefix", "after", "limit", "format"},
 		response: reflect.TypeFor[client.SketchList]()},
 	"PUT /v1/sketches/{name}":    {params: []string{"Idempotency-Key"}, methods: []string{"Create"}, request: reflect.TypeFor[client.CreateRequest](), response: tSketch},

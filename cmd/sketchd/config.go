@@ -68,6 +68,9 @@ type config struct {
 
 const usageHeader = `Usage: sketchd [flags]
        sketchd check [-data FILE]    check a stopped store offline (sketchd check -h)
+       sketchd backup -url URL -o FILE          save a running server's backup archive
+       sketchd restore -i FILE (-data FILE | -postgres DSN)   load one into a stopped store
+       sketchd copy -from (FILE | DSN) -to (FILE | DSN)       move a stopped store to an empty one
 
 sketchd serves named sketches over HTTP: HyperLogLog (hll, in
 postgresql-hll's format), Count-Min (cms), Apache DataSketches' theta,

@@ -8,7 +8,8 @@
 // 0; a second one exits at once. SIGHUP rereads the token file and the
 // TLS certificate, key and client CAs (-tls-cert, -tls-key, -tls-client-ca).
 // "sketchd check -data FILE" checks a stopped store's files offline
-// (check.go).
+// (check.go); "sketchd backup", "restore" and "copy" save, load and move
+// a store through its backup archive (archive_cmds.go, docs/backup.md).
 package main
 
 import (

@@ -32,8 +32,9 @@ import (
 // run starts sketchd and blocks until ctx ends (then shuts down cleanly
 // and returns nil) or it fails. With -h or -version it writes the usage or
 // the build information to stdout and returns nil; "check" as the first
-// argument runs the offline check instead (runCheck). Every piece of
-// configuration, the token file and the listen addresses are checked
+// argument runs the offline check instead (runCheck), and "backup",
+// "restore" and "copy" the archive commands (archive_cmds.go). Every piece
+// of configuration, the token file and the listen addresses are checked
 // before the data file is opened (and perhaps migrated).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return runOn(ctx, host{}, args, getenv, stdout, stderr)
@@ -51,14 +52,28 @@ type host struct {
 	// unless -drain-delay was given.
 	terminal bool
 	// stderrTerminal says stderr is a terminal: someone is reading the
-	// log there, so it is text unless -log-format says otherwise.
+	// log there, so it is text unless -log-format says otherwise, and
+	// backup, restore and copy show their progress there.
 	stderrTerminal bool
 }
 
 // runOn is run on a host.
 func runOn(ctx context.Context, h host, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "check" {
-		return runCheck(args[1:], getenv, stdout)
+	if len(args) > 0 {
+		var term io.Writer
+		if h.stderrTerminal {
+			term = stderr
+		}
+		switch args[0] {
+		case "check":
+			return runCheck(args[1:], getenv, stdout)
+		case "backup":
+			return runBackup(ctx, args[1:], stdout, term)
+		case "restore":
+			return runRestore(ctx, args[1:], stdout, term)
+		case "copy":
+			return runCopy(ctx, args[1:], stdout, term)
+		}
 	}
 	cfg, err := parseConfig(args, getenv, stdout)
 	if err != nil {

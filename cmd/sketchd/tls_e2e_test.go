@@ -447,3 +447,25 @@ func TestTLSExpiredWarned(t *testing.T) {
 		t.Errorf("no warning naming the expired certificate:\n%s", logs.String())
 	}
 }
+
+// TestBackupOverTLS: sketchd backup saves the archive of a server that
+// serves HTTPS with a private CA given by -ca-file, and refuses the
+// server without it (an unknown authority), leaving no file.
+func TestBackupOverTLS(t *testing.T) {
+	ca := certstest.NewCA(t, "sketchd-test")
+	pair := ca.Server(t, "server")
+	dir := t.TempDir()
+	c := startInProcessOn(t, filepath.Join(dir, "tls.db"), tlsDialer(ca.Pool(), false), "-tls-cert", pair.CertFile, "-tls-key", pair.KeyFile)
+	c.must(t, http.StatusCreated, "PUT", "/v1/sketches/tls:visitors", "", nil, nil)
+	c.must(t, http.StatusOK, "POST", "/v1/sketches/tls:visitors/add", "text/plain", []byte("1\n2\n3\n"), nil)
+	file := filepath.Join(dir, "b.skar")
+	if _, err := runCmd("backup", "-url", c.base, "-o", file); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("backup over TLS without -ca-file: %v, want a certificate error", err)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused backup left %s (%v)", file, err)
+	}
+	if out, err := runCmd("backup", "-url", c.base, "-ca-file", ca.File, "-o", file); err != nil || !strings.Contains(out, "1 sketches") {
+		t.Fatalf("backup over TLS with -ca-file: %q, %v", out, err)
+	}
+}

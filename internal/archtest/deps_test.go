@@ -35,6 +35,8 @@ var rules = map[string]struct {
 	forbidStd []string
 }{
 	"internal/poison":     {forbidStd: []string{"net/http"}},
+	"internal/archive":    {forbidStd: []string{"net/http"}},
+	"internal/backup":     {allow: above(mod+"internal/archive", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", "github.com/spaolacci/murmur3"), forbidStd: []string{"net/http"}},
 	"internal/murmur":     {allow: []string{"github.com/spaolacci/murmur3"}},
 	"internal/hll":        {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
 	"internal/cms":        {allow: []string{mod + "internal/murmur", "github.com/spaolacci/murmur3"}, forbidStd: []string{"net/http"}},
@@ -52,7 +54,7 @@ var rules = map[string]struct {
 	"internal/cohort":     {allow: above(mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", "github.com/spaolacci/murmur3"), forbidStd: []string{"net/http"}},
 	"internal/idem":       {allow: above(mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", "github.com/spaolacci/murmur3"), forbidStd: []string{"net/http"}},
 	"migrations":          {allow: []string{"go.etcd.io/bbolt", "golang.org/x/sys"}, forbidStd: []string{"net/http"}},
-	"internal/store/bolt": {allow: above(mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", mod+"migrations", "github.com/spaolacci/murmur3", "go.etcd.io/bbolt", "golang.org/x/sys"), forbidStd: []string{"net/http"}},
+	"internal/store/bolt": {allow: above(mod+"internal/archive", mod+"internal/backup", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", mod+"migrations", "github.com/spaolacci/murmur3", "go.etcd.io/bbolt", "golang.org/x/sys"), forbidStd: []string{"net/http"}},
 	"internal/metrics":    {allow: []string{"github.com/prometheus/", "github.com/beorn7/perks", "github.com/cespare/xxhash", "github.com/munnerz/goautoneg", "go.yaml.in/", "google.golang.org/protobuf", "golang.org/x/sys", "github.com/kylelemons/godebug"}},
 	// The public client is for other modules: the standard library only.
 	"client": {allow: nil},
@@ -61,9 +63,9 @@ var rules = map[string]struct {
 	"internal/console": {},
 	// TLS from PEM files: the standard library only.
 	"internal/certs":          {forbidStd: []string{"net/http"}},
-	"internal/server":         {allow: append(parquetGo, above(mod+"internal/console", mod+"internal/cohort", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/ingest", mod+"internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5")...)},
+	"internal/server":         {allow: append(parquetGo, above(mod+"internal/archive", mod+"internal/console", mod+"internal/cohort", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/ingest", mod+"internal/murmur", "github.com/spaolacci/murmur3", "github.com/go-chi/chi/v5")...)},
 	"migrations/postgres":     {forbidStd: []string{"net/http"}},
-	"internal/store/postgres": {allow: above(mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", mod+"migrations/postgres", "github.com/spaolacci/murmur3", "github.com/jackc/", "golang.org/x/sync", "golang.org/x/text"), forbidStd: []string{"net/http"}},
+	"internal/store/postgres": {allow: above(mod+"internal/archive", mod+"internal/backup", mod+"internal/idem", mod+"internal/series", mod+"internal/sketch", mod+"internal/hll", mod+"internal/theta", mod+"internal/freq", mod+"internal/bloom", mod+"internal/kll", mod+"internal/cms", mod+"internal/murmur", mod+"migrations/postgres", "github.com/spaolacci/murmur3", "github.com/jackc/", "golang.org/x/sync", "golang.org/x/text"), forbidStd: []string{"net/http"}},
 }
 
 type pkg struct {

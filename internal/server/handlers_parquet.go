@@ -203,18 +203,24 @@ func parametersOf(in sketch.Info) (string, error) {
 	return string(b), err
 }
 
-// startedWriter is the response body of a streamed answer: it records
-// whether anything was written, after which an error can no longer be
-// answered as a problem.
+// startedWriter is the response body of a streamed answer: it sends the
+// headers (header, or a 200) before the first byte and records whether
+// anything was written, after which an error can no longer be answered
+// as a problem.
 type startedWriter struct {
 	w       http.ResponseWriter
+	header  func()
 	started bool
 }
 
 func (sw *startedWriter) Write(p []byte) (int, error) {
 	if len(p) > 0 && !sw.started {
 		sw.started = true
-		sw.w.WriteHeader(http.StatusOK)
+		if sw.header != nil {
+			sw.header()
+		} else {
+			sw.w.WriteHeader(http.StatusOK)
+		}
 	}
 	n, err := sw.w.Write(p)
 	if err != nil {

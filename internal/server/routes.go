@@ -48,6 +48,10 @@ func (s *Server) routes() http.Handler {
 		write := r.With(s.require(roleWrite), s.deadline(s.cfg.WriteTimeout, "-write-timeout", true), s.limitWrites, s.idempotent)
 
 		read.Get("/sketches", s.handle(s.handleList))
+		// An admin token's (the handler checks): it reads everything.
+		// A backup streams for as long as the store takes: it has no
+		// request deadline (the handler requires an admin token).
+		r.With(s.require(roleRead)).Get("/backup", s.handle(s.handleBackup))
 		write.Put("/sketches/{name}", s.handle(s.handleCreate))
 		read.Get("/sketches/{name}", s.handle(s.handleDescribe))
 		write.Delete("/sketches/{name}", s.handle(s.handleDelete))

@@ -169,6 +169,7 @@ func tenantWalk(day time.Time) map[string]walkRoute {
 				return "POST", "/v1/overlap", js, `{"sketches":["` + p + `hll2",` + rangeOp(n) + `]}`
 			}},
 		}},
+		"GET /v1/backup": {whole: "/v1/backup"},
 		"POST /v1/rank": {variants: []walkVariant{
 			{slot: "target", kind: "hll", want: 200, build: post("/v1/rank", `{"target":"{n}","candidates":["{p}hll2"],"by":"intersection","top":1}`)},
 			{slot: "target series range", kind: "s", want: 200, build: func(n, p string) (string, string, string, string) {

@@ -70,6 +70,29 @@ type state struct {
 // appendRecord appends the record of st, kept under the entry key key,
 // to b.
 func appendRecord(b []byte, key string, st *state) []byte {
+	start := len(b)
+	b = appendRecordHeader(b, st.kind().Tag, st)
+	if st.def != nil {
+		b = appendDef(b, st.def)
+	} else {
+		b = st.sk.AppendBinary(b)
+	}
+	return binary.BigEndian.AppendUint32(b, recordCRC(key, b[start:]))
+}
+
+// appendRecordBytes is appendRecord with the body given: body is st's
+// sketch in its kind's encoding, kept as it is (a restored value keeps
+// its bytes).
+func appendRecordBytes(b []byte, key string, tag byte, st *state, body []byte) []byte {
+	start := len(b)
+	b = appendRecordHeader(b, tag, st)
+	b = append(b, body...)
+	return binary.BigEndian.AppendUint32(b, recordCRC(key, b[start:]))
+}
+
+// appendRecordHeader appends what a record holds before its body: the
+// format, kind tag, flags, times and expiry.
+func appendRecordHeader(b []byte, tag byte, st *state) []byte {
 	var flags byte
 	if st.metric {
 		flags |= flagMetric
@@ -80,8 +103,7 @@ func appendRecord(b []byte, key string, st *state) []byte {
 	if !st.expiry.At.IsZero() {
 		flags |= flagExpireAt
 	}
-	start := len(b)
-	b = append(b, recordFormat, st.kind().Tag, flags)
+	b = append(b, recordFormat, tag, flags)
 	b = binary.BigEndian.AppendUint64(b, uint64(st.created.UnixNano()))
 	b = binary.BigEndian.AppendUint64(b, uint64(st.updated.UnixNano()))
 	if flags&flagExpireAfter != 0 {
@@ -90,12 +112,7 @@ func appendRecord(b []byte, key string, st *state) []byte {
 	if flags&flagExpireAt != 0 {
 		b = binary.BigEndian.AppendUint64(b, uint64(st.expiry.At.UnixNano()))
 	}
-	if st.def != nil {
-		b = appendDef(b, st.def)
-	} else {
-		b = st.sk.AppendBinary(b)
-	}
-	return binary.BigEndian.AppendUint32(b, recordCRC(key, b[start:]))
+	return b
 }
 
 // recordCRC is the checksum of a record's bytes rec (without the

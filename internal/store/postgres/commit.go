@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -712,31 +711,7 @@ func body(sk sketch.Sketch) (hllBytes, data []byte) {
 }
 
 // paramsJSON is the params column: the kind's parameters for SQL readers.
-func paramsJSON(p sketch.Params) ([]byte, error) {
-	switch p := p.(type) {
-	case sketch.HLLParams:
-		return json.Marshal(map[string]any{"log2m": p.Log2m, "regwidth": p.Regwidth, "expthresh": p.Expthresh, "sparse": p.Sparse})
-	case sketch.CMSParams:
-		m := map[string]any{"width": p.Width, "depth": p.Depth, "conservative": p.Conservative, "topk": p.TopK}
-		if p.DomainBits > 0 {
-			m["domain_bits"] = p.DomainBits
-		}
-		return json.Marshal(m)
-	case sketch.ThetaParams:
-		return json.Marshal(map[string]any{"lg_k": p.LgK})
-	case sketch.FreqParams:
-		return json.Marshal(map[string]any{"lg_k": p.LgK})
-	case sketch.KLLParams:
-		return json.Marshal(map[string]any{"k": p.K, "items": p.Items.String()})
-	case sketch.BloomParams:
-		m := map[string]any{"bits": p.Bits, "hashes": p.Hashes}
-		if p.Stated() {
-			m["expected_items"], m["fpp"] = p.ExpectedItems, p.FPP
-		}
-		return json.Marshal(m)
-	}
-	return json.Marshal(p)
-}
+func paramsJSON(p sketch.Params) ([]byte, error) { return sketch.ParamsJSON(p) }
 
 // liveSQL is the condition of a row not expired at $3 (the expiry
 // columns as 0004_expiry.sql describes them). It subtracts timestamps

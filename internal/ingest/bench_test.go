@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -97,6 +98,19 @@ func BenchmarkJSONInts(b *testing.B) {
 	b.Run("ingest_uniform1e8", func(b *testing.B) {
 		benchHashes(b, uniform, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
 	})
+	for _, w := range []struct {
+		name string
+		v    []int64
+	}{{"int64", int64Ints()}, {"negative", negativeInts()}} {
+		wb := jsonBody(b, "ids", w.v, false)
+		b.Run("ingest_"+w.name, func(b *testing.B) {
+			benchHashes(b, wb, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+		})
+		b.Run("encoding_json_Number_"+w.name, func(b *testing.B) {
+			benchHashes(b, wb, stdNumberHashes)
+		})
+		b.Run("hash_only_"+w.name, func(b *testing.B) { benchHashOnly(b, wb, w.v) })
+	}
 	pretty := jsonBody(b, "ids", ints, true)
 	b.Run("ingest_indented", func(b *testing.B) {
 		benchHashes(b, pretty, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
@@ -107,19 +121,46 @@ func BenchmarkJSONInts(b *testing.B) {
 	b.Run("encoding_json_any", func(b *testing.B) {
 		benchHashes(b, body, stdAnyHashes)
 	})
-	b.Run("hash_only", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		dst := make([]uint64, 0, benchIDs)
-		for b.Loop() {
-			dst = dst[:0]
-			for _, v := range ints {
-				h, _ := murmur.Int64(v, 0)
-				dst = append(dst, h)
-			}
+	b.Run("hash_only", func(b *testing.B) { benchHashOnly(b, body, ints) })
+}
+
+// benchHashOnly hashes ids one at a time, the floor under parsing them.
+func benchHashOnly(b *testing.B, body []byte, ids []int64) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	dst := make([]uint64, 0, benchIDs)
+	for b.Loop() {
+		dst = dst[:0]
+		for _, v := range ids {
+			h, _ := murmur.Int64(v, 0)
+			dst = append(dst, h)
 		}
-		report(b, benchIDs)
-	})
+	}
+	report(b, benchIDs)
+}
+
+// int64Ints are 64-bit user ids (snowflake-like): uniform over the
+// non-negative int64 range, so nearly all have 18 or 19 digits.
+func int64Ints() []int64 {
+	r := rand.New(rand.NewPCG(7, 8))
+	v := make([]int64, benchIDs)
+	for i := range v {
+		v[i] = int64(r.Uint64() >> 1)
+	}
+	return v
+}
+
+// negativeInts are negative ids of every width: a negative int64 shifted
+// right by 0 to 62 bits, so widths from 1 to 19 digits are about equally
+// common, down to -9223372036854775808.
+func negativeInts() []int64 {
+	r := rand.New(rand.NewPCG(9, 10))
+	v := make([]int64, benchIDs)
+	for i := range v {
+		v[i] = int64(r.Uint64()|1<<63) >> r.IntN(63)
+	}
+	v[0] = math.MinInt64
+	return v
 }
 
 func BenchmarkJSONTexts(b *testing.B) {
@@ -221,7 +262,9 @@ func BenchmarkLines(b *testing.B) {
 	}{
 		{"ndjson_ints", NDJSON, lineBody(ints, func(v int64) string { return strconv.FormatInt(v, 10) })},
 		{"ndjson_texts", NDJSON, lineBody(texts, strconv.Quote)},
+		{"ndjson_int64", NDJSON, lineBody(int64Ints(), func(v int64) string { return strconv.FormatInt(v, 10) })},
 		{"text_ints", TextInts, lineBody(ints, func(v int64) string { return strconv.FormatInt(v, 10) })},
+		{"text_int64", TextInts, lineBody(int64Ints(), func(v int64) string { return strconv.FormatInt(v, 10) })},
 		{"text_texts", TextTexts, lineBody(texts, func(s string) string { return s })},
 	} {
 		b.Run(tt.name, func(b *testing.B) {

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sketchd/sketchd/internal/murmur"
 )
@@ -75,17 +78,32 @@ func report(b *testing.B, n int) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mids/s")
 }
 
+// benchHashes also reports cpu-ns/id, the CPU of the benchmark's thread
+// (locked to it) per id, which a loaded machine inflates far less than the
+// wall time of ns/id.
 func benchHashes(b *testing.B, body []byte, parse func([]uint64, []byte) ([]uint64, error)) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	dst := make([]uint64, 0, benchIDs)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU(b)
 	for b.Loop() {
 		var err error
 		if dst, err = parse(dst[:0], body); err != nil || len(dst) != benchIDs {
 			b.Fatalf("parse: %d ids, %v", len(dst), err)
 		}
 	}
+	b.ReportMetric(float64((threadCPU(b)-t0).Nanoseconds())/float64(b.N)/benchIDs, "cpu-ns/id")
 	report(b, benchIDs)
+}
+
+func threadCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1, &ru); err != nil { // RUSAGE_THREAD
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkJSONInts(b *testing.B) {
@@ -129,6 +147,9 @@ func benchHashOnly(b *testing.B, body []byte, ids []int64) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	dst := make([]uint64, 0, benchIDs)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU(b)
 	for b.Loop() {
 		dst = dst[:0]
 		for _, v := range ids {
@@ -136,6 +157,7 @@ func benchHashOnly(b *testing.B, body []byte, ids []int64) {
 			dst = append(dst, h)
 		}
 	}
+	b.ReportMetric(float64((threadCPU(b)-t0).Nanoseconds())/float64(b.N)/benchIDs, "cpu-ns/id")
 	report(b, benchIDs)
 }
 

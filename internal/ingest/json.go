@@ -216,7 +216,7 @@ func intRun(dst []uint64, b []byte, i, room int) ([]uint64, int) {
 		// whitespace before the comma.
 		j := i
 		if nd == 0 {
-			if b[i] <= ' ' {
+			if isSpace(b[i]) {
 				for i < len(b) && isSpace(b[i]) {
 					i++
 				}

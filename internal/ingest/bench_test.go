@@ -47,6 +47,17 @@ func benchTexts() []string {
 	return v
 }
 
+// uuidTexts are 36-character UUID-like string ids (8-4-4-4-12 hex).
+func uuidTexts() []string {
+	r := rand.New(rand.NewPCG(11, 12))
+	v := make([]string, benchIDs)
+	for i := range v {
+		h := fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
+		v[i] = h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	}
+	return v
+}
+
 func jsonBody(tb testing.TB, key string, v any, indent bool) []byte {
 	tb.Helper()
 	m := map[string]any{key: v}
@@ -190,6 +201,20 @@ func BenchmarkJSONTexts(b *testing.B) {
 	body := jsonBody(b, "ids", texts, false)
 	b.Run("ingest", func(b *testing.B) {
 		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+	})
+	uuids := uuidTexts()
+	ubody := jsonBody(b, "ids", uuids, false)
+	b.Run("ingest_uuid", func(b *testing.B) {
+		benchHashes(b, ubody, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+	})
+	b.Run("hash_only_uuid", func(b *testing.B) {
+		benchHashes(b, ubody, func(d []uint64, _ []byte) ([]uint64, error) {
+			for _, s := range uuids {
+				h, _ := murmur.String(s, 0)
+				d = append(d, h)
+			}
+			return d, nil
+		})
 	})
 	b.Run("encoding_json_string", func(b *testing.B) {
 		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) {

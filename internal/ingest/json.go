@@ -94,19 +94,22 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 		// (intRun); the element after a run takes the general path below,
 		// which decides as before. After a string id, the run's values are
 		// hashed as soon as it ends.
-		if len(dst) == cap(dst) {
-			dst = slices.Grow(dst, 1)
-		}
-		k := len(dst)
-		dst, i = intRun(dst, b, i, maxIDs-n)
-		if len(dst) > k {
-			n += len(dst) - k
-			if ids && raw < 0 {
-				murmur.Int64Hashes(dst[k:])
+		// A string cannot start a run: string ids skip the call.
+		if i < len(b) && b[i] != '"' {
+			if len(dst) == cap(dst) {
+				dst = slices.Grow(dst, 1)
 			}
-		}
-		if i < len(b) && b[i] <= ' ' { // after the last comma of a run
-			i = skipSpace(b, i)
+			k := len(dst)
+			dst, i = intRun(dst, b, i, maxIDs-n)
+			if len(dst) > k {
+				n += len(dst) - k
+				if ids && raw < 0 {
+					murmur.Int64Hashes(dst[k:])
+				}
+			}
+			if i < len(b) && b[i] <= ' ' { // after the last comma of a run
+				i = skipSpace(b, i)
+			}
 		}
 		if n == maxIDs {
 			return dst, i, tooMany(i, pathIndex(field, n), maxIDs)

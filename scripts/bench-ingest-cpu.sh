@@ -3,9 +3,10 @@
 # the read ceiling (sketchload -serve-discard: a Go HTTP server that reads each
 # body to its end and drops it) under the same load, in one run.
 #
-# For each round and each body format (JSON ints, octet-stream), sketchload
-# drives each server in turn (-create, 8 clients, 10k fresh random ids a
-# request) for DURATION seconds after 2 s of warmup; the server's CPU (utime + stime from
+# For each round, each kind of ids (IDS) and each body format (JSON,
+# octet-stream), sketchload drives each server in turn (-create, 8 clients,
+# 10k fresh random ids a request) for DURATION seconds after 2 s of warmup;
+# the server's CPU (utime + stime from
 # /proc/PID/stat) over the run, divided by the ids it acknowledged, is its CPU
 # per id. CPU per id stays put on a shared, loaded machine where throughput
 # does not: it is the figure to compare. sketchd runs with its defaults (every
@@ -14,11 +15,16 @@
 #
 # Run from anywhere inside the repository:  scripts/bench-ingest-cpu.sh
 # Settings (environment):
-#   ROUNDS=3       rounds (each runs every server and format once)
+#   ROUNDS=3       rounds (each runs every server, kind of ids and format once)
 #   DURATION=10    seconds a run
 #   CLIENTS=8      sketchload -c
 #   BATCH=10000    ids a request
 #   FORMATS="json octet"
+#   IDS=small      the ids sent, one or more of (each runs every round):
+#                    small     uniform below 10^8 (7-8 digits), sketchload's default
+#                    int64     uniform in [0, 2^63): 18-19 digits, as 64-bit user ids
+#                    negative  the int64 ids negated (-1-id): a sign and 18-19 digits
+#                    uuid      36-character UUID-like strings (JSON only: octet skipped)
 #   OUT=           also write every run as JSON lines to this file
 set -euo pipefail
 
@@ -27,6 +33,7 @@ DURATION=${DURATION:-10}
 CLIENTS=${CLIENTS:-8}
 BATCH=${BATCH:-10000}
 FORMATS=${FORMATS:-json octet}
+IDS=${IDS:-small}
 OUT=${OUT:-}
 
 die() {
@@ -47,6 +54,17 @@ for v in ROUNDS DURATION CLIENTS BATCH; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && ((${!v} > 0)) || die "$v=${!v}: want a positive whole number"
 done
 for f in $FORMATS; do [[ $f == json || $f == octet ]] || die "FORMATS: $f is not json or octet"; done
+for k in $IDS; do [[ $k =~ ^(small|int64|negative|uuid)$ ]] || die "IDS: $k is not small, int64, negative or uuid"; done
+# idflags KIND FORMAT: sketchload's flags for those ids in that format
+# (empty for a pair that cannot be sent: uuid in octet-stream).
+idflags() {
+	case $1 in
+	small) echo "-format $2" ;;
+	int64) echo "-format $2 -ids 9223372036854775808" ;;
+	negative) echo "-format $2 -ids 9223372036854775808 -negative" ;;
+	uuid) [[ $2 == json ]] && echo "-format json-uuid" ;;
+	esac
+}
 
 cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
 [[ -f go.mod && -d cmd/sketchd ]] || die "run from the sketchd repository"
@@ -89,36 +107,52 @@ curl -fs "127.0.0.1:$SD_PORT/readyz" >/dev/null || die "sketchd did not start: $
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 declare -A RES
-run() { # server pid port format round
-	local name=$1 pid=$2 port=$3 f=$4 r=$5 c0 c1 out ids
+run() { # server pid port format ids round
+	local name=$1 pid=$2 port=$3 f=$4 k=$5 r=$6 c0 c1 out ids flags
+	flags=$(idflags "$k" "$f")
 	# Warm up (connections, the sketch full) before the CPU is read.
-	"$TMP/sketchload" -target "http://127.0.0.1:$port" -create -prefix "cpu-$f" -format "$f" -c "$CLIENTS" \
+	# shellcheck disable=SC2086 # flags are words
+	"$TMP/sketchload" -target "http://127.0.0.1:$port" -create -prefix "cpu-$k-$f" $flags -c "$CLIENTS" \
 		-batch "$BATCH" -prebuilt 0 -duration 2s -progress 0 >/dev/null || die "sketchload against $name failed"
 	c0=$(cpu_ticks "$pid")
-	out=$("$TMP/sketchload" -target "http://127.0.0.1:$port" -create -prefix "cpu-$f" -format "$f" -c "$CLIENTS" \
+	# shellcheck disable=SC2086
+	out=$("$TMP/sketchload" -target "http://127.0.0.1:$port" -create -prefix "cpu-$k-$f" $flags -c "$CLIENTS" \
 		-batch "$BATCH" -prebuilt 0 -duration "${DURATION}s" -progress 0 -json) || die "sketchload against $name failed"
 	c1=$(cpu_ticks "$pid")
 	ids=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["ids"])' <<<"$out")
 	((ids > 0)) || die "$name acknowledged no ids"
 	local ns
 	ns=$(awk -v t=$((c1 - c0)) -v k="$TICK" -v n="$ids" 'BEGIN { printf "%.2f", t / k * 1e9 / n }')
-	RES[$name,$f]+="$ns "
-	printf '%-8s %-6s round %d: %6.2f ns of server CPU per id (%d ids, load average %s)\n' "$name" "$f" "$r" "$ns" "$ids" "$(cut -d' ' -f1 /proc/loadavg)"
+	RES[$name,$k,$f]+="$ns "
+	printf '%-8s %-6s %-8s round %d: %6.2f ns of server CPU per id (%d ids, load average %s)\n' "$name" "$f" "$k" "$r" "$ns" "$ids" "$(cut -d' ' -f1 /proc/loadavg)"
 	if [[ -n $OUT ]]; then
-		printf '{"server":"%s","format":"%s","round":%d,"cpu_ns_per_id":%s,"ids":%d}\n' "$name" "$f" "$r" "$ns" "$ids" >>"$OUT"
+		printf '{"server":"%s","format":"%s","ids_kind":"%s","round":%d,"cpu_ns_per_id":%s,"ids":%d}\n' "$name" "$f" "$k" "$r" "$ns" "$ids" >>"$OUT"
 	fi
 }
-for r in $(seq 1 "$ROUNDS"); do
+for k in $IDS; do
 	for f in $FORMATS; do
-		run sketchd "$SD_PID" "$SD_PORT" "$f" "$r"
-		run ceiling "$CE_PID" "$CE_PORT" "$f" "$r"
+		[[ -n $(idflags "$k" "$f") ]] || log "IDS=$k cannot be sent as $f: skipped"
+	done
+done
+for r in $(seq 1 "$ROUNDS"); do
+	for k in $IDS; do
+		for f in $FORMATS; do
+			[[ -n $(idflags "$k" "$f") ]] || continue
+			run sketchd "$SD_PID" "$SD_PORT" "$f" "$k" "$r"
+			run ceiling "$CE_PID" "$CE_PORT" "$f" "$k" "$r"
+		done
 	done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+range() { tr ' ' '\n' | grep . | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "-" hi }'; }
 echo
-printf '%-6s %12s %12s %8s\n' format sketchd ceiling ratio
-for f in $FORMATS; do
-	s=$(median <<<"${RES[sketchd,$f]}")
-	c=$(median <<<"${RES[ceiling,$f]}")
-	printf '%-6s %9.2f ns %9.2f ns %7.2fx   (medians of %d; server CPU per id)\n' "$f" "$s" "$c" "$(awk -v a="$s" -v b="$c" 'BEGIN { print a / b }')" "$ROUNDS"
+printf '%-6s %-8s %12s %14s %12s %14s %8s\n' format ids sketchd range ceiling range ratio
+for k in $IDS; do
+	for f in $FORMATS; do
+		[[ -n $(idflags "$k" "$f") ]] || continue
+		s=$(median <<<"${RES[sketchd,$k,$f]}")
+		c=$(median <<<"${RES[ceiling,$k,$f]}")
+		printf '%-6s %-8s %9.2f ns %14s %9.2f ns %14s %7.2fx   (medians of %d; server CPU per id)\n' "$f" "$k" "$s" "$(range <<<"${RES[sketchd,$k,$f]}")" \
+			"$c" "$(range <<<"${RES[ceiling,$k,$f]}")" "$(awk -v a="$s" -v b="$c" 'BEGIN { print a / b }')" "$ROUNDS"
+	done
 done

@@ -5,10 +5,12 @@
 # Both servers get N keys named %08d, each with the 3 integer ids 3i, 3i+1,
 # 3i+2: sketchd through POST /v1/events with ?create (default HLLs, so each is
 # an EXPLICIT HLL of 3 ids), Redis through PFADD (a sparse HyperLogLog each),
-# without persistence. Then the script waits for sketchd's checkpoints to
-# settle, reads each server's RSS (VmRSS) and peak (VmHWM) from /proc, pages
-# through every sketchd sketch 1,000 at a time (GET /v1/sketches) and reads
-# sketchd's RSS and peak again: a listing must not raise the peak.
+# without persistence. sketchd's RSS is read once right after the last
+# write (unsettled: new sketches still in the log); then the script waits
+# for sketchd's checkpoints to settle, reads each server's RSS (VmRSS) and
+# peak (VmHWM) from /proc, pages through every sketchd sketch 1,000 at a
+# time (GET /v1/sketches) and reads sketchd's RSS and peak again: a
+# listing must not raise the peak.
 #
 # Run from anywhere inside the repository:  scripts/bench-small-sketches.sh
 # Settings (environment):
@@ -127,6 +129,13 @@ for f in "$TMP"/bodies/*.json; do
 	done
 	[[ $code == 200 ]] || die "POST /v1/events kept answering 503"
 done
+# Before the checkpoints settle: the sketches still only in the log (and
+# decoded in memory) are what a burst of new sketches costs until then.
+SK_RSS0=$(kib "$SPID" VmRSS)
+SK_ANON0=$(kib "$SPID" RssAnon)
+SK_FILE0=$(kib "$SPID" RssFile)
+WAL0=$(curl -fs "127.0.0.1:$SPORT/metrics" | awk '$1 == "sketchd_wal_size_bytes" { print $2 }')
+log "sketchd before the checkpoints settle: RSS $(mib "$SK_RSS0") MiB (anonymous $(mib "$SK_ANON0"), bbolt's mapped file $(mib "$SK_FILE0")), log ${WAL0:-?} bytes"
 # Let the checkpoints settle: the log empties once every change is in bbolt.
 for _ in $(seq 1 600); do
 	wal=$(curl -fs "127.0.0.1:$SPORT/metrics" | awk '$1 == "sketchd_wal_size_bytes" { print $2 }')
@@ -164,9 +173,10 @@ SK_FILE2=$(kib "$SPID" RssFile)
 log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB (anonymous $(mib "$SK_ANON2"), bbolt's mapped file $(mib "$SK_FILE2")), peak $(mib "$SK_HWM2") MiB"
 # RssFile is bbolt's file as mapped pages the listing touched: page cache
 # the kernel reclaims under pressure, not memory sketchd holds; RssAnon is.
-awk -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+awk -v s0="$SK_RSS0" -v a0="$SK_ANON0" -v f0="$SK_FILE0" -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
 	printf "%d small sketches (load average %s)\n", n, load
 	printf "  redis RSS              %6.0f MiB\n", r / 1024
+	printf "  sketchd RSS, unsettled %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s0 / 1024, s0 / r, a0 / 1024, f0 / 1024
 	printf "  sketchd RSS            %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s / 1024, s / r, a / 1024, f / 1024
 	printf "  sketchd RSS, listed    %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s2 / 1024, s2 / r, a2 / 1024, f2 / 1024
 	printf "  sketchd peak (VmHWM)   %6.0f MiB  %.2fx redis\n", h / 1024, h / r

@@ -15,6 +15,7 @@ const (
 	formatNDJSON                 // 12\n34\n
 	formatText                   // 12\n34\n as text/plain with ?id_type=int
 	formatOctet                  // big-endian int64, 8 bytes an id
+	formatJSONUUID               // {"ids":["0f1e2d3c-…"]}: 36-character UUID-like strings
 )
 
 // textIDPrefix turns an int id into the string id of formatJSONText, so the
@@ -34,8 +35,10 @@ func parseFormat(s string) (format, error) {
 		return formatText, nil
 	case "octet":
 		return formatOctet, nil
+	case "json-uuid":
+		return formatJSONUUID, nil
 	}
-	return 0, fmt.Errorf("-format %q: want json, json-text, ndjson, text or octet", s)
+	return 0, fmt.Errorf("-format %q: want json, json-text, json-uuid, ndjson, text or octet", s)
 }
 
 func (f format) String() string {
@@ -48,6 +51,8 @@ func (f format) String() string {
 		return "text"
 	case formatOctet:
 		return "octet"
+	case formatJSONUUID:
+		return "json-uuid"
 	}
 	return "json"
 }
@@ -74,16 +79,18 @@ func (f format) query() string {
 }
 
 // maxIDBytes is an upper bound on the bytes one id takes in any format: a
-// 19-digit int64 plus quotes, prefix and separator, or as a RESP bulk
-// string "$19\r\n…\r\n" (26). Buffers are sized with it once so appending
-// a batch never grows them.
-const maxIDBytes = 26
+// UUID-like string with its quotes and separator (39), more than a negative
+// 19-digit int64 with quotes, prefix and separator, or a RESP bulk string
+// "$19\r\n…\r\n" (26). Buffers are sized with it once so appending a batch
+// never grows them.
+const maxIDBytes = 39
 
 // bodyCap returns a capacity that holds any body of n ids.
 func bodyCap(n int) int { return 16 + n*maxIDBytes }
 
 // appendBody appends the body carrying ids in format f to dst and returns
-// the extended slice. Ids are non-negative. With enough capacity in dst it
+// the extended slice. Ids are non-negative, or negative with -negative
+// (not for octet-stream's caller: it sends any int64). With enough capacity in dst it
 // does not allocate.
 func appendBody(dst []byte, f format, ids []int64) []byte {
 	switch f {
@@ -103,6 +110,15 @@ func appendBody(dst []byte, f format, ids []int64) []byte {
 			}
 		}
 		dst = append(dst, "]}"...)
+	case formatJSONUUID:
+		dst = append(dst, `{"ids":[`...)
+		for i, id := range ids {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendUUID(dst, id)
+		}
+		dst = append(dst, "]}"...)
 	case formatNDJSON, formatText:
 		for _, id := range ids {
 			dst = appendID(dst, id)
@@ -114,6 +130,40 @@ func appendBody(dst []byte, f format, ids []int64) []byte {
 		}
 	}
 	return dst
+}
+
+// appendUUID appends a quoted UUID-like string (8-4-4-4-12 lowercase hex
+// digits, 36 characters) made of two bijective mixes of id, so distinct ids
+// give distinct strings that look random, as UUIDs do.
+func appendUUID(dst []byte, id int64) []byte {
+	const hex = "0123456789abcdef"
+	hi, lo := mix64(uint64(id)), mix64(uint64(id)^0x9e3779b97f4a7c15)
+	dst = append(dst, '"')
+	for k := range 32 {
+		if k == 8 || k == 12 || k == 16 || k == 20 {
+			dst = append(dst, '-')
+		}
+		w := hi
+		if k >= 16 {
+			w = lo
+		}
+		dst = append(dst, hex[w>>(60-4*uint(k&15))&15])
+	}
+	return append(dst, '"')
+}
+
+// mix64 is splitmix64's finalizer, a bijection of uint64.
+func mix64(x uint64) uint64 {
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// negate turns the ids of a batch into negative ones (-1-id), for -negative.
+func negate(ids []int64) {
+	for i, v := range ids {
+		ids[i] = -1 - v
+	}
 }
 
 // appendRESPHeader appends the start of a PFADD command for key carrying n

@@ -7,13 +7,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-var allFormats = []format{formatJSON, formatJSONText, formatNDJSON, formatText, formatOctet}
+var allFormats = []format{formatJSON, formatJSONText, formatNDJSON, formatText, formatOctet, formatJSONUUID}
+
+// uuidShape is the form of a UUID's text: 8-4-4-4-12 lowercase hex digits.
+var uuidShape = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// unmix64 inverts splitmix64's finalizer step by step (the multiplier's
+// inverse mod 2^64 by Newton's iteration), to read the id back out of the
+// low half of a UUID-like id.
+func unmix64(x uint64) uint64 {
+	inv := func(c uint64) uint64 {
+		v := c
+		for range 6 {
+			v *= 2 - c*v
+		}
+		return v
+	}
+	x ^= x>>31 ^ x>>62
+	x *= inv(0x94d049bb133111eb)
+	x ^= x>>27 ^ x>>54
+	x *= inv(0xbf58476d1ce4e5b9)
+	return x ^ x>>30 ^ x>>60
+}
 
 // decodeBody decodes a body the way the HTTP contract defines each format,
 // independently of appendBody, and returns the ids it carries.
@@ -56,6 +78,29 @@ func decodeBody(f format, body []byte) ([]int64, error) {
 				return nil, err
 			}
 			out = append(out, id)
+		}
+		return out, nil
+	case formatJSONUUID:
+		var v struct {
+			IDs []string `json:"ids"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			return nil, err
+		}
+		if v.IDs == nil {
+			return nil, fmt.Errorf("no ids array")
+		}
+		out := make([]int64, 0, len(v.IDs))
+		for _, s := range v.IDs {
+			if !uuidShape.MatchString(s) {
+				return nil, fmt.Errorf("id %q is not shaped as a UUID", s)
+			}
+			hex := strings.ReplaceAll(s, "-", "")
+			lo, err := strconv.ParseUint(hex[16:], 16, 64)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, int64(unmix64(lo)^0x9e3779b97f4a7c15))
 		}
 		return out, nil
 	case formatNDJSON, formatText:
@@ -136,6 +181,11 @@ func TestAppendBodyRoundTrip(t *testing.T) {
 		"uniform": genIDs(distUniform, 1000, 100_000_000),
 		"zipf":    genIDs(distZipf, 1000, 1_000_000),
 		"repeats": {5, 5, 5, 7, 5},
+		"negative": func() []int64 { // as -negative sends them
+			ids := append(genIDs(distUniform, 1000, 1<<63), 0, math.MaxInt64)
+			negate(ids)
+			return ids
+		}(),
 	}
 	for _, f := range allFormats {
 		for name, ids := range idSets {

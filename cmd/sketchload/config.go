@@ -64,6 +64,7 @@ type config struct {
 	maxBackoff   time.Duration
 	seed         uint64
 	keys         bool // send an Idempotency-Key with every add
+	negative     bool // send -1-id for every id drawn
 	// caFile names the PEM file of the CAs an https target's certificate
 	// is checked against (instead of the system's); roots holds them.
 	caFile string
@@ -107,7 +108,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&distName, "dist", "uniform", "id distribution: uniform, zipf or sequential")
 	fs.Float64Var(&c.zipfS, "zipf-s", 1.1, "zipf exponent s (> 1)")
 	fs.Uint64Var(&c.ids, "ids", 100_000_000, "id space size: ids are drawn from [0, ids)")
-	fs.StringVar(&formatName, "format", "octet", "body format: octet (big-endian int64, the fastest), json, json-text, ndjson or text (ignored with -redis)")
+	fs.StringVar(&formatName, "format", "octet", "body format: octet (big-endian int64, the fastest), json, json-text, json-uuid (36-character UUID-like strings), ndjson or text (ignored with -redis)")
 	fs.IntVar(&c.prebuilt, "prebuilt", -1, "bodies built before the clock starts and reused round robin; -1 = enough for about 1M ids (16 to 16384 bodies), 0 = build each body during the run.\n"+
 		"Reused bodies repeat ids: once a sketch holds them an add changes nothing, and a server may skip the durable write\n"+
 		"(Redis does not append a PFADD that changes no register to its AOF). Measure durable writes with 0 (fresh ids)")
@@ -123,6 +124,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.maxBackoff, "max-backoff", time.Second, "on 503/429 with Retry-After the worker pauses that long, at most this (0 = never pause)")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed (same seed, same ids)")
 	fs.StringVar(&c.caFile, "ca-file", "", "with an https:// -target: trust the certificate authorities in this PEM `file` instead of the system's (sketchd serving a certificate of a private CA). Each worker keeps its own HTTP/1.1 connection over TLS, as over plain HTTP")
+	fs.BoolVar(&c.negative, "negative", false, "send every id drawn as -1-id (negative ids; with -ids 9223372036854775808, of 19 digits)")
 	fs.BoolVar(&c.keys, "idempotency-keys", false, "send a new Idempotency-Key with every add (unique to the run), as the Go client does, to measure what keys cost")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
@@ -252,6 +254,12 @@ func (c *config) validate(set map[string]bool) error {
 	}
 	if c.keys && (c.redis != "" || c.postgres != "") {
 		bad("-idempotency-keys applies to sketchd (-target)")
+	}
+	if c.negative && (c.redis != "" || c.postgres != "") {
+		bad("-negative applies to sketchd (-target)")
+	}
+	if c.negative && c.format == formatJSONUUID {
+		bad("-negative has no meaning with -format json-uuid")
 	}
 	if c.redis != "" && c.create {
 		bad("-create has no meaning with -redis (PFADD creates keys)")

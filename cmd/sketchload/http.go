@@ -128,8 +128,13 @@ func (d *httpDriver) create(ctx context.Context) error {
 // from the workers'.
 func (d *httpDriver) buildPool(n int) {
 	g := newIDGen(d.cfg.dist, d.cfg.ids, d.cfg.zipfS, d.cfg.seed, poolStream)
-	f := d.cfg.format
-	d.pool = buildPool(n, d.cfg.batch, g, func(dst []byte, ids []int64) []byte { return appendBody(dst, f, ids) })
+	f, neg := d.cfg.format, d.cfg.negative
+	d.pool = buildPool(n, d.cfg.batch, g, func(dst []byte, ids []int64) []byte {
+		if neg {
+			negate(ids)
+		}
+		return appendBody(dst, f, ids)
+	})
 }
 
 // poolStream is the random stream of the prebuilt pool; workers use 1…c.
@@ -180,6 +185,9 @@ func (w *httpWorker) do(ctx context.Context, batch uint64, _ int) outcome {
 		data = d.pool[batch%uint64(len(d.pool))]
 	} else {
 		w.gen.fill(w.ids, batch)
+		if d.cfg.negative {
+			negate(w.ids)
+		}
 		w.buf = appendBody(w.buf[:0], d.cfg.format, w.ids)
 		data = w.buf
 	}

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +96,9 @@ func (f *fakeSketchd) create(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 }
 
+// uuidBody tells a body of UUID-like ids from the other JSON ones.
+var uuidBody = regexp.MustCompile(`^\{"ids":\["[0-9a-f]{8}-`)
+
 func (f *fakeSketchd) add(w http.ResponseWriter, r *http.Request) {
 	if !f.authorized(w, r) {
 		return
@@ -106,6 +110,8 @@ func (f *fakeSketchd) add(w http.ResponseWriter, r *http.Request) {
 	}
 	var fm format
 	switch ct := r.Header.Get("Content-Type"); {
+	case ct == "application/json" && uuidBody.Match(body):
+		fm = formatJSONUUID
 	case ct == "application/json" && bytes.Contains(body, []byte(`"`+textIDPrefix)):
 		fm = formatJSONText
 	case ct == "application/json":

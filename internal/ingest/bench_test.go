@@ -5,9 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sketchd/sketchd/internal/murmur"
 )
@@ -43,6 +47,17 @@ func benchTexts() []string {
 	return v
 }
 
+// uuidTexts are 36-character UUID-like string ids (8-4-4-4-12 hex).
+func uuidTexts() []string {
+	r := rand.New(rand.NewPCG(11, 12))
+	v := make([]string, benchIDs)
+	for i := range v {
+		h := fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
+		v[i] = h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	}
+	return v
+}
+
 func jsonBody(tb testing.TB, key string, v any, indent bool) []byte {
 	tb.Helper()
 	m := map[string]any{key: v}
@@ -74,17 +89,32 @@ func report(b *testing.B, n int) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mids/s")
 }
 
+// benchHashes also reports cpu-ns/id, the CPU of the benchmark's thread
+// (locked to it) per id, which a loaded machine inflates far less than the
+// wall time of ns/id.
 func benchHashes(b *testing.B, body []byte, parse func([]uint64, []byte) ([]uint64, error)) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	dst := make([]uint64, 0, benchIDs)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU(b)
 	for b.Loop() {
 		var err error
 		if dst, err = parse(dst[:0], body); err != nil || len(dst) != benchIDs {
 			b.Fatalf("parse: %d ids, %v", len(dst), err)
 		}
 	}
+	b.ReportMetric(float64((threadCPU(b)-t0).Nanoseconds())/float64(b.N)/benchIDs, "cpu-ns/id")
 	report(b, benchIDs)
+}
+
+func threadCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1, &ru); err != nil { // RUSAGE_THREAD
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkJSONInts(b *testing.B) {
@@ -97,6 +127,19 @@ func BenchmarkJSONInts(b *testing.B) {
 	b.Run("ingest_uniform1e8", func(b *testing.B) {
 		benchHashes(b, uniform, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
 	})
+	for _, w := range []struct {
+		name string
+		v    []int64
+	}{{"int64", int64Ints()}, {"negative", negativeInts()}} {
+		wb := jsonBody(b, "ids", w.v, false)
+		b.Run("ingest_"+w.name, func(b *testing.B) {
+			benchHashes(b, wb, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+		})
+		b.Run("encoding_json_Number_"+w.name, func(b *testing.B) {
+			benchHashes(b, wb, stdNumberHashes)
+		})
+		b.Run("hash_only_"+w.name, func(b *testing.B) { benchHashOnly(b, wb, w.v) })
+	}
 	pretty := jsonBody(b, "ids", ints, true)
 	b.Run("ingest_indented", func(b *testing.B) {
 		benchHashes(b, pretty, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
@@ -107,19 +150,50 @@ func BenchmarkJSONInts(b *testing.B) {
 	b.Run("encoding_json_any", func(b *testing.B) {
 		benchHashes(b, body, stdAnyHashes)
 	})
-	b.Run("hash_only", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		dst := make([]uint64, 0, benchIDs)
-		for b.Loop() {
-			dst = dst[:0]
-			for _, v := range ints {
-				h, _ := murmur.Int64(v, 0)
-				dst = append(dst, h)
-			}
+	b.Run("hash_only", func(b *testing.B) { benchHashOnly(b, body, ints) })
+}
+
+// benchHashOnly hashes ids one at a time, the floor under parsing them.
+func benchHashOnly(b *testing.B, body []byte, ids []int64) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	dst := make([]uint64, 0, benchIDs)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU(b)
+	for b.Loop() {
+		dst = dst[:0]
+		for _, v := range ids {
+			h, _ := murmur.Int64(v, 0)
+			dst = append(dst, h)
 		}
-		report(b, benchIDs)
-	})
+	}
+	b.ReportMetric(float64((threadCPU(b)-t0).Nanoseconds())/float64(b.N)/benchIDs, "cpu-ns/id")
+	report(b, benchIDs)
+}
+
+// int64Ints are 64-bit user ids (snowflake-like): uniform over the
+// non-negative int64 range, so nearly all have 18 or 19 digits.
+func int64Ints() []int64 {
+	r := rand.New(rand.NewPCG(7, 8))
+	v := make([]int64, benchIDs)
+	for i := range v {
+		v[i] = int64(r.Uint64() >> 1)
+	}
+	return v
+}
+
+// negativeInts are negative ids of every width: a negative int64 shifted
+// right by 0 to 62 bits, so widths from 1 to 19 digits are about equally
+// common, down to -9223372036854775808.
+func negativeInts() []int64 {
+	r := rand.New(rand.NewPCG(9, 10))
+	v := make([]int64, benchIDs)
+	for i := range v {
+		v[i] = int64(r.Uint64()|1<<63) >> r.IntN(63)
+	}
+	v[0] = math.MinInt64
+	return v
 }
 
 func BenchmarkJSONTexts(b *testing.B) {
@@ -127,6 +201,20 @@ func BenchmarkJSONTexts(b *testing.B) {
 	body := jsonBody(b, "ids", texts, false)
 	b.Run("ingest", func(b *testing.B) {
 		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+	})
+	uuids := uuidTexts()
+	ubody := jsonBody(b, "ids", uuids, false)
+	b.Run("ingest_uuid", func(b *testing.B) {
+		benchHashes(b, ubody, func(d []uint64, body []byte) ([]uint64, error) { return AppendJSONHashes(d, body, benchIDs) })
+	})
+	b.Run("hash_only_uuid", func(b *testing.B) {
+		benchHashes(b, ubody, func(d []uint64, _ []byte) ([]uint64, error) {
+			for _, s := range uuids {
+				h, _ := murmur.String(s, 0)
+				d = append(d, h)
+			}
+			return d, nil
+		})
 	})
 	b.Run("encoding_json_string", func(b *testing.B) {
 		benchHashes(b, body, func(d []uint64, body []byte) ([]uint64, error) {
@@ -221,7 +309,9 @@ func BenchmarkLines(b *testing.B) {
 	}{
 		{"ndjson_ints", NDJSON, lineBody(ints, func(v int64) string { return strconv.FormatInt(v, 10) })},
 		{"ndjson_texts", NDJSON, lineBody(texts, strconv.Quote)},
+		{"ndjson_int64", NDJSON, lineBody(int64Ints(), func(v int64) string { return strconv.FormatInt(v, 10) })},
 		{"text_ints", TextInts, lineBody(ints, func(v int64) string { return strconv.FormatInt(v, 10) })},
+		{"text_int64", TextInts, lineBody(int64Ints(), func(v int64) string { return strconv.FormatInt(v, 10) })},
 		{"text_texts", TextTexts, lineBody(texts, func(s string) string { return s })},
 	} {
 		b.Run(tt.name, func(b *testing.B) {

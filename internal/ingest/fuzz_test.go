@@ -280,6 +280,10 @@ func addJSONSeeds(f *testing.F) {
 
 func FuzzJSONHashes(f *testing.F) {
 	addJSONSeeds(f)
+	for _, s := range intListSeeds {
+		f.Add([]byte(`{"ids":[`+strings.Repeat(s+",", 3)+`"x",`+s+`]}`), int16(-1))
+		f.Add([]byte(`{"hashes":[`+strings.Repeat(s+",", 3)+s+`]}`), int16(7))
+	}
 	f.Fuzz(func(t *testing.T, body []byte, limit int16) {
 		want, v := refJSONHashes(body)
 		prefix := []uint64{42}
@@ -290,7 +294,40 @@ func FuzzJSONHashes(f *testing.F) {
 		checkOutcome(t, body, err, v, len(want), int(limit), func() bool {
 			return got[0] == 42 && equalHashes(got[1:], want)
 		})
+		// With room for every id the runs of integers take the ids that
+		// fit them; what they take or refuse must not change the answer.
+		roomy, rerr := AppendJSONHashes(make([]uint64, 1, len(body)+1), body, int(limit))
+		if (err == nil) != (rerr == nil) || (err != nil && err.Error() != rerr.Error()) ||
+			(err == nil && !equalHashes(roomy[1:], got[1:])) {
+			t.Fatalf("with room: %x, %v; without: %x, %v", roomy[1:], rerr, got[1:], err)
+		}
+		// AppendJSONItems parses "ids" one element at a time through the
+		// general path: the errors must be the same, byte for byte.
+		if FirstKey(body) == "ids" {
+			_, ierr := AppendJSONItems(nil, body, int(limit))
+			if !sameIDsError(err, ierr) {
+				t.Fatalf("AppendJSONHashes error %v, AppendJSONItems error %v for %q", err, ierr, body)
+			}
+		}
 	})
+}
+
+// sameIDsError says whether AppendJSONHashes and AppendJSONItems refused
+// an "ids" body alike: the same error, byte for byte, except after the
+// array, where each names the other key it takes ("hashes" or "items")
+// and only the sentinel and the offset must agree.
+func sameIDsError(err, ierr error) bool {
+	if err == nil || ierr == nil {
+		return err == nil && ierr == nil
+	}
+	var e, ie *Error
+	if !errors.As(err, &e) || !errors.As(ierr, &ie) {
+		return false
+	}
+	if strings.Contains(e.Reason, `"hashes"`) || strings.Contains(ie.Reason, `"items"`) {
+		return e.Err == ie.Err && e.Offset == ie.Offset
+	}
+	return err.Error() == ierr.Error()
 }
 
 func FuzzJSONItems(f *testing.F) {
@@ -380,13 +417,29 @@ func FuzzLines(f *testing.F) {
 	for _, r := range lineRejections {
 		f.Add([]byte(r.body), uint8(r.f), int16(3))
 	}
+	for _, s := range intListSeeds {
+		for _, sep := range []string{"\n", "\r\n"} {
+			lines := strings.ReplaceAll(s, ",", sep)
+			body := strings.Repeat(lines+sep, 3) + lines
+			f.Add([]byte(body), uint8(NDJSON), int16(-1))
+			f.Add([]byte(body+sep), uint8(TextInts), int16(9))
+		}
+	}
 	f.Fuzz(func(t *testing.T, body []byte, format uint8, limit int16) {
 		fm := NDJSON + LineFormat(format%5)
 		want, v := refLines(body, fm)
 		got, err := AppendLineHashes([]uint64{42}, body, fm, int(limit))
 		items, ierr := AppendLineItems(nil, body, fm, int(limit))
-		if (err == nil) != (ierr == nil) {
+		// AppendLineItems reads every line with the scanner; the runs of
+		// integer lines in AppendLineHashes must give the same errors,
+		// byte for byte (line numbers included).
+		if (err == nil) != (ierr == nil) || (err != nil && err.Error() != ierr.Error()) {
 			t.Fatalf("hashes error %v, items error %v for %q", err, ierr, body)
+		}
+		roomy, rerr := AppendLineHashes(make([]uint64, 1, len(body)+1), body, fm, int(limit))
+		if (err == nil) != (rerr == nil) || (err != nil && err.Error() != rerr.Error()) ||
+			(err == nil && !equalHashes(roomy[1:], got[1:])) {
+			t.Fatalf("with room: %x, %v; without: %x, %v", roomy[1:], rerr, got[1:], err)
 		}
 		checkOutcome(t, body, err, v, len(want), int(limit), func() bool {
 			if len(got) != len(want)+1 || len(items) != len(want) {
@@ -555,19 +608,46 @@ var jsonIntToken = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 // takes, with ParseInt's values. Pieces go through every path of the
 // scanner: short ones followed by a comma, long ones, the last one of the
 // array.
-func FuzzJSONIntList(f *testing.F) {
-	for _, s := range []string{
+// intListSeeds are comma-separated integer lists for the fuzz targets of
+// integer ids: every width from 1 to 20 characters, both signs, int64's
+// bounds and one beyond them, leading zeros, floats, and JSON whitespace
+// around the commas.
+var intListSeeds = func() []string {
+	seeds := []string{
 		"1", "0,1,2", "12345678,1", "123456789,1", "99999999,0", "-12345678,7", "00,1", "01234567,1",
 		"00000000,1", "0,0", "-0,0", "12345678.5,1", "1234567e8,1", "1234567E+1,1", "12345678 ,\t1",
 		" 1 , 2 ", "1,,2", "1,", ",1", "", " ", "9223372036854775807,-9223372036854775808",
 		"9223372036854775808,1", "-9223372036854775809,1", "18446744073709551616,1", "1234567,12345678,123456789,1",
 		"1234567\x00,1", "1234567:,1", "1234567/,1", "12345678]", "1,2]", "1],\"x\":[2", "0x10,1", "+1,2", "1_000,1",
-	} {
-		f.Add(s)
+		"-,1", "--1,1", "-a,1", "1-,2", "1.0,2", "1e3,2", "-0.0,1", "0123456789012345678,1", "-09,1",
+		"10000000000000000000,1", "99999999999999999999,1", "-99999999999999999999,1", "1 2,3", "1\n,\r2 ,\t 3",
+		"123456789012345678901234567890,1", "1\x0b,2", "1\f,2",
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	digits := "9223372036854775807"
+	var all, neg, ws []string
+	for w := 1; w <= 19; w++ { // every width, with the largest digits it can have
+		all = append(all, digits[:w], "1"+strings.Repeat("0", w-1))
+		neg = append(neg, "-"+digits[:w], "-"+strings.Repeat("9", w))
+		ws = append(ws, strings.Repeat("8", w)+" \t,\r\n")
+	}
+	neg = append(neg, "-9223372036854775808") // 20 characters
+	return append(seeds, strings.Join(all, ","), strings.Join(neg, ","), strings.Join(ws, "")+"1",
+		strings.Join(neg, " , "))
+}()
+
+func FuzzJSONIntList(f *testing.F) {
+	for _, s := range intListSeeds {
+		f.Add(s, uint8(0))
+		f.Add(s, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, s string, reps uint8) {
 		if strings.ContainsRune(s, '"') {
 			t.Skip("string ids are FuzzJSONHashes' business")
+		}
+		// The list repeated, so that its pieces are also read where more
+		// bytes follow them than a run of integers needs.
+		if strings.Trim(s, " \t\r\n") != "" {
+			s = strings.Repeat(s+",", int(reps%8)) + s
 		}
 		var want []int64
 		valid := true
@@ -585,6 +665,16 @@ func FuzzJSONIntList(f *testing.F) {
 		for _, key := range []string{"ids", "hashes"} {
 			body := []byte(`{"` + key + `":[` + s + `]}`)
 			got, err := AppendJSONHashes(nil, body, -1)
+			roomy, rerr := AppendJSONHashes(make([]uint64, 0, len(body)), body, -1)
+			if (err == nil) != (rerr == nil) || (err != nil && err.Error() != rerr.Error()) ||
+				(err == nil && !equalHashes(roomy, got)) {
+				t.Fatalf("%s with room: %x, %v; without: %x, %v", body, roomy, rerr, got, err)
+			}
+			if key == "ids" {
+				if _, ierr := AppendJSONItems(nil, body, -1); !sameIDsError(err, ierr) {
+					t.Fatalf("%s: AppendJSONHashes error %v, AppendJSONItems error %v", body, err, ierr)
+				}
+			}
 			if !valid {
 				if err == nil {
 					t.Fatalf("%s accepted: %x", body, got)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/sketchd/sketchd/internal/murmur"
@@ -78,7 +79,30 @@ func AppendLineHashes(dst []uint64, body []byte, f LineFormat, maxIDs int) ([]ui
 		return dst, err
 	}
 	out := dst
+	ints := f == NDJSON || f == NDJSONInts || f == TextInts
 	for n := 0; ; n++ {
+		// Runs of lines that are an integer and nothing else take a loop
+		// of their own that makes no call (lineIntRun), their values hashed
+		// a block at a time; any other line takes the scanner, which
+		// decides as before.
+		if ints {
+			if len(out) == cap(out) {
+				out = slices.Grow(out, 1)
+			}
+			k := len(out)
+			out, sc.i = lineIntRun(out, body, sc.i, maxIDs-n)
+			if m := len(out) - k; m > 0 {
+				murmur.Int64Hashes(out[k:])
+				n += m
+				// Each id took one line, ended by its '\n'; the scanner's
+				// line is the last token's, and needNL moves it on.
+				sc.line += m
+				if !sc.needNL {
+					sc.line--
+				}
+				sc.needNL = true
+			}
+		}
 		kind, e := sc.next()
 		if e == nil && kind != tokEnd && n == maxIDs {
 			e = tooMany(sc.at, "", maxIDs)
@@ -100,6 +124,79 @@ func AppendLineHashes(dst []uint64, body []byte, f LineFormat, maxIDs int) ([]ui
 		}
 		out = append(out, h)
 	}
+}
+
+// lineIntRun is intRun for lines: it appends to dst, from b[i] (the start of
+// a line) on, the values (as uint64) of the lines that are a JSON integer in
+// int64 and nothing else, ended by "\n" or "\r\n" (the grammar of TextInts,
+// and the commonest NDJSON line), and returns dst and the start of the line
+// after the last one taken. It stops at any other line (empty, with other
+// whitespace, a string, a float, a leading zero, out of int64, the last
+// line of the body), leaving it to the scanner, where fewer than runMargin
+// bytes are left, after room ids (room < 0: no limit) or once dst is full.
+// It makes no call.
+func lineIntRun(dst []uint64, b []byte, i, room int) ([]uint64, int) {
+	n := len(dst)
+	buf := dst[:cap(dst)]
+	end := len(buf)
+	if room >= 0 && n+room < end {
+		end = n + room
+	}
+	for n < end && i+runMargin <= len(b) {
+		nd, d := nonDigits(binary.LittleEndian.Uint64(b[i:]))
+		if nd != 0 && b[i+nd] == '\n' && (nd == 1 || b[i] != '0') {
+			buf[n] = eight(d, nd)
+			n++
+			i += nd + 1
+			continue
+		}
+		j := i
+		if nd == 0 {
+			if b[i] != '-' {
+				break
+			}
+			j++
+			nd, d = nonDigits(binary.LittleEndian.Uint64(b[j:]))
+			if nd == 0 {
+				break
+			}
+		}
+		if nd > 1 && b[j] == '0' {
+			break
+		}
+		acc := eight(d, nd)
+		if nd == 8 && b[j+8]-'0' < 10 {
+			n2, d2 := nonDigits(binary.LittleEndian.Uint64(b[j+8:]))
+			if n2 < 8 {
+				acc = acc*pow10[n2&7] + eight(d2, n2)
+				nd = 8 + n2
+			} else {
+				n3, d3 := nonDigits(binary.LittleEndian.Uint64(b[j+16:]))
+				if n3 > 3 {
+					break
+				}
+				acc = (acc*1e8+eight(d2, 8))*pow10[n3] + eight(d3, n3)
+				nd = 16 + n3
+				if acc > 1<<63-1+uint64(j-i) {
+					break
+				}
+			}
+		}
+		k := j + nd
+		if b[k] != '\n' {
+			if b[k] != '\r' || b[k+1] != '\n' {
+				break
+			}
+			k++
+		}
+		if j > i {
+			acc = -acc
+		}
+		buf[n] = acc
+		n++
+		i = k + 1
+	}
+	return buf[:n], i
 }
 
 // AppendLineItems is AppendLineHashes keeping the ids: it appends one Item

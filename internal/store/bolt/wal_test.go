@@ -1,12 +1,15 @@
 package bolt
 
 import (
+	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/internal/store/storetest"
 )
 
 // blockSyncs makes s's log syncs wait for a value on the returned channel
@@ -93,4 +96,56 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	}
 	s.cpRun.Unlock()
 	locked = false
+}
+
+// TestWriteAnswersAtItsDeadline: a write whose log sync stalls past its
+// request's deadline (a disk that stalls an fsync) is answered at the
+// deadline, Unavailable and saying it may or may not have been applied,
+// not when the sync ends; once the sync completes the write is there and
+// the store takes writes again.
+func TestWriteAnswersAtItsDeadline(t *testing.T) {
+	s, _ := openStore(t, Options{})
+	mustCreate(t, s, "h", hllSpec(10))
+	release := blockSyncs(t, s)
+	c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Add(c, "h", storetest.Input{Hashed: []uint64{5 << 20}}, false)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if sketch.KindOf(err) != sketch.Unavailable || !strings.Contains(err.Error(), "may or may not have been applied") {
+			t.Errorf("a write whose sync stalled past its deadline: %v, want Unavailable saying it may or may not have been applied", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write whose sync stalled was not answered at its deadline")
+	}
+	release <- nil
+	// Later syncs go through (the test's end stops this before it closes
+	// release).
+	stop := make(chan struct{})
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		for {
+			select {
+			case release <- nil:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-fed })
+	if err := addHashes(s, "h", []uint64{6 << 20}, false); err != nil {
+		t.Fatalf("a write after the stalled sync ended: %v", err)
+	}
+	info, err := s.Describe(ctx, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est := info.Cardinality; est != 2 {
+		t.Errorf("after the sync: cardinality %v, want 2 (the write answered at its deadline was applied)", est)
+	}
 }

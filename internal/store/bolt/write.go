@@ -127,7 +127,15 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 		return err
 	}
 	s.gate.RLock()
-	defer s.gate.RUnlock()
+	// handedOff: the wait for the log sync, and what follows it, went to a
+	// goroutine of its own (see below), which releases the gate and the
+	// entries.
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			s.gate.RUnlock()
+		}
+	}()
 	if s.closing.Load() {
 		return ErrClosed
 	}
@@ -147,10 +155,9 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 	if err != nil {
 		return err
 	}
-	defer s.releaseAll(es)
-
 	b, key, err := s.apply(es, fn, idem.From(ctx))
 	if err != nil {
+		s.releaseAll(es)
 		return err
 	}
 	if b == nil {
@@ -158,19 +165,42 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 		// hold these ids: wait for them.
 		b = s.wal.barrier()
 	}
-	err = b.wait()
-	if key != nil {
-		s.keys.settle(key, err, true)
+	finish := func() error {
+		err := b.wait()
+		if key != nil {
+			s.keys.settle(key, err, true)
+		}
+		s.releaseAll(es)
+		if err != nil {
+			// Memory is rebuilt without this write before the store
+			// accepts reads or writes again: the client may retry it.
+			return errLogFailed(err)
+		}
+		if s.dirtyBytes.Load() > s.opts.CacheBytes || s.dirtyN.Load() >= int64(s.opts.CheckpointSketches) {
+			s.kickCheckpoint()
+		}
+		return nil
 	}
-	if err != nil {
-		// Memory is rebuilt without this write before the store accepts
-		// reads or writes again: the client may retry it.
-		return errLogFailed(err)
+	if b == nil || ctx.Done() == nil {
+		return finish()
 	}
-	if s.dirtyBytes.Load() > s.opts.CacheBytes || s.dirtyN.Load() >= int64(s.opts.CheckpointSketches) {
-		s.kickCheckpoint()
+	select {
+	case <-b.done:
+		return finish()
+	case <-ctx.Done():
+		// The request's deadline passed while its record's sync runs (a
+		// disk that stalls an fsync): the request is answered now, and
+		// the rest, settling its idempotency key and releasing the gate
+		// and its entries, happens when the sync ends. The record holds
+		// copies of everything the write needed; nothing of the request
+		// is kept.
+		handedOff = true
+		go func() {
+			defer s.gate.RUnlock()
+			finish()
+		}()
+		return sketch.Wrap(sketch.Unavailable, ctx.Err(), "the write's log sync did not finish by the request's deadline; the write may or may not have been applied: retry it with its Idempotency-Key")
 	}
-	return nil
 }
 
 // apply runs fn under the locks and appends its record, with g's key if

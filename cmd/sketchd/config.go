@@ -340,7 +340,7 @@ func explainValues(fs *flag.FlagSet) {
 }
 
 // notSettings are SKETCHD_ variables that are not sketchd's settings but
-// the test suite's and its tools' (docs: README, "Running the tests"), so
+// the test suite's and its tools' (docs/development.md, "Running the tests"), so
 // a sketchd started by a test does not warn about them.
 var notSettings = struct {
 	prefixes []string

@@ -11,22 +11,22 @@ import (
 	"time"
 )
 
-// TestGoClientFromAnotherModule follows the README's "Using the Go client
-// from your module" as a user would: a new module beside a checkout of
-// this repository (../sketchd), the README's commands run as written, the
-// README's program built there and run against a real sketchd, printing
-// what the README says it prints.
+// TestGoClientFromAnotherModule follows docs/clients.md's "Using the Go
+// client from your module" as a user would: a new module beside a checkout
+// of this repository (../sketchd), the page's commands run as written, its
+// program built there and run against a real sketchd, printing what the
+// page says it prints.
 func TestGoClientFromAnotherModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of its own")
 	}
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(raw), "### Using the Go client from your module\n")
 	if !ok {
-		t.Fatal(`README.md has no "### Using the Go client from your module"`)
+		t.Fatal(`docs/clients.md has no "### Using the Go client from your module"`)
 	}
 	section, _, _ = strings.Cut(section, "\n### ")
 	commands := fenced(t, section, "sh")

@@ -309,7 +309,7 @@ func eventsBodyOf(size, seed int) []byte {
 
 // eventsRSSFactor bounds the server's peak RSS under 64 concurrent
 // maximum-size events requests: at most the RSS before plus this many
-// times the 64 bodies' bytes (README, "Limits").
+// times the 64 bodies' bytes (docs/operations.md, "Limits").
 const eventsRSSFactor = 8
 
 // TestEventsPeakRSS sends 64 concurrent events requests of -max-body

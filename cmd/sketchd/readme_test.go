@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sketchd/sketchd/internal/pgtest"
 	"github.com/sketchd/sketchd/internal/server"
 )
@@ -27,16 +29,23 @@ type readmeCommand struct {
 	output string // the shown output, "" if none
 }
 
-// readmeBlock is a fenced ```sh block of the README.
+// readmeBlock is a fenced ```sh block of the README (or of a docs page).
 type readmeBlock struct {
+	file     string // as the reader finds it: README.md, docs/api.md
 	line     int
 	commands []readmeCommand
 }
 
-// readmeExamples returns the README's ```sh blocks that call the API
-// (they mention localhost:8080); the rest (installing, testing) are not
-// examples of the product.
-func readmeExamples(tb testing.TB, readme string) []readmeBlock {
+// exampleDocs are the pages whose API examples TestReadme runs, each in
+// order against a fresh server of its own: the README, and the pages its
+// walk-through moved out of it.
+var exampleDocs = []string{"README.md", "docs/api.md"}
+
+// readmeExamples returns the ```sh blocks of a page (file, as named in
+// messages) that call the API: they name $SKETCHD, the variable the
+// examples take the address from, or localhost:8080. The rest
+// (installing, testing) are not examples of the product.
+func readmeExamples(tb testing.TB, file, readme string) []readmeBlock {
 	tb.Helper()
 	var blocks []readmeBlock
 	lines := strings.Split(readme, "\n")
@@ -44,12 +53,12 @@ func readmeExamples(tb testing.TB, readme string) []readmeBlock {
 		if strings.TrimSpace(lines[i]) != "```sh" {
 			continue
 		}
-		b := readmeBlock{line: i + 1}
+		b := readmeBlock{file: file, line: i + 1}
 		var body []string
 		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
 			body = append(body, lines[i])
 		}
-		if !strings.Contains(strings.Join(body, "\n"), "localhost:8080") {
+		if text := strings.Join(body, "\n"); !strings.Contains(text, "localhost:8080") && !strings.Contains(text, "$SKETCHD") {
 			continue
 		}
 		for j := 0; j < len(body); j++ {
@@ -60,7 +69,7 @@ func readmeExamples(tb testing.TB, readme string) []readmeBlock {
 				// The output of the command above; it may go on over
 				// "#  " lines.
 				if len(b.commands) == 0 {
-					tb.Fatalf("README.md:%d: an output with no command above it", b.line+1+j)
+					tb.Fatalf("%s:%d: an output with no command above it", file, b.line+1+j)
 				}
 				out := strings.TrimPrefix(l, "# ")
 				for j+1 < len(body) && strings.HasPrefix(body[j+1], "#  ") {
@@ -84,13 +93,15 @@ func readmeExamples(tb testing.TB, readme string) []readmeBlock {
 	return blocks
 }
 
-// TestReadme runs every API example of README.md, in order, with curl
-// against a real sketchd (and psql against a real PostgreSQL where the
-// README uses it): every command must succeed (curl fails on a 4xx or
-// 5xx), and every output the README shows must be what sketchd prints,
-// numbers to the digits shown. A shown object containing "..." may leave
-// out members; one without lists them all. Editing the README is all it
-// takes to test a new example.
+// TestReadme runs every API example of README.md and of the docs pages
+// that carry the rest of the walk-through (exampleDocs), each page in
+// order against a real sketchd of its own, with curl (and psql against a
+// real PostgreSQL where a page uses it): every command must succeed (curl
+// fails on a 4xx or 5xx), and every output a page shows must be what
+// sketchd prints, numbers to the digits shown. A shown object containing
+// "..." may leave out members; one without lists them all. Editing a page
+// is all it takes to test a new example. date(1) is BSD's, as on macOS:
+// an example that needs GNU date fails here.
 func TestReadme(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the README's examples against a real server")
@@ -106,24 +117,62 @@ func TestReadme(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
-	raw, err := os.ReadFile("../../README.md")
+	realDate, err := exec.LookPath("date")
 	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := readmeExamples(t, string(raw))
-	if len(blocks) < 3 {
-		t.Fatalf("found %d example blocks in README.md", len(blocks))
+		t.Skip("date is not installed")
 	}
 	// The examples add "now" (the server's clock) and then name today and
 	// yesterday from date(1): a midnight between them changes the answers
 	// the README shows.
 	pgtest.AwayFromMidnight(t, 2*time.Minute)
+	shownOutputs := 0
+	for _, page := range exampleDocs {
+		raw, err := os.ReadFile(filepath.Join("../..", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := readmeExamples(t, page, string(raw))
+		if len(blocks) < 3 {
+			t.Fatalf("found %d example blocks in %s", len(blocks), page)
+		}
+		t.Run(page, func(t *testing.T) {
+			shownOutputs += runReadmePage(t, bash, realCurl, realDate, blocks)
+		})
+	}
+	if shownOutputs < 4 {
+		t.Errorf("compared %d shown outputs, want the README's examples", shownOutputs)
+	}
+}
 
+// bsdDate is date(1) as macOS has it, over GNU date: -u, -v adjustments
+// ([+-]N with y, m, w, d, H, M or S) and +format; GNU's -d is refused as
+// BSD refuses it.
+const bsdDate = `#!/usr/bin/env bash
+args=() adj=
+for a in "$@"; do
+  case $a in
+    -u) args+=(-u) ;;
+    -v*)
+      v=${a#-v} num=${a#-v} num=${num%?} unit=${a: -1}
+      case $num in [+-][0-9]*) ;; *) echo "date: -v$v: only relative adjustments here" >&2; exit 1 ;; esac
+      case $unit in y) u=years ;; m) u=months ;; w) u=weeks ;; d) u=days ;; H) u=hours ;; M) u=minutes ;; S) u=seconds ;; *) echo "date: illegal time format" >&2; exit 1 ;; esac
+      adj="$adj $num $u" ;;
+    +*) args+=("$a") ;;
+    *) echo "date: illegal option -- ${a#-}" >&2; echo "usage: date [-jnRu] [-r seconds|file] [-v[+|-]val[ymwdHMS]] [+output_fmt]" >&2; exit 1 ;;
+  esac
+done
+if [ -n "$adj" ]; then args=(-d "$adj" "${args[@]}"); fi
+exec GNUDATE "${args[@]}"
+`
+
+// runReadmePage runs one page's example blocks in order against a fresh
+// server and returns how many shown outputs it compared.
+func runReadmePage(t *testing.T, bash, realCurl, realDate string, blocks []readmeBlock) int {
 	dir := t.TempDir()
 	c := startInProcess(t, filepath.Join(dir, "sketchd.db"))
 	addr := strings.TrimPrefix(c.base, "http://")
 	// curl as the README runs it, but failing on an HTTP error and
-	// without a progress meter.
+	// without a progress meter; date as macOS has it.
 	bin := filepath.Join(dir, "bin")
 	work := filepath.Join(dir, "work")
 	for _, d := range []string{bin, work} {
@@ -135,31 +184,47 @@ func TestReadme(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := os.WriteFile(filepath.Join(bin, "date"), []byte(strings.Replace(bsdDate, "GNUDATE", strconv.Quote(realDate), 1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "SKETCHD=http://"+addr)
 
-	shownOutputs := 0
-	for _, b := range blocks {
-		t.Run(fmt.Sprintf("README.md:%d", b.line), func(t *testing.T) {
-			blockEnv := env
-			if usesPsql(b) {
-				pg := readmePostgres(t)
-				blockEnv = append(slices.Clone(env), pg...)
-				// The README's psql lines name the reader's database
-				// "analytics"; here it is the test server's.
-				b.commands = slices.Clone(b.commands)
-				for i := range b.commands {
-					for _, kv := range pg {
-						if db, ok := strings.CutPrefix(kv, "PGDATABASE="); ok {
-							b.commands[i].text = strings.ReplaceAll(b.commands[i].text, "psql -d analytics ", "psql -d '"+db+"' ")
+	// The page runs as a reader runs it: in one shell, top to bottom, so
+	// a block may use what an earlier one defined (the address, day).
+	if slices.ContainsFunc(blocks, usesPsql) {
+		pg, ok := readmePostgresOrSkip(t)
+		if ok {
+			env = append(env, pg...)
+			// The pages' psql lines name the reader's database
+			// "analytics"; here it is the test server's.
+			for _, kv := range pg {
+				if db, ok := strings.CutPrefix(kv, "PGDATABASE="); ok {
+					for bi := range blocks {
+						blocks[bi].commands = slices.Clone(blocks[bi].commands)
+						for i := range blocks[bi].commands {
+							blocks[bi].commands[i].text = strings.ReplaceAll(blocks[bi].commands[i].text, "psql -d analytics ", "psql -d '"+db+"' ")
 						}
 					}
 				}
 			}
-			outs, stderr := runReadmeBlock(t, bash, work, blockEnv, addr, b)
-			for i, cmd := range b.commands {
-				got := outs[i]
+		} else {
+			// Without PostgreSQL the page runs without its psql blocks.
+			blocks = slices.DeleteFunc(slices.Clone(blocks), usesPsql)
+		}
+	}
+	all := readmeBlock{file: blocks[0].file, line: blocks[0].line}
+	for _, b := range blocks {
+		all.commands = append(all.commands, b.commands...)
+	}
+	outs, stderr := runReadmeBlock(t, bash, work, env, addr, all)
+	shownOutputs := 0
+	for _, b := range blocks {
+		t.Run(fmt.Sprintf("%s:%d", b.file, b.line), func(t *testing.T) {
+			for _, cmd := range b.commands {
+				got := outs[0]
+				outs = outs[1:]
 				if got.status != 0 {
-					t.Errorf("README.md:%d: %s\nexited %d; it printed %q; stderr:\n%s", cmd.line, cmd.text, got.status, got.stdout, stderr)
+					t.Errorf("%s:%d: %s\nexited %d; it printed %q; the page's stderr:\n%s", b.file, cmd.line, cmd.text, got.status, got.stdout, stderr)
 					continue
 				}
 				if cmd.output == "" {
@@ -167,26 +232,49 @@ func TestReadme(t *testing.T) {
 				}
 				shownOutputs++
 				if err := matchShown(cmd.output, got.stdout); err != nil {
-					t.Errorf("README.md:%d: %s\nprinted  %s\nREADME shows %s\n%v", cmd.line, cmd.text, strings.TrimSpace(got.stdout), cmd.output, err)
+					t.Errorf("%s:%d: %s\nprinted  %s\n%s shows %s\n%v", b.file, cmd.line, cmd.text, strings.TrimSpace(got.stdout), b.file, cmd.output, err)
 				}
 			}
 		})
 	}
-	if shownOutputs < 4 {
-		t.Errorf("compared %d shown outputs, want the README's examples", shownOutputs)
+	return shownOutputs
+}
+
+// TestReadmeDay runs the README's day function with the machine's own
+// date(1) (GNU's on Linux; TestReadme runs it with BSD's): each day it
+// names is the UTC date that many days from today.
+func TestReadmeDay(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := regexp.MustCompile(`(?m)^day\(\) \{.*\}`).FindString(string(raw))
+	if def == "" {
+		t.Fatal("README.md defines no day function")
+	}
+	pgtest.AwayFromMidnight(t, time.Minute)
+	for _, n := range []int{-30, -7, -1, 0, 1} {
+		arg := fmt.Sprintf("%+d", n)
+		out, err := exec.Command("bash", "-c", def+"\nday "+arg).Output()
+		if err != nil {
+			t.Fatalf("day %s: %v", arg, err)
+		}
+		if got, want := strings.TrimSpace(string(out)), time.Now().UTC().AddDate(0, 0, n).Format(time.DateOnly); got != want {
+			t.Errorf("day %s printed %s, want %s", arg, got, want)
+		}
 	}
 }
 
-// TestReadmeTokenFile loads the README's example token file the way
-// -auth-tokens does.
+// TestReadmeTokenFile loads the example token file of docs/operations.md
+// the way -auth-tokens does.
 func TestReadmeTokenFile(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(raw), "```\n# comments and blank lines are ignored\n")
 	if !ok {
-		t.Fatal("README.md has no example token file")
+		t.Fatal("docs/operations.md has no example token file")
 	}
 	example, _, _ := strings.Cut(rest, "```")
 	path := filepath.Join(t.TempDir(), "tokens")
@@ -194,7 +282,7 @@ func TestReadmeTokenFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := server.LoadAuth(path); err != nil {
-		t.Errorf("the README's example token file: %v", err)
+		t.Errorf("the example token file of docs/operations.md: %v", err)
 	}
 }
 
@@ -207,10 +295,25 @@ func usesPsql(b readmeBlock) bool {
 	return false
 }
 
+// readmePostgresOrSkip is readmePostgres, but without PostgreSQL (and
+// without SKETCHD_REQUIRE_PG=1) it logs that the page's psql blocks are
+// left out and returns false instead of skipping the whole page.
+func readmePostgresOrSkip(t *testing.T) ([]string, bool) {
+	t.Helper()
+	var env []string
+	ok := t.Run("postgres", func(st *testing.T) { env = readmePostgres(st, t) })
+	if !ok || env == nil {
+		t.Log("the page's psql blocks are left out: no PostgreSQL (SKETCHD_REQUIRE_PG=1 makes this a failure)")
+		return nil, false
+	}
+	return env, true
+}
+
 // readmePostgres gives psql a schema of its own with the tables the
-// README's SQL names, and returns the environment that points psql at it.
-// Without PostgreSQL the test skips (fails with SKETCHD_REQUIRE_PG=1).
-func readmePostgres(t *testing.T) []string {
+// README's SQL names, dropped when owner ends, and returns the environment
+// that points psql at it. Without PostgreSQL t skips (fails with
+// SKETCHD_REQUIRE_PG=1).
+func readmePostgres(t, owner *testing.T) []string {
 	t.Helper()
 	if _, err := exec.LookPath("psql"); err != nil {
 		if os.Getenv("SKETCHD_REQUIRE_PG") == "1" {
@@ -233,12 +336,20 @@ func readmePostgres(t *testing.T) []string {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	t.Cleanup(func() {
-		if _, err := conn.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Errorf("dropping %s: %v", schema, err)
+	cfg := conn.Config()
+	connString := cfg.ConnString()
+	owner.Cleanup(func() {
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, connString)
+		if err != nil {
+			owner.Errorf("dropping %s: %v", schema, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+			owner.Errorf("dropping %s: %v", schema, err)
 		}
 	})
-	cfg := conn.Config()
 	env := []string{
 		"PGHOST=" + cfg.Host, "PGPORT=" + strconv.Itoa(int(cfg.Port)), "PGDATABASE=" + cfg.Database,
 		"PGUSER=" + cfg.User, "PGOPTIONS=-c search_path=" + schema + ",public",
@@ -265,7 +376,7 @@ func runReadmeBlock(t *testing.T, bash, dir string, env []string, addr string, b
 	for i, c := range b.commands {
 		fmt.Fprintf(&script, "%s\n__s=$?; printf '\\n%s %d %%d\\n' \"$__s\"\n", strings.ReplaceAll(c.text, "localhost:8080", addr), marker, i)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bash, "-c", script.String())
 	cmd.Dir, cmd.Env = dir, env
@@ -279,7 +390,7 @@ func runReadmeBlock(t *testing.T, bash, dir string, env []string, addr string, b
 	for i := range b.commands {
 		before, after, ok := strings.Cut(rest, "\n"+marker+" "+strconv.Itoa(i)+" ")
 		if !ok {
-			t.Fatalf("no end marker for README.md:%d in %q", b.commands[i].line, rest)
+			t.Fatalf("no end marker for %s:%d in %q", b.file, b.commands[i].line, rest)
 		}
 		statusText, tail, _ := strings.Cut(after, "\n")
 		status, err := strconv.Atoi(statusText)

@@ -18,7 +18,7 @@ import (
 	"github.com/sketchd/sketchd/internal/sketch"
 )
 
-// Limits of POST /v1/rank (README, "Limits"; docs/intersection.md, "One
+// Limits of POST /v1/rank (docs/operations.md, "Limits"; docs/intersection.md, "One
 // against many").
 const (
 	// maxRankTop bounds "top".

@@ -22,7 +22,7 @@ type operand struct {
 }
 
 // maxPrefixSketches bounds the sketches one request's prefixes may
-// match, together (README, "Limits").
+// match, together (docs/operations.md, "Limits").
 const maxPrefixSketches = 1_000_000
 
 // UnmarshalJSON reads a name or a series range; the strict decoder has

@@ -370,7 +370,7 @@ func TestReadmeSparkLine(t *testing.T) {
 		}
 		c = strings.ReplaceAll(c, "localhost:8080", host)
 		cmd := exec.Command("bash", "-c", "set -o pipefail; "+c)
-		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(curl)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(curl)+string(os.PathListSeparator)+os.Getenv("PATH"), "SKETCHD="+d.url)
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("README: %s: %v", c, err)

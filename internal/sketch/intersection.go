@@ -260,8 +260,19 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 		ops[i] = op
 	}
 
-	terms, err := unionTerms(ops)
-	if err != nil {
+	// Two FULL sketches by the MLE: one pass over their registers gives
+	// the union term and the joint statistic.
+	var scan *pairScan
+	if method == MethodMLE {
+		if scan = newPairScan(ops[0], ops[1]); scan != nil {
+			defer scan.release()
+		}
+	}
+	var terms []term
+	var err error
+	if scan != nil {
+		terms = scan.terms(ops)
+	} else if terms, err = unionTerms(ops); err != nil {
 		return Intersection{}, err
 	}
 	res := Intersection{Log2m: log2m, Method: method}
@@ -281,6 +292,8 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	case allExplicit(ops):
 		exact = true
 		est = exactPair(ops, float64(exactIntersection(ops)))
+	case scan != nil:
+		est = scan.mle(ops[0], ops[1])
 	case method == MethodMLE:
 		est, err = mlePair(ops[0], ops[1], log2m)
 		if err != nil {

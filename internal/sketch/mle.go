@@ -84,6 +84,12 @@ type jointStats struct {
 
 // newJointStats counts the register pairs of a and b, values capped at q+1.
 func newJointStats(a, b []uint8, mod registerModel) jointStats {
+	return jointStatsFromCounts(pairCounts(a, b, uint8(mod.q+1)), mod)
+}
+
+// jointStatsFromCounts is the statistic of the register pair counts c
+// (pairCounts' classes).
+func jointStatsFromCounts(c [5][256]int, mod registerModel) jointStats {
 	n := mod.q + 2
 	buf := make([]float64, 6*n)
 	s := jointStats{
@@ -94,23 +100,6 @@ func newJointStats(a, b []uint8, mod registerModel) jointStats {
 		gt2:           buf[3*n : 4*n],
 		eq:            buf[4*n : 5*n],
 		t:             buf[5*n : 6*n],
-	}
-	top := uint8(mod.q + 1)
-	// Integer counts first: one pass, no float work per register.
-	var c [5][256]int
-	for i, ka := range a {
-		kb := b[i]
-		ka, kb = min(ka, top), min(kb, top)
-		switch {
-		case ka < kb:
-			c[0][ka]++
-			c[3][kb]++
-		case ka > kb:
-			c[1][ka]++
-			c[2][kb]++
-		default:
-			c[4][ka]++
-		}
 	}
 	m := float64(mod.m)
 	for k := range n {
@@ -127,18 +116,48 @@ func newJointStats(a, b []uint8, mod registerModel) jointStats {
 	return s
 }
 
-// logTerm adds count·log(1-e^{-t·u}) to f and its derivatives with respect
-// to u (first and second) times count to d1, d2.
-func logTerm(count, t, u float64) (f, d1, d2 float64) {
-	if count == 0 {
-		return 0, 0, 0
+// pairCounts counts the register pairs of a and b (equal lengths), each
+// register capped at top (below 64), by class: c[0][k] pairs with a's
+// register k below b's, c[3][k] with b's k above a's, c[1][k] and c[2][k]
+// the same with a above b, c[4][k] both k. It first counts each (a, b)
+// pair of values in a 64×64 table, one increment a register and no
+// branch (the classes of random register pairs are unpredictable: a
+// branch per register mispredicts about half the time), then sums the
+// table by class.
+func pairCounts(a, b []uint8, top uint8) (c [5][256]int) {
+	var joint [64 * 64]int32
+	b = b[:len(a)]
+	for i, ka := range a {
+		joint[int(min(ka, top))<<6|int(min(b[i], top))]++
 	}
-	x := t * u
-	em := math.Expm1(x)
-	r := 1 / em // L'(x); 0 once e^x overflows
-	f = count * math.Log(-math.Expm1(-x))
+	t := int(top)
+	for ka := 0; ka <= t; ka++ {
+		row := joint[ka<<6 : ka<<6+t+1]
+		for kb := 0; kb < ka; kb++ { // a above b
+			v := int(row[kb])
+			c[1][ka] += v
+			c[2][kb] += v
+		}
+		c[4][ka] += int(row[ka])
+		for kb := ka + 1; kb <= t; kb++ { // a below b
+			v := int(row[kb])
+			c[0][ka] += v
+			c[3][kb] += v
+		}
+	}
+	return c
+}
+
+// logTerm adds count·log(z) to f, z = 1-e^{-t·u} given as zm = -z =
+// e^{-t·u}-1 (math.Expm1, exact for small t·u), and its derivatives with
+// respect to u (first and second) times count to d1, d2.
+func logTerm(count, t, zm float64) (f, d1, d2 float64) {
+	z := -zm
+	y := 1 + zm // e^{-t·u}
+	r := y / z  // 1/(e^{t·u}-1); 0 once e^{-t·u} underflows
+	f = count * math.Log(z)
 	d1 = count * t * r
-	d2 = -count * t * t * r * (1 + r)
+	d2 = -count * t * t * r / z // r·(1+r) = y/z²
 	return f, d1, d2
 }
 
@@ -155,41 +174,59 @@ func (s *jointStats) eval(l [3]float64) (f float64, g [3]float64, h [3][3]float6
 		}
 	}
 	for k := 1; k <= s.q+1; k++ {
+		lt1, lt2, gt1, gt2, n := s.lt1[k], s.lt2[k], s.gt1[k], s.gt2[k], s.eq[k]
+		if k > s.q {
+			lt1, lt2 = 0, 0 // no register is below the highest value
+		}
+		if lt1 == 0 && lt2 == 0 && gt1 == 0 && gt2 == 0 && n == 0 {
+			continue
+		}
 		t := s.t[k]
-		if k <= s.q {
+		// e^{-t·λ}-1 for each rate a term of this level needs, once.
+		var ma, mb float64
+		if gt1 != 0 || n != 0 {
+			ma = math.Expm1(-t * la)
+		}
+		if gt2 != 0 || n != 0 {
+			mb = math.Expm1(-t * lb)
+		}
+		if lt1 != 0 {
 			// K1 = k < K2: the first sketch's register came from A or X.
-			if v, d1, d2 := logTerm(s.lt1[k], t, la+lx); s.lt1[k] != 0 {
-				f += v
-				g[0] += d1
-				g[2] += d1
-				add(0, 0, d2)
-				add(0, 2, d2)
-				add(2, 2, d2)
-			}
-			if v, d1, d2 := logTerm(s.lt2[k], t, lb+lx); s.lt2[k] != 0 {
-				f += v
-				g[1] += d1
-				g[2] += d1
-				add(1, 1, d2)
-				add(1, 2, d2)
-				add(2, 2, d2)
-			}
+			v, d1, d2 := logTerm(lt1, t, math.Expm1(-t*(la+lx)))
+			f += v
+			g[0] += d1
+			g[2] += d1
+			add(0, 0, d2)
+			add(0, 2, d2)
+			add(2, 2, d2)
+		}
+		if lt2 != 0 {
+			v, d1, d2 := logTerm(lt2, t, math.Expm1(-t*(lb+lx)))
+			f += v
+			g[1] += d1
+			g[2] += d1
+			add(1, 1, d2)
+			add(1, 2, d2)
+			add(2, 2, d2)
 		}
 		// K1 = k > K2: the first sketch's register came from A alone.
-		if v, d1, d2 := logTerm(s.gt1[k], t, la); s.gt1[k] != 0 {
+		if gt1 != 0 {
+			v, d1, d2 := logTerm(gt1, t, ma)
 			f += v
 			g[0] += d1
 			add(0, 0, d2)
 		}
-		if v, d1, d2 := logTerm(s.gt2[k], t, lb); s.gt2[k] != 0 {
+		if gt2 != 0 {
+			v, d1, d2 := logTerm(gt2, t, mb)
 			f += v
 			g[1] += d1
 			add(1, 1, d2)
 		}
-		if n := s.eq[k]; n != 0 {
+		if n != 0 {
 			// K1 = K2 = k: P ∝ Zx + Yx·Za·Zb with Y = e^{-tλ}, Z = 1-Y.
-			ya, yb, yx := math.Exp(-t*la), math.Exp(-t*lb), math.Exp(-t*lx)
-			za, zb, zx := -math.Expm1(-t*la), -math.Expm1(-t*lb), -math.Expm1(-t*lx)
+			mx := math.Expm1(-t * lx)
+			ya, yb, yx := 1+ma, 1+mb, 1+mx
+			za, zb, zx := -ma, -mb, -mx
 			p := zx + yx*za*zb
 			if p <= 0 {
 				// Only when all three rates vanish; the search never
@@ -411,13 +448,25 @@ func (s *jointStats) maximize() jointEstimate {
 	if !math.IsInf(f0, -1) && !math.IsNaN(f0) {
 		lr = max(2*(f-f0), 0)
 	}
+	if l := rates(phi); min(l[0], l[1], l[2]) >= 1e-9 {
+		// The search's last point is where finish would evaluate:
+		// its gradient and Hessian are known.
+		return s.finishAt(l, gl, hl, false, iter, lr)
+	}
 	return s.finish(rates(phi), false, iter, lr)
 }
 
 // finish attaches the covariance at rates l.
 func (s *jointStats) finish(l [3]float64, exactZero bool, iter int, lrZero float64) jointEstimate {
+	at := [3]float64{max(l[0], 1e-9), max(l[1], 1e-9), max(l[2], 1e-9)}
+	_, g, h := s.eval(at)
+	return s.finishAt(l, g, h, exactZero, iter, lrZero)
+}
+
+// finishAt is finish with the gradient g and Hessian h of the
+// log-likelihood at l (each rate at least 1e-9) already known.
+func (s *jointStats) finishAt(l, g [3]float64, h [3][3]float64, exactZero bool, iter int, lrZero float64) jointEstimate {
 	est := jointEstimate{a: l[0], b: l[1], x: l[2], exactZero: exactZero, iterations: iter, lrZero: lrZero}
-	_, g, h := s.eval([3]float64{max(l[0], 1e-9), max(l[1], 1e-9), max(l[2], 1e-9)})
 	var info [3][3]float64
 	for i := range 3 {
 		for j := range 3 {

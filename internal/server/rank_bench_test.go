@@ -74,9 +74,11 @@ func rankFixture(tb testing.TB, e *env, n int) map[string][]byte {
 // inclusion–exclusion over the same sketches in one statement. It
 // reports candidates per second and, for the rank, the allocations and
 // bytes per candidate (what a candidate costs while it is compared; a
-// rank keeps only the top K).
+// rank keeps only the top K). SKETCHD_RANK_BENCH_N=100000 ranks that many
+// candidates instead (the fixture then takes minutes and about 1.1 GB of
+// store; -timeout 1h).
 func BenchmarkRank(b *testing.B) {
-	const n = 10_000
+	n := benchEnvInt(b, "SKETCHD_RANK_BENCH_N", 10_000)
 	e := newEnv(b)
 	e.validate = false
 	raw := rankFixture(b, e, n)

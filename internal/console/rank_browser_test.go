@@ -358,7 +358,7 @@ func TestBrowserRankListAndRefusals(t *testing.T) {
 	first, last := today.AddDate(0, 0, -2).Format(time.DateOnly), today.Format(time.DateOnly)
 	rangeOp := map[string]any{"series": "visits", "from": first + "T00:00:00.000Z", "to": today.AddDate(0, 0, 1).Format(time.DateOnly) + "T00:00:00.000Z"}
 	allow := func(m chromedp.ConsoleMessage) bool {
-		return m.Source == "network" && (strings.Contains(m.Text, "404") || strings.Contains(m.Text, "409"))
+		return m.Source == "network" && (strings.Contains(m.Text, "400") || strings.Contains(m.Text, "404") || strings.Contains(m.Text, "409"))
 	}
 	for _, w := range clipWidths {
 		t.Run(w.name, func(t *testing.T) {
@@ -410,6 +410,12 @@ func TestBrowserRankListAndRefusals(t *testing.T) {
 					map[string]any{"target": "web:target", "candidates": map[string]any{"prefix": "nobody:"}, "by": "intersection", "top": 10}, 404},
 				{"a target without overlaps", url.Values{"target": {"web:counts"}, "prefix": {"web:"}, "by": {"jaccard"}, "top": {"10"}},
 					map[string]any{"target": "web:counts", "candidates": map[string]any{"prefix": "web:"}, "by": "jaccard", "top": 10}, 409},
+				// A route written by hand: what the API refuses, the
+				// page does not mend.
+				{"a containment without its direction", url.Values{"target": {"web:target"}, "prefix": {"web:"}, "by": {"containment"}, "top": {"10"}},
+					map[string]any{"target": "web:target", "candidates": map[string]any{"prefix": "web:"}, "by": "containment", "top": 10}, 400},
+				{"top past its limit", url.Values{"target": {"web:target"}, "prefix": {"web:"}, "by": {"intersection"}, "top": {"1001"}},
+					map[string]any{"target": "web:target", "candidates": map[string]any{"prefix": "web:"}, "by": "intersection", "top": 1001}, 400},
 			} {
 				status, detail := s.problem(t, "/v1/rank", c.body)
 				if status != c.status {

@@ -1460,8 +1460,11 @@ async function rankView(q) {
   // Without a prefix, the target's own: followers:alice suggests
   // followers:.
   const prefix = q.has('prefix') ? q.get('prefix') : target.includes(':') && !target.startsWith('~') ? target.slice(0, target.lastIndexOf(':') + 1) : '';
-  const byValue = q.get('by') === 'containment' ? q.get('direction') || '' : q.get('by') || 'intersection';
-  const by = RANK_BY.find((b) => b.value === byValue) || RANK_BY[0];
+  // The measure as the route names it goes to the API as it is: one it
+  // does not take is its to refuse (the form shows the first).
+  const byParam = q.get('by') || 'intersection';
+  const direction = q.get('direction') || '';
+  const by = RANK_BY.find((b) => b.value === (byParam === 'containment' ? direction : byParam)) || RANK_BY[0];
   const top = q.get('top') || '10';
   const section = el('section', { class: 'detail rank' }, el('h1', {}, 'Most overlapping'));
   const list = await api('GET', '/v1/sketches?limit=1000').catch(() => ({ sketches: [] }));
@@ -1515,6 +1518,8 @@ async function rankView(q) {
       el('span', { class: 'problem-detail' }, detail),
       err.requestID ? el('span', { class: 'request-id' }, ` (request ${err.requestID})`) : null);
     formError.hidden = false;
+    // A refused token also gets the page's message, which says what to do.
+    if (err.status === 401 || err.status === 403) showProblem(err);
     return section;
   };
   let r;
@@ -1522,10 +1527,10 @@ async function rankView(q) {
     const body = {
       target: await rankOperand(target),
       candidates: listMode ? await Promise.all(names.map(rankOperand)) : { prefix },
-      by: by.by,
+      by: byParam,
       top: Number(top),
     };
-    if (by.direction) body.direction = by.direction;
+    if (direction) body.direction = direction;
     r = await api('POST', '/v1/rank', body);
   } catch (err) {
     return refuse(err);

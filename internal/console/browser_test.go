@@ -26,7 +26,7 @@ import (
 // failure. Screenshots go to SKETCHD_SCREENSHOT_DIR, or a temporary
 // directory that the log names.
 
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	candidates := []string{os.Getenv("SKETCHD_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
 	for _, c := range candidates {
@@ -102,6 +102,22 @@ func startBrowser(opts []chromedp.ExecAllocatorOption) (context.Context, context
 	return ctx, stop, nil
 }
 
+// sharedBrowser is the shared Chromium (the binary at path), started
+// on first use.
+func sharedBrowser(t testing.TB, path string) context.Context {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "sketchd-console-chromium-")
+		if shared.err == nil {
+			shared.ctx, shared.cancel, shared.err = startBrowser(browserOptions(path, shared.dir))
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("start Chromium: %v", shared.err)
+	}
+	return shared.ctx
+}
+
 // browser gives the test a browser of its own: a new browser context in
 // the shared Chromium, disposed of with its tabs when the test ends. A
 // test that needs command-line flags (extra) gets a Chromium of its own.
@@ -116,16 +132,7 @@ func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Contex
 		t.Cleanup(stop)
 		return ctx
 	}
-	shared.once.Do(func() {
-		shared.dir, shared.err = os.MkdirTemp("", "sketchd-console-chromium-")
-		if shared.err == nil {
-			shared.ctx, shared.cancel, shared.err = startBrowser(browserOptions(path, shared.dir))
-		}
-	})
-	if shared.err != nil {
-		t.Fatalf("start Chromium: %v", shared.err)
-	}
-	ctx, cancel := chromedp.NewContext(shared.ctx, chromedp.WithNewBrowserContext())
+	ctx, cancel := chromedp.NewContext(sharedBrowser(t, path), chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open a browser context: %v", err)

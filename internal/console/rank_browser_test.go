@@ -339,10 +339,12 @@ func equalBools(a, b []bool) bool {
 	return len(a) == len(b)
 }
 
-// TestBrowserRankListAndRefusals: candidates named in a list, one of
-// them missing, are ranked with the skipped one counted and the answer
-// marked incomplete, as the API says; the API's refusals (a prefix with
-// no candidate, a target of a kind without overlaps) are shown as its
+// TestBrowserRankListAndRefusals: candidates named in a list (a series
+// range among them, one name missing) are ranked with the skipped one
+// counted and the answer marked incomplete, as the API says; theta
+// sketches are ranked by their set intersection, as the page says; the
+// API's refusals (a prefix with no candidate, a target of a kind without
+// overlaps, a hand-written route it does not take) are shown as its
 // problem detail, with the form kept as typed.
 func TestBrowserRankListAndRefusals(t *testing.T) {
 	b := browser(t)
@@ -351,6 +353,9 @@ func TestBrowserRankListAndRefusals(t *testing.T) {
 	s.hllOf(t, "web:half", 5_000, 15_000)
 	s.hllOf(t, "web:quarter", 7_500, 17_500)
 	s.cmsOf(t, "web:counts", map[string]int{"a": 3})
+	s.thetaOf(t, "th:target", 0, 8_000)
+	s.thetaOf(t, "th:most", 2_000, 10_000)
+	s.thetaOf(t, "th:some", 6_000, 14_000)
 	// A series range as a candidate: the last three days of ids
 	// [100·d, 100·d + 1000), as the console names it and as the API does.
 	s.dailySeries(t, "visits", 3)
@@ -399,6 +404,27 @@ func TestBrowserRankListAndRefusals(t *testing.T) {
 			}
 			tb.readable(t)
 			tb.screenshot(t, "console-rank-list-"+w.name)
+
+			// Theta sketches are ranked by their own set intersection,
+			// and the page says so.
+			want = s.rank(t, map[string]any{"target": "th:target", "candidates": map[string]any{"prefix": "th:"}, "by": "jaccard", "top": 5})
+			tb.open(t, s.url, "/rank?"+url.Values{"target": {"th:target"}, "prefix": {"th:"}, "by": {"jaccard"}, "top": {"5"}}.Encode())
+			tb.wait(t, "#rank-table tbody tr")
+			rows = eval[[]rankRow](t, tb, rankRowsJS)
+			if len(rows) != len(want.Results) || len(rows) != 2 {
+				t.Fatalf("%d theta rows, the API ranks %d (want 2)", len(rows), len(want.Results))
+			}
+			for i, x := range want.Results {
+				if r := rows[i]; r.Name != x.Name || r.Estimate != x.Estimate || r.Lower != x.Lower || r.Upper != x.Upper || r.EstText != fixed(x.Estimate, 4) || r.Verdict != x.Verdict || r.Tied != strconv.FormatBool(x.TiedWithNext) {
+					t.Errorf("theta row %d: %+v, the API's %+v", i, r, x)
+				}
+			}
+			if got := tb.text(t, "#rank-measure"); want.Method != "theta" || !strings.Contains(got, "theta set intersection") {
+				t.Errorf("a theta rank (method %q) reads %q", want.Method, got)
+			}
+			for _, bad := range eval[[]string](t, tb, clippedJS) {
+				t.Errorf("theta: cut off: %s", bad)
+			}
 
 			for _, c := range []struct {
 				name   string

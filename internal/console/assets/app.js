@@ -1557,9 +1557,10 @@ function rankSummary(r, by) {
 }
 
 // breakable writes a name so that a narrow column breaks it after a
-// ':', '-', '_' or '.', not inside a word ("audie nce").
+// ':', '-', '_' or '.' (a series range's label also after '[' and ','),
+// not inside a word ("audie nce").
 function breakable(name) {
-  return name.split(/(?<=[:\-_.])/).flatMap((part, i) => (i ? [el('wbr'), part] : [part]));
+  return name.split(/(?<=[:\-_.[,])/).flatMap((part, i) => (i ? [el('wbr'), part] : [part]));
 }
 
 // rankAxis is the scale the bars are drawn on: from 0 to the largest

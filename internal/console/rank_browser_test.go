@@ -53,8 +53,9 @@ func (s *site) rank(tb testing.TB, body map[string]any) rankAnswer {
 	return r
 }
 
-// problem sends an API request that must fail and returns its status and
-// problem detail.
+// problem sends an API request that must fail, without a token (as the
+// console's tab has none until one is entered), and returns its status
+// and problem detail.
 func (s *site) problem(tb testing.TB, path string, body map[string]any) (int, string) {
 	tb.Helper()
 	b, _ := json.Marshal(body)
@@ -469,4 +470,36 @@ func TestBrowserRankListAndRefusals(t *testing.T) {
 			tb.noErrors(t, allow)
 		})
 	}
+}
+
+// TestBrowserRankToken: on a server with tokens the view asks with the
+// tab's read token; without one, the API's 401 is shown in its words and
+// the page says to enter a token.
+func TestBrowserRankToken(t *testing.T) {
+	b := browser(t)
+	s := newSite(t, true)
+	s.hllOf(t, "team:target", 0, 4_000)
+	s.hllOf(t, "team:half", 2_000, 6_000)
+	route := "/rank?" + url.Values{"target": {"team:target"}, "prefix": {"team:"}, "by": {"intersection"}, "top": {"3"}}.Encode()
+	tb := newTab(t, b)
+	tb.open(t, s.url, route)
+	tb.wait(t, "#rank-error")
+	status, detail := s.problem(t, "/v1/rank", map[string]any{"target": "team:target", "candidates": map[string]any{"prefix": "team:"}, "by": "intersection", "top": 3})
+	if status != http.StatusUnauthorized {
+		t.Fatalf("without a token the API answers %d", status)
+	}
+	if got := tb.text(t, "#rank-error .problem-detail"); strings.TrimSuffix(got, ".") != strings.TrimSuffix(detail, ".") {
+		t.Errorf("without a token the page says %q, the API %q", got, detail)
+	}
+	if got := tb.text(t, "#message"); !strings.Contains(got, "read token") {
+		t.Errorf("the page's message reads %q, without asking for a token", got)
+	}
+	tb.do(t, "enter the token", chromedp.SendKeys(chromedp.ID("token"), readToken+kb.Enter))
+	tb.wait(t, "#rank-table tbody tr")
+	want := s.rank(t, map[string]any{"target": "team:target", "candidates": map[string]any{"prefix": "team:"}, "by": "intersection", "top": 3})
+	rows := eval[[]rankRow](t, tb, rankRowsJS)
+	if len(rows) != 1 || rows[0].Name != want.Results[0].Name || rows[0].Estimate != want.Results[0].Estimate {
+		t.Errorf("with the read token: rows %+v, the API's %+v", rows, want.Results)
+	}
+	tb.noErrors(t, func(m chromedp.ConsoleMessage) bool { return m.Source == "network" && strings.Contains(m.Text, "401") })
 }

@@ -155,9 +155,9 @@ func TestBrowserPairsTableFits(t *testing.T) {
 }
 
 // TestBrowserPhoneHeaderAndRegions: on a 390 px phone the token form is
-// one row on every view (it took some 170 px of each), and the overlap's
-// region labels break between names, never inside one ("camp aign:s
-// pring").
+// one row on every view (it took some 170 px of each), so are the views'
+// links, and the overlap's region labels break between names, never
+// inside one ("camp aign:s pring").
 func TestBrowserPhoneHeaderAndRegions(t *testing.T) {
 	b := browser(t)
 	s := newSite(t, false)
@@ -166,11 +166,15 @@ func TestBrowserPhoneHeaderAndRegions(t *testing.T) {
 	s.hllOf(t, "campaign:autumn:newsletter", 15001, 34001)
 	tb := newTab(t, b)
 	tb.viewport(t, 390, 844)
-	for _, route := range []string{"/", "/retention", "/funnel", "/overlap?s=campaign:spring:newsletter&s=campaign:summer:newsletter&s=campaign:autumn:newsletter"} {
+	for _, route := range []string{"/", "/retention", "/funnel", "/rank", "/overlap?s=campaign:spring:newsletter&s=campaign:summer:newsletter&s=campaign:autumn:newsletter"} {
 		tb.open(t, s.url, route)
 		tb.wait(t, "main section")
 		if h := eval[float64](t, tb, `document.getElementById('token-form').getBoundingClientRect().height`); h > 48 {
 			t.Errorf("%s: the token form is %.0f px tall on a phone, want one row (at most 48)", route, h)
+		}
+		// The views' links are one row too (the current one in bold).
+		if rows := eval[int](t, tb, `new Set([...document.querySelectorAll('nav a')].map(a => Math.round(a.getBoundingClientRect().top))).size`); rows != 1 {
+			t.Errorf("%s: the views' links take %d rows on a phone, want one", route, rows)
 		}
 		// Its label is still there for screen readers.
 		if l := eval[string](t, tb, `document.querySelector('label[for=token]').textContent`); l != "Read token" {

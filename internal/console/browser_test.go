@@ -26,7 +26,7 @@ import (
 // failure. Screenshots go to SKETCHD_SCREENSHOT_DIR, or a temporary
 // directory that the log names.
 
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	candidates := []string{os.Getenv("SKETCHD_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
 	for _, c := range candidates {
@@ -44,14 +44,38 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browser starts one headless Chromium for the test, with a 1280×800
-// window and any extra options.
-func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
-	t.Helper()
+// shared is the one headless Chromium the package's tests share: starting
+// one takes about a second on a busy machine, and some twenty tests
+// started their own. It starts when the first test asks for it and stops
+// in TestMain once every test has run. Each test gets a browser context
+// of its own in it (browser), as isolated as a fresh profile: its own
+// storage, cookies, cache and download settings.
+var shared struct {
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	dir    string
+	err    error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cancel != nil {
+		shared.cancel()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// browserOptions are the options of every Chromium the tests start, a
+// profile in dir.
+func browserOptions(path, dir string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
+		chromedp.ExecPath(path),
 		chromedp.WindowSize(1280, 800),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("lang", "en-US"),
 	)
@@ -60,14 +84,58 @@ func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Contex
 		// Chromium refuses to run as root with its sandbox.
 		opts = append(opts, chromedp.NoSandbox)
 	}
+	return opts
+}
+
+// startBrowser starts a headless Chromium and opens its first tab,
+// giving up after a minute.
+func startBrowser(opts []chromedp.ExecAllocatorOption) (context.Context, context.CancelFunc, error) {
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// Opening the first tab starts the browser; give up after a minute.
+	stop := func() { cancel(); cancelAlloc() }
 	watchdog := time.AfterFunc(time.Minute, cancel)
 	defer watchdog.Stop()
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium: %v", err)
+		stop()
+		return nil, nil, err
+	}
+	return ctx, stop, nil
+}
+
+// sharedBrowser is the shared Chromium (the binary at path), started
+// on first use.
+func sharedBrowser(t testing.TB, path string) context.Context {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "sketchd-console-chromium-")
+		if shared.err == nil {
+			shared.ctx, shared.cancel, shared.err = startBrowser(browserOptions(path, shared.dir))
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("start Chromium: %v", shared.err)
+	}
+	return shared.ctx
+}
+
+// browser gives the test a browser of its own: a new browser context in
+// the shared Chromium, disposed of with its tabs when the test ends. A
+// test that needs command-line flags (extra) gets a Chromium of its own.
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	path := chromium(t)
+	if len(extra) > 0 {
+		ctx, stop, err := startBrowser(browserOptions(path, t.TempDir(), extra...))
+		if err != nil {
+			t.Fatalf("start Chromium: %v", err)
+		}
+		t.Cleanup(stop)
+		return ctx
+	}
+	ctx, cancel := chromedp.NewContext(sharedBrowser(t, path), chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open a browser context: %v", err)
 	}
 	return ctx
 }
@@ -416,8 +484,11 @@ func TestBrowser(t *testing.T) {
 		}
 		// The download button saves the stored bytes.
 		dir := t.TempDir()
+		// In the test's own browser context: the shared browser's
+		// default context is no test's.
 		if _, err := chromedp.CallBrowser(tb.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
 			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir,
+			BrowserContextID: chromedp.FromContext(tb.ctx).BrowserContextID,
 		}); err != nil {
 			t.Fatalf("allow downloads: %v", err)
 		}

@@ -176,6 +176,7 @@ const views = [
   { pattern: /^\/overlap$/, render: (_m, q) => overlapView(q.getAll('s')), nav: 'nav-overlap' },
   { pattern: /^\/retention$/, render: (_m, q) => retentionView(q), nav: 'nav-retention' },
   { pattern: /^\/funnel$/, render: (_m, q) => funnelView(q.getAll('s')), nav: 'nav-funnel' },
+  { pattern: /^\/rank$/, render: (_m, q) => rankView(q), nav: 'nav-rank' },
   { pattern: /^\/?$/, render: (_m, q) => listView(q.get('prefix') || ''), nav: 'nav-list' },
 ];
 
@@ -445,9 +446,12 @@ function hllView(s) {
     el('p', {}, 'Or load it straight into psql (the hll extension prints the same estimate):'),
     el('pre', { class: 'code' }, el('code', { id: 'psql' }, line)),
     el('p', {}, copy, token() ? el('span', { class: 'muted' }, ' Set SKETCHD_TOKEN to your read token first.') : ''),
-    el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
+    el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches'), ' · ', rankLink(s.name)));
   return section;
 }
+
+// rankLink leads to the sketches that overlap most with name.
+const rankLink = (name) => el('a', { href: `#/rank?target=${encodeURIComponent(name)}`, id: 'rank-link' }, 'Which sketches overlap most with this one');
 
 // registersView shows an HLL sketch in another ecosystem's format, with
 // what reads its bytes.
@@ -641,7 +645,7 @@ async function sampledView(s) {
     ...report,
     el('h2', {}, 'Take it elsewhere'),
     el('p', {}, 'The bytes are DataSketches\' compact format, read by its Java, C++ and Python libraries: ', download),
-    el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches')));
+    el('p', {}, el('a', { href: `#/overlap?s=${encodeURIComponent(s.name)}` }, 'Compare with other sketches'), s.type === 'theta' ? [' · ', rankLink(s.name)] : null));
 }
 
 // freqReport draws a frequency sketch's report: how many users saw it
@@ -1419,6 +1423,217 @@ function numbersThree(sets, x, pairs, layout) {
     ]),
     el('p', { class: 'layout-error', id: 'layout-error', 'data-error': layout.error.toFixed(6) },
       `Drawing error: three circles cannot always show every overlap exactly. The pairwise overlaps are drawn within ${pct(layout.pairError)}, the region common to all three within ${pct(layout.triple.error)}, of the smallest circle's area.`));
+}
+
+// ---- most overlapping (POST /v1/rank) ----
+
+// RANK_BY are the measures a rank orders candidates by, as the form
+// offers them: by (and direction) as the API takes them, and how a value
+// of each is written.
+const RANK_BY = [
+  { value: 'intersection', by: 'intersection', label: 'shared users', formula: '|T ∩ C|', fmt: count },
+  { value: 'jaccard', by: 'jaccard', label: 'Jaccard index', formula: '|T ∩ C| / |T ∪ C|', fmt: (x) => x.toFixed(4) },
+  { value: 'target_in_candidate', by: 'containment', direction: 'target_in_candidate', label: 'share of the target in each', formula: '|T ∩ C| / |T|', fmt: pct },
+  { value: 'candidate_in_target', by: 'containment', direction: 'candidate_in_target', label: 'share of each in the target', formula: '|T ∩ C| / |C|', fmt: pct },
+];
+
+// rankOperand turns a target or candidate as the route writes it (a
+// sketch name, or ~series/first-day/last-day) into the API's operand.
+async function rankOperand(v) {
+  const o = parseOperand(v);
+  if (o.kind === 'sketch') return o.name;
+  if (!o.name || !DAY.test(o.from) || !DAY.test(o.to) || o.from > o.to) {
+    throw new Problem(400, 'Bad range', `“${v}” is not a series range: give ~series/first-day/last-day.`, '');
+  }
+  const sr = await api('GET', seriesPath(o.name));
+  return { series: sr.name, from: midnight(o.from, sr.tz).toISOString(), to: midnight(addDays(o.to, 1), sr.tz).toISOString() };
+}
+
+// rankView ranks candidates (a name prefix, or a list of names and series
+// ranges) by their overlap with a target, as POST /v1/rank answers: each
+// result with its bounds drawn on one scale, its verdict, and a mark where
+// it cannot be told apart from the next one.
+async function rankView(q) {
+  const target = q.get('target') || '';
+  const names = q.getAll('c').filter(Boolean);
+  const listMode = names.length > 0;
+  // Without a prefix, the target's own: followers:alice suggests
+  // followers:.
+  const prefix = q.has('prefix') ? q.get('prefix') : target.includes(':') && !target.startsWith('~') ? target.slice(0, target.lastIndexOf(':') + 1) : '';
+  // The measure as the route names it goes to the API as it is: one it
+  // does not take is its to refuse (the form shows the first).
+  const byParam = q.get('by') || 'intersection';
+  const direction = q.get('direction') || '';
+  const by = RANK_BY.find((b) => b.value === (byParam === 'containment' ? direction : byParam)) || RANK_BY[0];
+  const top = q.get('top') || '10';
+  const section = el('section', { class: 'detail rank' }, el('h1', {}, 'Most overlapping'));
+  const list = await api('GET', '/v1/sketches?limit=1000').catch(() => ({ sketches: [] }));
+  const targetInput = el('input', { id: 'rank-target', value: target, required: true, spellcheck: 'false', autocomplete: 'off', maxlength: 200, list: 'rank-names', placeholder: 'a sketch, or ~series/first-day/last-day' });
+  const mode = el('select', { id: 'rank-mode' },
+    el('option', { value: 'prefix', selected: !listMode }, 'whose names start with'),
+    el('option', { value: 'list', selected: listMode }, 'named here, one a line'));
+  const prefixInput = el('input', { id: 'rank-prefix', value: prefix, spellcheck: 'false', autocomplete: 'off', maxlength: 200, 'aria-label': 'Name prefix of the candidates' });
+  const namesInput = el('textarea', { id: 'rank-list', rows: '4', spellcheck: 'false', 'aria-label': 'Candidates, one a line: a sketch name, or ~series/first-day/last-day' }, names.join('\n'));
+  const showMode = () => {
+    prefixInput.hidden = mode.value !== 'prefix';
+    namesInput.hidden = mode.value !== 'list';
+  };
+  mode.addEventListener('change', showMode);
+  showMode();
+  const bySelect = el('select', { id: 'rank-by' }, RANK_BY.map((b) => el('option', { value: b.value, selected: b === by }, b.label)));
+  const topInput = el('input', { id: 'rank-top', type: 'number', min: '1', max: '1000', value: top, required: true });
+  const form = el('form', { class: 'rank-form', id: 'rank-form' },
+    el('datalist', { id: 'rank-names' }, list.sketches.filter((s) => distinct(s.type)).map((s) => el('option', { value: s.name }))),
+    el('div', { class: 'field' }, el('label', { for: 'rank-target' }, 'Target'), targetInput),
+    el('div', { class: 'field field-wide' }, el('label', { for: 'rank-mode' }, 'Candidates'), el('span', { class: 'operand' }, mode, prefixInput), namesInput),
+    el('div', { class: 'field' }, el('label', { for: 'rank-by' }, 'Rank by'), bySelect),
+    el('div', { class: 'field' }, el('label', { for: 'rank-top' }, 'Show the top'), topInput),
+    el('button', { type: 'submit' }, 'Rank'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const b = RANK_BY.find((x) => x.value === bySelect.value) || RANK_BY[0];
+    const p = new URLSearchParams({ target: targetInput.value.trim() });
+    if (mode.value === 'list') {
+      for (const n of namesInput.value.split('\n').map((x) => x.trim()).filter(Boolean)) p.append('c', n);
+    } else {
+      p.set('prefix', prefixInput.value.trim());
+    }
+    p.set('by', b.by);
+    if (b.direction) p.set('direction', b.direction);
+    p.set('top', topInput.value);
+    location.hash = `#/rank?${p}`;
+  });
+  const formError = el('div', { class: 'form-error', id: 'rank-error', role: 'alert', hidden: true });
+  section.append(el('p', { class: 'muted' },
+    'Which sketches overlap most with a target, and can the order be trusted? Each candidate is compared with the target by the estimator of an overlap of two; bars span each result\'s bounds on one scale, and results whose bounds overlap the next one\'s are marked: their order is not known.'),
+  form, formError);
+  if (!target || (!listMode && !q.has('prefix'))) return section;
+
+  // The API's refusals are shown as it words them, beside the form kept
+  // as typed.
+  const refuse = (err) => {
+    if (!(err instanceof Problem)) throw err;
+    const detail = err.detail && !/[.!?]$/.test(err.detail) ? `${err.detail}.` : err.detail;
+    formError.replaceChildren(el('strong', { class: 'status' }, err.status ? `${err.status} ${err.title}.` : `${err.title}.`), ' ',
+      el('span', { class: 'problem-detail' }, detail),
+      err.requestID ? el('span', { class: 'request-id' }, ` (request ${err.requestID})`) : null);
+    formError.hidden = false;
+    // A refused token also gets the page's message, which says what to do.
+    if (err.status === 401 || err.status === 403) showProblem(err);
+    return section;
+  };
+  let r;
+  try {
+    const body = {
+      target: await rankOperand(target),
+      candidates: listMode ? await Promise.all(names.map(rankOperand)) : { prefix },
+      by: byParam,
+      top: Number(top),
+    };
+    if (direction) body.direction = direction;
+    r = await api('POST', '/v1/rank', body);
+  } catch (err) {
+    return refuse(err);
+  }
+  section.append(rankSummary(r, by), rankTable(r, by));
+  if (r.note) section.append(el('p', { class: 'rank-note', id: 'rank-note' }, r.note));
+  if (r.warnings.length) section.append(el('ul', { class: 'warnings', id: 'rank-warnings' }, r.warnings.map((w) => el('li', {}, w))));
+  return section;
+}
+
+// rankSummary is what was compared: the target with its bounds, the
+// measure and estimator, how many candidates were scanned and skipped,
+// and whether the answer is complete.
+function rankSummary(r, by) {
+  const t = r.target;
+  return facts([
+    ['Target', [el('strong', {}, t.name), ` ${count(t.count)} `, el('span', { class: 'muted' }, `(bounds ${count(t.lower)} – ${count(t.upper)})`)], 'rank-target-count'],
+    ['Ranked by', `${by.label} (${by.formula}, T the target, C a candidate), ${r.method === 'theta' ? 'theta set intersection (DataSketches)' : methodName(r.method)}`, 'rank-measure'],
+    ['Compared', `${intFmt.format(r.scanned)} candidate${r.scanned === 1 ? '' : 's'}`, 'rank-scanned'],
+    ['Skipped', r.skipped ? `${intFmt.format(r.skipped)} named but missing` : 'none', 'rank-skipped'],
+    ['Complete', r.complete ? 'yes: every candidate was compared' : 'no: some candidates were skipped (see the warnings)', 'rank-complete'],
+    ['Order', r.told_apart ? 'every neighbour is told apart' : 'not every neighbour is told apart (marked ≈)', 'rank-told-apart'],
+  ]);
+}
+
+// breakable writes a name so that a narrow column breaks it after a
+// ':', '-', '_' or '.' (a series range's label also after '[' and ','),
+// not inside a word ("audie nce").
+function breakable(name) {
+  return name.split(/(?<=[:\-_.[,])/).flatMap((part, i) => (i ? [el('wbr'), part] : [part]));
+}
+
+// rankAxis is the scale the bars are drawn on: from 0 to the largest
+// upper bound, or, when every lower bound is well above 0, from a round
+// number below the smallest (as the series chart's axis), so that bounds
+// a few percent wide are wide enough to see.
+function rankAxis(results) {
+  const top = Math.max(0, ...results.map((x) => x.upper));
+  const bottom = Math.min(top, ...results.map((x) => x.lower));
+  if (!(top > 0)) return { from: 0, to: 1 };
+  if (bottom < top / 3) return { from: 0, to: top };
+  const unit = 10 ** Math.floor(Math.log10(Math.max(top - bottom, top * 0.02)));
+  return { from: Math.floor(bottom / unit) * unit, to: top };
+}
+
+// rankTable lists the results best first. The bounds column draws every
+// result's bounds on one scale, so that bounds that overlap the next
+// row's are seen to; a result the API marks tied_with_next carries a ≈
+// mark, and the results of one group (a run of ties) are banded as one.
+function rankTable(r, by) {
+  const axis = rankAxis(r.results);
+  const at = (v) => `${Math.min(100, Math.max(0, (100 * (v - axis.from)) / (axis.to - axis.from)))}%`;
+  const n = r.results.length;
+  const size = new Map();
+  for (const x of r.results) size.set(x.group, (size.get(x.group) || 0) + 1);
+  const rows = r.results.map((x, i) => {
+    const bar = el('span', { class: 'ivl-range' });
+    bar.style.left = at(x.lower);
+    bar.style.width = `calc(${at(x.upper)} - ${at(x.lower)})`;
+    const tick = el('span', { class: 'ivl-est' });
+    tick.style.left = at(x.estimate);
+    const next = i + 1 < n ? `#${i + 2}` : 'the best not listed';
+    const mark = x.tied_with_next
+      ? el('span', { class: 'tie-mark', title: `Its bounds overlap those of ${next}: their order is not known` }, `≈ tied with ${next}`)
+      : el('span', { class: 'muted apart' }, i + 1 < n ? `apart from ${next}` : 'apart from the rest');
+    // A pair of sketches (not series ranges) leads to their overlap.
+    const name = !x.name.includes('[') && !r.target.name.includes('[')
+      ? el('a', { href: `#/overlap?s=${encodeURIComponent(r.target.name)}&s=${encodeURIComponent(x.name)}`, title: `The overlap of ${r.target.name} and ${x.name}` }, breakable(x.name))
+      : breakable(x.name);
+    return el('tr', {
+      'data-name': x.name, 'data-rank': x.rank, 'data-group': x.group, 'data-tied': String(x.tied_with_next),
+      'data-estimate': String(x.estimate), 'data-std-error': String(x.std_error), 'data-lower': String(x.lower), 'data-upper': String(x.upper),
+      class: `group-${x.group % 2 ? 'odd' : 'even'}${size.get(x.group) > 1 ? ' tied-group' : ''}`,
+    },
+    el('td', { class: 'num rank-no', 'data-label': 'Rank' }, String(x.rank)),
+    el('th', { scope: 'row', class: 'rank-name' }, name),
+    el('td', { class: 'num rank-estimate', 'data-label': 'Estimate (± 1σ)' },
+      el('span', { class: 'est' }, by.fmt(x.estimate)), el('span', { class: 'err' }, ` ± ${by.fmt(x.std_error)}`)),
+    el('td', { class: 'rank-bounds', 'data-label': 'Bounds' },
+      el('span', { class: 'ivl', 'aria-hidden': 'true' }, bar, tick),
+      el('span', { class: 'ivl-text' }, `${by.fmt(x.lower)} – ${by.fmt(x.upper)}`)),
+    // The verdict's name, and the API's words for it one click away.
+    el('td', { class: `rank-verdict verdict-${x.verdict}`, 'data-label': 'Verdict', 'data-verdict': x.verdict },
+      el('details', {}, el('summary', {}, verdictLabel(x.verdict)), el('p', { class: 'verdict-text' }, x.verdict_text))),
+    el('td', { class: 'num rank-group', 'data-label': 'Group' }, String(x.group)),
+    el('td', { class: 'rank-next', 'data-label': 'Next' }, mark));
+  });
+  return el('div', { class: 'rank-results' },
+    el('h2', {}, `Top ${n}`),
+    el('div', { class: 'table-wrap' }, el('table', { class: 'ranked', id: 'rank-table', 'data-from': String(axis.from), 'data-to': String(axis.to) },
+      el('caption', { class: 'visually-hidden' }, `Candidates ranked by ${by.label} (${by.formula}), best first`),
+      el('thead', {}, el('tr', {},
+        el('th', { scope: 'col', class: 'num' }, 'Rank'),
+        el('th', { scope: 'col' }, 'Candidate'),
+        el('th', { scope: 'col', class: 'num' }, 'Estimate (± 1σ)'),
+        el('th', { scope: 'col' }, 'Bounds'),
+        el('th', { scope: 'col' }, 'Verdict'),
+        el('th', { scope: 'col', class: 'num' }, 'Group'),
+        el('th', { scope: 'col' }, 'Next'))),
+      el('tbody', {}, rows))),
+    el('p', { class: 'muted', id: 'rank-scale' },
+      `Bars: each result's bounds, lower to upper, on one scale from ${by.fmt(axis.from)} to ${by.fmt(axis.to)}; the dark tick is the estimate. ` +
+      'A group is a run of results whose order is not known (≈); the groups\' order is known. Open a verdict for its reasons.'));
 }
 
 tokenState();

@@ -91,6 +91,9 @@ type RankedCandidate struct {
 	Intersection *Bounded `json:"intersection,omitempty"`
 	Verdict      string   `json:"verdict"`
 	VerdictText  string   `json:"verdict_text"`
+	// Warnings are the pair's intersection warnings, which the verdict
+	// text refers to.
+	Warnings     []string `json:"warnings"`
 	TiedWithNext bool     `json:"tied_with_next"`
 	Group        int      `json:"group"`
 }

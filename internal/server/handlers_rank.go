@@ -271,6 +271,9 @@ type rankResult struct {
 	Intersection *bounded `json:"intersection,omitempty"`
 	Verdict      string   `json:"verdict"`
 	VerdictText  string   `json:"verdict_text"`
+	// Warnings are the pair's intersection warnings, the reasons its
+	// verdict text refers to ("see the warnings").
+	Warnings []string `json:"warnings"`
 	// TiedWithNext: this result's lower bound does not clear the next
 	// one's upper bound (for the last, the best candidate left out), so
 	// their order is not told apart. Group numbers the runs of results
@@ -286,6 +289,7 @@ type rankEntry struct {
 	count                    float64
 	x                        bounded
 	verdict, text, method    string
+	warnings                 []string
 }
 
 // worse orders entries from the least to the best: by the value, then
@@ -373,12 +377,12 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 	switch a := resp.(type) {
 	case intersectionResponse:
 		e.x = bounded{Estimate: a.Estimate, Error: a.Error, Lower: a.Lower, Upper: a.Upper}
-		e.verdict, e.text, e.method = a.Verdict, a.VerdictText, a.Method
+		e.verdict, e.text, e.method, e.warnings = a.Verdict, a.VerdictText, a.Method, a.Warnings
 		tCount, e.count = a.Terms[0].Cardinality, a.Terms[1].Cardinality
 		jac = a.Jaccard
 	case thetaIntersectionResponse:
 		e.x = bounded{Estimate: a.Estimate, Error: a.Error, Lower: a.Lower, Upper: a.Upper}
-		e.verdict, e.text, e.method = a.Verdict, a.VerdictText, a.Method
+		e.verdict, e.text, e.method, e.warnings = a.Verdict, a.VerdictText, a.Method, a.Warnings
 		tCount, e.count = a.Terms[0].Cardinality, a.Terms[1].Cardinality
 		if a.Jaccard != nil {
 			jac = &bounded{Estimate: a.Jaccard.Estimate, Error: a.Jaccard.Error, Lower: a.Jaccard.Lower, Upper: a.Jaccard.Upper}
@@ -639,7 +643,10 @@ func (k *ranker) finish(resp *rankedResponse) {
 		}
 		r := rankResult{
 			Rank: i + 1, Name: e.name, Estimate: finite(e.value), StdError: finite(e.err), Lower: finite(e.lower), Upper: finite(e.upper),
-			Count: finite(e.count), Verdict: e.verdict, VerdictText: e.text, Group: group,
+			Count: finite(e.count), Verdict: e.verdict, VerdictText: e.text, Warnings: e.warnings, Group: group,
+		}
+		if r.Warnings == nil {
+			r.Warnings = []string{}
 		}
 		if k.p.by != rankIntersection {
 			x := bounded{Estimate: finite(e.x.Estimate), Error: finite(e.x.Error), Lower: finite(e.x.Lower), Upper: finite(e.x.Upper)}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,8 @@ type rankRow struct {
 	Intersection *struct{ Estimate, Error, Lower, Upper float64 }
 	Verdict      string
 	VerdictText  string `json:"verdict_text"`
-	TiedWithNext bool   `json:"tied_with_next"`
+	Warnings     []string
+	TiedWithNext bool `json:"tied_with_next"`
 	Group        int
 }
 
@@ -423,6 +425,42 @@ func TestRankToldApart(t *testing.T) {
 	for i, r := range a.Results {
 		if r.Name != fmt.Sprintf("far:%d", i) || r.TiedWithNext || r.Group != i+1 {
 			t.Errorf("far apart overlaps: #%d is %s, tied %v, group %d", i+1, r.Name, r.TiedWithNext, r.Group)
+		}
+	}
+}
+
+// TestRankResultWarnings: every result carries its pair's warnings, the
+// ones /v1/intersection gives for the same pair and method, so a verdict
+// text that says "see the warnings" has them beside it.
+func TestRankResultWarnings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.create(t, "t", `{"type":"hll","log2m":11}`)
+	e.addIDs(t, "t", idsJSON(idRange(0, 200000)...), 200000)
+	for i, shared := range []int64{100000, 15000, 8000, 400} {
+		name := fmt.Sprintf("c:%d", i)
+		e.create(t, name, `{"type":"hll","log2m":11}`)
+		ids := append(idRange(0, shared), idRange(int64(1e6+1e5*i), int64(1e6+1e5*i+20000))...)
+		e.addIDs(t, name, idsJSON(ids...), len(ids))
+	}
+	for _, method := range []string{"mle", "inclusion_exclusion"} {
+		a := e.rank(t, `{"target":"t","candidates":{"prefix":"c:"},"by":"intersection","top":4,"method":"`+method+`"}`)
+		referred := 0
+		for _, r := range a.Results {
+			var x struct{ Warnings []string }
+			decode(t, must(t, e.postJSON(t, "/v1/intersection", `{"sketches":["t","`+r.Name+`"],"method":"`+method+`"}`), http.StatusOK, "intersection").Body, &x)
+			if r.Warnings == nil || !slices.Equal(r.Warnings, x.Warnings) {
+				t.Errorf("%s %s: the result's warnings %q, /v1/intersection's %q", method, r.Name, r.Warnings, x.Warnings)
+			}
+			if strings.Contains(r.VerdictText, "see the warnings") {
+				referred++
+				if len(r.Warnings) == 0 {
+					t.Errorf("%s %s: the verdict text %q refers to warnings, and the result has none", method, r.Name, r.VerdictText)
+				}
+			}
+		}
+		if referred == 0 {
+			t.Errorf("%s: no result's verdict text refers to its warnings; the fixture no longer tests them", method)
 		}
 	}
 }

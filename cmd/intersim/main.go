@@ -13,7 +13,9 @@
 // lying partly or wholly inside others, and what the answers say of them
 // (containment.go); with "theta" first, small overlaps held as hll and
 // as theta sketches, to say which estimator a ranking should use
-// (theta.go).
+// (theta.go); with "rank" first, one target against thousands of
+// audiences, and how well the top K by estimate matches the true top K
+// (rank.go).
 //
 // Usage:
 //
@@ -23,6 +25,7 @@
 //	go run ./cmd/intersim retention -runs 40 > retention.md
 //	go run ./cmd/intersim containment -runs 30 > containment.md
 //	go run ./cmd/intersim theta -runs 30 > theta.md
+//	go run ./cmd/intersim rank -runs 3 > rank.md
 package main
 
 import (
@@ -65,6 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "theta" {
 		return runTheta(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "rank" {
+		return runRank(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("intersim", flag.ContinueOnError)
 	fs.SetOutput(stderr)

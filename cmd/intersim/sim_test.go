@@ -548,3 +548,33 @@ func TestThetaMode(t *testing.T) {
 		}
 	}
 }
+
+// TestRankMode runs the rank mode where the answer is known: 10
+// look-alikes sharing at least 10,000 ids with the target against
+// candidates that share about 50 by chance, so every estimator must list
+// exactly the look-alikes in its top 10 (precision 1.00) and each listed
+// result's bounds must hold its true overlap; and with K past the
+// look-alikes the listed names include chance overlaps, which precision@K
+// counts against the exact ranking.
+func TestRankMode(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	args := []string{"rank", "-runs", "1", "-candidates", "120", "-lookalikes", "10", "-target", "100000",
+		"-min", "50000", "-max", "100000", "-universe", "100000000", "-log2m", "12", "-lgk", "12", "-top", "10,20"}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("run(%v) = %v, stderr %s", args, err, errOut.String())
+	}
+	for _, want := range []string{"| hll mle | 2563 | 10 | 1.00 (1.00) | 10/10 |", "| theta lg_k 12 | 32768 | 10 | 1.00 (1.00) | 10/10 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "| hll mle | 2563 | 20 |") {
+		t.Errorf("report lacks K = 20:\n%s", out.String())
+	}
+	for _, bad := range [][]string{{"rank", "-lookalikes", "20000"}, {"rank", "-top", "0"}, {"rank", "-max", "10", "-min", "100"}} {
+		if err := run(context.Background(), bad, &out, &errOut); err == nil {
+			t.Errorf("run(%v) = nil error, want one", bad)
+		}
+	}
+}

@@ -326,10 +326,50 @@ type ranker struct {
 	z      float64 // how many errors the counts' bounds span, for shares
 	sigmaT float64 // the target's relative error
 	keep   int
-	// mu guards h and n: workers compare candidates in parallel.
+	// mu guards h, n and passed: workers compare candidates in parallel.
 	mu sync.Mutex
 	h  rankHeap
 	n  int
+	// passed counts the candidates passed over without an intersection
+	// (ceiling); noCeiling compares every candidate (tests).
+	passed    int
+	noCeiling bool
+}
+
+// ceiling reports whether the candidate sk cannot enter the top K: ranked
+// by intersection, an hll candidate's estimate is at most the smaller of
+// the two sketches' counts (sketch.IntersectCeiling, computed as the
+// intersection computes them), so once K + 1 are kept a candidate whose
+// ceiling is below the least of them is passed over, and the answer is
+// the one comparing it would give. It counts the candidate as scanned.
+func (k *ranker) ceiling(sk sketch.Sketch) bool {
+	if k.p.by != rankIntersection || k.noCeiling {
+		return false
+	}
+	t, ok := sketch.HLLOf(k.target)
+	if !ok || sk.Kind() != k.target.Kind() {
+		return false
+	}
+	c, _ := sketch.HLLOf(sk)
+	k.mu.Lock()
+	full := len(k.h) == k.keep
+	var least float64
+	if full {
+		least = k.h[0].value
+	}
+	k.mu.Unlock()
+	if !full {
+		return false
+	}
+	top, ok := sketch.IntersectCeiling(t, c)
+	if !ok || !(top < least) {
+		return false
+	}
+	k.mu.Lock()
+	k.n++
+	k.passed++
+	k.mu.Unlock()
+	return true
 }
 
 // rankable reports whether sk's kind has an intersection a rank reads,
@@ -366,6 +406,9 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 	if sk.Kind() != k.target.Kind() {
 		return sketch.Errorf(sketch.Conflict, "candidates: %s is a %s sketch and the target %s a %s sketch; every candidate must be of the target's kind",
 			quoteLabel(label), sk.Kind().Type, quoteLabel(k.label), k.target.Kind().Type)
+	}
+	if k.ceiling(sk) {
+		return nil
 	}
 	resp, err := intersect([]string{k.label, label}, []sketch.Sketch{k.target, sk}, k.p.method, nil)
 	if err != nil {

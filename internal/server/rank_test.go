@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/sketch"
 )
 
 // rankAnswer is the answer of POST /v1/rank.
@@ -461,6 +465,83 @@ func TestRankResultWarnings(t *testing.T) {
 		}
 		if referred == 0 {
 			t.Errorf("%s: no result's verdict text refers to its warnings; the fixture no longer tests them", method)
+		}
+	}
+}
+
+// TestRankCeiling: ranked by intersection, a candidate whose count is
+// below the least of the K + 1 kept cannot enter, and is passed over
+// without an intersection; the answer is the one comparing every
+// candidate gives, field for field, for both methods, with the target
+// the larger or the smaller set, and candidates of another precision
+// (compared folded, as the intersection folds them).
+func TestRankCeiling(t *testing.T) {
+	t.Parallel()
+	p := hll.Params{Log2m: 11, Regwidth: 5, Expthresh: -1, Sparse: true}
+	fine := hll.Params{Log2m: 12, Regwidth: 5, Expthresh: -1, Sparse: true}
+	for _, tc := range []struct {
+		name   string
+		target int64
+	}{{"large target", 400000}, {"small target", 30000}} {
+		target := sketch.NewHLL(hllOf(t, p, idRange(0, tc.target)...))
+		var labels []string
+		var cands []sketch.Sketch
+		for i := range 60 {
+			// The first 15 share many ids; then 6 lie inside the target;
+			// the rest are small, a few of them EXPLICIT, some sharing a
+			// few ids, some of log2m 12.
+			size, shared := int64(2000+40*i), int64(20*i)
+			switch {
+			case i < 15:
+				size, shared = int64(50000+3000*i), int64(20000+1000*i)
+			case i < 21:
+				// Inside the target, of about the kept overlaps'
+				// size: they enter the top K after it is full.
+				size = min(int64(24000+2000*(i-15)), tc.target)
+				shared = size
+			}
+			q := p
+			if i%7 == 3 {
+				q = fine
+			}
+			if i%11 == 5 {
+				size, shared = 40, 10
+			}
+			ids := append(idRange(0, shared), idRange(int64(1e7+1e5*i), int64(1e7+1e5*i)+size-shared)...)
+			labels = append(labels, fmt.Sprintf("c:%02d", i))
+			cands = append(cands, sketch.NewHLL(hllOf(t, q, ids...)))
+		}
+		for _, method := range []sketch.Method{sketch.MethodMLE, sketch.MethodInclusionExclusion} {
+			answer := func(noCeiling bool) ([]byte, int) {
+				plan := rankPlan{by: rankIntersection, top: 10, method: method}
+				k := &ranker{p: plan, label: "t", target: target, z: 3, keep: plan.top + 1, noCeiling: noCeiling}
+				for i := range labels {
+					if err := k.add(labels[i], cands[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if k.n != len(labels) {
+					t.Fatalf("%s %s: scanned %d of %d", tc.name, method, k.n, len(labels))
+				}
+				var resp rankedResponse
+				k.finish(&resp)
+				b, err := json.Marshal(resp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b, k.passed
+			}
+			all, none := answer(true)
+			got, passed := answer(false)
+			if none != 0 {
+				t.Fatalf("%s %s: %d passed over with the ceiling off", tc.name, method, none)
+			}
+			if passed < 20 {
+				t.Errorf("%s %s: only %d of the 39 small candidates were passed over", tc.name, method, passed)
+			}
+			if string(got) != string(all) {
+				t.Errorf("%s %s: with %d passed over the answer is\n%s\ncomparing every candidate\n%s", tc.name, method, passed, got, all)
+			}
 		}
 	}
 }

@@ -193,6 +193,53 @@ type operand struct {
 	sigma    float64     // relative standard error of card
 }
 
+// newOperand is s as an operand compared at log2m (at most s's): folded
+// if need be, with its count.
+func newOperand(name string, s *hll.Sketch, log2m int) (operand, error) {
+	op := operand{name: name, sk: s}
+	if p := s.Params(); p.Log2m != log2m {
+		f, err := s.Fold(log2m, p.Regwidth)
+		if err != nil {
+			return operand{}, fmt.Errorf("sketch: fold %q to log2m %d: %w", name, log2m, err)
+		}
+		op.sk = f
+	}
+	switch s.Representation() {
+	case hll.Empty:
+		op.exact = true
+	case hll.Explicit:
+		op.explicit, _ = s.Explicit()
+		op.exact = true
+		op.card = float64(len(op.explicit))
+	default:
+		op.card = debiased(op.sk, op.sk.Estimate())
+		op.sigma = op.sk.StdError()
+	}
+	return op, nil
+}
+
+// IntersectCeiling returns a number no Estimate of Intersect([a, b], any
+// method) exceeds: the smaller of the two counts Intersect compares
+// them by, computed as Intersect computes them (the estimate is clamped
+// to it). It costs a count of each sketch, not an intersection, so a
+// rank can pass over a candidate that cannot reach its top K. ok is
+// false where Intersect would refuse the pair.
+func IntersectCeiling(a, b *hll.Sketch) (ceiling float64, ok bool) {
+	if a == nil || b == nil || a.Representation() == hll.Undefined || b.Representation() == hll.Undefined {
+		return 0, false
+	}
+	log2m := min(a.Params().Log2m, b.Params().Log2m)
+	oa, err := newOperand("", a, log2m)
+	if err != nil {
+		return 0, false
+	}
+	ob, err := newOperand("", b, log2m)
+	if err != nil {
+		return 0, false
+	}
+	return min(oa.card, ob.card), true
+}
+
 // Intersect estimates the size of the intersection of sketches (2 to 8,
 // named by names in the same order) with method, "" meaning
 // DefaultMethod(len(sketches)). Sketches of different log2m are folded to
@@ -237,26 +284,11 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	ops := make([]operand, k)
 	folded := false
 	for i, s := range sketches {
-		op := operand{name: names[i], sk: s}
-		if p := s.Params(); p.Log2m != log2m {
-			f, err := s.Fold(log2m, p.Regwidth)
-			if err != nil {
-				return Intersection{}, fmt.Errorf("sketch: fold %q to log2m %d: %w", names[i], log2m, err)
-			}
-			op.sk = f
-			folded = true
+		op, err := newOperand(names[i], s, log2m)
+		if err != nil {
+			return Intersection{}, err
 		}
-		switch s.Representation() {
-		case hll.Empty:
-			op.exact = true
-		case hll.Explicit:
-			op.explicit, _ = s.Explicit()
-			op.exact = true
-			op.card = float64(len(op.explicit))
-		default:
-			op.card = debiased(op.sk, op.sk.Estimate())
-			op.sigma = op.sk.StdError()
-		}
+		folded = folded || op.sk != s
 		ops[i] = op
 	}
 

@@ -60,6 +60,9 @@ func TestCitusFaults(tt *testing.T) {
 	if testing.Short() {
 		tt.Skip("starts a Citus cluster and three sketchd processes")
 	}
+	// Mostly waiting on its cluster and its load's pauses: it runs beside
+	// the other long tests of the binary that assert no timing.
+	tt.Parallel()
 	t := &recorder{T: tt}
 	tt.Cleanup(t.repeat) // first registered, so it runs last
 	rounds := 1

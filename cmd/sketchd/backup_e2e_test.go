@@ -270,6 +270,7 @@ func TestScaleOutWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds sketchd and runs the walk-through")
 	}
+	t.Parallel() // it asserts no timing
 	pgtest.Connect(t)
 	blocks := walkthroughBlocks(t, "../../docs/scale-out.md", "## Moving from bbolt to PostgreSQL or Citus")
 	if len(blocks) != 2 {

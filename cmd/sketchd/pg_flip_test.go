@@ -119,6 +119,9 @@ func TestStoredValueFlipsPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary over PostgreSQL")
 	}
+	// Minutes of requests, mostly waiting on the database; it asserts no
+	// timing, and runs beside the binary's other long tests.
+	t.Parallel()
 	for _, b := range []struct {
 		name   string
 		schema func(testing.TB, string) string

@@ -23,6 +23,7 @@ func TestGeneratedPythonClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates a client and runs it against a real server")
 	}
+	t.Parallel() // it asserts no timing
 	gen, err := exec.LookPath("openapi-python-client")
 	if err != nil {
 		pyClientUnavailable(t, "openapi-python-client is not on PATH (pip install openapi-python-client==0.29.1 python-dateutil)")

@@ -31,6 +31,7 @@ func TestGeneratedTypeScriptClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates two clients and runs them against a real server")
 	}
+	t.Parallel() // it asserts no timing
 	node, err := exec.LookPath("node")
 	if err != nil {
 		tsClientUnavailable(t, "node is not on PATH (apt-get install nodejs npm)")

@@ -76,10 +76,8 @@ func (n *Node) hostname() string {
 func StartCitus(tb testing.TB, workers int, conf ...string) *Cluster {
 	tb.Helper()
 	c := newCluster(tb, conf)
-	c.Coordinator = c.newNode("", "")
-	for range workers {
-		c.Workers = append(c.Workers, c.newNode("", ""))
-	}
+	nodes := c.newNodes(make([]nodeAt, 1+workers)...)
+	c.Coordinator, c.Workers = nodes[0], nodes[1:]
 	c.register()
 	return c
 }
@@ -153,32 +151,57 @@ func postgresCanWrite(dir string) error {
 	}
 }
 
+// nodeAt names where a new node runs: in network namespace ns ("" for
+// this one's), named host ("" for 127.0.0.1).
+type nodeAt struct{ ns, host string }
+
 // newNode initialises, configures and starts an instance with the
 // extensions created: on 127.0.0.1 in this network namespace, or in
 // namespace ns listening on every address there, named host.
 func (c *Cluster) newNode(ns, host string) *Node {
 	c.tb.Helper()
-	port := FreePort(c.tb)
-	n := &Node{Port: port, data: filepath.Join(c.dir, fmt.Sprintf("pg%d", port)), log: filepath.Join(c.dir, fmt.Sprintf("pg%d.log", port)), host: host, ns: ns}
+	return c.newNodes(nodeAt{ns, host})[0]
+}
+
+// newNodes makes the nodes at once: each initdb, start and CREATE
+// EXTENSION takes seconds, most of them spent waiting on the disk and
+// the server, so a cluster starts in about the time of one node.
+func (c *Cluster) newNodes(at ...nodeAt) []*Node {
+	c.tb.Helper()
+	nodes := make([]*Node, len(at))
+	for i, a := range at {
+		port := FreePort(c.tb)
+		nodes[i] = &Node{Port: port, data: filepath.Join(c.dir, fmt.Sprintf("pg%d", port)), log: filepath.Join(c.dir, fmt.Sprintf("pg%d.log", port)), host: a.host, ns: a.ns}
+	}
 	c.mu.Lock()
-	c.all = append(c.all, n)
+	c.all = append(c.all, nodes...)
 	c.mu.Unlock()
-	c.run("initdb", "-D", n.data, "-A", "trust", "-U", "postgres", "--no-sync")
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = c.initNode(n) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.tb.Fatal(err)
+	}
+	return nodes
+}
+
+// initNode initialises, configures and starts n with the extensions
+// created. It may run beside other nodes' (it never fails the test
+// itself).
+func (c *Cluster) initNode(n *Node) error {
+	if err := c.runErr("initdb", "-D", n.data, "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
+		return err
+	}
 	listen := "127.0.0.1"
-	if ns != "" {
+	if n.ns != "" {
 		// Only the namespace's own loopback and links are there; the
 		// other nodes connect over the links.
 		listen = "*"
-		hba, err := os.OpenFile(filepath.Join(n.data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			c.tb.Fatal(err)
-		}
-		_, err = hba.WriteString("host all all " + netnsSubnet + " trust\n")
-		if cerr := hba.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			c.tb.Fatal(err)
+		if err := appendFile(filepath.Join(n.data, "pg_hba.conf"), "host all all "+netnsSubnet+" trust\n"); err != nil {
+			return err
 		}
 	}
 	conf := fmt.Sprintf(`
@@ -190,22 +213,30 @@ max_connections = 200
 max_prepared_transactions = 200
 fsync = on
 %s
-`, listen, port, c.dir, strings.Join(c.conf, "\n"))
-	f, err := os.OpenFile(filepath.Join(n.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		c.tb.Fatal(err)
+`, listen, n.Port, c.dir, strings.Join(c.conf, "\n"))
+	if err := appendFile(filepath.Join(n.data, "postgresql.conf"), conf); err != nil {
+		return err
 	}
-	_, err = f.WriteString(conf)
+	if err := c.startErr(n); err != nil {
+		return err
+	}
+	if err := c.execErr(n, "CREATE EXTENSION citus"); err != nil {
+		return err
+	}
+	return c.execErr(n, "CREATE EXTENSION hll")
+}
+
+// appendFile appends text to the file at path.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		c.tb.Fatal(err)
-	}
-	c.Start(n)
-	c.Exec(n, "CREATE EXTENSION citus")
-	c.Exec(n, "CREATE EXTENSION hll")
-	return n
+	return err
 }
 
 // DSN is the connection string of a node.
@@ -216,16 +247,23 @@ func (c *Cluster) DSN(n *Node) string {
 // Exec runs statements on a node, failing the test on an error.
 func (c *Cluster) Exec(n *Node, sql string, args ...any) {
 	c.tb.Helper()
+	if err := c.execErr(n, sql, args...); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+func (c *Cluster) execErr(n *Node, sql string, args ...any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, c.DSN(n))
 	if err != nil {
-		c.tb.Fatalf("node %s: %v", n.Addr(), err)
+		return fmt.Errorf("node %s: %v", n.Addr(), err)
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		c.tb.Fatalf("node %s: %s: %v", n.Addr(), sql, err)
+		return fmt.Errorf("node %s: %s: %v", n.Addr(), sql, err)
 	}
+	return nil
 }
 
 // Stop stops a node with pg_ctl's shutdown mode ("fast", "immediate").
@@ -240,6 +278,12 @@ func (c *Cluster) Stop(n *Node, mode string) {
 // stopped for a second leaves it free for anything to take).
 func (c *Cluster) Start(n *Node) {
 	c.tb.Helper()
+	if err := c.startErr(n); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+func (c *Cluster) startErr(n *Node) error {
 	args := []string{"-D", n.data, "-l", n.log, "-w", "-t", "120", "start"}
 	for attempt := 1; ; attempt++ {
 		cmd := c.command("pg_ctl", args...)
@@ -250,14 +294,14 @@ func (c *Cluster) Start(n *Node) {
 		}
 		out, err := cmd.CombinedOutput()
 		if err == nil {
-			return
+			return nil
 		}
 		if attempt < 5 && strings.Contains(Tail(c.Log(n), 10), "Address already in use") {
 			c.tb.Logf("node %s: port in use, starting again in a second", n.Addr())
 			time.Sleep(time.Second)
 			continue
 		}
-		c.tb.Fatalf("pg_ctl %s: %v\n%s\n%s", strings.Join(args, " "), err, out, Tail(c.Log(n), 20))
+		return fmt.Errorf("pg_ctl %s: %v\n%s\n%s", strings.Join(args, " "), err, out, Tail(c.Log(n), 20))
 	}
 }
 
@@ -281,9 +325,16 @@ func (c *Cluster) Log(n *Node) string {
 // run runs a server binary, as postgres when this process is root.
 func (c *Cluster) run(name string, args ...string) {
 	c.tb.Helper()
-	if out, err := c.command(name, args...).CombinedOutput(); err != nil {
-		c.tb.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	if err := c.runErr(name, args...); err != nil {
+		c.tb.Fatal(err)
 	}
+}
+
+func (c *Cluster) runErr(name string, args ...string) error {
+	if out, err := c.command(name, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
 }
 
 func (c *Cluster) command(name string, args ...string) *exec.Cmd {

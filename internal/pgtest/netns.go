@@ -56,10 +56,12 @@ func StartCitusNetns(tb testing.TB, workers int, conf ...string) *Cluster {
 		n.ip("-n", w, "route", "add", "default", "via", fmt.Sprintf("10.77.%d.1", i+1))
 		n.links = append(n.links, link)
 	}
-	c.Coordinator = c.newNode(n.core, "10.77.0.1")
+	at := []nodeAt{{n.core, "10.77.0.1"}}
 	for i := range workers {
-		c.Workers = append(c.Workers, c.newNode(n.names[i+1], fmt.Sprintf("10.77.%d.2", i+1)))
+		at = append(at, nodeAt{n.names[i+1], fmt.Sprintf("10.77.%d.2", i+1)})
 	}
+	nodes := c.newNodes(at...)
+	c.Coordinator, c.Workers = nodes[0], nodes[1:]
 	c.register()
 	return c
 }

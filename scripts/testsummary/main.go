@@ -5,6 +5,16 @@
 // a test that needs PostgreSQL, Prometheus or Chromium and found none
 // passes quietly. It exits 1 when a test or package failed.
 //
+// A run cut short still ends with the summary of what it saw. A package
+// whose test binary panicked at go test's -timeout (or died otherwise)
+// leaves tests that started and never ended: their output (the panic,
+// which lists the running tests, and the goroutines) is printed, the
+// package is named as timed out, and they are counted as unfinished. On
+// SIGINT or SIGTERM, testsummary reads on for a few seconds (go test,
+// interrupted too, closes its output as it stops) and then prints the
+// summary, naming the signal and the packages and tests that were still
+// running.
+//
 //	go test -json ./... | go run ./scripts/testsummary
 //
 // scripts/test runs it over the README's test command.
@@ -16,12 +26,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 )
 
+// grace is how long testsummary reads on after a signal before it
+// prints the summary of what it saw.
+const grace = 5 * time.Second
+
 func main() {
-	failed, err := summarize(os.Stdin, os.Stdout)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	failed, err := summarize(os.Stdin, os.Stdout, sigs, grace)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
@@ -50,64 +69,198 @@ type skip struct {
 	reason string
 }
 
+// run is what has been seen of a test run so far.
+type run struct {
+	w     io.Writer
+	out   map[testKey][]string // a running test's output
+	order []testKey            // the tests started and not ended, in start order
+	skips []skip
+	// Packages started and not ended, in start order, and the timeout
+	// panic each printed (go test -timeout: "test timed out after 30m0s").
+	pkgs     []string
+	timedOut map[string]string
+	passed   int
+	failedN  int
+	// unfinished counts the tests that started and never ended.
+	unfinished int
+	failed     bool
+}
+
 // summarize copies the result lines and failed tests' output from the
 // events on r to w, then lists the skipped tests with their reasons and
-// counts the tests. failed says a test or package failed.
-func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
-	out := map[testKey][]string{} // a running test's output
-	var skips []skip
-	passed, failedN := 0, 0
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var e event
-		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
-			// Not an event (go vet's or the build's own lines): as is.
-			fmt.Fprintf(w, "%s\n", line)
+// counts the tests. failed says a test or package failed, or the run was
+// cut short. A signal on sigs (nil for none) ends the reading after
+// grace, if r has not ended by then.
+func summarize(r io.Reader, w io.Writer, sigs <-chan os.Signal, grace time.Duration) (failed bool, err error) {
+	s := &run{w: w, out: map[testKey][]string{}, timedOut: map[string]string{}}
+	lines := make(chan []byte)
+	done := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			lines <- slices.Clone(sc.Bytes())
+		}
+		done <- sc.Err()
+	}()
+	var signalled os.Signal
+	var cutoff <-chan time.Time
+read:
+	for {
+		select {
+		case line := <-lines:
+			s.line(line)
+		case err := <-done:
+			if err != nil {
+				return true, err
+			}
+			break read
+		case sig := <-sigs:
+			if signalled == nil {
+				signalled = sig
+				cutoff = time.After(grace)
+			}
+		case <-cutoff:
+			break read
+		}
+	}
+	if signalled != nil {
+		s.failed = true
+		fmt.Fprintf(w, "\ninterrupted by %s: the run was cut short\n", signalName(signalled))
+	}
+	// Packages that never ended: the stream stopped (a signal, a killed
+	// go test) while they ran.
+	for _, pkg := range slices.Clone(s.pkgs) {
+		s.failed = true
+		fmt.Fprintf(w, "%s did not finish: the test run ended while it ran\n", pkg)
+		s.endPackage(pkg)
+	}
+	report(w, s.skips)
+	fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped", s.passed, s.failedN, len(s.skips))
+	if s.unfinished > 0 {
+		fmt.Fprintf(w, ", %d unfinished", s.unfinished)
+	}
+	fmt.Fprintln(w)
+	return s.failed, nil
+}
+
+// line takes one line of go test's output.
+func (s *run) line(line []byte) {
+	w := s.w
+	var e event
+	if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
+		// Not an event (go vet's or the build's own lines): as is.
+		fmt.Fprintf(w, "%s\n", line)
+		return
+	}
+	k := testKey{e.Package, e.Test}
+	if e.Action == "output" {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(e.Output), "panic: test timed out after "); ok {
+			s.timedOut[e.Package] = d
+		}
+	}
+	switch {
+	case e.Action == "build-output":
+		fmt.Fprint(w, e.Output)
+	case e.Action == "build-fail":
+		s.failed = true
+	case e.Test == "" && e.Action == "start":
+		s.pkgs = append(s.pkgs, e.Package)
+	case e.Test == "" && e.Action == "output":
+		// The package's own lines: ok, FAIL, "no test files", a
+		// panic outside any test. The bare PASS/FAIL lines before
+		// "ok"/"FAIL pkg" are what -v adds. Tests left running are
+		// shown before the package's result line, as go test does.
+		if strings.HasPrefix(e.Output, "ok  \t") || strings.HasPrefix(e.Output, "FAIL\t") {
+			s.endPackage(e.Package)
+		}
+		if t := strings.TrimSpace(e.Output); t != "PASS" && t != "FAIL" && !strings.HasPrefix(e.Output, "=== ") {
+			fmt.Fprint(w, e.Output)
+		}
+	case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
+		if e.Action == "fail" {
+			s.failed = true
+		}
+		s.endPackage(e.Package)
+	case e.Test == "":
+	case e.Action == "run":
+		s.order = append(s.order, k)
+	case e.Action == "output":
+		s.out[k] = append(s.out[k], e.Output)
+	case e.Action == "pass":
+		s.passed++
+		s.end(k)
+	case e.Action == "fail":
+		s.failedN++
+		s.failed = true
+		s.print(k)
+		s.end(k)
+	case e.Action == "skip":
+		s.skips = append(s.skips, skip{k, reason(s.out[k])})
+		s.end(k)
+	}
+}
+
+// end forgets an ended test.
+func (s *run) end(k testKey) {
+	delete(s.out, k)
+	if i := slices.Index(s.order, k); i >= 0 {
+		s.order = slices.Delete(s.order, i, i+1)
+	}
+}
+
+// print writes what a test printed, without the === lines -v adds.
+func (s *run) print(k testKey) {
+	for _, l := range s.out[k] {
+		if !strings.HasPrefix(l, "=== ") {
+			fmt.Fprint(s.w, l)
+		}
+	}
+}
+
+// endPackage closes a package that ended (or never will): the tests it
+// started and never ended are printed and counted as unfinished, and a
+// timeout is named.
+func (s *run) endPackage(pkg string) {
+	if i := slices.Index(s.pkgs, pkg); i >= 0 {
+		s.pkgs = slices.Delete(s.pkgs, i, i+1)
+	}
+	var names []string
+	for _, k := range slices.Clone(s.order) {
+		if k.pkg != pkg {
 			continue
 		}
-		k := testKey{e.Package, e.Test}
-		switch {
-		case e.Action == "build-output":
-			fmt.Fprint(w, e.Output)
-		case e.Action == "build-fail":
-			failed = true
-		case e.Test == "" && e.Action == "output":
-			// The package's own lines: ok, FAIL, "no test files", a
-			// panic outside any test. The bare PASS/FAIL lines before
-			// "ok"/"FAIL pkg" are what -v adds.
-			if t := strings.TrimSpace(e.Output); t != "PASS" && t != "FAIL" && !strings.HasPrefix(e.Output, "=== ") {
-				fmt.Fprint(w, e.Output)
-			}
-		case e.Test == "" && e.Action == "fail":
-			failed = true
-		case e.Test == "":
-		case e.Action == "output":
-			out[k] = append(out[k], e.Output)
-		case e.Action == "pass":
-			passed++
-			delete(out, k)
-		case e.Action == "fail":
-			failedN++
-			failed = true
-			for _, l := range out[k] {
-				if !strings.HasPrefix(l, "=== ") {
-					fmt.Fprint(w, l)
-				}
-			}
-			delete(out, k)
-		case e.Action == "skip":
-			skips = append(skips, skip{k, reason(out[k])})
-			delete(out, k)
+		s.print(k)
+		s.end(k)
+		names = append(names, k.test)
+	}
+	s.unfinished += len(names)
+	if len(names) > 0 {
+		s.failed = true
+	}
+	switch d, timedOut := s.timedOut[pkg]; {
+	case timedOut:
+		s.failed = true
+		fmt.Fprintf(s.w, "%s timed out after %s (go test -timeout)", pkg, d)
+		if len(names) > 0 {
+			fmt.Fprintf(s.w, "; still running: %s", strings.Join(names, ", "))
 		}
+		fmt.Fprintln(s.w)
+	case len(names) > 0:
+		fmt.Fprintf(s.w, "%s ended with tests still running: %s\n", pkg, strings.Join(names, ", "))
 	}
-	if err := sc.Err(); err != nil {
-		return true, err
+	delete(s.timedOut, pkg)
+}
+
+// signalName is "SIGINT" for syscall.SIGINT, and so on.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
 	}
-	report(w, skips)
-	fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped\n", passed, failedN, len(skips))
-	return failed, nil
+	return sig.String()
 }
 
 // reason is what a skipped test printed: its t.Skip message (with file

@@ -42,6 +42,7 @@ func TestCitusCommitPreparedFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
+	t.Parallel() // its cluster is its own, and it asserts no timing
 	c := pgtest.StartCitus(t, 2)
 	c.Exec(c.Coordinator, "ALTER SYSTEM SET citus.recover_2pc_interval = -1")
 	c.Exec(c.Coordinator, "SELECT pg_reload_conf()")
@@ -269,6 +270,7 @@ func TestCitusOnePhaseCommitFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
+	t.Parallel() // its cluster is its own, and it asserts no timing
 	c := pgtest.StartCitus(t, 2)
 	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
 	db, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: 2 * time.Minute})
@@ -345,6 +347,7 @@ func TestCitusRewriteAcrossShardMove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
+	t.Parallel() // its cluster is its own, and it asserts no timing
 	statements := &statementLog{}
 	c, dbs, admin := citusNodes(t, statements, statements)
 	spec := sketch.Spec{Params: sketch.CMSParams{Params: cms.Params{Width: 200, Depth: 4}}}
@@ -431,15 +434,18 @@ func TestCitusSeriesRewriteAcrossShardMove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
+	t.Parallel() // its cluster is its own, and it asserts no timing
 	// The held rewrite: an add, or an import merging an hour bucket (and
-	// so its day and month).
+	// so its day and month), each on a cluster of its own.
 	t.Run("add", func(t *testing.T) {
+		t.Parallel()
 		seriesRewriteAcrossShardMove(t, func(db *postgres.DB, ts time.Time, n int) error {
 			_, err := db.AddSeries(ctx, "s", ts, oneID(n))
 			return err
 		})
 	})
 	t.Run("import", func(t *testing.T) {
+		t.Parallel()
 		seriesRewriteAcrossShardMove(t, func(db *postgres.DB, ts time.Time, n int) error {
 			_, err := db.ImportSeries(ctx, "s", false, func(spec *series.Spec) ([]series.Import, error) {
 				keys, err := spec.Buckets(ts, ts)
@@ -586,6 +592,7 @@ func TestCitusSeriesChangeAcrossShardMove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
+	t.Parallel() // its cluster is its own, and it asserts no timing
 	pause := newPause("FROM sketchd_series WHERE name = $1 FOR UPDATE")
 	other := &statementLog{}
 	c, dbs, admin := citusNodes(t, pause, other)
@@ -682,6 +689,7 @@ func TestCitusReadiness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Citus cluster of its own")
 	}
+	t.Parallel() // its cluster is its own, and it asserts no timing
 	c, dbs, _ := citusNodes(t, nil)
 	db := dbs[0]
 	wait := func(what string, cond func() bool) {

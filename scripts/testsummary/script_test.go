@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestScriptWithoutCCompiler runs scripts/test on a small module with a
+// PATH that has go and the usual tools but no C compiler: the race
+// detector needs cgo, so the script warns that -race is off, and the
+// tests still run, under the sketchd_poison tag (a test that exists only
+// with it runs) and not as a race build. With the compiler on PATH the
+// same run is a race build, and says nothing.
+func TestScriptWithoutCCompiler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs scripts/test on a module of its own")
+	}
+	script, err := filepath.Abs("../test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":           "module example.com/m\n\ngo 1.22\n",
+		"a/a_test.go":      "package a\n\nimport \"testing\"\n\nfunc TestRuns(t *testing.T) {}\n",
+		"a/poison_test.go": "//go:build sketchd_poison\n\npackage a\n\nimport \"testing\"\n\nfunc TestPoisonTag(t *testing.T) {}\n",
+		// TestRace fails unless the build is a race build exactly when
+		// WANT_RACE is 1.
+		"a/race_on_test.go":  "//go:build race\n\npackage a\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestRace(t *testing.T) {\n\tif os.Getenv(\"WANT_RACE\") != \"1\" {\n\t\tt.Fatal(\"a race build\")\n\t}\n}\n",
+		"a/race_off_test.go": "//go:build !race\n\npackage a\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestRace(t *testing.T) {\n\tif os.Getenv(\"WANT_RACE\") == \"1\" {\n\t\tt.Fatal(\"not a race build\")\n\t}\n}\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A PATH of every command on this one but the C compilers.
+	noCC := t.TempDir()
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			name := e.Name()
+			switch {
+			case name == "cc" || name == "c++" || name == "gcc" || name == "g++" || name == "clang" || name == "clang++",
+				strings.HasSuffix(name, "-gcc") || strings.Contains(name, "-gcc-") || strings.HasPrefix(name, "gcc-") || strings.HasPrefix(name, "clang-"):
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(noCC, name)); err == nil {
+				continue // an earlier PATH entry's wins
+			}
+			if err := os.Symlink(filepath.Join(d, name), filepath.Join(noCC, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run := func(path, wantRace string) string {
+		t.Helper()
+		cmd := exec.Command(script, "./...")
+		cmd.Dir = dir
+		env := []string{"PATH=" + path, "GOFLAGS=-mod=mod", "GOWORK=off", "WANT_RACE=" + wantRace}
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "WANT_RACE" && k != "CGO_ENABLED" && k != "CC" && k != "GOFLAGS" && k != "GOWORK" {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("scripts/test: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	const warning = "scripts/test: WARNING: no C compiler found"
+	out := run(noCC, "0")
+	if !strings.Contains(out, warning) || !strings.Contains(out, "running WITHOUT -race") {
+		t.Errorf("without a C compiler scripts/test gives no warning that -race is off:\n%s", out)
+	}
+	if !strings.Contains(out, "tests: 3 passed, 0 failed, 0 skipped\n") {
+		t.Errorf("without a C compiler scripts/test did not run TestRuns, TestPoisonTag and TestRace without -race:\n%s", out)
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Log("no gcc on this PATH: the run with a compiler is left out")
+		return
+	}
+	out = run(os.Getenv("PATH"), "1")
+	if strings.Contains(out, "WARNING") || !strings.Contains(out, "tests: 3 passed, 0 failed, 0 skipped\n") {
+		t.Errorf("with a C compiler scripts/test warned or did not run the race build's tests:\n%s", out)
+	}
+}

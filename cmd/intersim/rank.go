@@ -34,7 +34,7 @@ import (
 // rkFlags is the rank mode's experiment.
 type rkFlags struct {
 	runs, target, cands, looks, min, max, log2m, workers int
-	universe                                             int
+	universe, sigmas                                     int
 	seed                                                 uint64
 	tops, lgKs                                           []int
 }
@@ -61,6 +61,7 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&f.max, "max", 1_000_000, "the largest candidate's ids")
 	fs.IntVar(&f.universe, "universe", 10_000_000, "users the other candidates are drawn from")
 	fs.IntVar(&f.log2m, "log2m", 14, "the hll sketches' log2m")
+	fs.IntVar(&f.sigmas, "theta-sigmas", 2, "standard deviations of theta's bounds (1 to 3)")
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "parallel workers")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	tops := fs.String("top", "10,50", "K, comma separated")
@@ -82,6 +83,8 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("-min, -max and -target must be positive, -max at least -min, -universe at least -target + -max")
 	case f.log2m < 10 || f.log2m > 16:
 		return fmt.Errorf("-log2m must be 10 to 16")
+	case f.sigmas < 1 || f.sigmas > 3:
+		return fmt.Errorf("-theta-sigmas must be 1 to 3")
 	}
 	for _, k := range f.tops {
 		if k < 1 || k > f.cands {
@@ -105,8 +108,8 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			obs[k] = append(obs[k], v)
 		}
 	}
-	fmt.Fprintf(stdout, "A target of %d ids against %d candidates of %d to %d ids (log-uniform), %d of them look-alikes sharing 20–80%% of the smaller set, the others drawn from %d users; hll at log2m %d (joint MLE), ranked by intersection; %d runs. precision@K: listed names in the exact top K. Bounds: hll's 99.73%%, theta's two standard deviations.\n\n",
-		f.target, f.cands, f.min, f.max, f.looks, f.universe, f.log2m, f.runs)
+	fmt.Fprintf(stdout, "A target of %d ids against %d candidates of %d to %d ids (log-uniform), %d of them look-alikes sharing 20–80%% of the smaller set, the others drawn from %d users; hll at log2m %d (joint MLE), ranked by intersection; %d runs. precision@K: listed names in the exact top K. Bounds: hll's 99.73%%, theta's %d standard deviations.\n\n",
+		f.target, f.cands, f.min, f.max, f.looks, f.universe, f.log2m, f.runs, f.sigmas)
 	fmt.Fprintf(stdout, "| estimator | bytes a sketch | K | precision@K (per run) | bounds hold | reliable | reliable held |\n|---|---|---|---|---|---|---|\n")
 	for ei, e := range ests {
 		for ti, k := range f.tops {
@@ -184,31 +187,39 @@ func rankRun(f rkFlags, ests []thEstimator, run int) (map[rkKey]rkObs, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	for w := range max(f.workers, 1) {
+	for range max(f.workers, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			perm := make([]int, f.target) // a worker's own shuffle of the target's ids
-			for i := range perm {
-				perm[i] = i
-			}
-			wr := rand.New(rand.NewPCG(f.seed^0x5eed, uint64(run)<<16|uint64(w)))
+			// The target's ids a candidate shares, drawn without
+			// replacement by Floyd's algorithm from a stream of the
+			// candidate's own, so a run does not depend on which worker
+			// drew which candidate.
+			marked := make([]bool, f.target)
+			picked := make([]int, 0, f.target)
 			ids := make([]uint64, 0, f.max)
 			for c := range next {
-				// The candidate: truth[c] of the target's ids, drawn
-				// without replacement, and fresh ids for the rest.
+				wr := rand.New(rand.NewPCG(f.seed^0x5eed, uint64(run)<<32|uint64(c)))
+				picked = picked[:0]
+				for j := f.target - truth[c]; j < f.target; j++ {
+					r := wr.IntN(j + 1)
+					if marked[r] {
+						r = j
+					}
+					marked[r] = true
+					picked = append(picked, r)
+				}
 				ids = ids[:0]
-				for i := range truth[c] {
-					j := i + wr.IntN(f.target-i)
-					perm[i], perm[j] = perm[j], perm[i]
-					ids = append(ids, target[perm[i]])
+				for _, i := range picked {
+					ids = append(ids, target[i])
+					marked[i] = false
 				}
 				cg := seedFor(f.seed, run, c+1, 3)
 				for len(ids) < size[c] {
 					ids = append(ids, cg.next())
 				}
 				for ei, e := range ests {
-					a, err := rankAnswerOf(e, hp, tHLL, tTheta[ei], ids)
+					a, err := rankAnswerOf(e, hp, tHLL, tTheta[ei], ids, f.sigmas)
 					if err != nil {
 						mu.Lock()
 						if firstErr == nil {
@@ -280,7 +291,7 @@ func rankRun(f rkFlags, ests []thEstimator, run int) (map[rkKey]rkObs, error) {
 // rankAnswerOf answers the target and a candidate of ids by e, as POST
 // /v1/rank by intersection does: hll by sketch.Intersect with e's method,
 // theta by DataSketches' set intersection judged by sketch.JudgeTheta.
-func rankAnswerOf(e thEstimator, hp hll.Params, tHLL *hll.Sketch, tTheta *theta.Sketch, ids []uint64) (rkAnswer, error) {
+func rankAnswerOf(e thEstimator, hp hll.Params, tHLL *hll.Sketch, tTheta *theta.Sketch, ids []uint64, sigmas int) (rkAnswer, error) {
 	if e.lgK == 0 {
 		c, err := hll.New(hp)
 		if err != nil {
@@ -306,8 +317,8 @@ func rankAnswerOf(e thEstimator, hp hll.Params, tHLL *hll.Sketch, tTheta *theta.
 		return rkAnswer{}, err
 	}
 	est := x.Estimate()
-	lo, _ := x.LowerBound(2)
-	hi, _ := x.UpperBound(2)
+	lo, _ := x.LowerBound(sigmas)
+	hi, _ := x.UpperBound(sigmas)
 	v, _, _ := sketch.JudgeTheta(est, lo, hi, x.Retained(), x.Theta() >= 1 && lo == hi)
 	return rkAnswer{est: est, lower: lo, upup: hi, reliable: v == sketch.VerdictReliable || v == sketch.VerdictExact}, nil
 }

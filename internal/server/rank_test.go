@@ -13,6 +13,7 @@ import (
 
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
+	"github.com/sketchd/sketchd/internal/theta"
 )
 
 // rankAnswer is the answer of POST /v1/rank.
@@ -238,8 +239,31 @@ func TestRankKinds(t *testing.T) {
 			for _, r := range a.Results {
 				var x intersectionAnswer
 				decode(t, must(t, e.postJSON(t, "/v1/intersection", `{"sketches":["t","`+r.Name+`"]}`), http.StatusOK, "pair").Body, &x)
+				if k.method == "theta" {
+					// The pair's estimate and error; bounds and verdict
+					// at three standard deviations (rankThetaSigmas).
+					ts, err := theta.Decode(e.raw(t, "t"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					cs, err := theta.Decode(e.raw(t, r.Name))
+					if err != nil {
+						t.Fatal(err)
+					}
+					p, err := theta.Intersect(ts, cs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					x.Lower, _ = p.LowerBound(3)
+					x.Upper, _ = p.UpperBound(3)
+					v, text, _ := sketch.JudgeTheta(x.Estimate, x.Lower, x.Upper, p.Retained(), p.Theta() >= 1 && x.Lower == x.Upper)
+					x.Verdict, x.VerdictText = string(v), text
+					if x.Error > 0 && x.Upper-x.Lower <= 4*x.Error {
+						t.Errorf("%s: three-sigma bounds [%v, %v] no wider than two sigma's (error %v)", r.Name, x.Lower, x.Upper, x.Error)
+					}
+				}
 				if r.Estimate != x.Estimate || r.StdError != x.Error || r.Lower != x.Lower || r.Upper != x.Upper || r.Verdict != x.Verdict || r.VerdictText != x.VerdictText {
-					t.Errorf("%s: %v ± %v [%v, %v] %s; /v1/intersection %+v", r.Name, r.Estimate, r.StdError, r.Lower, r.Upper, r.Verdict, x)
+					t.Errorf("%s: %v ± %v [%v, %v] %s; want %+v", r.Name, r.Estimate, r.StdError, r.Lower, r.Upper, r.Verdict, x)
 				}
 			}
 		})

@@ -61,7 +61,7 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&f.max, "max", 1_000_000, "the largest candidate's ids")
 	fs.IntVar(&f.universe, "universe", 10_000_000, "users the other candidates are drawn from")
 	fs.IntVar(&f.log2m, "log2m", 14, "the hll sketches' log2m")
-	fs.IntVar(&f.sigmas, "theta-sigmas", 2, "standard deviations of theta's bounds (1 to 3)")
+	fs.IntVar(&f.sigmas, "theta-sigmas", 3, "standard deviations of theta's bounds (1 to 3; a rank uses 3)")
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "parallel workers")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	tops := fs.String("top", "10,50", "K, comma separated")

@@ -560,7 +560,7 @@ func TestRankMode(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
 	args := []string{"rank", "-runs", "1", "-candidates", "120", "-lookalikes", "10", "-target", "100000",
-		"-min", "50000", "-max", "100000", "-universe", "100000000", "-log2m", "12", "-lgk", "12", "-top", "10,20"}
+		"-min", "50000", "-max", "100000", "-universe", "100000000", "-log2m", "12", "-lgk", "12", "-top", "10,20", "-theta-sigmas", "3"}
 	if err := run(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("run(%v) = %v, stderr %s", args, err, errOut.String())
 	}

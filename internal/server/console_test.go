@@ -12,6 +12,7 @@ import (
 // says (status and media type, checked by do), with the console's
 // policy, and an unknown file is a 404 problem.
 func TestConsoleRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for path, ctype := range map[string]string{
 		"/":                  "text/html",

@@ -58,6 +58,24 @@ var skewedStructures = map[string]skewed{
 	"zipf": {k: []float64{0.55, 0.20, 0.10, 0.07, 0.05, 0.03}, weight: func(i int) float64 { return 1 / float64(i+1) }},
 }
 
+// dcWeights are the weights of the data-center structures' sets 0, 1, 2
+// and 3 or later.
+var dcWeights = [4]float64{1, 0.5, 0.25, 0.125}
+
+// dcSpread is the share of users of a data-center structure in 2 to 4
+// sets.
+func dcSpread(s string) float64 {
+	switch s {
+	case "dc2":
+		return 0.02
+	case "dc5":
+		return 0.05
+	case "dc20":
+		return 0.2
+	}
+	return 0
+}
+
 // membership draws the sets (a mask) of one user of structure s.
 func membership(s string, n int, g *splitmix64) uint64 {
 	unit := func() float64 { return float64(g.next()>>11) / (1 << 53) }
@@ -75,8 +93,9 @@ func membership(s string, n int, g *splitmix64) uint64 {
 			}
 		}
 	}
-	// Weights halve from set to set, down to an eighth.
-	weight := func(i int) float64 { return math.Ldexp(1, -min(i, 3)) }
+	// Weights halve from set to set, down to an eighth (a table rather
+	// than math.Ldexp: this runs for every user of every simulation).
+	weight := func(i int) float64 { return dcWeights[min(i, 3)] }
 	k := 1
 	if sk, ok := skewedStructures[s]; ok {
 		weight = sk.weight
@@ -86,7 +105,7 @@ func membership(s string, n int, g *splitmix64) uint64 {
 			k++
 		}
 		k = min(k, n)
-	} else if unit() < map[string]float64{"dc2": 0.02, "dc5": 0.05, "dc20": 0.2}[s] {
+	} else if unit() < dcSpread(s) {
 		k = 2 + int(unit()*float64(min(4, n)-1))
 	}
 	var m uint64

@@ -35,7 +35,7 @@ func (s *Sketch) Estimate() float64 {
 		// Absent registers count 2^0 each; the filled ones in index order.
 		sum := float64(s.p.NumRegisters() - len(s.pairs))
 		for _, p := range s.pairs {
-			sum += math.Ldexp(1, -int(uint8(p)))
+			sum += pow2neg(int(uint8(p)))
 		}
 		return registerEstimate(s.p, sum, s.p.NumRegisters()-len(s.pairs))
 	}
@@ -47,11 +47,19 @@ func histEstimate(p Params, hist *[128]int) float64 {
 	sum := 0.0
 	for v, n := range hist {
 		if n != 0 {
-			sum += math.Ldexp(float64(n), -v)
+			sum += float64(n) * pow2neg(v)
 		}
 	}
 	return registerEstimate(p, sum, hist[0])
 }
+
+// pow2neg returns 2^-v, exactly, for 0 ≤ v ≤ 1022 (a register value is at
+// most 255): the float64 whose exponent field is 1023-v and whose
+// mantissa is 0. It is math.Ldexp(1, -v) without its checks, for the
+// estimate's loop over every register value; float64(n) * pow2neg(v) is
+// math.Ldexp(float64(n), -v) exactly for the counts a histogram holds
+// (n < 2^53).
+func pow2neg(v int) float64 { return math.Float64frombits(uint64(1023-v) << 52) }
 
 // RegisterEstimate returns the estimate of a sketch at p in register form
 // (SPARSE or FULL) whose m registers are the maximum of a and b (b may be

@@ -171,7 +171,7 @@ func histAnswer(p Params, hist *[128]int, e Estimator) Answer {
 		sum := 0.0
 		for v, n := range hist {
 			if n != 0 {
-				sum += math.Ldexp(float64(n), -v)
+				sum += float64(n) * pow2neg(v)
 			}
 		}
 		a.Estimate = registerEstimate(p, sum, hist[0])

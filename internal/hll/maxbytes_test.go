@@ -1,6 +1,7 @@
 package hll
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -39,5 +40,18 @@ func BenchmarkMaxBytes(b *testing.B) {
 	b.SetBytes(16384)
 	for b.Loop() {
 		maxBytes(dst, src)
+	}
+}
+
+// TestPow2Neg: the estimate's 2^-v is math.Ldexp's, bit for bit, for
+// every exponent it can be given and counts up to 2^53.
+func TestPow2Neg(t *testing.T) {
+	t.Parallel()
+	for v := range 1023 {
+		for _, n := range []float64{1, 3, 12345, 1 << 20, 1<<53 - 1} {
+			if got, want := n*pow2neg(v), math.Ldexp(n, -v); got != want {
+				t.Fatalf("%g * pow2neg(%d) = %g, want %g", n, v, got, want)
+			}
+		}
 	}
 }

@@ -145,6 +145,7 @@ func newAuthEnv(tb testing.TB, authMetrics bool) (*env, *Auth, string) {
 // TestAuthRoles sends every route class with no token, an unknown one, a
 // read token and a write token.
 func TestAuthRoles(t *testing.T) {
+	t.Parallel()
 	e, _, _ := newAuthEnv(t, false)
 	tokens := []struct{ name, header string }{
 		{"no token", ""},
@@ -210,6 +211,7 @@ func TestAuthRoles(t *testing.T) {
 }
 
 func TestAuthMetrics(t *testing.T) {
+	t.Parallel()
 	e, _, _ := newAuthEnv(t, true)
 	r := e.get(t, "/metrics")
 	checkProblem(t, r, 401)
@@ -228,6 +230,7 @@ func TestAuthMetrics(t *testing.T) {
 }
 
 func TestAuthReload(t *testing.T) {
+	t.Parallel()
 	e, a, path := newAuthEnv(t, false)
 	read := func(tok string) response { return e.get(t, "/v1/sketches/a", "Authorization: Bearer "+tok) }
 	must(t, read(readToken), 200, "old read token")

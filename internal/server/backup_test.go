@@ -101,6 +101,7 @@ func describeFields(tb testing.TB, e *env, name string) map[string]any {
 // every id acknowledged before the backup began are there, and an
 // idempotency key is not applied twice after the restore.
 func TestBackupWhileWriting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, k := range kindFixtures {
 		e.create(t, k.name, k.create)
@@ -242,6 +243,7 @@ func TestBackupWhileWriting(t *testing.T) {
 // TestRestoreRefusesNonEmpty: a store holding a sketch is not restored
 // into unless replace is asked for; then it holds exactly the archive.
 func TestRestoreRefusesNonEmpty(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.create(t, "a", `{"type":"hll"}`)
 	e.addIDs(t, "a", `{"ids":[1,2,3]}`, 3)
@@ -269,6 +271,7 @@ func TestRestoreRefusesNonEmpty(t *testing.T) {
 // its last record is refused by the restore itself (without the verify
 // pass), and the target keeps what it held.
 func TestRestoreDamagedChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, n := range []string{"a", "b", "c"} {
 		e.create(t, n, `{"type":"hll"}`)
@@ -295,6 +298,7 @@ func TestRestoreDamagedChangesNothing(t *testing.T) {
 // TestBackupNeedsAdmin: a read or write token is refused 403, an admin
 // token gets the archive.
 func TestBackupNeedsAdmin(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(path, []byte("reader-token-0000 read\nwriter-token-0000 write\nadmin-token-00000 admin\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -323,6 +327,7 @@ func TestBackupNeedsAdmin(t *testing.T) {
 
 // TestBackupHead: HEAD answers a GET's headers without taking a backup.
 func TestBackupHead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	req, _ := http.NewRequest(http.MethodHead, e.srv.URL+"/v1/backup", nil)
 	resp, err := e.srv.Client().Do(req)
@@ -341,6 +346,7 @@ func TestBackupHead(t *testing.T) {
 // at two moments would hold more ids in the series than in the sketch;
 // restored, the two count the same (both EXPLICIT HLLs: exact counts).
 func TestBackupIsOneMoment(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.create(t, "pair", `{"type":"hll","log2m":16,"regwidth":5}`)
 	must(t, e.send(t, http.MethodPut, "/v1/series/pair", "application/json", `{"log2m":16,"regwidth":5,"tz":"UTC","levels":{"day":"P10D"}}`), http.StatusCreated, "create series")

@@ -687,6 +687,7 @@ type chunkedReader struct{ io.Reader }
 // TestBadInput sends every refused request of the table: each must get
 // its 4xx as a well-formed problem, and no stored sketch may change.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withConfig(func(c *Config) { c.MaxBody = tableMaxBody; c.MaxQueryBody = tableMaxQueryBody; c.MaxIDs = tableMaxIDs }))
 	f := makeFixture(t)
 	f.load(t, e)

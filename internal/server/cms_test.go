@@ -37,6 +37,7 @@ func (e *env) describeCMS(tb testing.TB, name string) cmsResponse {
 }
 
 func TestCMSOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 
 	// Created by shape and by error bounds, both described back.
@@ -164,6 +165,7 @@ func TestCMSOverHTTP(t *testing.T) {
 // TestEventsAllOrNothing mixes HLL and CMS sketches in one events body:
 // a refusal anywhere changes nothing anywhere.
 func TestEventsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.create(t, "h", `{"log2m":11}`)
 	e.create(t, "c", `{"type":"cms","width":64,"depth":3}`)

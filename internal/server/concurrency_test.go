@@ -18,6 +18,7 @@ import (
 // every sketch must hold exactly the HLL built in process from the ids
 // sent to it.
 func TestConcurrentTraffic(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	params := map[string]hll.Params{}
 	for i, spec := range []string{
@@ -163,6 +164,7 @@ func TestConcurrentTraffic(t *testing.T) {
 // client keeps creating as a Count-Min and deleting must never answer 404:
 // the name either exists (its kind's add) or is created.
 func TestCreateAddRacesDelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	stop := make(chan struct{})
 	var flippers, adders sync.WaitGroup

@@ -231,6 +231,7 @@ func FuzzExpiryRequest(f *testing.F) {
 // /metrics, its estimate and its quantiles, at its deadline, as it
 // leaves every other read, without waiting for the retention pass.
 func TestExpiryMetricsHTTP(t *testing.T) {
+	t.Parallel()
 	e, clk := expiryEnv(t)
 	at := clk.Now().Add(time.Second).Format(time.RFC3339)
 	e.create(t, "after", `{"log2m":11,"metric":true,"expire_after":"PT1S"}`)

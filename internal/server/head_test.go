@@ -18,6 +18,7 @@ import (
 // answers GET's status and headers without a body, for found and missing
 // sketches alike; a 405 lists HEAD beside GET.
 func TestHeadAnswersLikeGet(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.send(t, "PUT", "/v1/sketches/h", "", "")
 	e.send(t, "POST", "/v1/sketches/h/add", "application/json", `{"ids":[1,2,3]}`)

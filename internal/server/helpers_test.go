@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sketchd/sketchd/api"
+	"github.com/sketchd/sketchd/internal/console"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/metrics"
 	"github.com/sketchd/sketchd/internal/store/bolt"
@@ -72,6 +74,7 @@ func newEnv(tb testing.TB, opts ...func(*envSetup)) *env {
 	s := New(setup.cfg, Deps{
 		Store: st, Metrics: m, Auth: setup.auth,
 		MetricsHandler: metrics.Handler(reg, nil), OpenAPI: api.Spec(),
+		Console: sharedConsole(tb),
 	})
 	e := &env{srv: httptest.NewServer(s), s: s, db: db, reg: reg, cfg: s.cfg, spec: loadSpec(tb), validate: true}
 	tb.Cleanup(func() {
@@ -79,6 +82,22 @@ func newEnv(tb testing.TB, opts ...func(*envSetup)) *env {
 		e.checkObservedCodes(tb)
 	})
 	return e
+}
+
+// loadedConsole is the console every test server shares: loading it
+// compresses every asset, which hundreds of servers would repeat
+// (TestConsoleLoadedByNew checks a server loading its own serves the
+// same).
+var loadedConsole = sync.OnceValues(console.New)
+
+// sharedConsole returns loadedConsole's handler or fails the test.
+func sharedConsole(tb testing.TB) *console.Handler {
+	tb.Helper()
+	h, err := loadedConsole()
+	if err != nil {
+		tb.Fatalf("console.New: %v", err)
+	}
+	return h
 }
 
 func withConfig(f func(*Config)) func(*envSetup) {

@@ -9,6 +9,7 @@ import (
 // does not exist says how to make one, ?create=true among them, and the
 // add with it then succeeds.
 func TestAddToMissingSketchHintsCreate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, path := range []string{"/v1/sketches/newone/add", "/v1/sketches/newone/add?report=new"} {
 		r := must(t, e.postJSON(t, path, `{"ids":[1,2]}`), 404, "add to a missing sketch")

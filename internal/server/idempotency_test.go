@@ -390,6 +390,7 @@ func TestKeyMetrics(t *testing.T) {
 }
 
 func TestParseKey(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`"abc"`:                   "abc",
 		`abc`:                     "abc",

@@ -90,6 +90,7 @@ func eventually(tb testing.TB, check func() error) {
 // TestMetricsAfterTraffic sends a known mix of requests and checks that
 // the counters moved by exactly that.
 func TestMetricsAfterTraffic(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withConfig(func(c *Config) { c.MaxBody = 4096; c.MaxIDs = 300 }))
 	e.create(t, "h", `{}`)
 	e.create(t, "c", `{"type":"cms","width":64,"depth":3}`)
@@ -229,6 +230,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 // the configured fractions, equal to its quantiles over the API; a sketch
 // not opted in, or empty, exports none.
 func TestMetricQuantileGauge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.create(t, "lat", `{"type":"kll","metric":true}`)
 	e.create(t, "empty", `{"type":"kll","metric":true}`)
@@ -271,6 +273,7 @@ func TestMetricQuantileGauge(t *testing.T) {
 
 // TestMetricEstimateGauge checks the opt-in per-sketch gauge.
 func TestMetricEstimateGauge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.create(t, "m", `{"log2m":14,"metric":true}`)
 	e.create(t, "quiet", `{"log2m":14}`)

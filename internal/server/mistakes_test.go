@@ -29,6 +29,7 @@ func mistakeTable(tb testing.TB, description string) map[string]int {
 // table gives that kind, whatever the route: the same pair of sketches in
 // a union and an intersection, a fold and a download, fail alike.
 func TestOneStatusPerMistake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	makeFixture(t).load(t, e)
 	table := mistakeTable(t, e.spec.doc.Info.Description)

@@ -173,6 +173,7 @@ func labels(m *dto.Metric) map[string]string {
 
 // TestSpecIsValid validates api/openapi.yaml as an OpenAPI 3.0.3 document.
 func TestSpecIsValid(t *testing.T) {
+	t.Parallel()
 	sp := loadSpec(t)
 	if sp.doc.OpenAPI != "3.0.3" {
 		t.Errorf("openapi = %q, want 3.0.3", sp.doc.OpenAPI)
@@ -196,6 +197,7 @@ func TestSpecIsValid(t *testing.T) {
 // TestRoutesMatchSpec compares the routes chi serves with the spec's
 // paths: the same (method, pattern) pairs, no more, no fewer.
 func TestRoutesMatchSpec(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var served []string
 	err := chi.Walk(e.mux(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -232,6 +234,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 // checks each body against its schema (do validates; here we also check
 // that each kind was really produced).
 func TestResponsesMatchSchemas(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.create(t, "h1", `{"log2m":11}`)
 	e.create(t, "h2", `{"log2m":12,"regwidth":4}`)
@@ -313,6 +316,7 @@ func TestResponsesMatchSchemas(t *testing.T) {
 // TestSpecCatchesBadBodies makes sure the response check can fail: a body
 // missing required fields and an undeclared status are refused.
 func TestSpecCatchesBadBodies(t *testing.T) {
+	t.Parallel()
 	sp := loadSpec(t)
 	rec := &fakeTB{TB: t}
 	ok := response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"accepted":3}`), Route: "/v1/sketches/{name}/add"}
@@ -352,6 +356,7 @@ func (f *fakeTB) Errorf(format string, args ...any) {
 // names each of them, so that a client generated from the spec can name
 // any kind and a reader learns which bytes each takes.
 func TestUploadFormatsMatchRegistry(t *testing.T) {
+	t.Parallel()
 	sp := loadSpec(t)
 	var types []string
 	for _, k := range sketch.Kinds() {

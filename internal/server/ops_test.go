@@ -259,6 +259,7 @@ func TestRawETag(t *testing.T) {
 // is answered 499 (which nobody reads) rather than counted and logged as
 // a 500.
 func TestClientGoneIsNotAServerError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -290,6 +291,7 @@ func (d damagedStore) Describe(ctx context.Context, name string) (sketch.Info, e
 // is a 500 of type damaged whose detail names the sketch and what to do,
 // never the cause's bytes or checksums, which go to the log.
 func TestDamagedIsA500NamingTheSketch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withStore(func(s Store) Store { return damagedStore{s, "d"} }))
 	// Not through e.do, which fails any 5xx.
 	resp, err := http.Get(e.srv.URL + "/v1/sketches/d")

@@ -31,7 +31,7 @@ func (e *env) restart(tb testing.TB) {
 	e.reg = metrics.NewRegistry()
 	src, _ := e.db.Store.(metrics.Source)
 	m := metrics.New(e.reg, metrics.Options{Source: src, Quantiles: []float64{0.5, 0.9, 0.99}})
-	e.s = New(e.cfg, Deps{Store: e.db.Store, Metrics: m, MetricsHandler: metrics.Handler(e.reg, nil), OpenAPI: api.Spec()})
+	e.s = New(e.cfg, Deps{Store: e.db.Store, Metrics: m, MetricsHandler: metrics.Handler(e.reg, nil), OpenAPI: api.Spec(), Console: sharedConsole(tb)})
 	e.srv = httptest.NewServer(e.s)
 }
 

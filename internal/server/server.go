@@ -91,6 +91,11 @@ type Deps struct {
 	MetricsHandler http.Handler
 	// OpenAPI is the spec served at /openapi.yaml.
 	OpenAPI []byte
+	// Console serves the page at / and its files; nil loads them
+	// (console.New, which compresses every asset). A Handler is read-only
+	// once made, so servers of one process (a test binary's hundreds) may
+	// share one.
+	Console *console.Handler
 }
 
 // Server is the HTTP API. Create it with New.
@@ -159,7 +164,11 @@ func New(cfg Config, deps Deps) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.console, s.consoleErr = console.New()
+	if deps.Console != nil {
+		s.console = deps.Console
+	} else {
+		s.console, s.consoleErr = console.New()
+	}
 	s.hashBufs.New = func() any { return new([]uint64) }
 	s.handler = s.routes()
 	return s

@@ -387,6 +387,7 @@ func comparable(tb testing.TB, r response) string {
 // answer as without a token, and /metrics (-auth-metrics) refuses the
 // limited token.
 func TestTenantWalk(t *testing.T) {
+	t.Parallel()
 	e, _, _ := newTenantEnv(t)
 	if _, ok := e.db.Store.(SeriesStore); !ok {
 		t.Skip("the backend keeps no series")
@@ -599,6 +600,7 @@ func TestTokenFilePrefixes(t *testing.T) {
 // prefixes: a wider one is refused, not narrowed, even where every
 // sketch it would take is the token's.
 func TestTenantPrefixUnions(t *testing.T) {
+	t.Parallel()
 	e, _, _ := newTenantEnv(t)
 	w, lim := bearer(writeToken), bearer(limitedToken)
 	for _, n := range []string{"team-a:1", "team-a:2", "team-b:1"} {
@@ -634,6 +636,7 @@ func TestTenantPrefixUnions(t *testing.T) {
 // applies it afresh, and once a reload moves the token to other prefixes
 // a retry of a write it may no longer make is refused, not replayed.
 func TestTenantKeysScoped(t *testing.T) {
+	t.Parallel()
 	e, a, path := newTenantEnv(t)
 	w, lim := bearer(writeToken), bearer(limitedToken)
 	must(t, e.send(t, "PUT", "/v1/sketches/team-a:c", "application/json", `{"type":"cms","width":64,"depth":2}`, w), http.StatusCreated, "create")

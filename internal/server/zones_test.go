@@ -26,6 +26,7 @@ import (
 // the range asked for and warn of nothing. Run over PostgreSQL with
 // SKETCHD_TEST_BACKEND=postgres.
 func TestSeriesZones(t *testing.T) {
+	t.Parallel()
 	o := zonetest.Connect(t)
 	cases := zonetest.Cases(t)
 	compared := 0

@@ -354,12 +354,19 @@ func TestOverlapErrors(t *testing.T) {
 // register (every set is the same), the counts of users in fewer than all
 // of them are sums of equal unions with signs that cancel. They must be 0
 // and spurious, not the rounding left over from sums of large binomials
-// times the union, with bounds that exclude 0.
+// times the union, with bounds that exclude 0. Under the race detector
+// the two largest (12 sets at log2m 14, 4,096 unions, and 64 sets) are
+// left to the normal build (.ci/run runs it); 12 sets at log2m 11 and 5
+// at 14 still run.
 func TestOverlapIdenticalUnions(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 6))
 	for _, tt := range []struct{ n, log2m int }{{12, 11}, {12, 14}, {5, 14}, {64, 14}} {
 		h := fill(newHLL(t, tt.log2m, false), randomHashes(rng, 300_000))
+		if raceEnabled && tt.log2m == 14 && tt.n >= 12 {
+			t.Logf("%d sets at log2m %d: left to the normal build under the race detector", tt.n, tt.log2m)
+			continue
+		}
 		hs := make([]*hll.Sketch, tt.n)
 		for i := range hs {
 			hs[i] = h

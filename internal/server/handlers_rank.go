@@ -378,8 +378,8 @@ func (k *ranker) ceiling(sk sketch.Sketch) bool {
 // chosen from thousands favours the candidates whose estimates came out
 // high, so its bounds must be wider than one pair's: in cmd/intersim
 // rank (10,000 audiences, the top 50), theta's two-standard-deviation
-// bounds held the truth for 89-90% of the results called reliable,
-// three for 98.7-99.3% (docs/intersection.md).
+// bounds held the truth for 86-87% of the results called reliable,
+// three for 99.3% (docs/intersection.md).
 const rankThetaSigmas = 3
 
 // rankable reports whether sk's kind has an intersection a rank reads,

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,16 +31,17 @@ type rankAnswer struct {
 	ToldApart bool   `json:"told_apart"`
 	Note      string `json:"note"`
 	Results   []struct {
-		Rank         int     `json:"rank"`
-		Name         string  `json:"name"`
-		Estimate     float64 `json:"estimate"`
-		StdError     float64 `json:"std_error"`
-		Lower        float64 `json:"lower"`
-		Upper        float64 `json:"upper"`
-		Verdict      string  `json:"verdict"`
-		VerdictText  string  `json:"verdict_text"`
-		TiedWithNext bool    `json:"tied_with_next"`
-		Group        int     `json:"group"`
+		Rank         int      `json:"rank"`
+		Name         string   `json:"name"`
+		Estimate     float64  `json:"estimate"`
+		StdError     float64  `json:"std_error"`
+		Lower        float64  `json:"lower"`
+		Upper        float64  `json:"upper"`
+		Verdict      string   `json:"verdict"`
+		VerdictText  string   `json:"verdict_text"`
+		Warnings     []string `json:"warnings"`
+		TiedWithNext bool     `json:"tied_with_next"`
+		Group        int      `json:"group"`
 	} `json:"results"`
 	Warnings []string `json:"warnings"`
 }
@@ -81,6 +83,7 @@ type rankRow struct {
 	Estimate, StdError, Lower, Upper   float64
 	EstText, ErrText, BoundsText       string
 	Verdict, VerdictLabel, VerdictText string
+	Warnings                           []string
 	Mark, NextText                     string
 	// BarLeft, BarRight, Tick: the bar's ends and the estimate's tick,
 	// in pixels from the track's left edge; Track its width.
@@ -101,6 +104,7 @@ const rankRowsJS = `[...document.querySelectorAll('#rank-table tbody tr')].map(t
 		boundsText: tr.querySelector('.ivl-text').textContent,
 		verdict: tr.querySelector('.rank-verdict').dataset.verdict, verdictLabel: tr.querySelector('.rank-verdict summary').textContent,
 		verdictText: tr.querySelector('.rank-verdict .verdict-text').textContent,
+		warnings: [...tr.querySelectorAll('.rank-verdict .warnings li')].map(li => li.textContent),
 		mark: mark ? mark.textContent : '', nextText: tr.querySelector('.rank-next').textContent,
 		barLeft: bar.left - track.left, barRight: bar.right - track.left, tick: tick.left + tick.width / 2 - track.left, track: track.width };
 })`
@@ -275,6 +279,9 @@ func TestBrowserRank(t *testing.T) {
 					}
 					if r.Verdict != x.Verdict || r.VerdictLabel != strings.ReplaceAll(x.Verdict, "_", " ") || r.VerdictText != x.VerdictText {
 						t.Errorf("%s's verdict reads %q: %q (%s), the API's %q (%s)", x.Name, r.VerdictLabel, r.VerdictText, r.Verdict, x.VerdictText, x.Verdict)
+					}
+					if !slices.Equal(r.Warnings, x.Warnings) {
+						t.Errorf("%s's warnings read %q, the API's %q", x.Name, r.Warnings, x.Warnings)
 					}
 					// The mark is where the API says, and names the next.
 					next := "#" + strconv.Itoa(i+2)

@@ -1612,9 +1612,11 @@ function rankTable(r, by) {
     el('td', { class: 'rank-bounds', 'data-label': 'Bounds' },
       el('span', { class: 'ivl', 'aria-hidden': 'true' }, bar, tick),
       el('span', { class: 'ivl-text' }, `${by.fmt(x.lower)} – ${by.fmt(x.upper)}`)),
-    // The verdict's name, and the API's words for it one click away.
+    // The verdict's name, and the API's words for it, with the pair's
+    // warnings they refer to, one click away.
     el('td', { class: `rank-verdict verdict-${x.verdict}`, 'data-label': 'Verdict', 'data-verdict': x.verdict },
-      el('details', {}, el('summary', {}, verdictLabel(x.verdict)), el('p', { class: 'verdict-text' }, x.verdict_text))),
+      el('details', {}, el('summary', {}, verdictLabel(x.verdict)), el('p', { class: 'verdict-text' }, x.verdict_text),
+        (x.warnings || []).length ? el('ul', { class: 'warnings' }, (x.warnings || []).map((w) => el('li', {}, w))) : null)),
     el('td', { class: 'num rank-group', 'data-label': 'Group' }, String(x.group)),
     el('td', { class: 'rank-next', 'data-label': 'Next' }, mark));
   });

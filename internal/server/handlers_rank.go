@@ -420,39 +420,28 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 	if k.ceiling(sk) {
 		return nil
 	}
-	resp, err := intersect([]string{k.label, label}, []sketch.Sketch{k.target, sk}, k.p.method, nil)
-	if err != nil {
-		return err
-	}
 	e := &rankEntry{name: label}
 	var jac *bounded
 	var tCount float64
-	switch a := resp.(type) {
-	case intersectionResponse:
+	if t, ok := sketch.ThetaOf(k.target); ok {
+		c, _ := sketch.ThetaOf(sk)
+		var err error
+		if tCount, jac, err = k.thetaPair(e, t, c); err != nil {
+			return err
+		}
+	} else {
+		resp, err := intersect([]string{k.label, label}, []sketch.Sketch{k.target, sk}, k.p.method, nil)
+		if err != nil {
+			return err
+		}
+		a, ok := resp.(intersectionResponse)
+		if !ok {
+			return fmt.Errorf("rank: an intersection answered %T", resp)
+		}
 		e.x = bounded{Estimate: a.Estimate, Error: a.Error, Lower: a.Lower, Upper: a.Upper}
 		e.verdict, e.text, e.method, e.warnings = a.Verdict, a.VerdictText, a.Method, a.Warnings
 		tCount, e.count = a.Terms[0].Cardinality, a.Terms[1].Cardinality
 		jac = a.Jaccard
-	case thetaIntersectionResponse:
-		// The pair's estimate and error, with bounds and a verdict at
-		// rankThetaSigmas.
-		t, _ := sketch.ThetaOf(k.target)
-		c, _ := sketch.ThetaOf(sk)
-		x, err := theta.Intersect(t, c)
-		if err != nil {
-			return sketch.Wrap(sketch.Invalid, err, "cannot intersect these theta sketches")
-		}
-		lo, _ := x.LowerBound(rankThetaSigmas)
-		hi, _ := x.UpperBound(rankThetaSigmas)
-		v, text, warnings := sketch.JudgeTheta(a.Estimate, lo, hi, x.Retained(), x.Theta() >= 1 && lo == hi)
-		e.x = bounded{Estimate: a.Estimate, Error: a.Error, Lower: lo, Upper: hi}
-		e.verdict, e.text, e.method, e.warnings = string(v), text, a.Method, append([]string{}, warnings...)
-		tCount, e.count = a.Terms[0].Cardinality, a.Terms[1].Cardinality
-		if a.Jaccard != nil {
-			jac = &bounded{Estimate: a.Jaccard.Estimate, Error: a.Jaccard.Error, Lower: a.Jaccard.Lower, Upper: a.Jaccard.Upper}
-		}
-	default:
-		return fmt.Errorf("rank: an intersection answered %T", resp)
 	}
 	switch {
 	case k.p.by == rankIntersection:
@@ -477,6 +466,32 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 		heap.Fix(&k.h, 0)
 	}
 	return nil
+}
+
+// thetaPair fills e from one theta intersection of the target t and the
+// candidate c: the estimate and the one-sigma error as /v1/intersection
+// gives them, bounds and a verdict at rankThetaSigmas, the candidate's
+// count; it returns the target's count and, ranked by Jaccard, the
+// pair's Jaccard index with /v1/intersection's bounds.
+func (k *ranker) thetaPair(e *rankEntry, t, c *theta.Sketch) (tCount float64, jac *bounded, err error) {
+	x, err := theta.Intersect(t, c)
+	if err != nil {
+		return 0, nil, sketch.Wrap(sketch.Invalid, err, "cannot intersect these theta sketches")
+	}
+	lo1, _ := x.LowerBound(1)
+	hi1, _ := x.UpperBound(1)
+	lo, _ := x.LowerBound(rankThetaSigmas)
+	hi, _ := x.UpperBound(rankThetaSigmas)
+	est := x.Estimate()
+	v, text, warnings := sketch.JudgeTheta(est, lo, hi, x.Retained(), x.Theta() >= 1 && lo == hi)
+	e.x = bounded{Estimate: est, Error: (hi1 - lo1) / 2, Lower: lo, Upper: hi}
+	e.verdict, e.text, e.method, e.warnings = string(v), text, "theta", append([]string{}, warnings...)
+	e.count = c.Estimate()
+	if k.p.by == rankJaccard {
+		j := theta.Jaccard(t, c)
+		jac = &bounded{Estimate: j.Estimate, Error: (j.Upper - j.Lower) / 4, Lower: j.Lower, Upper: j.Upper}
+	}
+	return t.Estimate(), jac, nil
 }
 
 // errRankStopped stops a store's walk when a worker has failed; the

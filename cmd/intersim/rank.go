@@ -136,9 +136,9 @@ func runRank(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // rkAnswer is one candidate's answer by one estimator.
 type rkAnswer struct {
-	cand             int
-	est, lower, upup float64
-	reliable         bool
+	cand              int
+	est, lower, upper float64
+	reliable          bool
 }
 
 // rankRun draws a target and its candidates, answers every pair by every
@@ -271,7 +271,7 @@ func rankRun(f rkFlags, ests []thEstimator, run int) (map[rkKey]rkObs, error) {
 				if truth[a.cand] >= cut {
 					o.hits++
 				}
-				in := a.lower <= t && t <= a.upup
+				in := a.lower <= t && t <= a.upper
 				if in {
 					o.held++
 				}
@@ -302,7 +302,7 @@ func rankAnswerOf(e thEstimator, hp hll.Params, tHLL *hll.Sketch, tTheta *theta.
 		if err != nil {
 			return rkAnswer{}, err
 		}
-		return rkAnswer{est: x.Estimate, lower: x.Lower, upup: x.Upper,
+		return rkAnswer{est: x.Estimate, lower: x.Lower, upper: x.Upper,
 			reliable: x.Verdict == sketch.VerdictReliable || x.Verdict == sketch.VerdictExact}, nil
 	}
 	c, err := theta.New(theta.Params{LgK: e.lgK})
@@ -320,7 +320,7 @@ func rankAnswerOf(e thEstimator, hp hll.Params, tHLL *hll.Sketch, tTheta *theta.
 	lo, _ := x.LowerBound(sigmas)
 	hi, _ := x.UpperBound(sigmas)
 	v, _, _ := sketch.JudgeTheta(est, lo, hi, x.Retained(), x.Theta() >= 1 && lo == hi)
-	return rkAnswer{est: est, lower: lo, upup: hi, reliable: v == sketch.VerdictReliable || v == sketch.VerdictExact}, nil
+	return rkAnswer{est: est, lower: lo, upper: hi, reliable: v == sketch.VerdictReliable || v == sketch.VerdictExact}, nil
 }
 
 // binomial draws Binomial(n, p) for small p by the normal approximation

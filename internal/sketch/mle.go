@@ -123,29 +123,15 @@ func jointStatsFromCounts(c [5][256]int, mod registerModel) jointStats {
 // pair of values in a 64×64 table, one increment a register and no
 // branch (the classes of random register pairs are unpredictable: a
 // branch per register mispredicts about half the time), then sums the
-// table by class.
+// table by class as a pairScan does.
 func pairCounts(a, b []uint8, top uint8) (c [5][256]int) {
-	var joint [64 * 64]int32
+	var s pairScan
 	b = b[:len(a)]
 	for i, ka := range a {
-		joint[int(min(ka, top))<<6|int(min(b[i], top))]++
+		s.joint[int(min(ka, top))<<6|int(min(b[i], top))]++
 	}
-	t := int(top)
-	for ka := 0; ka <= t; ka++ {
-		row := joint[ka<<6 : ka<<6+t+1]
-		for kb := 0; kb < ka; kb++ { // a above b
-			v := int(row[kb])
-			c[1][ka] += v
-			c[2][kb] += v
-		}
-		c[4][ka] += int(row[ka])
-		for kb := ka + 1; kb <= t; kb++ { // a below b
-			v := int(row[kb])
-			c[0][ka] += v
-			c[3][kb] += v
-		}
-	}
-	return c
+	s.vmax = int(top)
+	return s.counts(top)
 }
 
 // logTerm adds count·log(z) to f, z = 1-e^{-t·u} given as zm = -z =

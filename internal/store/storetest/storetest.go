@@ -99,6 +99,10 @@ func Open(tb testing.TB, b Backend) *Instance {
 	return in
 }
 
+// Place is where the instance's data lives: the place its backend's Open
+// was given.
+func (in *Instance) Place() string { return in.place }
+
 // Reopen closes the store as a clean shutdown does and opens its data
 // again: what a restart gives.
 func (in *Instance) Reopen(tb testing.TB) {

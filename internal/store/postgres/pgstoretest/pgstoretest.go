@@ -2,10 +2,14 @@
 // over every backend: storetest's conformance suite and the server's
 // tests, on plain PostgreSQL (Backend) and on a Citus cluster (Citus).
 // Each store lives in a schema of its own in the test database (pgtest),
-// derived from the place the suite names, so tests run in parallel and a
-// reopen finds the same data; the schema is dropped when the test ends.
-// On Citus the schema's tables are distributed by the migrations, as in
-// production.
+// one per place the suite names, so tests run in parallel and a reopen
+// finds the same data. On Citus the schema's tables are distributed by
+// the migrations, as in production.
+//
+// Backend and Citus reuse schemas: when a test ends, its schema's tables
+// are emptied and the schema goes to the next test of the process,
+// already migrated (see pool). Schema and CitusSchema give a new schema,
+// dropped when the test ends.
 package pgstoretest
 
 import (
@@ -25,21 +29,21 @@ import (
 
 // Backend opens a PostgreSQL store with opts in a schema of its own.
 func Backend(opts postgres.Options) storetest.Backend {
-	return backend("postgres", opts, Schema)
+	return backend("postgres", opts)
 }
 
 // Citus opens a store with opts in a schema of its own on the Citus
 // coordinator pgtest.CitusDSN names (skipping without one).
 func Citus(opts postgres.Options) storetest.Backend {
-	return backend("citus", opts, CitusSchema)
+	return backend("citus", opts)
 }
 
-func backend(name string, opts postgres.Options, schema func(testing.TB, string) string) storetest.Backend {
+func backend(name string, opts postgres.Options) storetest.Backend {
 	return storetest.Backend{
 		Name: name,
 		Open: func(tb testing.TB, place string) (storetest.Store, func() error) {
 			tb.Helper()
-			dsn := schema(tb, place)
+			dsn := pooled(tb, name, place)
 			o := opts
 			if o.MaxConns == 0 {
 				o.MaxConns = 4
@@ -53,7 +57,7 @@ func backend(name string, opts postgres.Options, schema func(testing.TB, string)
 		WithClock: func(now func() time.Time) storetest.Backend {
 			o := opts
 			o.Now = now
-			return backend(name, o, schema)
+			return backend(name, o)
 		},
 	}
 }

@@ -174,7 +174,8 @@ func peer(b *testing.B, e *env) {
 // (default 3) without a backup, then as long again with backups running
 // back to back, over SKETCHD_BACKUP_BENCH_SKETCHES FULL HLLs (default
 // 10,000), on the test backend; on bbolt, a third time while checkpoints
-// alone run back to back (a bbolt backup starts with one):
+// alone run back to back (what a backup cost the adds when it started
+// with one; it no longer writes or syncs anything):
 //
 //	go test -run '^$' -bench AddsDuringBackup -benchtime 1x ./internal/server
 func BenchmarkAddsDuringBackup(b *testing.B) {
@@ -259,9 +260,9 @@ func BenchmarkAddsDuringBackup(b *testing.B) {
 		close(stop)
 		<-done
 		q, g := p99(quiet), p99(during)
-		// On bbolt a backup starts with a checkpoint: the adds again,
-		// while checkpoints alone run back to back, say what of the
-		// difference is theirs.
+		// On bbolt a backup once started with a checkpoint: the adds
+		// again, while checkpoints alone run back to back, say what that
+		// cost them.
 		if cp, ok := e.db.Store.(interface{ Checkpoint(context.Context) error }); ok {
 			stop := make(chan struct{})
 			done := make(chan struct{})

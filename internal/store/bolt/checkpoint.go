@@ -23,7 +23,7 @@ type snapshot struct {
 	e      *entry
 	taken  bool
 	keep   bool // an unreadable record nobody deleted: leave it alone
-	backup bool // a backup's copy: the entry stays as it is in bbolt's eyes
+	backup bool // a backup's copy: the entry keeps its encoding (enc) for the next checkpoint
 	rec    []byte
 	metric bool
 	gen    uint64

@@ -440,3 +440,52 @@ func TestBackupDuringCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupLeavesOutDroppedKeys: an idempotency key the table dropped
+// since the last checkpoint (here past Options.KeyBytes) is still in
+// bbolt until the next one; a backup leaves it out as that checkpoint
+// would, and keeps the key that replaced it, which is only in the log.
+func TestBackupLeavesOutDroppedKeys(t *testing.T) {
+	s, _ := openStore(t, Options{CheckpointInterval: time.Hour, KeyBytes: 1})
+	mustCreate(t, s, "k", cmsSpec())
+	kctx, _ := keyed("one")
+	if _, err := s.Add(kctx, "k", oneItem, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kctx, _ = keyed("two")
+	if _, err := s.Add(kctx, "k", oneItem, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := storedKeyCount(t, s); n != 1 {
+		t.Fatalf("bbolt holds %d keys, want 1 (one): the test needs the dropped key still there", n)
+	}
+	b, err := backupBytes(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, rec := range archiveRecords(t, b) {
+		if rec.Type == archive.TypeKey {
+			keys = append(keys, rec.Key.Key)
+		}
+	}
+	if fmt.Sprint(keys) != "[two]" {
+		t.Errorf("archived keys %v, want [two]", keys)
+	}
+}
+
+// storedKeyCount counts the idempotency keys in s's bbolt file.
+func storedKeyCount(tb testing.TB, s *DB) int {
+	tb.Helper()
+	n := 0
+	if err := s.bdb.View(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucketKeys).Stats().KeyN
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}

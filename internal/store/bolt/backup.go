@@ -38,8 +38,9 @@ import (
 // and checkpoints too: bbolt keeps the pages the read transaction sees
 // until it ends, so the data file may grow by what changes meanwhile
 // (and a checkpoint that must grow the file's memory map waits for the
-// backup to end). The copies are held until the backup ends: at most
-// what the next checkpoint would write, which the cache size bounds.
+// backup to end). Each copy is held until the backup has streamed it:
+// together at most what the next checkpoint would write, which the
+// cache size bounds.
 //
 // Every value is checked as a read checks it (its record's checksum,
 // then a decode), a copy as well as bbolt's: a damaged one fails the

@@ -27,20 +27,26 @@ import (
 // no write is in it in part. It does not close w.
 //
 // A write is acknowledged once its log record is durable; bbolt holds it
-// only after the next checkpoint. So Backup first runs a checkpoint,
-// which copies the state at a log position past every acknowledged
-// write into bbolt in one transaction, and then reads one bbolt read
-// transaction: a snapshot of that checkpoint (or a later one). Writers
-// are paused only while the checkpoint notes its position, as for any
-// checkpoint; they go on while the archive streams, and checkpoints
-// too: bbolt keeps the pages the read transaction sees until it ends,
-// so the data file may grow by what changes meanwhile (and a checkpoint
-// that must grow the file's memory map waits for the backup to end).
+// only after the next checkpoint. Backup writes nothing and syncs
+// nothing: at one moment, with writers paused exactly as a checkpoint
+// pauses them while it notes its log position, it takes a bbolt read
+// transaction (the last committed checkpoint) and a copy of every entry
+// changed since (sketches, series definitions and buckets, deletions,
+// idempotency keys: what the log holds that bbolt does not), and then
+// merges the two as it streams, a changed entry replacing or removing
+// bbolt's (see backupView). Writers go on while the archive streams,
+// and checkpoints too: bbolt keeps the pages the read transaction sees
+// until it ends, so the data file may grow by what changes meanwhile
+// (and a checkpoint that must grow the file's memory map waits for the
+// backup to end). Each copy is held until the backup has streamed it:
+// together at most what the next checkpoint would write, which the
+// cache size bounds.
 //
 // Every value is checked as a read checks it (its record's checksum,
-// then a decode): a damaged one fails the backup with a Damaged error
-// naming it, and nothing is archived silently. Sketches expired at the
-// backup's moment, and idempotency keys past their window, are left out.
+// then a decode), a copy as well as bbolt's: a damaged one fails the
+// backup with a Damaged error naming it, and nothing is archived
+// silently. Sketches expired at the backup's moment, and idempotency
+// keys past their window, are left out.
 func (s *DB) Backup(ctx context.Context, w *archive.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -48,36 +54,166 @@ func (s *DB) Backup(ctx context.Context, w *archive.Writer) error {
 	if err := s.readable(); err != nil {
 		return err
 	}
-	tx, err := s.backupTx(ctx)
+	v, err := s.backupView()
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	now := s.opts.Now()
-	if err := s.backupSketches(ctx, tx, w, now); err != nil {
+	defer v.tx.Rollback()
+	if err := s.backupSketches(ctx, v, w); err != nil {
 		return err
 	}
-	if err := s.backupSeries(ctx, tx, w); err != nil {
+	if err := s.backupSeries(ctx, v, w); err != nil {
 		return err
 	}
-	return s.backupKeys(tx, w, now)
+	return s.backupKeys(v, w)
 }
 
-// backupTx checkpoints and opens the read transaction a backup reads.
-func (s *DB) backupTx(ctx context.Context) (*bbolt.Tx, error) {
+// backupView is the store at a backup's moment: bbolt as of the last
+// committed checkpoint, read in tx, and the entries changed since, each
+// list in its bbolt bucket's key order.
+type backupView struct {
+	tx                        *bbolt.Tx
+	now                       time.Time
+	sketches, series, buckets []change
+	keys                      map[idem.ID]*idem.Record // nil: removed
+}
+
+// change is an entry's record at a backup's moment, under its key in
+// its bbolt bucket; rec is nil when the entry was deleted. The record is
+// the backup's own copy: it shares no memory with a live sketch or a
+// request.
+type change struct {
+	key string
+	rec []byte
+}
+
+// backupView takes the moment a backup reads. cpRun is held throughout,
+// so no checkpoint commits between the read transaction's start and the
+// copies: tx holds the last committed checkpoint, and every entry whose
+// state may differ from it has its dirty flag set (only a commit clears
+// one). Writers are paused (cp) only while each such entry is handed an
+// empty snapshot; the first to lock it afterwards fills it, as for a
+// checkpoint (a writer before changing it, copy on write, or the backup
+// itself), so each copy is the entry's state at the log position noted.
+// Then the backup waits for that position to be durable, so it never
+// holds a write the log failed to keep.
+func (s *DB) backupView() (*backupView, error) {
 	s.gate.RLock()
 	defer s.gate.RUnlock()
 	if s.closing.Load() {
 		return nil, ErrClosed
 	}
-	if err := s.Checkpoint(ctx); err != nil {
-		return nil, err
+	s.cpRun.Lock()
+	defer s.cpRun.Unlock()
+	if err := s.wal.err(); err != nil {
+		return nil, errLogFailed(err)
 	}
 	tx, err := s.bdb.Begin(false)
 	if err != nil {
 		return nil, fmt.Errorf("store: backup: %w", err)
 	}
-	return tx, nil
+	v := &backupView{tx: tx}
+	s.cp.Lock()
+	lsn := s.wal.lastLSN()
+	v.now = s.opts.Now()
+	s.dirtyMu.Lock()
+	items := s.dirtyIdx.appendAll(nil)
+	s.dirtyMu.Unlock()
+	snaps := make([]*snapshot, len(items))
+	for i, it := range items {
+		// No checkpoint runs (cpRun), and each fills or abandons every
+		// snapshot it hands out: none is pending.
+		snaps[i] = &snapshot{e: it.e, backup: true}
+		it.e.snap = snaps[i]
+	}
+	v.keys = s.keys.changesCopy()
+	s.cp.Unlock()
+	for _, sn := range snaps {
+		sn.e.mu.Lock()
+		if !sn.taken {
+			sn.take()
+		}
+		sn.e.mu.Unlock()
+	}
+	if err := s.wal.waitDurable(lsn); err != nil {
+		tx.Rollback()
+		return nil, errLogFailed(err)
+	}
+	// items are in entry-key order; within one bbolt bucket that is the
+	// order of the bbolt keys (its entries share their first byte).
+	for _, sn := range snaps {
+		if sn.keep {
+			continue // an unreadable record nobody replaced: bbolt's, refused when read
+		}
+		bucket, key := location(sn.e.name)
+		c := change{key: string(key), rec: sn.rec}
+		switch {
+		case bytes.Equal(bucket, bucketSeries):
+			v.series = append(v.series, c)
+		case bytes.Equal(bucket, bucketBuckets):
+			v.buckets = append(v.buckets, c)
+		default:
+			v.sketches = append(v.sketches, c)
+		}
+	}
+	return v, nil
+}
+
+// mergeCursor walks a bbolt bucket as changed by a sorted list of
+// changes: a change replaces bbolt's record under its key, or removes
+// it (rec nil). The backup walks each key range once, in key order, so
+// a change's copy is dropped once the walk passed it (next was called
+// again), and the backup lets go of its copies as it streams. The record
+// a walk read past its range's end is not dropped: seek forgets it, and
+// the next range's walk returns it again.
+type mergeCursor struct {
+	c    *bbolt.Cursor
+	ch   []change
+	i    int
+	k, v []byte  // bbolt's next record
+	last *change // the change next returned last, if it did
+}
+
+func newMergeCursor(b *bbolt.Bucket, ch []change) *mergeCursor {
+	return &mergeCursor{c: b.Cursor(), ch: ch}
+}
+
+// seek returns the first record at or after from.
+func (m *mergeCursor) seek(from []byte) (k, v []byte) {
+	m.k, m.v = m.c.Seek(from)
+	m.last = nil
+	m.i, _ = slices.BinarySearchFunc(m.ch, from, func(c change, k []byte) int { return strings.Compare(c.key, string(k)) })
+	return m.next()
+}
+
+// next returns the record after the last one returned (nil at the end).
+// bbolt's bytes die with the transaction; a change's with the next call.
+func (m *mergeCursor) next() (k, v []byte) {
+	if m.last != nil {
+		m.last.rec, m.last = nil, nil
+	}
+	for {
+		var ch *change
+		if m.i < len(m.ch) {
+			ch = &m.ch[m.i]
+		}
+		switch {
+		case m.k == nil && ch == nil:
+			return nil, nil
+		case ch == nil || m.k != nil && string(m.k) < ch.key:
+			k, v = m.k, m.v
+			m.k, m.v = m.c.Next()
+			return k, v
+		}
+		if m.k != nil && string(m.k) == ch.key {
+			m.k, m.v = m.c.Next()
+		}
+		m.i++
+		if ch.rec != nil {
+			m.last = ch
+			return []byte(ch.key), ch.rec
+		}
+	}
 }
 
 // storedSketch checks and decodes the stored record v of the entry key
@@ -103,25 +239,25 @@ func (s *DB) storedSketch(key string, v []byte) (*state, []byte, error) {
 	return nil, nil, err
 }
 
-func (s *DB) backupSketches(ctx context.Context, tx *bbolt.Tx, w *archive.Writer, now time.Time) error {
-	c := tx.Bucket(bucketSketches).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+func (s *DB) backupSketches(ctx context.Context, v *backupView, w *archive.Writer) error {
+	c := newMergeCursor(v.tx.Bucket(bucketSketches), v.sketches)
+	for k, rec := c.seek(nil); k != nil; k, rec = c.next() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		name := string(k)
-		st, b, err := s.storedSketch(name, v)
+		st, b, err := s.storedSketch(name, rec)
 		if err != nil {
 			return err
 		}
-		if st.expired(now) {
+		if st.expired(v.now) {
 			continue
 		}
-		rec, err := backup.SketchRecord(name, st.sk, b, st.metric, st.expiry, st.created, st.updated)
+		r, err := backup.SketchRecord(name, st.sk, b, st.metric, st.expiry, st.created, st.updated)
 		if err != nil {
 			return err
 		}
-		if err := w.Sketch(rec); err != nil {
+		if err := w.Sketch(r); err != nil {
 			return err
 		}
 	}
@@ -138,29 +274,29 @@ var levelsByName = func() []series.Level {
 
 // backupSeries writes every definition, then every bucket, each in key
 // order.
-func (s *DB) backupSeries(ctx context.Context, tx *bbolt.Tx, w *archive.Writer) error {
-	defs := tx.Bucket(bucketSeries)
-	c := defs.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+func (s *DB) backupSeries(ctx context.Context, v *backupView, w *archive.Writer) error {
+	var names []string
+	c := newMergeCursor(v.tx.Bucket(bucketSeries), v.series)
+	for k, rec := c.seek(nil); k != nil; k, rec = c.next() {
 		name := string(k)
-		st, err := decodeEntry(seriesKey(name), v)
+		st, err := decodeEntry(seriesKey(name), rec)
 		if err != nil {
 			return damaged(seriesKey(name), s.path, err)
 		}
-		rec, err := backup.SeriesRecord(name, st.def, st.created)
+		r, err := backup.SeriesRecord(name, st.def, st.created)
 		if err != nil {
 			return err
 		}
-		if err := w.Series(rec); err != nil {
+		if err := w.Series(r); err != nil {
 			return err
 		}
+		names = append(names, name)
 	}
-	bc := tx.Bucket(bucketBuckets).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		name := string(k)
+	bc := newMergeCursor(v.tx.Bucket(bucketBuckets), v.buckets)
+	for _, name := range names {
 		for _, l := range levelsByName {
 			prefix := append([]byte(bucketPrefix(name)[1:]), byte(l))
-			for bk, v := bc.Seek(prefix); bk != nil && bytes.HasPrefix(bk, prefix); bk, v = bc.Next() {
+			for bk, rec := bc.seek(prefix); bk != nil && bytes.HasPrefix(bk, prefix); bk, rec = bc.next() {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
@@ -169,7 +305,7 @@ func (s *DB) backupSeries(ctx context.Context, tx *bbolt.Tx, w *archive.Writer) 
 				if err != nil {
 					return damaged(key, s.path, err)
 				}
-				st, b, err := s.storedSketch(key, v)
+				st, b, err := s.storedSketch(key, rec)
 				if err != nil {
 					return err
 				}
@@ -183,24 +319,35 @@ func (s *DB) backupSeries(ctx context.Context, tx *bbolt.Tx, w *archive.Writer) 
 }
 
 // backupKeys writes the keys inside their window, sorted as an archive
-// keeps them. They are all in memory already (the key table holds them).
-func (s *DB) backupKeys(tx *bbolt.Tx, w *archive.Writer, now time.Time) error {
+// keeps them: bbolt's, as changed since the last checkpoint (a changed
+// key replaces or removes bbolt's record, damaged or not).
+func (s *DB) backupKeys(v *backupView, w *archive.Writer) error {
 	type kept struct {
 		id  idem.ID
 		rec idem.Record
 	}
 	var all []kept
-	err := readKeys(tx, func(k []byte, id idem.ID, rec idem.Record, err error) error {
+	err := readKeys(v.tx, func(k []byte, id idem.ID, rec idem.Record, err error) error {
+		if id.Key != "" {
+			if _, changed := v.keys[id]; changed {
+				return nil
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("store: backup: stored %s in %s is damaged: %w", keyLabel(k), s.path, err)
 		}
-		if !s.keys.expired(&rec, now) {
+		if !s.keys.expired(&rec, v.now) {
 			all = append(all, kept{id, rec})
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	for id, rec := range v.keys {
+		if rec != nil && !s.keys.expired(rec, v.now) {
+			all = append(all, kept{id, *rec})
+		}
 	}
 	slices.SortFunc(all, func(a, b kept) int {
 		return cmp.Or(strings.Compare(a.id.Target, b.id.Target), strings.Compare(a.id.Scope, b.id.Scope), strings.Compare(a.id.Key, b.id.Key))

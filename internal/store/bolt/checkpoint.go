@@ -16,17 +16,22 @@ import (
 // was at a checkpoint's log position, and the entry's change count then.
 // A checkpoint hands one to each changed entry while writers are paused;
 // whoever locks the entry first after that fills it: a writer about to
-// change the sketch (copy on write), or the checkpoint itself.
+// change the sketch (copy on write), or the checkpoint itself. A backup
+// takes its copies the same way (backup set), with no checkpoint
+// running meanwhile: an entry has at most one snapshot pending.
 type snapshot struct {
 	e      *entry
 	taken  bool
 	keep   bool // an unreadable record nobody deleted: leave it alone
+	backup bool // a backup's copy: the entry keeps its encoding (enc) for the next checkpoint
 	rec    []byte
 	metric bool
 	gen    uint64
 }
 
 // take fills sn from its entry's current state. Called with e.mu held.
+// rec is never changed afterwards: it is a new encoding, or the entry's
+// kept encoding, which is replaced, never written into.
 func (sn *snapshot) take() {
 	e := sn.e
 	sn.taken, sn.gen, sn.keep = true, e.gen, e.unreadable
@@ -38,7 +43,10 @@ func (sn *snapshot) take() {
 		}
 		sn.metric = e.st.metric
 	}
-	e.enc, e.snap = nil, nil
+	if !sn.backup {
+		e.enc = nil // the checkpoint writes it: no longer worth its memory
+	}
+	e.snap = nil
 }
 
 // takeDirty hands a snapshot to every changed entry and starts a new dirty

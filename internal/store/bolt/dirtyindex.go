@@ -101,6 +101,15 @@ func (x *dirtyIndex) remove(key string) {
 	}
 }
 
+// appendAll appends every entry to out, in key order.
+func (x *dirtyIndex) appendAll(out []dirtyItem) []dirtyItem {
+	out = slices.Grow(out, x.n)
+	for _, c := range x.chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
 // len returns the number of keys.
 func (x *dirtyIndex) len() int { return x.n }
 

@@ -264,6 +264,23 @@ func (k *keyTable) takeChanges() map[idem.ID]*idem.Record {
 	return ch
 }
 
+// changesCopy returns a copy of the changes since the last checkpoint
+// took them, leaving them for the next one: what a backup merges with
+// bbolt's keys.
+func (k *keyTable) changesCopy() map[idem.ID]*idem.Record {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ch := make(map[idem.ID]*idem.Record, len(k.changes))
+	for id, rec := range k.changes {
+		if rec != nil {
+			c := *rec
+			rec = &c
+		}
+		ch[id] = rec
+	}
+	return ch
+}
+
 // giveBack returns the changes of a checkpoint that failed, unless a
 // later change replaced them.
 func (k *keyTable) giveBack(ch map[idem.ID]*idem.Record) {

@@ -97,8 +97,9 @@
 // gate (shared by writes, exclusive by Close) -> entry locks, in name
 // order -> cp (shared by writers, exclusive while a checkpoint notes its
 // position) -> the log's mutex. cacheMu, dirtyMu, statsMu and the
-// idempotency keys' mutex are leaves, taken briefly under any of these. cpRun serialises checkpoints and is
-// taken before cp and before any entry lock; a checkpoint holds no entry
+// idempotency keys' mutex are leaves, taken briefly under any of these. cpRun serialises checkpoints (and
+// a backup while it takes its copies: backup.go) and is taken before cp
+// and before any entry lock; a checkpoint holds no entry
 // lock while it holds cp, so a reader holding entries never stalls it,
 // and reads of several sketches work on copies, so writers wait for a
 // read only while it copies.
@@ -241,10 +242,11 @@ type DB struct {
 	checksumFailures atomic.Int64
 
 	// cp orders writers against checkpoints: writers hold it shared while
-	// they change sketches and append to the log, a checkpoint holds it
-	// exclusively while it takes its copy.
+	// they change sketches and append to the log, a checkpoint (or a
+	// backup) holds it exclusively while it hands out its copies.
 	cp sync.RWMutex
-	// cpRun serialises checkpoints; checkpointed is the log position the
+	// cpRun serialises checkpoints, and keeps them out while a backup
+	// takes its copies; checkpointed is the log position the
 	// bbolt file reflects, guarded by it.
 	cpRun        sync.Mutex
 	checkpointed uint64

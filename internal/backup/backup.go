@@ -31,14 +31,15 @@ import (
 )
 
 // SketchRecord is the record of the sketch name, whose stored bytes are b
-// (they must decode as sk; the caller checked them), with its metadata.
-func SketchRecord(name string, sk sketch.Sketch, b []byte, metric bool, x sketch.Expiry, created, updated time.Time) (*archive.Sketch, error) {
-	params, err := sketch.ParamsJSON(sk.Params())
+// (they must decode as a sketch of type t with parameters p; the caller
+// checked them), with its metadata.
+func SketchRecord(name string, t sketch.Type, p sketch.Params, b []byte, metric bool, x sketch.Expiry, created, updated time.Time) (*archive.Sketch, error) {
+	params, err := sketch.ParamsJSON(p)
 	if err != nil {
 		return nil, err
 	}
 	return &archive.Sketch{
-		Name: name, Kind: string(sk.Kind().Type), Params: params, Metric: metric,
+		Name: name, Kind: string(t), Params: params, Metric: metric,
 		ExpireAfter: x.After, ExpireAt: x.At, Created: created, Updated: updated, Bytes: b,
 	}, nil
 }

@@ -163,37 +163,12 @@ func unpackFull(regs []uint8, hist *[128]int, body []byte, rw int) {
 // Sizes are checked before anything is allocated, so memory use is bounded
 // by a small multiple of len(b) whatever the header claims.
 func Decode(b []byte) (*Sketch, error) {
-	if len(b) < headerLen {
-		return nil, fmt.Errorf("hll: %d bytes, need a %d-byte header: %w", len(b), headerLen, ErrTooShort)
+	typ, p, body, err := header(b)
+	if err != nil {
+		return nil, err
 	}
-	if v := b[0] >> 4; v != schemaVersion {
-		return nil, fmt.Errorf("hll: schema version %d: %w", v, ErrVersion)
-	}
-	typ := Representation(b[0] & 0x0f)
-	if typ > Full {
-		return nil, fmt.Errorf("hll: type %d: %w", typ, ErrCorrupt)
-	}
-	p := Params{
-		Log2m:     int(b[1] & 0x1f),
-		Regwidth:  int(b[1]>>5) + 1,
-		Expthresh: expthreshFromCode(b[2] & 0x3f),
-		Sparse:    b[2]>>6&1 == 1,
-	}
-	if p.Log2m < MinLog2m || p.Log2m > MaxLog2m {
-		return nil, fmt.Errorf("hll: header log2m %d not in %d..%d: %w", p.Log2m, MinLog2m, MaxLog2m, ErrParams)
-	}
-	if p.Regwidth > MaxRegwidth {
-		return nil, fmt.Errorf("hll: header regwidth %d not in %d..%d: %w", p.Regwidth, MinRegwidth, MaxRegwidth, ErrParams)
-	}
-	if (typ == Empty || typ == Explicit) && p.Expthresh > maxExplicit {
-		return nil, fmt.Errorf("hll: header expthresh %d above %d: %w", p.Expthresh, maxExplicit, ErrParams)
-	}
-	body := b[headerLen:]
 	switch typ {
 	case Undefined, Empty:
-		if len(body) != 0 {
-			return nil, fmt.Errorf("hll: %s sketch with %d body bytes: %w", typ, len(body), ErrCorrupt)
-		}
 		if typ == Undefined {
 			return newSketch(p, kindUndefined), nil
 		}
@@ -204,6 +179,68 @@ func Decode(b []byte) (*Sketch, error) {
 		return decodeSparse(p, body)
 	}
 	return decodeFull(p, body)
+}
+
+// Check reports whether Decode accepts b, with the same error, and the
+// stored representation and the parameters of the sketch it would
+// return, without building the sketch: a FULL sketch's registers are not
+// unpacked (every bit pattern of the right length is a valid one), nor
+// an EXPLICIT sketch's elements copied. It allocates only for a SPARSE
+// body, which it decodes. A store checks stored bytes with it where it
+// needs only to know they would read back (a backup).
+func Check(b []byte) (Representation, Params, error) {
+	typ, p, body, err := header(b)
+	if err != nil {
+		return 0, Params{}, err
+	}
+	switch typ {
+	case Explicit:
+		_, err = checkExplicit(body)
+	case Sparse:
+		_, err = decodeSparse(p, body)
+	case Full:
+		err = checkFull(p, body)
+	}
+	if err != nil {
+		return 0, Params{}, err
+	}
+	return typ, p, nil
+}
+
+// header checks the header of a sketch in the storage format v1 (see
+// Decode), and an UNDEFINED or EMPTY sketch's empty body: the type, the
+// parameters and the body.
+func header(b []byte) (Representation, Params, []byte, error) {
+	if len(b) < headerLen {
+		return 0, Params{}, nil, fmt.Errorf("hll: %d bytes, need a %d-byte header: %w", len(b), headerLen, ErrTooShort)
+	}
+	if v := b[0] >> 4; v != schemaVersion {
+		return 0, Params{}, nil, fmt.Errorf("hll: schema version %d: %w", v, ErrVersion)
+	}
+	typ := Representation(b[0] & 0x0f)
+	if typ > Full {
+		return 0, Params{}, nil, fmt.Errorf("hll: type %d: %w", typ, ErrCorrupt)
+	}
+	p := Params{
+		Log2m:     int(b[1] & 0x1f),
+		Regwidth:  int(b[1]>>5) + 1,
+		Expthresh: expthreshFromCode(b[2] & 0x3f),
+		Sparse:    b[2]>>6&1 == 1,
+	}
+	if p.Log2m < MinLog2m || p.Log2m > MaxLog2m {
+		return 0, Params{}, nil, fmt.Errorf("hll: header log2m %d not in %d..%d: %w", p.Log2m, MinLog2m, MaxLog2m, ErrParams)
+	}
+	if p.Regwidth > MaxRegwidth {
+		return 0, Params{}, nil, fmt.Errorf("hll: header regwidth %d not in %d..%d: %w", p.Regwidth, MinRegwidth, MaxRegwidth, ErrParams)
+	}
+	if (typ == Empty || typ == Explicit) && p.Expthresh > maxExplicit {
+		return 0, Params{}, nil, fmt.Errorf("hll: header expthresh %d above %d: %w", p.Expthresh, maxExplicit, ErrParams)
+	}
+	body := b[headerLen:]
+	if (typ == Undefined || typ == Empty) && len(body) != 0 {
+		return 0, Params{}, nil, fmt.Errorf("hll: %s sketch with %d body bytes: %w", typ, len(body), ErrCorrupt)
+	}
+	return typ, p, body, nil
 }
 
 // UnmarshalBinary replaces s with the sketch encoded in b (see Decode). On
@@ -218,23 +255,34 @@ func (s *Sketch) UnmarshalBinary(b []byte) error {
 }
 
 func decodeExplicit(p Params, body []byte) (*Sketch, error) {
-	if len(body)%8 != 0 {
-		return nil, fmt.Errorf("hll: explicit body of %d bytes is not a multiple of 8: %w", len(body), ErrCorrupt)
-	}
-	n := len(body) / 8
-	if n > maxExplicit {
-		return nil, fmt.Errorf("hll: %d explicit elements, at most %d: %w", n, maxExplicit, ErrCorrupt)
+	n, err := checkExplicit(body)
+	if err != nil {
+		return nil, err
 	}
 	s := newSketch(p, kindExplicit)
 	s.explicit = make([]int64, n)
 	for i := range n {
-		h := int64(binary.BigEndian.Uint64(body[8*i:]))
-		if i > 0 && h <= s.explicit[i-1] {
-			return nil, fmt.Errorf("hll: explicit element %d not above element %d: %w", i, i-1, ErrCorrupt)
-		}
-		s.explicit[i] = h
+		s.explicit[i] = int64(binary.BigEndian.Uint64(body[8*i:]))
 	}
 	return s, nil
+}
+
+// checkExplicit checks an EXPLICIT body (see Decode) and returns how many
+// elements it holds.
+func checkExplicit(body []byte) (int, error) {
+	if len(body)%8 != 0 {
+		return 0, fmt.Errorf("hll: explicit body of %d bytes is not a multiple of 8: %w", len(body), ErrCorrupt)
+	}
+	n := len(body) / 8
+	if n > maxExplicit {
+		return 0, fmt.Errorf("hll: %d explicit elements, at most %d: %w", n, maxExplicit, ErrCorrupt)
+	}
+	for i := 1; i < n; i++ {
+		if int64(binary.BigEndian.Uint64(body[8*i:])) <= int64(binary.BigEndian.Uint64(body[8*i-8:])) {
+			return 0, fmt.Errorf("hll: explicit element %d not above element %d: %w", i, i-1, ErrCorrupt)
+		}
+	}
+	return n, nil
 }
 
 // bitReader reads MSB-first words from a byte stream.
@@ -301,18 +349,28 @@ func decodeSparse(p Params, body []byte) (*Sketch, error) {
 }
 
 func decodeFull(p Params, body []byte) (*Sketch, error) {
-	m := p.NumRegisters()
-	want := (m*p.Regwidth + 7) / 8
-	switch {
-	case len(body) < want:
-		return nil, fmt.Errorf("hll: full body of %d bytes, %d registers of %d bits need %d: %w", len(body), m, p.Regwidth, want, ErrTooShort)
-	case len(body) > want:
-		return nil, fmt.Errorf("hll: full body of %d bytes, %d registers of %d bits need %d: %w", len(body), m, p.Regwidth, want, ErrCorrupt)
+	if err := checkFull(p, body); err != nil {
+		return nil, err
 	}
-	// m >= 16, so m·regwidth is a whole number of bytes: no padding.
+	m := p.NumRegisters()
 	s := newSketch(p, kindDense)
 	s.regs = make([]uint8, m)
 	s.hist = new([128]int)
 	unpackFull(s.regs, s.hist, body, p.Regwidth)
 	return s, nil
+}
+
+// checkFull checks a FULL body's length (see Decode): m >= 16, so
+// m·regwidth is a whole number of bytes, with no padding bits, and every
+// bit pattern is a valid set of registers.
+func checkFull(p Params, body []byte) error {
+	m := p.NumRegisters()
+	want := (m*p.Regwidth + 7) / 8
+	switch {
+	case len(body) < want:
+		return fmt.Errorf("hll: full body of %d bytes, %d registers of %d bits need %d: %w", len(body), m, p.Regwidth, want, ErrTooShort)
+	case len(body) > want:
+		return fmt.Errorf("hll: full body of %d bytes, %d registers of %d bits need %d: %w", len(body), m, p.Regwidth, want, ErrCorrupt)
+	}
+	return nil
 }

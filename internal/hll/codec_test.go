@@ -196,6 +196,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode(%d bytes) allocated %d bytes", len(in), alloc)
 		}
 		err := s.UnmarshalBinary(in)
+		checkAgrees(t, in, s, err)
 		if err != nil {
 			if !wrapsSentinel(err) {
 				t.Fatalf("error %v wraps no sentinel", err)
@@ -223,4 +224,40 @@ func FuzzDecode(f *testing.F) {
 			_ = f.Estimate()
 		}
 	})
+}
+
+// checkAgrees fails t unless Check(in) gives what UnmarshalBinary gave:
+// its error (err), or the parameters of s, and UNDEFINED exactly when s
+// is. (Other representations may differ: Check gives the stored one, and
+// a decoded sketch picks its own, a SPARSE body with many registers set
+// decoding to a dense sketch.)
+func checkAgrees(t *testing.T, in []byte, s *Sketch, err error) {
+	t.Helper()
+	rep, p, cerr := Check(in)
+	switch {
+	case (err == nil) != (cerr == nil):
+		t.Fatalf("Check(%x) = %v, Decode: %v", in, cerr, err)
+	case err != nil:
+		if err.Error() != cerr.Error() {
+			t.Fatalf("Check(%x) = %q, Decode: %q", in, cerr, err)
+		}
+	case (rep == Undefined) != (s.Representation() == Undefined) || p != s.Params():
+		t.Fatalf("Check(%x) = %s %+v, Decode: %s %+v", in, rep, p, s.Representation(), s.Params())
+	}
+}
+
+// TestCheckAllocatesNothingForFull: checking a FULL sketch unpacks no
+// register (the point of Check: a backup checks every stored value).
+func TestCheckAllocatesNothingForFull(t *testing.T) {
+	s := mustNew(t, Params{Log2m: 14, Regwidth: 5, Expthresh: -1, Sparse: true})
+	for i := range int64(200000) {
+		s.AddInt64(i)
+	}
+	b := bytesOf(t, s)
+	if rep, _, err := Check(b); err != nil || rep != Full {
+		t.Fatalf("Check = %s, %v; want FULL", rep, err)
+	}
+	if n := testing.AllocsPerRun(20, func() { _, _, _ = Check(b) }); n != 0 {
+		t.Errorf("Check of a FULL sketch made %v allocations, want 0", n)
+	}
 }

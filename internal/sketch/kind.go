@@ -29,6 +29,11 @@ type Kind struct {
 	// sentinels; whoever knows where the bytes came from classifies them
 	// (an upload's are Invalid, stored bytes' are Internal).
 	Decode func(b []byte) (Sketch, error)
+	// Check, for a kind that has one, reports what Decode would: its
+	// error, or the parameters of the sketch it would return, doing less
+	// (a FULL HLL's registers are not unpacked). nil means the kind has
+	// none: Checked decodes.
+	Check func(b []byte) (Params, error)
 	// Sniff reports whether b looks like this kind's encoding, for
 	// uploads that do not say their kind. At most one kind claims any b.
 	Sniff func(b []byte) bool
@@ -298,4 +303,18 @@ func MergedInto(name string, cur, sk Sketch) (Sketch, error) {
 		return nil, Prefixed(err, "cannot union into "+quote(name)+": ")
 	}
 	return merged, nil
+}
+
+// Checked reports whether b decodes as a sketch of kind k (Decode's
+// error), and its parameters, with the kind's Check where it has one.
+// It keeps nothing of b.
+func (k *Kind) Checked(b []byte) (Params, error) {
+	if k.Check != nil {
+		return k.Check(b)
+	}
+	sk, err := k.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return sk.Params(), nil
 }

@@ -25,6 +25,16 @@ var hllKind = Kind{
 		}
 		return hllSketch{h: h, orig: keepOriginal(b, h.SizeBytes(), func(out []byte) []byte { out, _ = h.AppendBinary(out); return out })}, nil
 	},
+	Check: func(b []byte) (Params, error) {
+		rep, p, err := hll.Check(b)
+		if err != nil {
+			return nil, err
+		}
+		if rep == hll.Undefined {
+			return nil, errUndefined
+		}
+		return HLLParams{p}, nil
+	},
 	// Storage format version 1 is the high nibble of the first byte.
 	Sniff:   func(b []byte) bool { return len(b) > 0 && b[0]>>4 == 1 },
 	Prepare: func(in Input) (Batch, error) { hs, err := in.Hashes(); return hashBatch(hs), err },

@@ -41,3 +41,39 @@ func TestAbsorbEqualsApply(t *testing.T) {
 		}
 	}
 }
+
+// FuzzChecked: a kind's Checked gives Decode's answer, its error or the
+// parameters of the sketch Decode returns, for any bytes (the hll kind
+// has a Check of its own; the others decode).
+func FuzzChecked(f *testing.F) {
+	for _, k := range sketch.Kinds() {
+		sk, err := k.Default().New()
+		if err != nil {
+			f.Fatal(err)
+		}
+		b := sk.AppendBinary(nil)
+		f.Add(k.Tag, b)
+		f.Add(k.Tag, b[:len(b)/2])
+	}
+	hllTag := byte(1)
+	f.Add(hllTag, []byte{0x10, 0x8e, 0x7f}) // UNDEFINED
+	f.Add(hllTag, []byte{0x14, 0x6b, 0x7f})
+	f.Fuzz(func(t *testing.T, tag byte, b []byte) {
+		k, err := sketch.ByTag(tag)
+		if err != nil {
+			return
+		}
+		p, cerr := k.Checked(b)
+		sk, derr := k.Decode(bytes.Clone(b))
+		switch {
+		case (cerr == nil) != (derr == nil):
+			t.Fatalf("%s: Checked(%x) = %v, Decode: %v", k.Type, b, cerr, derr)
+		case derr != nil:
+			if cerr.Error() != derr.Error() {
+				t.Fatalf("%s: Checked(%x) = %q, Decode: %q", k.Type, b, cerr, derr)
+			}
+		case p != sk.Params():
+			t.Fatalf("%s: Checked(%x) = %+v, Decode: %+v", k.Type, b, p, sk.Params())
+		}
+	})
+}

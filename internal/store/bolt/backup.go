@@ -43,7 +43,8 @@ import (
 // cache size bounds.
 //
 // Every value is checked as a read checks it (its record's checksum,
-// then a decode), a copy as well as bbolt's: a damaged one fails the
+// then that it decodes: its kind's Check, which for an HLL does not
+// unpack the registers), a copy as well as bbolt's: a damaged one fails the
 // backup with a Damaged error naming it, and nothing is archived
 // silently. Sketches expired at the backup's moment, and idempotency
 // keys past their window, are left out.
@@ -216,18 +217,20 @@ func (m *mergeCursor) next() (k, v []byte) {
 	}
 }
 
-// storedSketch checks and decodes the stored record v of the entry key
-// (a sketch or a bucket): its state (with its sketch) and the sketch's
-// bytes as stored, which die with the transaction.
-func (s *DB) storedSketch(key string, v []byte) (*state, []byte, error) {
+// storedSketch checks the stored record v of the entry key (a sketch or
+// a bucket) as a read would (its checksum, then its kind's Check: that
+// it would decode): its state (without its sketch), its parameters and
+// the sketch's bytes as stored, which die with the transaction.
+func (s *DB) storedSketch(key string, v []byte) (*state, sketch.Params, []byte, error) {
 	body, err := checkRecord2(key, v)
 	if err == nil {
 		var st *state
 		var kind *sketch.Kind
 		st, kind, body, err = decodeHeader(v, body)
 		if err == nil {
-			if st.sk, err = kind.Decode(bytes.Clone(body)); err == nil {
-				return st, body, nil
+			var p sketch.Params
+			if p, err = kind.Checked(body); err == nil {
+				return st, p, body, nil
 			}
 		}
 	}
@@ -236,7 +239,7 @@ func (s *DB) storedSketch(key string, v []byte) (*state, []byte, error) {
 	}
 	err = damaged(key, s.path, err)
 	s.opts.Logger.Warn("stored record is unreadable", "entry", entryLabel(key), "during", "backup", "err", err)
-	return nil, nil, err
+	return nil, nil, nil, err
 }
 
 func (s *DB) backupSketches(ctx context.Context, v *backupView, w *archive.Writer) error {
@@ -246,14 +249,14 @@ func (s *DB) backupSketches(ctx context.Context, v *backupView, w *archive.Write
 			return err
 		}
 		name := string(k)
-		st, b, err := s.storedSketch(name, rec)
+		st, p, b, err := s.storedSketch(name, rec)
 		if err != nil {
 			return err
 		}
 		if st.expired(v.now) {
 			continue
 		}
-		r, err := backup.SketchRecord(name, st.sk, b, st.metric, st.expiry, st.created, st.updated)
+		r, err := backup.SketchRecord(name, p.Kind().Type, p, b, st.metric, st.expiry, st.created, st.updated)
 		if err != nil {
 			return err
 		}
@@ -305,7 +308,7 @@ func (s *DB) backupSeries(ctx context.Context, v *backupView, w *archive.Writer)
 				if err != nil {
 					return damaged(key, s.path, err)
 				}
-				st, b, err := s.storedSketch(key, rec)
+				st, _, b, err := s.storedSketch(key, rec)
 				if err != nil {
 					return err
 				}

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -102,6 +103,59 @@ func TestBackupRefusesDamagedValue(t *testing.T) {
 	}
 	if n := obs.checkpoints.Load(); n != 0 {
 		t.Errorf("%d checkpoints ran since the open, want none", n)
+	}
+}
+
+// TestBackupRefusesUndecodableValue: a stored FULL HLL whose record
+// checksum matches but whose body is a byte short (a record written
+// wrong, not damaged after) fails the backup with a Damaged error naming
+// it: the backup checks that each value would decode, without unpacking
+// it.
+func TestBackupRefusesUndecodableValue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sketchd.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, n := range []string{"a", "victim"} {
+		if _, _, err := s.Create(ctx, n, hllSpec(11)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Add(ctx, n, storetest.Ints(0, 20000), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in, err := s.Describe(ctx, "victim"); err != nil || in.Representation != "FULL" {
+		t.Fatalf("victim: %+v, %v; want FULL", in, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSketches)
+		v := b.Get([]byte("victim"))
+		end := len(v) - recordCRCLen
+		short := append([]byte(nil), v[:end-1]...)
+		short = binary.BigEndian.AppendUint32(short, recordCRC("victim", short))
+		return b.Put([]byte("victim"), short)
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, Options{CheckpointInterval: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w, _ := archive.NewWriter(io.Discard, archive.Header{})
+	err = s.Backup(ctx, w)
+	if errors.Is(err, errChecksum) || sketch.KindOf(err) != sketch.Damaged || !strings.Contains(err.Error(), `"victim"`) || !errors.Is(err, hll.ErrTooShort) {
+		t.Fatalf("backup over an undecodable record: %v, want a Damaged error naming it, for a body too short", err)
 	}
 }
 

@@ -24,7 +24,7 @@ func (s *DB) BackupSource() byte { return archive.SourcePostgres }
 // arrive as they are written out (pgx reads them off the connection as
 // they come, and PostgreSQL stops sending while the client is behind),
 // so neither side holds the store. Every value is checked as a read
-// checks it (its checksum, then a decode); a damaged one fails the
+// checks it (its checksum, then that it decodes); a damaged one fails the
 // backup with a Damaged error naming it. Sketches expired at the
 // backup's moment and idempotency keys past their window are left out.
 //
@@ -95,14 +95,11 @@ func (s *DB) backupSketches(ctx context.Context, tx pgx.Tx, w *archive.Writer, n
 		if st.expired(now) {
 			return nil
 		}
-		err := verify(sum, sketchKey(name, kind), b)
-		if err == nil {
-			st.sk, _, err = decodeLocked(kind, b, true)
-		}
+		p, err := checkedRow(name, kind, b, sum)
 		if err != nil {
-			return s.report(damagedSketch(name, err), "backup")
+			return s.report(err, "backup")
 		}
-		rec, err := backup.SketchRecord(name, st.sk, b, st.metric, st.expiry, st.created.UTC(), st.updated.UTC())
+		rec, err := backup.SketchRecord(name, p.Kind().Type, p, b, st.metric, st.expiry, st.created.UTC(), st.updated.UTC())
 		if err != nil {
 			return err
 		}
@@ -152,7 +149,7 @@ func (s *DB) backupBuckets(ctx context.Context, tx pgx.Tx, w *archive.Writer, ki
 		}
 		err := verify(sum, bucketKeyDigest(name, level, start), b)
 		if err == nil {
-			_, _, err = decodeLocked(kind, b, true)
+			_, err = checkStored(kind, b)
 		}
 		if err != nil {
 			return s.report(damagedBucket(name, level, start, err), "backup")

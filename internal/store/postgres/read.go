@@ -541,6 +541,36 @@ func decodeRow(name, kind string, b, sum []byte) (sketch.Sketch, error) {
 	return sk, nil
 }
 
+// checkedRow is decodeRow for a reader that needs only to know the row
+// would read back (a backup): its checksum, then checkStored. It returns
+// the sketch's parameters.
+func checkedRow(name, kind string, b, sum []byte) (sketch.Params, error) {
+	if err := verify(sum, sketchKey(name, kind), b); err != nil {
+		return nil, damagedSketch(name, err)
+	}
+	p, err := checkStored(kind, b)
+	if err != nil {
+		return nil, damagedSketch(name, err)
+	}
+	return p, nil
+}
+
+// checkStored is decodeLocked(kindName, b, true) for a reader that needs
+// only the sketch's parameters and to know it would decode: the kind's
+// Check, which does not build the sketch (a FULL HLL's registers are not
+// unpacked).
+func checkStored(kindName string, b []byte) (sketch.Params, error) {
+	kind, err := sketch.LookupFor(sketch.Type(kindName), b)
+	if err != nil {
+		return nil, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+	}
+	p, err := kind.Checked(b)
+	if err != nil {
+		return nil, sketch.Wrap(sketch.Internal, err, "a stored sketch does not decode")
+	}
+	return p, nil
+}
+
 // unionFailed is the error of a prefix union of HLLs that PostgreSQL
 // could not compute or whose result sketchd cannot read (err): the
 // HLLs under the prefix are read one by one, in name order, and the

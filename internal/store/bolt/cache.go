@@ -21,15 +21,18 @@ func (s *DB) acquire(name string) (*entry, error) {
 			s.lru.Remove(e.lru)
 			e.lru = nil
 		}
+		err := s.readyLocked(e)
 		s.cacheMu.Unlock()
-		<-e.loaded
-		if e.loadErr != nil {
+		if err == nil {
+			err = s.unpackPinned(e)
+		}
+		if err != nil {
 			s.release(e)
-			return nil, e.loadErr
+			return nil, err
 		}
 		return e, nil
 	}
-	e := &entry{name: name, pins: 1, loaded: make(chan struct{})}
+	e := &entry{name: name, pins: 1, loading: true}
 	s.entries[name] = e
 	s.cacheMu.Unlock()
 
@@ -45,12 +48,34 @@ func (s *DB) acquire(name string) (*entry, error) {
 		e.accounted = e.mem.Load()
 		s.cacheBytes += e.accounted
 	}
+	e.loading = false
+	s.loadDone.Broadcast()
 	s.cacheMu.Unlock()
-	close(e.loaded)
 	if err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// readyLocked waits for the entry e, which the caller pinned, to be
+// loaded by whoever is loading it, and returns the load's error. Called
+// with cacheMu held; it is released while waiting.
+func (s *DB) readyLocked(e *entry) error {
+	for e.loading {
+		s.loadDone.Wait()
+	}
+	return e.loadErr
+}
+
+// unpackPinned unpacks e, which the caller pinned, if it is packed
+// (pack.go).
+func (s *DB) unpackPinned(e *entry) error {
+	if !e.packed.Load() {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return s.unpack(e)
 }
 
 // load reads and decodes name's record (nil if there is none).
@@ -166,10 +191,24 @@ func (s *DB) releaseAll(es []*entry) {
 }
 
 // release unpins e. An unpinned clean entry joins the LRU list (or leaves
-// the cache if it holds no sketch), and the cache is trimmed to its bound.
+// the cache if it holds no sketch), and the cache is trimmed to its bound;
+// an unpinned changed small sketch is packed (pack.go). The caller must
+// not hold e.mu.
 func (s *DB) release(e *entry) {
+	var packed int64
+	locked := packCandidate(e)
+	if locked {
+		e.mu.Lock()
+		defer func() {
+			s.adjustDirty(e, packed)
+			e.mu.Unlock()
+		}()
+	}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
+	if locked && e.pins == 1 {
+		packed = s.packLocked(e) // the last user
+	}
 	mem := e.mem.Load()
 	s.cacheBytes += mem - e.accounted
 	e.accounted = mem
@@ -227,10 +266,11 @@ func (s *DB) markDirty(e *entry, memDelta int64) {
 		s.unsettled.Store(int64(s.dirtyIdx.len()))
 		e.dirty.Store(true)
 	}
-	if _, ok := s.dirty[e]; ok {
+	if e.inDirty {
 		s.dirtyBytes.Add(memDelta)
 	} else {
-		s.dirty[e] = struct{}{}
+		e.inDirty = true
+		s.dirty = append(s.dirty, e)
 		s.dirtyN.Store(int64(len(s.dirty)))
 		s.dirtyBytes.Add(e.mem.Load())
 	}

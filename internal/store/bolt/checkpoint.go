@@ -30,6 +30,13 @@ type snapshot struct {
 func (sn *snapshot) take() {
 	e := sn.e
 	sn.taken, sn.gen, sn.keep = true, e.gen, e.unreadable
+	e.snap = nil
+	if e.packed.Load() {
+		// Its record is its state (never a sketch on /metrics), and stays
+		// so: the snapshot shares it, and nobody changes it in place.
+		sn.rec = e.enc
+		return
+	}
 	if e.st != nil {
 		if e.enc != nil && e.encGen == e.gen {
 			sn.rec = e.enc
@@ -38,7 +45,7 @@ func (sn *snapshot) take() {
 		}
 		sn.metric = e.st.metric
 	}
-	e.enc, e.snap = nil, nil
+	e.enc = nil
 }
 
 // takeDirty hands a snapshot to every changed entry and starts a new dirty
@@ -49,12 +56,15 @@ func (sn *snapshot) take() {
 func (s *DB) takeDirty() []*snapshot {
 	s.dirtyMu.Lock()
 	dirty := s.dirty
-	s.dirty = map[*entry]struct{}{}
+	s.dirty = nil
+	for _, e := range dirty {
+		e.inDirty = false
+	}
 	s.dirtyN.Store(0)
 	s.dirtyBytes.Store(0)
 	s.dirtyMu.Unlock()
 	snaps := make([]*snapshot, 0, len(dirty))
-	for e := range dirty {
+	for _, e := range dirty {
 		sn := &snapshot{e: e}
 		e.snap = sn
 		snaps = append(snaps, sn)

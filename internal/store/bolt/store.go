@@ -253,10 +253,13 @@ type DB struct {
 	entries    map[string]*entry
 	lru        *list.List // unpinned, clean entries; front = most recent
 	cacheBytes int64
+	// loadDone (on cacheMu) is broadcast whenever an entry's load ends:
+	// its other acquirers wait on it for their entry's loading to clear.
+	loadDone sync.Cond
 
 	dirtyMu    sync.Mutex
-	dirty      map[*entry]struct{} // changed since the running checkpoint took its copies
-	dirtyIdx   dirtyIndex          // every entry whose dirty flag is set, by key
+	dirty      []*entry   // changed since the running checkpoint took its copies (entry.inDirty), each once
+	dirtyIdx   dirtyIndex // every entry whose dirty flag is set, by key
 	dirtyBytes atomic.Int64
 	dirtyN     atomic.Int64 // len(dirty)
 	unsettled  atomic.Int64 // dirtyIdx.len()
@@ -290,29 +293,40 @@ type entry struct {
 	name string
 
 	// Guarded by DB.cacheMu.
-	pins      int
 	lru       *list.Element
 	accounted int64
-
-	// loaded is closed once st (or loadErr) is set by the acquire that
-	// read the sketch from bbolt, outside the cache lock.
-	loaded  chan struct{}
-	loadErr error
+	loadErr   error
 
 	mu   sync.Mutex
 	st   *state
 	snap *snapshot // a running checkpoint's copy, still to take before any change
-	// unreadable marks an entry without a state whose stored record cannot
-	// be decoded (acquireTolerant): a checkpoint never deletes its record
-	// unless a delete cleared the mark.
-	unreadable bool
-	gen        uint64 // counts changes; a checkpoint clears dirty only if none followed its copy
+	gen  uint64    // counts changes; a checkpoint clears dirty only if none followed its copy
 	// enc, if set, is st's record as a checkpoint writes it, valid while
 	// gen is encGen: a state replayed from a log put is not encoded again.
 	enc    []byte
 	encGen uint64
-	dirty  atomic.Bool  // changed since the last committed checkpoint: not evictable; set and cleared under DB.dirtyMu, with dirtyIdx
 	mem    atomic.Int64 // st.memory(), refreshed after each change
+
+	// The small fields last, together: an entry is 144 bytes, and with
+	// many small sketches entries are much of the memory.
+
+	pins int32 // guarded by DB.cacheMu
+	// loading (guarded by DB.cacheMu) is set until st (or loadErr) is
+	// set by the acquire that reads the sketch from bbolt, outside the
+	// cache lock: other acquirers wait for DB.loadDone until it clears.
+	// (A channel each, as before, cost 96 bytes an entry.)
+	loading bool
+	// unreadable marks an entry without a state whose stored record cannot
+	// be decoded (acquireTolerant): a checkpoint never deletes its record
+	// unless a delete cleared the mark.
+	unreadable bool
+	inDirty    bool // in DB.dirty; guarded by DB.dirtyMu
+	// packed marks a changed small sketch nobody uses kept as its record
+	// until its checkpoint: st is nil and enc (valid for gen) holds it
+	// (pack.go). Set by its last user with mu and DB.cacheMu held,
+	// cleared with mu held.
+	packed atomic.Bool
+	dirty  atomic.Bool // changed since the last committed checkpoint: not evictable; set and cleared under DB.dirtyMu, with dirtyIdx
 }
 
 // Open opens (creating if needed) the store at path and its log in
@@ -343,13 +357,15 @@ func Open(path string, opts Options) (*DB, error) {
 // newDB returns a DB over the open bbolt file bdb, with nothing loaded.
 // opts has its defaults set.
 func newDB(path string, opts Options, bdb *bbolt.DB) *DB {
-	return &DB{
+	s := &DB{
 		opts: opts, path: path, walDir: path + ".wal", bdb: bdb,
-		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
+		entries: map[string]*entry{}, lru: list.New(),
 		counts: map[countKey]int{}, estimates: map[string]metricValue{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
 		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
 	}
+	s.loadDone.L = &s.cacheMu
+	return s
 }
 
 // openSafely runs open, turning a panic or fault on a damaged page into an

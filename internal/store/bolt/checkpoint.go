@@ -198,16 +198,20 @@ func (s *DB) markClean(e *entry) {
 }
 
 // releaseClean parks the snapshots' entries that are now clean and
-// unpinned: only they can have turned clean.
-func (s *DB) releaseClean(snaps []*snapshot) {
+// unpinned: only they can have turned clean. It returns the memory of
+// those that left the cache.
+func (s *DB) releaseClean(snaps []*snapshot) int64 {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
+	before := s.cacheBytes
 	for _, sn := range snaps {
 		if e := sn.e; e.pins == 0 && !e.dirty.Load() {
 			s.parkLocked(e)
 		}
 	}
+	released := before - s.cacheBytes
 	s.evictLocked()
+	return released
 }
 
 // Checkpoint copies every sketch changed since the last checkpoint into
@@ -267,9 +271,12 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	if err := s.wal.dropBefore(keep); err != nil {
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
-	s.releaseClean(snaps)
+	released := s.releaseClean(snaps)
 	if s.opts.Observer != nil {
 		s.opts.Observer.ObserveCheckpoint(len(snaps), time.Since(start))
+	}
+	if released > 0 && s.opts.Released != nil {
+		s.opts.Released(released)
 	}
 	return nil
 }

@@ -269,3 +269,40 @@ func TestNewSmallSketchMemory(t *testing.T) {
 		t.Errorf("%.0f bytes of heap kept per new small sketch until its checkpoint, want at most 360", per)
 	}
 }
+
+// TestReleasedAfterCheckpoint: a checkpoint that lets new small sketches
+// leave memory says how much they held (Options.Released), about what
+// the cache counted for them; one that keeps everything says nothing.
+func TestReleasedAfterCheckpoint(t *testing.T) {
+	const n = 2000
+	var released []int64
+	s, _ := openStore(t, Options{CheckpointInterval: time.Hour, Released: func(b int64) { released = append(released, b) }})
+	if _, err := s.AddEvents(ctx, smallEvents("r", 0, n, map[string]map[int64]bool{}), true); err != nil {
+		t.Fatal(err)
+	}
+	_, cached := s.CacheStats()
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(released) != 1 || released[0] != cached || released[0] < n*entryOverhead {
+		t.Fatalf("Released got %v after a checkpoint of %d new small sketches, want once the %d bytes the cache counted (at least %d)", released, n, cached, n*entryOverhead)
+	}
+	if entries, bytes := s.CacheStats(); entries != 0 || bytes != 0 {
+		t.Errorf("the cache holds %d entries (%d bytes) after the checkpoint, want none", entries, bytes)
+	}
+	// A large sketch stays cached once clean: nothing released.
+	mustCreate(t, s, "big", hllSpec(14))
+	var evs []sketch.Event
+	for i := range 5000 {
+		evs = append(evs, sketch.Event{ID: cms.IntID(int64(i)), Sketches: []string{"big"}})
+	}
+	if _, err := s.AddEvents(ctx, evs, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(released) != 1 {
+		t.Errorf("Released got %v after a checkpoint keeping its one sketch cached, want no new call", released)
+	}
+}

@@ -157,6 +157,14 @@ type Options struct {
 	OpenTimeout time.Duration
 	Logger      *slog.Logger
 	Observer    Observer
+	// Released, if set, is called after a checkpoint let go of sketches
+	// it kept in memory only until they were in bbolt (small ones, which
+	// leave the cache once clean), with about how many bytes of heap they
+	// held. It runs on the checkpoint's goroutine and must return soon.
+	// The garbage collector frees that memory at its own pace and the
+	// runtime keeps it mapped for a while; a process that wants it back
+	// sooner acts here (cmd/sketchd: trim.go).
+	Released func(bytes int64)
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
 	// KeyWindow is how long an idempotency key is remembered after its

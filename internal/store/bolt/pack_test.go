@@ -3,6 +3,7 @@ package bolt
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,4 +306,64 @@ func TestReleasedAfterCheckpoint(t *testing.T) {
 	if len(released) != 1 {
 		t.Errorf("Released got %v after a checkpoint keeping its one sketch cached, want no new call", released)
 	}
+}
+
+// TestEventsWithADamagedSketch: an events write naming new sketches, a
+// cached one and one whose record is damaged (their records read
+// together, in one transaction) fails with the damaged one's error,
+// changes nothing and leaves no entry pinned or loading; the same write
+// without it succeeds.
+func TestEventsWithADamagedSketch(t *testing.T) {
+	s, path := openStore(t, Options{})
+	for _, n := range []string{"a", "bad", "c"} {
+		mustCreate(t, s, n, hllSpec(10))
+	}
+	s.Close()
+	good := []byte{recordFormat, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2}
+	damageRecords(t, path, map[string][]byte{"bad": sealed("bad", append(good, 0x99, 0x99))})
+	s = reopen(t, path, Options{})
+	if _, err := s.Describe(ctx, "c"); err != nil { // cached (a large one stays)
+		t.Fatal(err)
+	}
+	events := func(names ...string) []sketch.Event {
+		var evs []sketch.Event
+		for i, n := range names {
+			evs = append(evs, sketch.Event{ID: cms.IntID(int64(i)), Sketches: []string{n}})
+		}
+		return evs
+	}
+	_, err := s.AddEvents(ctx, events("a", "bad", "c", "new1", "new2"), true)
+	if sketch.KindOf(err) != sketch.Damaged || !strings.Contains(err.Error(), `"bad"`) {
+		t.Fatalf("AddEvents naming a damaged sketch = %v, want a Damaged error naming it", err)
+	}
+	checkIdle := func() {
+		t.Helper()
+		s.cacheMu.Lock()
+		defer s.cacheMu.Unlock()
+		for n, e := range s.entries {
+			if e.pins != 0 || e.loading {
+				t.Errorf("entry %q has %d pins, loading %v, after the write, want none", n, e.pins, e.loading)
+			}
+		}
+	}
+	checkIdle()
+	for _, n := range []string{"new1", "new2"} {
+		if _, err := s.Describe(ctx, n); sketch.KindOf(err) != sketch.NotFound {
+			t.Errorf("Describe(%s) after the failed write = %v, want NotFound", n, err)
+		}
+	}
+	if info, err := s.Describe(ctx, "a"); err != nil || info.Cardinality != 0 {
+		t.Errorf("Describe(a) after the failed write = %v, %v, want an empty sketch", info.Cardinality, err)
+	}
+	if _, err := s.AddEvents(ctx, events("a", "c", "new1", "new2"), true); err != nil {
+		t.Fatal(err)
+	}
+	checkIdle()
+	for _, n := range []string{"a", "c", "new1", "new2"} {
+		if info, err := s.Describe(ctx, n); err != nil || info.Cardinality != 1 {
+			t.Errorf("Describe(%s) = %v, %v, want 1", n, info.Cardinality, err)
+		}
+	}
+	s.Close()
+	damageRecords(t, path, map[string][]byte{"bad": nil}) // for the file check at cleanup
 }

@@ -17,11 +17,14 @@
 #   N=1000000     keys
 #   BATCH=10000   keys a request (3 events each)
 #   KEEP_TMP=0    1 = keep the temp dir
+#   SKETCHD_FLAGS="" more sketchd flags (e.g. "-debug-addr 127.0.0.1:6060"
+#                 to take heap profiles while it runs)
 set -euo pipefail
 
 N=${N:-1000000}
 BATCH=${BATCH:-10000}
 KEEP_TMP=${KEEP_TMP:-0}
+SKETCHD_FLAGS=${SKETCHD_FLAGS:-}
 
 die() {
 	echo "bench-small-sketches: $*" >&2
@@ -104,7 +107,7 @@ log "redis: $keys keys, RSS $(mib "$REDIS_RSS") MiB, peak $(mib "$REDIS_HWM") Mi
 
 # --- sketchd -------------------------------------------------------------------
 SPORT=$(free_port)
-"$TMP/sketchd" -addr "127.0.0.1:$SPORT" -data "$TMP/sketchd.db" -log-level warn -drain-delay 0 >"$TMP/sketchd.log" 2>&1 &
+"$TMP/sketchd" -addr "127.0.0.1:$SPORT" -data "$TMP/sketchd.db" -log-level warn -drain-delay 0 $SKETCHD_FLAGS >"$TMP/sketchd.log" 2>&1 &
 SPID=$!
 PIDS+=("$SPID")
 for _ in $(seq 1 100); do curl -fs "127.0.0.1:$SPORT/readyz" >/dev/null && break; sleep 0.1; done
@@ -120,6 +123,7 @@ for b, start in enumerate(range(0, n, batch)):
     with open(os.path.join(d, "%06d.json" % b), "w") as f:
         f.write('{"events":[' + ",".join(evs) + "]}")
 PY
+LOAD_START=$(date +%s.%N)
 for f in "$TMP"/bodies/*.json; do
 	for try in $(seq 1 200); do
 		code=$(curl -s -o "$TMP/answer" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "@$f" "127.0.0.1:$SPORT/v1/events?create=true")
@@ -129,6 +133,9 @@ for f in "$TMP"/bodies/*.json; do
 	done
 	[[ $code == 200 ]] || die "POST /v1/events kept answering 503"
 done
+LOAD_END=$(date +%s.%N)
+LOAD_S=$(awk -v a="$LOAD_START" -v b="$LOAD_END" 'BEGIN { printf "%.2f", b - a }')
+log "sketchd: wrote $N sketches in $LOAD_S s (one request of $BATCH at a time, waiting for each)"
 # Before the checkpoints settle: the sketches still only in the log (and
 # decoded in memory) are what a burst of new sketches costs until then.
 SK_RSS0=$(kib "$SPID" VmRSS)
@@ -173,8 +180,9 @@ SK_FILE2=$(kib "$SPID" RssFile)
 log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB (anonymous $(mib "$SK_ANON2"), bbolt's mapped file $(mib "$SK_FILE2")), peak $(mib "$SK_HWM2") MiB"
 # RssFile is bbolt's file as mapped pages the listing touched: page cache
 # the kernel reclaims under pressure, not memory sketchd holds; RssAnon is.
-awk -v s0="$SK_RSS0" -v a0="$SK_ANON0" -v f0="$SK_FILE0" -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+awk -v s0="$SK_RSS0" -v a0="$SK_ANON0" -v f0="$SK_FILE0" -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" -v ls="$LOAD_S" 'BEGIN {
 	printf "%d small sketches (load average %s)\n", n, load
+	printf "  sketchd ingest         %6.2f s  %.0f sketches/s (one request at a time)\n", ls, n / ls
 	printf "  redis RSS              %6.0f MiB\n", r / 1024
 	printf "  sketchd RSS, unsettled %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s0 / 1024, s0 / r, a0 / 1024, f0 / 1024
 	printf "  sketchd RSS            %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s / 1024, s / r, a / 1024, f / 1024

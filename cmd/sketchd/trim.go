@@ -18,6 +18,9 @@ import (
 // the goal (100,000 three-id sketches: 60-80 MiB of anonymous memory once
 // checkpointed, against 20 after a collection).
 //
+// The threshold only spares a collection for a trivial release; the gap
+// bounds the cost.
+//
 // A trim is debug.FreeOSMemory: a full collection, then every free page
 // handed back. It runs once the checkpoints since the last trim released
 // at least minBytes, on a goroutine of its own, and never sooner than gap
@@ -43,10 +46,10 @@ type trimmer struct {
 	gap      time.Duration
 }
 
-// Defaults: a release worth trimming is 4 MiB or more (about 10,000
+// Defaults: a release worth trimming is 1 MiB or more (about 2,500
 // small sketches), and trims come at most every 10 seconds.
 const (
-	trimMinBytes = 4 << 20
+	trimMinBytes = 1 << 20
 	trimMinGap   = 10 * time.Second
 )
 

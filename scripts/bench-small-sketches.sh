@@ -7,7 +7,9 @@
 # an EXPLICIT HLL of 3 ids), Redis through PFADD (a sparse HyperLogLog each),
 # without persistence. sketchd's RSS is read once right after the last
 # write (unsettled: new sketches still in the log); then the script waits
-# for sketchd's checkpoints to settle, reads each server's RSS (VmRSS) and
+# for sketchd's checkpoints to settle (its log empty, then 2 s more: sketchd
+# returns the heap its checkpoints released within a second of the last
+# one), reads each server's RSS (VmRSS) and
 # peak (VmHWM) from /proc, pages through every sketchd sketch 1,000 at a
 # time (GET /v1/sketches) and reads sketchd's RSS and peak again: a
 # listing must not raise the peak.
@@ -142,18 +144,19 @@ SK_RSS0=$(kib "$SPID" VmRSS)
 SK_ANON0=$(kib "$SPID" RssAnon)
 SK_FILE0=$(kib "$SPID" RssFile)
 WAL0=$(curl -fs "127.0.0.1:$SPORT/metrics" | awk '$1 == "sketchd_wal_size_bytes" { print $2 }')
-log "sketchd before the checkpoints settle: RSS $(mib "$SK_RSS0") MiB (anonymous $(mib "$SK_ANON0"), bbolt's mapped file $(mib "$SK_FILE0")), log ${WAL0:-?} bytes"
+log "sketchd before the checkpoints settle: RSS $(mib "$SK_RSS0") MiB (anonymous $(mib "$SK_ANON0"), mapped files $(mib "$SK_FILE0")), log ${WAL0:-?} bytes"
 # Let the checkpoints settle: the log empties once every change is in bbolt.
 for _ in $(seq 1 600); do
 	wal=$(curl -fs "127.0.0.1:$SPORT/metrics" | awk '$1 == "sketchd_wal_size_bytes" { print $2 }')
 	[[ ${wal:-1} == 0 ]] && break
 	sleep 0.5
 done
+sleep 2
 SK_RSS=$(kib "$SPID" VmRSS)
 SK_HWM=$(kib "$SPID" VmHWM)
 SK_ANON=$(kib "$SPID" RssAnon)
 SK_FILE=$(kib "$SPID" RssFile)
-log "sketchd: RSS $(mib "$SK_RSS") MiB (anonymous $(mib "$SK_ANON"), bbolt's mapped file $(mib "$SK_FILE")), peak while loading $(mib "$SK_HWM") MiB"
+log "sketchd: RSS $(mib "$SK_RSS") MiB (anonymous $(mib "$SK_ANON"), mapped files $(mib "$SK_FILE")), peak while loading $(mib "$SK_HWM") MiB"
 # One process pages through the listing (a process a page would cost more
 # than the pages).
 listed=$(python3 - "127.0.0.1:$SPORT" <<'PY'
@@ -177,15 +180,17 @@ SK_RSS2=$(kib "$SPID" VmRSS)
 SK_HWM2=$(kib "$SPID" VmHWM)
 SK_ANON2=$(kib "$SPID" RssAnon)
 SK_FILE2=$(kib "$SPID" RssFile)
-log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB (anonymous $(mib "$SK_ANON2"), bbolt's mapped file $(mib "$SK_FILE2")), peak $(mib "$SK_HWM2") MiB"
-# RssFile is bbolt's file as mapped pages the listing touched: page cache
-# the kernel reclaims under pressure, not memory sketchd holds; RssAnon is.
+log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB (anonymous $(mib "$SK_ANON2"), mapped files $(mib "$SK_FILE2")), peak $(mib "$SK_HWM2") MiB"
+# RssFile is mapped files: sketchd's own executable (about 17 MiB from the
+# start, before any write), and bbolt's file as the pages a listing
+# touched: page cache the kernel reclaims under pressure, not memory
+# sketchd holds; RssAnon is.
 awk -v s0="$SK_RSS0" -v a0="$SK_ANON0" -v f0="$SK_FILE0" -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" -v ls="$LOAD_S" 'BEGIN {
 	printf "%d small sketches (load average %s)\n", n, load
 	printf "  sketchd ingest         %6.2f s  %.0f sketches/s (one request at a time)\n", ls, n / ls
 	printf "  redis RSS              %6.0f MiB\n", r / 1024
-	printf "  sketchd RSS, unsettled %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s0 / 1024, s0 / r, a0 / 1024, f0 / 1024
-	printf "  sketchd RSS            %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s / 1024, s / r, a / 1024, f / 1024
-	printf "  sketchd RSS, listed    %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s2 / 1024, s2 / r, a2 / 1024, f2 / 1024
+	printf "  sketchd RSS, unsettled %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped files %.0f)\n", s0 / 1024, s0 / r, a0 / 1024, f0 / 1024
+	printf "  sketchd RSS            %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped files %.0f)\n", s / 1024, s / r, a / 1024, f / 1024
+	printf "  sketchd RSS, listed    %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped files %.0f)\n", s2 / 1024, s2 / r, a2 / 1024, f2 / 1024
 	printf "  sketchd peak (VmHWM)   %6.0f MiB  %.2fx redis\n", h / 1024, h / r
 }'

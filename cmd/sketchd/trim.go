@@ -25,8 +25,12 @@ import (
 // handed back. It runs once the checkpoints since the last trim released
 // at least minBytes, on a goroutine of its own, and never sooner than gap
 // after the last one, where gap is the larger of minGap and 100 times
-// what the last trim took: trims cost at most about 1% of a core. A
-// release within the gap is not lost; the trim waits for the gap's end.
+// what the last trim took: trims cost at most about 1% of a core, plus
+// faulting in again what the heap grows back into (a burst of new
+// sketches that goes on: 100,000 of them in 10 requests took no more
+// CPU with trims than without). A release within the gap is not lost;
+// the trim waits for the gap's end, so the heap a burst leaves behind is
+// returned within a second of its last checkpoint.
 type trimmer struct {
 	minBytes int64
 	minGap   time.Duration
@@ -47,10 +51,10 @@ type trimmer struct {
 }
 
 // Defaults: a release worth trimming is 1 MiB or more (about 2,500
-// small sketches), and trims come at most every 10 seconds.
+// small sketches), and trims come at most every second.
 const (
 	trimMinBytes = 1 << 20
-	trimMinGap   = 10 * time.Second
+	trimMinGap   = time.Second
 )
 
 func newTrimmer(log *slog.Logger) *trimmer {

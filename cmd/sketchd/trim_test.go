@@ -41,7 +41,7 @@ func (c *fakeTrimClock) advance(d time.Duration) {
 }
 
 // TestTrimmerPace: releases below the threshold add up; a trim runs at
-// once when they reach it, the next not before the gap (10 s, or 100
+// once when they reach it, the next not before the gap (1 s, or 100
 // times what a trim took), and a release during the gap waits for it
 // instead of being dropped; releases while a trim is pending do not
 // schedule another.
@@ -59,17 +59,17 @@ func TestTrimmerPace(t *testing.T) {
 		t.Fatalf("%d trims once releases reached the threshold, want 1", c.frees)
 	}
 	// Within the gap: scheduled for its end, once.
-	c.advance(time.Second)
+	c.advance(trimMinGap / 4)
 	tr.noteReleased(trimMinBytes)
 	tr.noteReleased(trimMinBytes)
 	if len(c.timers) != 1 {
 		t.Fatalf("%d trims scheduled for two releases during the gap, want 1", len(c.timers))
 	}
-	c.advance(trimMinGap - 2*time.Second)
+	c.advance(trimMinGap / 2)
 	if c.frees != 1 {
 		t.Fatalf("%d trims before the gap ended, want 1", c.frees)
 	}
-	c.advance(2 * time.Second)
+	c.advance(trimMinGap / 4)
 	if c.frees != 2 {
 		t.Fatalf("%d trims after the gap, want 2", c.frees)
 	}

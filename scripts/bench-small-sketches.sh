@@ -125,7 +125,9 @@ for b, start in enumerate(range(0, n, batch)):
     with open(os.path.join(d, "%06d.json" % b), "w") as f:
         f.write('{"events":[' + ",".join(evs) + "]}")
 PY
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 LOAD_START=$(date +%s.%N)
+CPU_START=$(cpu_ticks "$SPID")
 for f in "$TMP"/bodies/*.json; do
 	for try in $(seq 1 200); do
 		code=$(curl -s -o "$TMP/answer" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "@$f" "127.0.0.1:$SPORT/v1/events?create=true")
@@ -136,8 +138,9 @@ for f in "$TMP"/bodies/*.json; do
 	[[ $code == 200 ]] || die "POST /v1/events kept answering 503"
 done
 LOAD_END=$(date +%s.%N)
+LOAD_CPU=$(awk -v a="$CPU_START" -v b="$(cpu_ticks "$SPID")" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }')
 LOAD_S=$(awk -v a="$LOAD_START" -v b="$LOAD_END" 'BEGIN { printf "%.2f", b - a }')
-log "sketchd: wrote $N sketches in $LOAD_S s (one request of $BATCH at a time, waiting for each)"
+log "sketchd: wrote $N sketches in $LOAD_S s (one request of $BATCH at a time, waiting for each), $LOAD_CPU s of its CPU"
 # Before the checkpoints settle: the sketches still only in the log (and
 # decoded in memory) are what a burst of new sketches costs until then.
 SK_RSS0=$(kib "$SPID" VmRSS)
@@ -185,9 +188,9 @@ log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB (anonymous $(mib "$SK_
 # start, before any write), and bbolt's file as the pages a listing
 # touched: page cache the kernel reclaims under pressure, not memory
 # sketchd holds; RssAnon is.
-awk -v s0="$SK_RSS0" -v a0="$SK_ANON0" -v f0="$SK_FILE0" -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" -v ls="$LOAD_S" 'BEGIN {
+awk -v s0="$SK_RSS0" -v a0="$SK_ANON0" -v f0="$SK_FILE0" -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" -v ls="$LOAD_S" -v lc="$LOAD_CPU" 'BEGIN {
 	printf "%d small sketches (load average %s)\n", n, load
-	printf "  sketchd ingest         %6.2f s  %.0f sketches/s (one request at a time)\n", ls, n / ls
+	printf "  sketchd ingest         %6.2f s  %.0f sketches/s (one request at a time), %.2f s of sketchd CPU\n", ls, n / ls, lc
 	printf "  redis RSS              %6.0f MiB\n", r / 1024
 	printf "  sketchd RSS, unsettled %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped files %.0f)\n", s0 / 1024, s0 / r, a0 / 1024, f0 / 1024
 	printf "  sketchd RSS            %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped files %.0f)\n", s / 1024, s / r, a / 1024, f / 1024

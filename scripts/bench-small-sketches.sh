@@ -7,7 +7,9 @@
 # an EXPLICIT HLL of 3 ids), Redis through PFADD (a sparse HyperLogLog each),
 # without persistence. sketchd's RSS is read once right after the last
 # write (unsettled: new sketches still in the log); then the script waits
-# for sketchd's checkpoints to settle, reads each server's RSS (VmRSS) and
+# for sketchd's checkpoints to settle (its log empty, then 2 s more: sketchd
+# returns the heap its checkpoints released within a second of the last
+# one), reads each server's RSS (VmRSS) and
 # peak (VmHWM) from /proc, pages through every sketchd sketch 1,000 at a
 # time (GET /v1/sketches) and reads sketchd's RSS and peak again: a
 # listing must not raise the peak.
@@ -17,11 +19,14 @@
 #   N=1000000     keys
 #   BATCH=10000   keys a request (3 events each)
 #   KEEP_TMP=0    1 = keep the temp dir
+#   SKETCHD_FLAGS="" more sketchd flags (e.g. "-debug-addr 127.0.0.1:6060"
+#                 to take heap profiles while it runs)
 set -euo pipefail
 
 N=${N:-1000000}
 BATCH=${BATCH:-10000}
 KEEP_TMP=${KEEP_TMP:-0}
+SKETCHD_FLAGS=${SKETCHD_FLAGS:-}
 
 die() {
 	echo "bench-small-sketches: $*" >&2
@@ -104,7 +109,7 @@ log "redis: $keys keys, RSS $(mib "$REDIS_RSS") MiB, peak $(mib "$REDIS_HWM") Mi
 
 # --- sketchd -------------------------------------------------------------------
 SPORT=$(free_port)
-"$TMP/sketchd" -addr "127.0.0.1:$SPORT" -data "$TMP/sketchd.db" -log-level warn -drain-delay 0 >"$TMP/sketchd.log" 2>&1 &
+"$TMP/sketchd" -addr "127.0.0.1:$SPORT" -data "$TMP/sketchd.db" -log-level warn -drain-delay 0 $SKETCHD_FLAGS >"$TMP/sketchd.log" 2>&1 &
 SPID=$!
 PIDS+=("$SPID")
 for _ in $(seq 1 100); do curl -fs "127.0.0.1:$SPORT/readyz" >/dev/null && break; sleep 0.1; done
@@ -120,6 +125,9 @@ for b, start in enumerate(range(0, n, batch)):
     with open(os.path.join(d, "%06d.json" % b), "w") as f:
         f.write('{"events":[' + ",".join(evs) + "]}")
 PY
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+LOAD_START=$(date +%s.%N)
+CPU_START=$(cpu_ticks "$SPID")
 for f in "$TMP"/bodies/*.json; do
 	for try in $(seq 1 200); do
 		code=$(curl -s -o "$TMP/answer" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "@$f" "127.0.0.1:$SPORT/v1/events?create=true")
@@ -129,24 +137,29 @@ for f in "$TMP"/bodies/*.json; do
 	done
 	[[ $code == 200 ]] || die "POST /v1/events kept answering 503"
 done
+LOAD_END=$(date +%s.%N)
+LOAD_CPU=$(awk -v a="$CPU_START" -v b="$(cpu_ticks "$SPID")" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }')
+LOAD_S=$(awk -v a="$LOAD_START" -v b="$LOAD_END" 'BEGIN { printf "%.2f", b - a }')
+log "sketchd: wrote $N sketches in $LOAD_S s (one request of $BATCH at a time, waiting for each), $LOAD_CPU s of its CPU"
 # Before the checkpoints settle: the sketches still only in the log (and
 # decoded in memory) are what a burst of new sketches costs until then.
 SK_RSS0=$(kib "$SPID" VmRSS)
 SK_ANON0=$(kib "$SPID" RssAnon)
 SK_FILE0=$(kib "$SPID" RssFile)
 WAL0=$(curl -fs "127.0.0.1:$SPORT/metrics" | awk '$1 == "sketchd_wal_size_bytes" { print $2 }')
-log "sketchd before the checkpoints settle: RSS $(mib "$SK_RSS0") MiB (anonymous $(mib "$SK_ANON0"), bbolt's mapped file $(mib "$SK_FILE0")), log ${WAL0:-?} bytes"
+log "sketchd before the checkpoints settle: RSS $(mib "$SK_RSS0") MiB (anonymous $(mib "$SK_ANON0"), mapped files $(mib "$SK_FILE0")), log ${WAL0:-?} bytes"
 # Let the checkpoints settle: the log empties once every change is in bbolt.
 for _ in $(seq 1 600); do
 	wal=$(curl -fs "127.0.0.1:$SPORT/metrics" | awk '$1 == "sketchd_wal_size_bytes" { print $2 }')
 	[[ ${wal:-1} == 0 ]] && break
 	sleep 0.5
 done
+sleep 2
 SK_RSS=$(kib "$SPID" VmRSS)
 SK_HWM=$(kib "$SPID" VmHWM)
 SK_ANON=$(kib "$SPID" RssAnon)
 SK_FILE=$(kib "$SPID" RssFile)
-log "sketchd: RSS $(mib "$SK_RSS") MiB (anonymous $(mib "$SK_ANON"), bbolt's mapped file $(mib "$SK_FILE")), peak while loading $(mib "$SK_HWM") MiB"
+log "sketchd: RSS $(mib "$SK_RSS") MiB (anonymous $(mib "$SK_ANON"), mapped files $(mib "$SK_FILE")), peak while loading $(mib "$SK_HWM") MiB"
 # One process pages through the listing (a process a page would cost more
 # than the pages).
 listed=$(python3 - "127.0.0.1:$SPORT" <<'PY'
@@ -170,14 +183,17 @@ SK_RSS2=$(kib "$SPID" VmRSS)
 SK_HWM2=$(kib "$SPID" VmHWM)
 SK_ANON2=$(kib "$SPID" RssAnon)
 SK_FILE2=$(kib "$SPID" RssFile)
-log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB (anonymous $(mib "$SK_ANON2"), bbolt's mapped file $(mib "$SK_FILE2")), peak $(mib "$SK_HWM2") MiB"
-# RssFile is bbolt's file as mapped pages the listing touched: page cache
-# the kernel reclaims under pressure, not memory sketchd holds; RssAnon is.
-awk -v s0="$SK_RSS0" -v a0="$SK_ANON0" -v f0="$SK_FILE0" -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+log "sketchd after listing all: RSS $(mib "$SK_RSS2") MiB (anonymous $(mib "$SK_ANON2"), mapped files $(mib "$SK_FILE2")), peak $(mib "$SK_HWM2") MiB"
+# RssFile is mapped files: sketchd's own executable (about 17 MiB from the
+# start, before any write), and bbolt's file as the pages a listing
+# touched: page cache the kernel reclaims under pressure, not memory
+# sketchd holds; RssAnon is.
+awk -v s0="$SK_RSS0" -v a0="$SK_ANON0" -v f0="$SK_FILE0" -v s="$SK_RSS" -v s2="$SK_RSS2" -v h="$SK_HWM2" -v r="$REDIS_RSS" -v a="$SK_ANON" -v a2="$SK_ANON2" -v f="$SK_FILE" -v f2="$SK_FILE2" -v n="$N" -v load="$(cut -d' ' -f1 /proc/loadavg)" -v ls="$LOAD_S" -v lc="$LOAD_CPU" 'BEGIN {
 	printf "%d small sketches (load average %s)\n", n, load
+	printf "  sketchd ingest         %6.2f s  %.0f sketches/s (one request at a time), %.2f s of sketchd CPU\n", ls, n / ls, lc
 	printf "  redis RSS              %6.0f MiB\n", r / 1024
-	printf "  sketchd RSS, unsettled %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s0 / 1024, s0 / r, a0 / 1024, f0 / 1024
-	printf "  sketchd RSS            %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s / 1024, s / r, a / 1024, f / 1024
-	printf "  sketchd RSS, listed    %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped file %.0f)\n", s2 / 1024, s2 / r, a2 / 1024, f2 / 1024
+	printf "  sketchd RSS, unsettled %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped files %.0f)\n", s0 / 1024, s0 / r, a0 / 1024, f0 / 1024
+	printf "  sketchd RSS            %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped files %.0f)\n", s / 1024, s / r, a / 1024, f / 1024
+	printf "  sketchd RSS, listed    %6.0f MiB  %.2fx redis  (anonymous %.0f, mapped files %.0f)\n", s2 / 1024, s2 / r, a2 / 1024, f2 / 1024
 	printf "  sketchd peak (VmHWM)   %6.0f MiB  %.2fx redis\n", h / 1024, h / r
 }'

@@ -112,7 +112,9 @@ func runOn(ctx context.Context, h host, args []string, getenv func(string) strin
 	// The store reports commits to the metrics, which read the store at
 	// scrape time: the observer is wired once both exist.
 	var obs observer
-	db, err := openStore(ctx, cfg, log, &obs)
+	trim := newTrimmer(log)
+	defer trim.stop()
+	db, err := openStore(ctx, cfg, log, &obs, trim)
 	if err != nil {
 		return err
 	}
@@ -238,7 +240,7 @@ type store interface {
 
 // openStore opens the backend cfg picks: PostgreSQL with -postgres, else
 // the embedded bbolt file.
-func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer) (store, error) {
+func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer, trim *trimmer) (store, error) {
 	if cfg.postgres != "" {
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
@@ -261,6 +263,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer)
 		KeyBytes:           cfg.keyBytes,
 		Logger:             log,
 		Observer:           obs,
+		Released:           trim.noteReleased,
 	})
 }
 

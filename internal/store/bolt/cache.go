@@ -15,66 +15,131 @@ import (
 // (a large sketch takes a while); later ones wait for it.
 func (s *DB) acquire(name string) (*entry, error) {
 	s.cacheMu.Lock()
-	if e := s.entries[name]; e != nil {
-		e.pins++
-		if e.lru != nil {
-			s.lru.Remove(e.lru)
-			e.lru = nil
-		}
+	e, isNew := s.pinLocked(name)
+	if !isNew {
+		err := s.readyLocked(e)
 		s.cacheMu.Unlock()
-		<-e.loaded
-		if e.loadErr != nil {
+		if err == nil {
+			err = s.unpackPinned(e)
+		}
+		if err != nil {
 			s.release(e)
-			return nil, e.loadErr
+			return nil, err
 		}
 		return e, nil
 	}
-	e := &entry{name: name, pins: 1, loaded: make(chan struct{})}
-	s.entries[name] = e
 	s.cacheMu.Unlock()
 
 	st, err := s.load(name)
 	s.cacheMu.Lock()
-	if err != nil {
-		e.loadErr = err
-		s.removeLocked(e)
-		e.pins--
-	} else if st != nil {
-		e.st = st
-		e.mem.Store(entryMemory(name, st))
-		e.accounted = e.mem.Load()
-		s.cacheBytes += e.accounted
-	}
+	s.loadedLocked(e, st, err)
+	s.loadDone.Broadcast()
 	s.cacheMu.Unlock()
-	close(e.loaded)
 	if err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
+// pinLocked pins name's entry, taking it off the LRU list, or adds a new
+// one that the caller is to load (isNew): loading until loadedLocked.
+// Called with cacheMu held.
+func (s *DB) pinLocked(name string) (e *entry, isNew bool) {
+	if e := s.entries[name]; e != nil {
+		e.pins++
+		if e.lru != nil {
+			s.lru.Remove(e.lru)
+			e.lru = nil
+		}
+		return e, false
+	}
+	e = &entry{name: name, pins: 1, loading: true}
+	s.entries[name] = e
+	return e, true
+}
+
+// loadedLocked gives e, new from pinLocked, what loading it read: its
+// state (nil: none stored), or the error, which also takes e out of the
+// cache and drops the loader's pin. The caller broadcasts loadDone once
+// it has given every entry it loaded its own. Called with cacheMu held.
+func (s *DB) loadedLocked(e *entry, st *state, err error) {
+	if err != nil {
+		e.loadErr = err
+		s.removeLocked(e)
+		e.pins--
+	} else if st != nil {
+		e.st = st
+		e.mem.Store(entryMemory(e.name, st))
+		e.accounted = e.mem.Load()
+		s.cacheBytes += e.accounted
+	}
+	e.loading = false
+}
+
+// readyLocked waits for the entry e, which the caller pinned, to be
+// loaded by whoever is loading it, and returns the load's error. Called
+// with cacheMu held; it is released while waiting.
+func (s *DB) readyLocked(e *entry) error {
+	for e.loading {
+		s.loadDone.Wait()
+	}
+	return e.loadErr
+}
+
+// unpackPinned unpacks e, which the caller pinned, if it is packed
+// (pack.go).
+func (s *DB) unpackPinned(e *entry) error {
+	if !e.packed.Load() {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return s.unpack(e)
+}
+
 // load reads and decodes name's record (nil if there is none).
 func (s *DB) load(name string) (*state, error) {
 	var st *state
+	var err error
+	s.loadEach([]string{name}, func(_ int, got *state, gotErr error) { st, err = got, gotErr })
+	return st, err
+}
+
+// loadEach reads and decodes the records of names in one read
+// transaction (a record per name, one at a time; nil if there is none),
+// calling fn with each name's index and what it got. An error is what a
+// read of a damaged record returns (and the record is reported).
+func (s *DB) loadEach(names []string, fn func(i int, st *state, err error)) {
 	view := s.bdb.View
 	if s.replayTx != nil {
 		view = func(fn func(*bbolt.Tx) error) error { return fn(s.replayTx) }
 	}
+	done := 0
 	err := view(func(tx *bbolt.Tx) error {
-		bucket, key := location(name)
-		rec := tx.Bucket(bucket).Get(key)
-		if rec == nil {
-			return nil
+		for i, name := range names {
+			bucket, key := location(name)
+			var st *state
+			var err error
+			if rec := tx.Bucket(bucket).Get(key); rec != nil {
+				st, err = decodeEntry(name, rec)
+			}
+			if err != nil {
+				s.reportUnreadable([]byte(name), err, "read")
+				err = damaged(name, s.path, err)
+			}
+			fn(i, st, err)
+			done = i + 1
 		}
-		var err error
-		st, err = decodeEntry(name, rec)
-		return err
+		return nil
 	})
 	if err != nil {
-		s.reportUnreadable([]byte(name), err, "read")
-		return nil, damaged(name, s.path, err)
+		// The transaction itself failed: the names not read yet fail
+		// with it.
+		for i := done; i < len(names); i++ {
+			s.reportUnreadable([]byte(names[i]), err, "read")
+			fn(i, nil, damaged(names[i], s.path, err))
+		}
 	}
-	return st, nil
 }
 
 // removeLocked takes e out of the cache, if it is still the entry for its
@@ -97,15 +162,73 @@ func (s *DB) acquireAll(names []string) ([]*entry, error) {
 
 // acquireEach is acquireAll without the budget, for the store's own
 // passes (expiry deletes a page of expired sketches, however big).
+//
+// The names not cached are read in one read transaction (a transaction a
+// name cost more than the rest of a new small sketch's write), after
+// pinning every name; then it waits for the names that others are
+// loading. On error it releases what it took and returns the error of
+// the first name (in order) that failed.
 func (s *DB) acquireEach(names []string) ([]*entry, error) {
-	es := make([]*entry, 0, len(names))
-	for _, n := range names {
-		e, err := s.acquire(n)
+	if len(names) == 1 {
+		e, err := s.acquire(names[0])
 		if err != nil {
-			s.releaseAll(es)
 			return nil, err
 		}
-		es = append(es, e)
+		return []*entry{e}, nil
+	}
+	es := make([]*entry, len(names))
+	var mine []int // the indexes of the entries this call loads
+	s.cacheMu.Lock()
+	for i, n := range names {
+		var isNew bool
+		if es[i], isNew = s.pinLocked(n); isNew {
+			mine = append(mine, i)
+		}
+	}
+	s.cacheMu.Unlock()
+	errs := make([]error, len(names))
+	if len(mine) > 0 {
+		toLoad := make([]string, len(mine))
+		for j, i := range mine {
+			toLoad[j] = names[i]
+		}
+		sts := make([]*state, len(mine))
+		s.loadEach(toLoad, func(j int, st *state, err error) { sts[j], errs[mine[j]] = st, err })
+		s.cacheMu.Lock()
+		for j, i := range mine {
+			s.loadedLocked(es[i], sts[j], errs[i])
+		}
+		s.loadDone.Broadcast()
+		s.cacheMu.Unlock()
+	}
+	// A failed load of this call's dropped its pin already (loadedLocked);
+	// every other entry is pinned by this call.
+	dropped := make([]bool, len(names))
+	for i, err := range errs {
+		dropped[i] = err != nil
+	}
+	s.cacheMu.Lock()
+	for i, e := range es {
+		if errs[i] == nil {
+			errs[i] = s.readyLocked(e)
+		}
+	}
+	s.cacheMu.Unlock()
+	for i, e := range es {
+		if errs[i] == nil {
+			errs[i] = s.unpackPinned(e)
+		}
+	}
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		for i, e := range es {
+			if !dropped[i] {
+				s.release(e)
+			}
+		}
+		return nil, err
 	}
 	return es, nil
 }
@@ -166,10 +289,24 @@ func (s *DB) releaseAll(es []*entry) {
 }
 
 // release unpins e. An unpinned clean entry joins the LRU list (or leaves
-// the cache if it holds no sketch), and the cache is trimmed to its bound.
+// the cache if it holds no sketch), and the cache is trimmed to its bound;
+// an unpinned changed small sketch is packed (pack.go). The caller must
+// not hold e.mu.
 func (s *DB) release(e *entry) {
+	var packed int64
+	locked := packCandidate(e)
+	if locked {
+		e.mu.Lock()
+		defer func() {
+			s.adjustDirty(e, packed)
+			e.mu.Unlock()
+		}()
+	}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
+	if locked && e.pins == 1 {
+		packed = s.packLocked(e) // the last user
+	}
 	mem := e.mem.Load()
 	s.cacheBytes += mem - e.accounted
 	e.accounted = mem
@@ -227,10 +364,11 @@ func (s *DB) markDirty(e *entry, memDelta int64) {
 		s.unsettled.Store(int64(s.dirtyIdx.len()))
 		e.dirty.Store(true)
 	}
-	if _, ok := s.dirty[e]; ok {
+	if e.inDirty {
 		s.dirtyBytes.Add(memDelta)
 	} else {
-		s.dirty[e] = struct{}{}
+		e.inDirty = true
+		s.dirty = append(s.dirty, e)
 		s.dirtyN.Store(int64(len(s.dirty)))
 		s.dirtyBytes.Add(e.mem.Load())
 	}

@@ -35,6 +35,13 @@ type snapshot struct {
 func (sn *snapshot) take() {
 	e := sn.e
 	sn.taken, sn.gen, sn.keep = true, e.gen, e.unreadable
+	e.snap = nil
+	if e.packed.Load() {
+		// Its record is its state (never a sketch on /metrics), and stays
+		// so: the snapshot shares it, and nobody changes it in place.
+		sn.rec = e.enc
+		return
+	}
 	if e.st != nil {
 		if e.enc != nil && e.encGen == e.gen {
 			sn.rec = e.enc
@@ -46,7 +53,6 @@ func (sn *snapshot) take() {
 	if !sn.backup {
 		e.enc = nil // the checkpoint writes it: no longer worth its memory
 	}
-	e.snap = nil
 }
 
 // takeDirty hands a snapshot to every changed entry and starts a new dirty
@@ -57,12 +63,15 @@ func (sn *snapshot) take() {
 func (s *DB) takeDirty() []*snapshot {
 	s.dirtyMu.Lock()
 	dirty := s.dirty
-	s.dirty = map[*entry]struct{}{}
+	s.dirty = nil
+	for _, e := range dirty {
+		e.inDirty = false
+	}
 	s.dirtyN.Store(0)
 	s.dirtyBytes.Store(0)
 	s.dirtyMu.Unlock()
 	snaps := make([]*snapshot, 0, len(dirty))
-	for e := range dirty {
+	for _, e := range dirty {
 		sn := &snapshot{e: e}
 		e.snap = sn
 		snaps = append(snaps, sn)
@@ -196,16 +205,20 @@ func (s *DB) markClean(e *entry) {
 }
 
 // releaseClean parks the snapshots' entries that are now clean and
-// unpinned: only they can have turned clean.
-func (s *DB) releaseClean(snaps []*snapshot) {
+// unpinned: only they can have turned clean. It returns the memory of
+// those that left the cache.
+func (s *DB) releaseClean(snaps []*snapshot) int64 {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
+	before := s.cacheBytes
 	for _, sn := range snaps {
 		if e := sn.e; e.pins == 0 && !e.dirty.Load() {
 			s.parkLocked(e)
 		}
 	}
+	released := before - s.cacheBytes
 	s.evictLocked()
+	return released
 }
 
 // Checkpoint copies every sketch changed since the last checkpoint into
@@ -265,9 +278,12 @@ func (s *DB) Checkpoint(ctx context.Context) error {
 	if err := s.wal.dropBefore(keep); err != nil {
 		return fmt.Errorf("store: checkpoint: %w", err)
 	}
-	s.releaseClean(snaps)
+	released := s.releaseClean(snaps)
 	if s.opts.Observer != nil {
 		s.opts.Observer.ObserveCheckpoint(len(snaps), time.Since(start))
+	}
+	if released > 0 && s.opts.Released != nil {
+		s.opts.Released(released)
 	}
 	return nil
 }

@@ -31,6 +31,9 @@ type dirtyItem struct {
 // chunk list of a million keys is a few thousand headers.
 const dirtyChunk = 512
 
+// dirtyFirst is a new chunk's room.
+const dirtyFirst = 16
+
 // find returns the chunk that holds key or would receive it, and key's
 // position in it.
 func (x *dirtyIndex) find(key string) (ci, i int) {
@@ -49,8 +52,9 @@ func compareItem(it dirtyItem, k string) int { return strings.Compare(it.key, k)
 
 // set maps key to e, adding key if it is absent.
 func (x *dirtyIndex) set(key string, e *entry) {
+	it := dirtyItem{key, e}
 	if len(x.chunks) == 0 {
-		x.chunks = [][]dirtyItem{{{key, e}}}
+		x.chunks = [][]dirtyItem{append(make([]dirtyItem, 0, dirtyFirst), it)}
 		x.n = 1
 		return
 	}
@@ -60,20 +64,36 @@ func (x *dirtyIndex) set(key string, e *entry) {
 		c[i].e = e
 		return
 	}
-	c = slices.Insert(c, i, dirtyItem{key, e})
 	x.n++
-	if len(c) <= dirtyChunk {
-		x.chunks[ci] = c
-		return
+	if len(c) == dirtyChunk {
+		if ci == len(x.chunks)-1 && i == len(c) {
+			// Past the last key: names often come in order (counting
+			// up), and then the full chunk stays full and a new one
+			// starts, instead of leaving a trail of half-full ones.
+			x.chunks = append(x.chunks, append(make([]dirtyItem, 0, dirtyFirst), it))
+			return
+		}
+		// Split in halves, the right one in an array of its own with
+		// room for a full chunk.
+		half := len(c) / 2
+		right := make([]dirtyItem, len(c)-half, dirtyChunk)
+		copy(right, c[half:])
+		clear(c[half:])
+		x.chunks[ci] = c[:half]
+		x.chunks = slices.Insert(x.chunks, ci+1, right)
+		c = x.chunks[ci]
+		if i > half {
+			ci, i, c = ci+1, i-half, right
+		}
 	}
-	// Split in halves; each gets its own backing array so neither grows
-	// into the other.
-	half := len(c) / 2
-	right := make([]dirtyItem, len(c)-half, dirtyChunk)
-	copy(right, c[half:])
-	clear(c[half:])
-	x.chunks[ci] = c[:half]
-	x.chunks = slices.Insert(x.chunks, ci+1, right)
+	if len(c) == cap(c) {
+		// Grow by doubling, never past a full chunk: a chunk's array
+		// holds at most dirtyChunk items.
+		grown := make([]dirtyItem, len(c), min(dirtyChunk, 2*cap(c)))
+		copy(grown, c)
+		c = grown
+	}
+	x.chunks[ci] = slices.Insert(c, i, it)
 }
 
 // remove drops key if it is present.

@@ -452,6 +452,10 @@ func (s *DB) rebuild() error {
 			return err
 		}
 		e.mu.Lock()
+		if err := s.unpack(e); err != nil {
+			e.mu.Unlock()
+			return err
+		}
 		before := e.summary()
 		e.st, e.unreadable = st, err != nil
 		s.changed(e, before)

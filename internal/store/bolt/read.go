@@ -119,6 +119,7 @@ func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) 
 	var mem []sketch.Info
 	over := map[string]struct{}{}
 	bound := "" // the last name walked once the walk stopped early
+	var memErr error
 	s.dirtyFrom(start, prefix, after == start, func(e *entry) bool {
 		if len(mem) > limit {
 			bound = mem[len(mem)-1].Name
@@ -126,12 +127,17 @@ func (s *DB) ListSkipping(ctx context.Context, prefix, after string, limit int) 
 		}
 		over[e.name] = struct{}{}
 		e.mu.Lock()
-		if e.st != nil && !e.st.expired(now) {
-			mem = append(mem, e.st.info(e.name))
+		st, err := s.current(e)
+		if st != nil && !st.expired(now) {
+			mem = append(mem, st.info(e.name))
 		}
 		e.mu.Unlock()
-		return true
+		memErr = err
+		return err == nil
 	})
+	if memErr != nil {
+		return nil, false, nil, memErr
+	}
 	if len(mem) > limit && bound == "" {
 		bound = mem[len(mem)-1].Name
 	}

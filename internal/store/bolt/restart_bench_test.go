@@ -36,7 +36,7 @@ func envInt(tb testing.TB, name string, def int) int {
 // BenchmarkRestart measures Open after a crash of a store holding
 // SKETCHD_RESTART_BENCH_SETTLED checkpointed small sketches (default a
 // million) and SKETCHD_RESTART_BENCH_UNSETTLED new ones in the log only
-// (default 50,000: the most the default CheckpointSketches lets wait
+// (default 20,000: the most the default CheckpointSketches lets wait
 // before writes are refused), EXPLICIT HLLs of 3 ids; the new ones are
 // written with checkpoints held off, then the store is abandoned as by
 // kill -9 (Crash) and opened with the default options. The peer is Open
@@ -47,7 +47,7 @@ func envInt(tb testing.TB, name string, def int) int {
 //	go test -run '^$' -bench Restart -benchtime 3x -count 2 ./internal/store/bolt
 func BenchmarkRestart(b *testing.B) {
 	settled := envInt(b, "SKETCHD_RESTART_BENCH_SETTLED", 1_000_000)
-	unsettled := envInt(b, "SKETCHD_RESTART_BENCH_UNSETTLED", 50_000)
+	unsettled := envInt(b, "SKETCHD_RESTART_BENCH_UNSETTLED", 20_000)
 	path := filepath.Join(b.TempDir(), "sketchd.db")
 	hold := Options{CheckpointInterval: 24 * time.Hour, CheckpointBytes: 1 << 40, CacheBytes: 1 << 40, CheckpointSketches: 1 << 30}
 	s, err := Open(path, hold)

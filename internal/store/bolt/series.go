@@ -228,7 +228,7 @@ func (s *DB) bucketKeys(name string) ([]string, error) {
 	keys := map[string]bool{}
 	for _, e := range s.dirtyBucketsOf(name) {
 		e.mu.Lock()
-		keys[e.name] = e.st != nil
+		keys[e.name] = e.exists()
 		e.mu.Unlock()
 	}
 	err := s.bdb.View(func(tx *bbolt.Tx) error {
@@ -273,7 +273,7 @@ func (s *DB) bucketsIn(name string, runs []series.Run) ([]string, error) {
 	var keys []found
 	for _, e := range s.dirtyBucketsOf(name) {
 		e.mu.Lock()
-		exists := e.st != nil
+		exists := e.exists()
 		e.mu.Unlock()
 		if !exists {
 			continue
@@ -526,7 +526,7 @@ func (s *DB) listKeys(ctx context.Context, keyPrefix string, bucket []byte, pref
 		n := e.name[len(keyPrefix):]
 		over[n] = struct{}{}
 		e.mu.Lock()
-		if e.st != nil {
+		if e.exists() {
 			mem = append(mem, n)
 		}
 		e.mu.Unlock()

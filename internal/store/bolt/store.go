@@ -75,7 +75,8 @@
 // # Memory
 //
 // Decoded sketches are cached up to Options.CacheBytes. Sketches changed
-// since the last checkpoint stay in memory until it runs; unchanged ones are
+// since the last checkpoint stay in memory until it runs (small ones as
+// their encoded record while nobody uses them: pack.go); unchanged ones are
 // evicted least recently used first, and small ones (smallEntryBytes) as
 // soon as nobody uses them: their record in bbolt's mapped pages is their
 // compact form, decoded on use. When changed sketches alone pass the
@@ -147,9 +148,14 @@ type Options struct {
 	CheckpointBytes int64
 	// CheckpointSketches starts a checkpoint once this many sketches
 	// (series buckets and definitions included) changed since the last
-	// one (default 25,000), and writes are refused with an Unavailable
+	// one (default 10,000), and writes are refused with an Unavailable
 	// error while twice as many wait for a checkpoint. It bounds what a
-	// restart after a crash replays, and the memory that takes.
+	// restart after a crash replays, and the memory that takes; and the
+	// memory a burst of new sketches holds until their checkpoint (the
+	// changed sketches, and the checkpoint's copy of them and bbolt's
+	// transaction while it runs): with 25,000, 100,000 new small sketches
+	// written as fast as they were accepted peaked at 50-57 MiB of
+	// anonymous memory, with 10,000 at 32-33, in the same time.
 	CheckpointSketches int
 	// CacheBytes bounds the decoded sketches kept in memory (default 512 MiB).
 	CacheBytes int64
@@ -158,6 +164,14 @@ type Options struct {
 	OpenTimeout time.Duration
 	Logger      *slog.Logger
 	Observer    Observer
+	// Released, if set, is called after a checkpoint let go of sketches
+	// it kept in memory only until they were in bbolt (small ones, which
+	// leave the cache once clean), with about how many bytes of heap they
+	// held. It runs on the checkpoint's goroutine and must return soon.
+	// The garbage collector frees that memory at its own pace and the
+	// runtime keeps it mapped for a while; a process that wants it back
+	// sooner acts here (cmd/sketchd: trim.go).
+	Released func(bytes int64)
 	// Now returns the time stamped on writes (default time.Now).
 	Now func() time.Time
 	// KeyWindow is how long an idempotency key is remembered after its
@@ -191,7 +205,7 @@ func (o *Options) setDefaults() {
 		o.CheckpointBytes = 64 << 20
 	}
 	if o.CheckpointSketches <= 0 {
-		o.CheckpointSketches = 25_000
+		o.CheckpointSketches = 10_000
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 512 << 20
@@ -255,10 +269,13 @@ type DB struct {
 	entries    map[string]*entry
 	lru        *list.List // unpinned, clean entries; front = most recent
 	cacheBytes int64
+	// loadDone (on cacheMu) is broadcast whenever an entry's load ends:
+	// its other acquirers wait on it for their entry's loading to clear.
+	loadDone sync.Cond
 
 	dirtyMu    sync.Mutex
-	dirty      map[*entry]struct{} // changed since the running checkpoint took its copies
-	dirtyIdx   dirtyIndex          // every entry whose dirty flag is set, by key
+	dirty      []*entry   // changed since the running checkpoint took its copies (entry.inDirty), each once
+	dirtyIdx   dirtyIndex // every entry whose dirty flag is set, by key
 	dirtyBytes atomic.Int64
 	dirtyN     atomic.Int64 // len(dirty)
 	unsettled  atomic.Int64 // dirtyIdx.len()
@@ -292,29 +309,40 @@ type entry struct {
 	name string
 
 	// Guarded by DB.cacheMu.
-	pins      int
 	lru       *list.Element
 	accounted int64
-
-	// loaded is closed once st (or loadErr) is set by the acquire that
-	// read the sketch from bbolt, outside the cache lock.
-	loaded  chan struct{}
-	loadErr error
+	loadErr   error
 
 	mu   sync.Mutex
 	st   *state
 	snap *snapshot // a running checkpoint's copy, still to take before any change
-	// unreadable marks an entry without a state whose stored record cannot
-	// be decoded (acquireTolerant): a checkpoint never deletes its record
-	// unless a delete cleared the mark.
-	unreadable bool
-	gen        uint64 // counts changes; a checkpoint clears dirty only if none followed its copy
+	gen  uint64    // counts changes; a checkpoint clears dirty only if none followed its copy
 	// enc, if set, is st's record as a checkpoint writes it, valid while
 	// gen is encGen: a state replayed from a log put is not encoded again.
 	enc    []byte
 	encGen uint64
-	dirty  atomic.Bool  // changed since the last committed checkpoint: not evictable; set and cleared under DB.dirtyMu, with dirtyIdx
 	mem    atomic.Int64 // st.memory(), refreshed after each change
+
+	// The small fields last, together: an entry is 144 bytes, and with
+	// many small sketches entries are much of the memory.
+
+	pins int32 // guarded by DB.cacheMu
+	// loading (guarded by DB.cacheMu) is set until st (or loadErr) is
+	// set by the acquire that reads the sketch from bbolt, outside the
+	// cache lock: other acquirers wait for DB.loadDone until it clears.
+	// (A channel each, as before, cost 96 bytes an entry.)
+	loading bool
+	// unreadable marks an entry without a state whose stored record cannot
+	// be decoded (acquireTolerant): a checkpoint never deletes its record
+	// unless a delete cleared the mark.
+	unreadable bool
+	inDirty    bool // in DB.dirty; guarded by DB.dirtyMu
+	// packed marks a changed small sketch nobody uses kept as its record
+	// until its checkpoint: st is nil and enc (valid for gen) holds it
+	// (pack.go). Set by its last user with mu and DB.cacheMu held,
+	// cleared with mu held.
+	packed atomic.Bool
+	dirty  atomic.Bool // changed since the last committed checkpoint: not evictable; set and cleared under DB.dirtyMu, with dirtyIdx
 }
 
 // Open opens (creating if needed) the store at path and its log in
@@ -345,13 +373,15 @@ func Open(path string, opts Options) (*DB, error) {
 // newDB returns a DB over the open bbolt file bdb, with nothing loaded.
 // opts has its defaults set.
 func newDB(path string, opts Options, bdb *bbolt.DB) *DB {
-	return &DB{
+	s := &DB{
 		opts: opts, path: path, walDir: path + ".wal", bdb: bdb,
-		entries: map[string]*entry{}, lru: list.New(), dirty: map[*entry]struct{}{},
+		entries: map[string]*entry{}, lru: list.New(),
 		counts: map[countKey]int{}, estimates: map[string]metricValue{},
 		stop: make(chan struct{}), done: make(chan struct{}), cpKick: make(chan struct{}, 1),
 		keys: newKeyTable(opts.KeyWindow, opts.KeyBytes),
 	}
+	s.loadDone.L = &s.cacheMu
+	return s
 }
 
 // openSafely runs open, turning a panic or fault on a damaged page into an

@@ -110,16 +110,18 @@ func (s *DB) acquireTolerant(name string) (*entry, error) {
 			s.lru.Remove(have.lru)
 			have.lru = nil
 		}
+		err := s.readyLocked(have)
 		s.cacheMu.Unlock()
-		<-have.loaded
-		if have.loadErr != nil {
+		if err == nil {
+			err = s.unpackPinned(have)
+		}
+		if err != nil {
 			s.release(have)
-			return nil, have.loadErr
+			return nil, err
 		}
 		return have, nil
 	}
-	e = &entry{name: name, pins: 1, loaded: make(chan struct{}), unreadable: true}
-	close(e.loaded)
+	e = &entry{name: name, pins: 1, unreadable: true}
 	s.entries[name] = e
 	s.cacheMu.Unlock()
 	return e, nil

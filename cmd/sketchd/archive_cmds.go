@@ -16,6 +16,7 @@ import (
 	apiclient "github.com/sketchd/sketchd/client"
 	"github.com/sketchd/sketchd/internal/archive"
 	"github.com/sketchd/sketchd/internal/backup"
+	"github.com/sketchd/sketchd/internal/pace"
 	"github.com/sketchd/sketchd/internal/store/bolt"
 	"github.com/sketchd/sketchd/internal/store/postgres"
 )
@@ -168,11 +169,20 @@ func runBackup(ctx context.Context, args []string, stdout, term io.Writer) error
 	tokenFile := fs.String("token-file", "", "a file holding an admin token (its first line's first field)")
 	out := fs.String("o", "", "the archive file to write")
 	caFile := fs.String("ca-file", "", "PEM file of the CA that signed an https -url's certificate (default: the system's roots)")
+	maxRate := fs.String("max-rate", "", "read the archive at most this many bytes a second, with k, M or G after the number (20M): the server then sends it no faster, leaving more of its cores and disk to writers (default: no limit)")
 	if help, err := parseSub(fs, "backup", backupUsage, args, stdout); help || err != nil {
 		return err
 	}
 	if *url == "" || *out == "" {
 		return errors.New("backup: -url and -o are required (sketchd backup -h lists the flags)")
+	}
+	var rate float64
+	if *maxRate != "" {
+		r, err := pace.ParseRate(*maxRate)
+		if err != nil {
+			return fmt.Errorf("backup: -max-rate: %w", err)
+		}
+		rate = r
 	}
 	var opts []apiclient.Option
 	if *tokenFile != "" {
@@ -189,7 +199,7 @@ func runBackup(ctx context.Context, args []string, stdout, term io.Writer) error
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	counts, err := saveBackup(ctx, c, *out, newProgress(term, "backup"))
+	counts, err := saveBackup(ctx, c, *out, rate, newProgress(term, "backup"))
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
@@ -198,9 +208,10 @@ func runBackup(ctx context.Context, args []string, stdout, term io.Writer) error
 }
 
 // saveBackup streams c's backup into path.tmp while checking it, then
-// syncs it and renames it to path. On any failure path.tmp is removed
-// and path is untouched.
-func saveBackup(ctx context.Context, c *apiclient.Client, path string, p *progress) (counts archive.Counts, err error) {
+// syncs it and renames it to path, reading at most rate bytes a second
+// (0: no limit). On any failure path.tmp is removed and path is
+// untouched.
+func saveBackup(ctx context.Context, c *apiclient.Client, path string, rate float64, p *progress) (counts archive.Counts, err error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -214,8 +225,12 @@ func saveBackup(ctx context.Context, c *apiclient.Client, path string, p *progre
 	}()
 	pr, pw := io.Pipe()
 	fetched := make(chan error, 1)
+	var to io.Writer = io.MultiWriter(f, pw)
+	if rate > 0 {
+		to = pace.NewWriter(to, rate)
+	}
 	go func() {
-		_, err := c.Backup(ctx, io.MultiWriter(f, pw))
+		_, err := c.Backup(ctx, to)
 		pw.CloseWithError(err)
 		fetched <- err
 	}()

@@ -133,6 +133,18 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 		t.Errorf("backup with the admin token: %v", err)
 	}
 
+	// -max-rate paces the reading and changes nothing in the archive; a
+	// rate that does not parse is refused before anything is read.
+	paced := filepath.Join(dir, "paced.skar")
+	if _, err := runCmd("backup", "-url", "http://"+addr, "-max-rate", "500M", "-o", paced); err != nil {
+		t.Errorf("backup -max-rate 500M: %v", err)
+	} else if pb, err := os.ReadFile(paced); err != nil || len(pb) != len(b) {
+		t.Errorf("the paced archive has %d bytes (%v), the unpaced one %d", len(pb), err, len(b))
+	}
+	if _, err := runCmd("backup", "-url", "http://"+addr, "-max-rate", "20MB", "-o", failed); err == nil || !strings.Contains(err.Error(), "-max-rate") {
+		t.Errorf("backup -max-rate 20MB: %v, want an error naming -max-rate", err)
+	}
+
 	// A damaged or truncated archive is refused, naming record and
 	// offset, and creates no target.
 	for name, d := range map[string][]byte{

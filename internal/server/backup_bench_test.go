@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sketchd/sketchd/internal/hll"
+	"github.com/sketchd/sketchd/internal/pace"
 )
 
 func benchEnvInt(tb testing.TB, name string, def int) int {
@@ -256,13 +257,26 @@ func BenchmarkAddsDuringBackup(b *testing.B) {
 			<-done
 			return p99(lat), runs
 		}
+		// SKETCHD_BACKUP_BENCH_RATE reads each backup at that rate, as
+		// sketchd backup -max-rate does (20M: 20 MB a second).
+		var rate float64
+		if v := os.Getenv("SKETCHD_BACKUP_BENCH_RATE"); v != "" {
+			r, err := pace.ParseRate(v)
+			if err != nil {
+				b.Fatalf("SKETCHD_BACKUP_BENCH_RATE: %v", err)
+			}
+			rate = r
+		}
 		backup := func() error {
-			// Read to io.Discard: a backup's reader is another process.
 			resp, err := e.srv.Client().Get(e.srv.URL + "/v1/backup")
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(io.Discard, resp.Body)
+			var to io.Writer = io.Discard
+			if rate > 0 {
+				to = pace.NewWriter(to, rate)
+			}
+			_, err = io.Copy(to, resp.Body)
 			resp.Body.Close()
 			if err != nil || resp.StatusCode != http.StatusOK {
 				return fmt.Errorf("backup: %d %v", resp.StatusCode, err)

@@ -43,20 +43,7 @@ func TestBackupRefusesDamagedValue(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	bdb, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = bdb.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketSketches)
-		v := append([]byte(nil), b.Get([]byte("victim"))...)
-		v[len(v)-6] ^= 1
-		return b.Put([]byte("victim"), v)
-	})
-	bdb.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rewriteStored(t, path, "victim", func(v []byte) []byte { v[len(v)-6] ^= 1; return v })
 	// Not reopen: its cleanup checks the file, which is damaged on purpose.
 	obs := &countingObserver{}
 	if s, err = Open(path, Options{CheckpointInterval: time.Hour, Observer: obs}); err != nil {
@@ -132,22 +119,10 @@ func TestBackupRefusesUndecodableValue(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	bdb, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = bdb.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketSketches)
-		v := b.Get([]byte("victim"))
-		end := len(v) - recordCRCLen
-		short := append([]byte(nil), v[:end-1]...)
-		short = binary.BigEndian.AppendUint32(short, recordCRC("victim", short))
-		return b.Put([]byte("victim"), short)
+	rewriteStored(t, path, "victim", func(v []byte) []byte {
+		short := v[:len(v)-recordCRCLen-1]
+		return binary.BigEndian.AppendUint32(short, recordCRC("victim", short))
 	})
-	bdb.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if s, err = Open(path, Options{CheckpointInterval: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +131,27 @@ func TestBackupRefusesUndecodableValue(t *testing.T) {
 	err = s.Backup(ctx, w)
 	if errors.Is(err, errChecksum) || sketch.KindOf(err) != sketch.Damaged || !strings.Contains(err.Error(), `"victim"`) || !errors.Is(err, hll.ErrTooShort) {
 		t.Fatalf("backup over an undecodable record: %v, want a Damaged error naming it, for a body too short", err)
+	}
+}
+
+// rewriteStored replaces the stored record of the sketch name in the
+// data file of a stopped store at path with what edit makes of a copy
+// of it.
+func rewriteStored(t *testing.T, path, name string, edit func([]byte) []byte) {
+	t.Helper()
+	bdb, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSketches)
+		return b.Put([]byte(name), edit(bytes.Clone(b.Get([]byte(name)))))
+	})
+	if cerr := bdb.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

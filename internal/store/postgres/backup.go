@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sketchd/sketchd/internal/archive"
 	"github.com/sketchd/sketchd/internal/backup"
@@ -28,9 +29,9 @@ func (s *DB) BackupSource() byte { return archive.SourcePostgres }
 // backup with a Damaged error naming it. Sketches expired at the
 // backup's moment and idempotency keys past their window are left out.
 //
-// On Citus each worker's rows are read in that worker's snapshot: the
-// archive is consistent per shard group (a sketch with its keys), not
-// across workers, unless writes stop while it is taken.
+// On Citus each worker's rows are read in a snapshot of that worker's,
+// taken by the transaction's first statement there; citusMoment takes
+// them all at one moment, with no distributed commit in between.
 func (s *DB) Backup(ctx context.Context, w *archive.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -46,7 +47,11 @@ func (s *DB) Backup(ctx context.Context, w *archive.Writer) error {
 	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
 		return s.classify(ctx, err, "backup")
 	}
-	if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
+	if s.placements != nil {
+		if err := s.citusMoment(ctx, tx); err != nil {
+			return err
+		}
+	} else if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
 		return s.classify(ctx, err, "backup")
 	}
 	now := s.opts.Now()
@@ -61,6 +66,54 @@ func (s *DB) Backup(ctx context.Context, w *archive.Writer) error {
 		return err
 	}
 	return s.backupKeys(ctx, tx, w, now)
+}
+
+// citusMoment takes the snapshots tx reads the workers in at one moment.
+// A write that spans workers commits on each in two phases, and a worker
+// snapshot taken between two workers' second phases would hold it on one
+// and not the other: half an event in the archive. So, as Citus's own
+// citus_create_restore_point does, another transaction locks
+// pg_dist_transaction, where every two-phase commit records itself
+// before its second phase and which it holds until that phase is done
+// on every worker: once the lock is granted no such commit is under way,
+// and none starts one until it is let go. Meanwhile tx, held to one
+// connection a worker (citus.max_adaptive_executor_pool_size = 1, so
+// every later statement reuses it and its snapshot), runs one statement
+// on every shard of sketchd_sketches, and so on every worker that holds
+// any of the co-located tables. Writes that span workers wait for those
+// few milliseconds; writes on one worker commit in one phase and are
+// whole in any snapshot.
+//
+// Locking a Citus catalog needs a superuser, or a role granted UPDATE on
+// pg_dist_transaction (docs/scale-out.md): without it the backup goes on
+// with each worker's snapshot taken as its first statement there runs,
+// and says so in the log.
+func (s *DB) citusMoment(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, "SET LOCAL citus.max_adaptive_executor_pool_size = 1"); err != nil {
+		return s.classify(ctx, err, "backup")
+	}
+	lock, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.classify(ctx, err, "backup")
+	}
+	defer lock.Rollback(context.WithoutCancel(ctx))
+	if _, err := lock.Exec(ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
+		return s.classify(ctx, err, "backup")
+	}
+	if _, err := lock.Exec(ctx, "LOCK TABLE pg_catalog.pg_dist_transaction IN EXCLUSIVE MODE"); err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42501" {
+			return s.classify(ctx, fmt.Errorf("pausing two-phase commits for the backup's snapshots: %w", err), "backup")
+		}
+		s.log.Warn("backup: sketchd's role may not lock pg_dist_transaction, so writes that span workers are not paused while the backup takes each worker's snapshot: an event committed meanwhile may be in the archive on one worker and not another (docs/scale-out.md)", "err", err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM (SELECT 1 FROM sketchd_sketches LIMIT 1) AS t"); err != nil {
+		return s.classify(ctx, err, "backup")
+	}
+	if err := lock.Commit(ctx); err != nil {
+		return s.classify(ctx, err, "backup")
+	}
+	return nil
 }
 
 // each runs q and calls fn for each row, classifying database errors.

@@ -5,7 +5,6 @@
 package pace
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -66,11 +65,7 @@ func ParseRate(s string) (float64, error) {
 	}
 	r := v * mult
 	if r < 1 || math.IsInf(r, 0) || math.IsNaN(r) {
-		return 0, errRateRange(s)
+		return 0, fmt.Errorf("rate %q: want at least 1 byte a second", s)
 	}
 	return r, nil
-}
-
-func errRateRange(s string) error {
-	return errors.New("rate " + strconv.Quote(s) + ": want at least 1 byte a second")
 }

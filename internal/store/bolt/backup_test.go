@@ -134,6 +134,23 @@ func TestBackupRefusesUndecodableValue(t *testing.T) {
 	}
 }
 
+// checkpointsUntil runs checkpoints of s back to back until stop is
+// closed, failing t on the first error.
+func checkpointsUntil(t *testing.T, s *DB, stop <-chan struct{}) {
+	ctx := context.Background()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if err := s.Checkpoint(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
 // rewriteStored replaces the stored record of the sketch name in the
 // data file of a stopped store at path with what edit makes of a copy
 // of it.
@@ -446,21 +463,7 @@ func TestBackupDuringCheckpoints(t *testing.T) {
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := s.Checkpoint(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
+	wg.Go(func() { checkpointsUntil(t, s, stop) })
 	kind, err := sketch.Lookup(sketch.TypeHLL)
 	if err != nil {
 		t.Fatal(err)

@@ -190,21 +190,8 @@ func TestPackedConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	bg.Add(2)
-	go func() {
-		defer bg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := s.Checkpoint(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
+	bg.Go(func() { checkpointsUntil(t, s, stop) })
+	bg.Add(1)
 	go func() {
 		defer bg.Done()
 		for i := 0; ; i++ {

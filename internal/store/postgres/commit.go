@@ -678,9 +678,9 @@ func (s *DB) commitAdds(group []*op, rows []*row, start time.Time) error {
 // header, which it turns into an empty HLL at the stored parameters (the
 // delta an add-only write builds).
 func decodeLocked(kindName string, b []byte, full bool) (sketch.Sketch, bool, error) {
-	kind, err := sketch.LookupFor(sketch.Type(kindName), b)
+	kind, err := storedKind(kindName, b)
 	if err != nil {
-		return nil, false, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+		return nil, false, err
 	}
 	if kind.Type == sketch.TypeHLL && !full {
 		if len(b) != 3 {
@@ -699,6 +699,15 @@ func decodeLocked(kindName string, b []byte, full bool) (sketch.Sketch, bool, er
 		return nil, false, sketch.Wrap(sketch.Internal, err, "a stored sketch does not decode")
 	}
 	return sk, false, nil
+}
+
+// storedKind is the kind of a stored sketch of kind kindName and bytes b.
+func storedKind(kindName string, b []byte) (*sketch.Kind, error) {
+	kind, err := sketch.LookupFor(sketch.Type(kindName), b)
+	if err != nil {
+		return nil, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+	}
+	return kind, nil
 }
 
 // body returns what goes in the hll column and what in data.

@@ -560,9 +560,9 @@ func checkedRow(name, kind string, b, sum []byte) (sketch.Params, error) {
 // Check, which does not build the sketch (a FULL HLL's registers are not
 // unpacked).
 func checkStored(kindName string, b []byte) (sketch.Params, error) {
-	kind, err := sketch.LookupFor(sketch.Type(kindName), b)
+	kind, err := storedKind(kindName, b)
 	if err != nil {
-		return nil, sketch.Wrap(sketch.Internal, err, "a stored sketch has an unknown kind")
+		return nil, err
 	}
 	p, err := kind.Checked(b)
 	if err != nil {

@@ -161,6 +161,10 @@ func RegisterAnswer(p Params, a, b []uint8, e Estimator) Answer {
 	return histAnswer(p, &hist, e)
 }
 
+// HistogramAnswer is Answer for a sketch at p in register form whose
+// registers' histogram is hist: a FULL sketch's Answer.
+func HistogramAnswer(p Params, hist *[128]int, e Estimator) Answer { return histAnswer(p, hist, e) }
+
 // histAnswer is Answer for a register histogram.
 func histAnswer(p Params, hist *[128]int, e Estimator) Answer {
 	m := float64(p.NumRegisters())

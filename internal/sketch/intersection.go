@@ -294,24 +294,17 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 
 	// Two FULL sketches by the MLE: one pass over their registers gives
 	// the union term and the joint statistic.
-	var scan *pairScan
 	if method == MethodMLE {
-		if scan = newPairScan(ops[0], ops[1]); scan != nil {
+		if scan := newPairScan(ops[0], ops[1]); scan != nil {
 			defer scan.release()
+			return intersectScanned(ops, scan, method, folded), nil
 		}
 	}
-	var terms []term
-	var err error
-	if scan != nil {
-		terms = scan.terms(ops)
-	} else if terms, err = unionTerms(ops); err != nil {
+	terms, err := unionTerms(ops)
+	if err != nil {
 		return Intersection{}, err
 	}
-	res := Intersection{Log2m: log2m, Method: method}
-	res.Terms = make([]Term, len(terms))
-	for i, t := range terms {
-		res.Terms[i] = Term{Sketches: t.names, Cardinality: t.card}
-	}
+	res := Intersection{Log2m: log2m, Method: method, Terms: publicTerms(terms)}
 
 	minOp, _ := smallestLargest(ops)
 	var est pairExtras
@@ -324,8 +317,6 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	case allExplicit(ops):
 		exact = true
 		est = exactPair(ops, float64(exactIntersection(ops)))
-	case scan != nil:
-		est = scan.mle(ops[0], ops[1])
 	case method == MethodMLE:
 		est, err = mlePair(ops[0], ops[1], log2m)
 		if err != nil {
@@ -336,6 +327,24 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 	}
 	finish(&res, ops, est, exact, folded)
 	return res, nil
+}
+
+// intersectScanned is Intersect's answer for two FULL operands by the
+// MLE, from the scan of their registers (or a joint table read as one:
+// IntersectJoint).
+func intersectScanned(ops []operand, s *pairScan, method Method, folded bool) Intersection {
+	res := Intersection{Log2m: s.p.Log2m, Method: method, Terms: publicTerms(s.terms(ops))}
+	finish(&res, ops, s.mle(ops[0], ops[1]), false, folded)
+	return res
+}
+
+// publicTerms returns the answer's terms of the union terms.
+func publicTerms(terms []term) []Term {
+	out := make([]Term, len(terms))
+	for i, t := range terms {
+		out[i] = Term{Sketches: t.names, Cardinality: t.card}
+	}
+	return out
 }
 
 // smallestLargest returns the operands with the smallest and the largest

@@ -43,6 +43,7 @@ type config struct {
 	debugAddr          string
 	postgres           string
 	postgresMaxConns   int
+	postgresRankOnNode bool
 	recoverPastDamage  bool
 	keyWindow          time.Duration
 	keyBytes           int64
@@ -190,6 +191,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.logFormat, "log-format", "", "json or text (default text when stderr is a terminal, json otherwise)")
 	fs.StringVar(&c.postgres, "postgres", "", "keep sketches in this PostgreSQL database (a libpq connection string or URL; needs the hll extension) instead of -data, so several nodes can share them")
 	fs.IntVar(&c.postgresMaxConns, "postgres-max-conns", 8, "most connections this node opens to PostgreSQL (with -postgres)")
+	fs.BoolVar(&c.postgresRankOnNode, "postgres-rank-on-node", false, "with -postgres, a rank reads every candidate on this node even where the sketchd_hll extension (pg/sketchd_hll) would compare them with the target on the database")
 	fs.BoolVar(&c.recoverPastDamage, "recover-past-damage", false, "start although the write-ahead log is damaged or does not match the data file: replay up to the damage, keep damaged log segments aside as *.damaged and log what was dropped (acknowledged writes are lost; use once, after reading the refusal)")
 	fs.DurationVar(&c.keyWindow, "idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered after its write, so a retry with it replays the answer")
 	fs.Int64Var(&c.keyBytes, "idempotency-max-bytes", 256<<20, "memory (bbolt) or table space (PostgreSQL) for the Idempotency-Keys kept, with their answers, in bytes; past it the oldest are dropped before their window ends")

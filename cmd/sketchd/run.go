@@ -246,6 +246,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger, obs *observer,
 		defer cancel()
 		return postgres.Open(octx, cfg.postgres, postgres.Options{
 			MaxConns:     int32(cfg.postgresMaxConns),
+			RankOnNode:   cfg.postgresRankOnNode,
 			CacheBytes:   cfg.cacheBytes,
 			WriteTimeout: cfg.writeTimeout,
 			KeyWindow:    cfg.keyWindow,

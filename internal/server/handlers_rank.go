@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/theta"
 )
@@ -335,6 +336,11 @@ type ranker struct {
 	// (ceiling); noCeiling compares every candidate (tests).
 	passed    int
 	noCeiling bool
+	// view reads candidates by name (the store's View), for a joint
+	// table the target's intersection does not take.
+	view func(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error
+	// onDatabase counts the candidates compared by their joint tables.
+	onDatabase atomic.Int64
 }
 
 // ceiling reports whether the candidate sk cannot enter the top K: ranked
@@ -352,24 +358,32 @@ func (k *ranker) ceiling(sk sketch.Sketch) bool {
 		return false
 	}
 	c, _ := sketch.HLLOf(sk)
-	k.mu.Lock()
-	full := len(k.h) == k.keep
-	var least float64
-	if full {
-		least = k.h[0].value
-	}
-	k.mu.Unlock()
-	if !full {
+	if !k.full() {
 		return false
 	}
 	top, ok := sketch.IntersectCeiling(t, c)
-	if !ok || !(top < least) {
+	return ok && k.below(top)
+}
+
+// full reports whether the top K + 1 are kept, so that a candidate may
+// be passed over.
+func (k *ranker) full() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.h) == k.keep
+}
+
+// below reports whether a candidate whose estimate is at most top
+// cannot enter the kept entries, and if so counts it as scanned and
+// passed over.
+func (k *ranker) below(top float64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.h) < k.keep || !(top < k.h[0].value) {
 		return false
 	}
-	k.mu.Lock()
 	k.n++
 	k.passed++
-	k.mu.Unlock()
 	return true
 }
 
@@ -438,11 +452,52 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 		if !ok {
 			return fmt.Errorf("rank: an intersection answered %T", resp)
 		}
-		e.x = bounded{Estimate: a.Estimate, Error: a.Error, Lower: a.Lower, Upper: a.Upper}
-		e.verdict, e.text, e.method, e.warnings = a.Verdict, a.VerdictText, a.Method, a.Warnings
-		tCount, e.count = a.Terms[0].Cardinality, a.Terms[1].Cardinality
-		jac = a.Jaccard
+		tCount, jac = e.fromIntersection(a)
 	}
+	k.keepEntry(e, tCount, jac, func(in *sketch.Info) { sk.Describe(in) })
+	return nil
+}
+
+// addJoint is add for a candidate known by its joint table with the
+// target (JointRanker), with the answer add gives the candidate itself.
+// A table the target's intersection does not take (sketch.ErrJointIneligible)
+// has the candidate read by name instead.
+func (k *ranker) addJoint(ctx context.Context, label string, j *sketch.Joint) error {
+	t, _ := sketch.HLLOf(k.target)
+	if !k.noCeiling && k.p.by == rankIntersection {
+		if top, ok := sketch.JointCeiling(t, j); ok && k.below(top) {
+			return nil
+		}
+	}
+	x, err := sketch.IntersectJoint([]string{k.label, label}, t, j, k.p.method)
+	if errors.Is(err, sketch.ErrJointIneligible) && k.view != nil {
+		return k.view(ctx, []string{label}, func(sks []sketch.Sketch) error { return k.add(label, sks[0]) })
+	}
+	if err != nil {
+		return err
+	}
+	e := &rankEntry{name: label}
+	tCount, jac := e.fromIntersection(intersectionDTO(x))
+	k.keepEntry(e, tCount, jac, func(in *sketch.Info) {
+		a := j.CandidateAnswer(hll.PostgreSQLEstimator)
+		in.Cardinality, in.StdError, in.Lower, in.Upper = a.Estimate, a.StdError, a.LowerBound, a.UpperBound
+	})
+	return nil
+}
+
+// fromIntersection fills e from the pair's /v1/intersection answer a and
+// returns the target's count and the pair's Jaccard index.
+func (e *rankEntry) fromIntersection(a intersectionResponse) (tCount float64, jac *bounded) {
+	e.x = bounded{Estimate: a.Estimate, Error: a.Error, Lower: a.Lower, Upper: a.Upper}
+	e.verdict, e.text, e.method, e.warnings = a.Verdict, a.VerdictText, a.Method, a.Warnings
+	e.count = a.Terms[1].Cardinality
+	return a.Terms[0].Cardinality, a.Jaccard
+}
+
+// keepEntry sets e's measure (describe gives the candidate's own count
+// and error, for a containment in the target) and keeps e if it is among
+// the best so far.
+func (k *ranker) keepEntry(e *rankEntry, tCount float64, jac *bounded, describe func(*sketch.Info)) {
 	switch {
 	case k.p.by == rankIntersection:
 		e.value, e.err, e.lower, e.upper = e.x.Estimate, e.x.Error, e.x.Lower, e.x.Upper
@@ -452,7 +507,7 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 		e.value, e.err, e.lower, e.upper = share(e.x, tCount, k.sigmaT, k.z)
 	default:
 		var in sketch.Info
-		sk.Describe(&in)
+		describe(&in)
 		e.value, e.err, e.lower, e.upper = share(e.x, e.count, relErr(in), k.z)
 	}
 	k.mu.Lock()
@@ -465,7 +520,6 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 		k.h[0] = e
 		heap.Fix(&k.h, 0)
 	}
-	return nil
 }
 
 // thetaPair fills e from one theta intersection of the target t and the
@@ -503,10 +557,11 @@ var errRankStopped = errors.New("rank: stopped")
 // candidates wait), wait closes the feed and returns the first worker's
 // error. A rank so holds at most 2 × workers candidates at once beside
 // its top K. A worker that panics answers an internal error.
-func (k *ranker) parallel(ctx context.Context, workers int) (feed func(string, sketch.Sketch) error, wait func() error) {
+func (k *ranker) parallel(ctx context.Context, workers int) (feed func(string, sketch.Sketch) error, feedJoint func(string, *sketch.Joint, sketch.Sketch) error, wait func() error) {
 	type job struct {
 		label string
 		sk    sketch.Sketch
+		j     *sketch.Joint
 	}
 	jobs := make(chan job, workers)
 	var wg sync.WaitGroup
@@ -536,18 +591,30 @@ func (k *ranker) parallel(ctx context.Context, workers int) (feed func(string, s
 				if failed.Load() {
 					continue
 				}
-				if err := k.add(j.label, j.sk); err != nil {
+				var err error
+				if j.j != nil {
+					k.onDatabase.Add(1)
+					err = k.addJoint(ctx, j.label, j.j)
+				} else {
+					err = k.add(j.label, j.sk)
+				}
+				if err != nil {
 					fail(err)
 				}
 			}
 		}()
 	}
-	feed = func(label string, sk sketch.Sketch) error {
+	feed = func(label string, sk sketch.Sketch) error { return feedJoint(label, nil, sk) }
+	feedJoint = func(label string, j *sketch.Joint, sk sketch.Sketch) error {
 		if failed.Load() {
 			return errRankStopped
 		}
+		jb := job{label: label, j: j}
+		if j == nil {
+			jb.sk = sk.Clone()
+		}
 		select {
-		case jobs <- job{label, sk.Clone()}:
+		case jobs <- jb:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -558,7 +625,7 @@ func (k *ranker) parallel(ctx context.Context, workers int) (feed func(string, s
 		wg.Wait()
 		return first
 	}
-	return feed, wait
+	return feed, feedJoint, wait
 }
 
 // share is the intersection x as a share of a set of count c whose
@@ -661,8 +728,18 @@ func (s *Server) rank(ctx context.Context, p rankPlan) (*rankedResponse, error) 
 	var skipped []string
 	if p.prefix != nil {
 		limit := s.cfg.MaxRankCandidates
-		feed, wait := k.parallel(ctx, rankWorkers())
-		n, err := s.store.EachPrefix(ctx, *p.prefix, exclude, limit, feed)
+		feed, feedJoint, wait := k.parallel(ctx, rankWorkers())
+		var n int
+		var err error
+		jr, ok := s.store.(JointRanker)
+		t, isHLL := sketch.HLLOf(target)
+		if ok = ok && isHLL && sketch.JointTarget(t, p.method); ok {
+			k.view = s.store.View
+			n, ok, err = jr.EachPrefixJoint(ctx, *p.prefix, exclude, limit, t, feedJoint)
+		}
+		if !ok {
+			n, err = s.store.EachPrefix(ctx, *p.prefix, exclude, limit, feed)
+		}
 		if werr := wait(); werr != nil && (err == nil || errors.Is(err, errRankStopped)) {
 			err = werr
 		}
@@ -676,7 +753,7 @@ func (s *Server) rank(ctx context.Context, p rankPlan) (*rankedResponse, error) 
 			return nil, sketch.Errorf(sketch.NotFound, "candidates.prefix: no sketch's name starts with %s (the target left out)", quoteLabel(*p.prefix))
 		}
 	} else {
-		feed, wait := k.parallel(ctx, rankWorkers())
+		feed, _, wait := k.parallel(ctx, rankWorkers())
 		skipped, err = s.rankList(ctx, p, exclude, feed, resp)
 		if werr := wait(); werr != nil && (err == nil || errors.Is(err, errRankStopped)) {
 			err = werr
@@ -688,6 +765,7 @@ func (s *Server) rank(ctx context.Context, p rankPlan) (*rankedResponse, error) 
 			return nil, sketch.Errorf(sketch.NotFound, "candidates: none of the %d sketches named exists (the target left out)", len(p.candidates))
 		}
 	}
+	s.rankedOnDatabase.Add(k.onDatabase.Load())
 	resp.Scanned, resp.Skipped, resp.Complete = k.n, len(skipped), len(skipped) == 0
 	if len(skipped) > 0 {
 		shown := skipped[:min(len(skipped), maxRankSkipped)]

@@ -120,6 +120,9 @@ type Server struct {
 	draining atomic.Bool
 	// bodyBytes is the body memory reserved by requests in progress.
 	bodyBytes atomic.Int64
+	// rankedOnDatabase counts the rank candidates compared by the joint
+	// tables a JointRanker computed on the database.
+	rankedOnDatabase atomic.Int64
 	bufs      sync.Pool // *[]byte
 	hashBufs  sync.Pool
 	// inflight holds the Idempotency-Keys of requests running here.

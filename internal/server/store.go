@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 )
@@ -109,6 +110,18 @@ type Store interface {
 	View(ctx context.Context, names []string, fn func([]sketch.Sketch) error) error
 	// Ready reports whether the backend takes writes now (/readyz).
 	Ready() bool
+}
+
+// JointRanker is a backend that compares a rank's candidates with an HLL
+// target where they are stored (PostgreSQL and Citus with the sketchd_hll
+// extension): EachPrefixJoint is EachPrefix for a target for which
+// sketch.JointTarget holds, calling fn with each candidate's joint table
+// with the target (sk nil) or, for a candidate the table does not answer,
+// the candidate itself (j nil), in no particular order. ok false: it read
+// nothing and cannot here; the caller uses EachPrefix.
+type JointRanker interface {
+	EachPrefixJoint(ctx context.Context, prefix, exclude string, limit int, target *hll.Sketch,
+		fn func(name string, j *sketch.Joint, sk sketch.Sketch) error) (n int, ok bool, err error)
 }
 
 // SeriesStore is the part of the contract that keeps series: named

@@ -51,3 +51,7 @@ func WholeGroups(opts Options) Options {
 	opts.wholeGroups = true
 	return opts
 }
+
+// JointFunc is the function a rank runs on the database, "" without the
+// sketchd_hll extension.
+func (s *DB) JointFunc() string { return s.jointFn }

@@ -83,6 +83,10 @@ type Options struct {
 	// KeySweepInterval is how often a node deletes old idempotency keys
 	// (default 1 minute).
 	KeySweepInterval time.Duration
+	// RankOnNode makes a rank read every candidate on this node even
+	// where the sketchd_hll extension could compute their joint tables
+	// on the database (rank.go): -postgres-rank-on-node.
+	RankOnNode bool
 
 	// Tracer, if set, sees every statement the store sends (pgx's
 	// QueryTracer, and BatchTracer if it implements it): for tests that
@@ -168,6 +172,9 @@ type DB struct {
 	// elsewhere), so that writes to one worker commit in one phase
 	// (placement.go).
 	placements *placements
+	// jointFn is the extension's function a rank runs on the database,
+	// "" without it (rank.go).
+	jointFn string
 }
 
 // known is what a node last saw of a sketch: its kind, and its
@@ -251,14 +258,30 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: reading Citus's metadata: %w", err)
 	}
+	var jointFn string
+	if !opts.RankOnNode {
+		err = pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+			var citus bool
+			if err := c.QueryRow(ctx, citusSQL).Scan(&citus); err != nil {
+				return err
+			}
+			jointFn = openJoint(ctx, c.Conn(), citus, opts.Logger)
+			return nil
+		})
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("postgres: looking for Citus: %w", err)
+		}
+	}
 	s := &DB{
-		opts:   opts,
-		pool:   pool,
-		log:    opts.Logger,
-		queue:  make(chan *op, 4096),
-		squeue: make(chan *seriesOp, 4096),
-		done:   make(chan struct{}),
-		kick:   make(chan struct{}, 1),
+		jointFn: jointFn,
+		opts:    opts,
+		pool:    pool,
+		log:     opts.Logger,
+		queue:   make(chan *op, 4096),
+		squeue:  make(chan *seriesOp, 4096),
+		done:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
 
 		buckets:    newBucketCache(opts.CacheBytes),
 		notices:    notices,

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/pgtest"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -79,7 +81,8 @@ func rankFixture(tb testing.TB, e *env, n int) map[string][]byte {
 // store; -timeout 1h).
 func BenchmarkRank(b *testing.B) {
 	n := benchEnvInt(b, "SKETCHD_RANK_BENCH_N", 10_000)
-	e := newEnv(b)
+	var sw *switchedRanker
+	e := newEnv(b, withStore(func(s Store) Store { sw = &switchedRanker{Store: s}; return sw }))
 	e.validate = false
 	raw := rankFixture(b, e, n)
 	// One rank first, so that every run below reads a warm cache.
@@ -108,6 +111,22 @@ func BenchmarkRank(b *testing.B) {
 			}
 			report(b, start, &m0)
 		})
+		if rd, ok := sw.Store.(interface{ RanksOnDatabase() bool }); ok && rd.RanksOnDatabase() && method == "mle" {
+			// The same rank read on the node: every candidate's row
+			// travels and is decoded there.
+			b.Run("rank-on-node/method="+method, func(b *testing.B) {
+				sw.onNode.Store(true)
+				defer sw.onNode.Store(false)
+				body := `{"target":"t","candidates":{"prefix":"c:"},"by":"intersection","top":10,"method":"` + method + `"}`
+				start := time.Now()
+				for b.Loop() {
+					if r := e.postJSON(b, "/v1/rank", body); r.Status != http.StatusOK {
+						b.Fatalf("rank: %v", r)
+					}
+				}
+				report(b, start, nil)
+			})
+		}
 		b.Run("pairs/method="+method, func(b *testing.B) {
 			b.ReportAllocs()
 			start := time.Now()
@@ -117,6 +136,31 @@ func BenchmarkRank(b *testing.B) {
 					if r.Status != http.StatusOK {
 						b.Fatalf("intersection: %v", r)
 					}
+				}
+			}
+			report(b, start, nil)
+		})
+	}
+	if pl, ok := sw.Store.(interface{ Pool() *pgxpool.Pool }); ok {
+		// postgresql-hll's formula over the store's own table: on Citus
+		// a multi-shard statement, each shard computing its rows and
+		// returning its top 10.
+		b.Run("postgresql_hll/store_table", func(b *testing.B) {
+			q := `SELECT name, hll_cardinality($1::bytea::hll) + hll_cardinality(hll) - hll_cardinality(hll_union($1::bytea::hll, hll)) AS x
+FROM sketchd_sketches WHERE starts_with(name, 'c:') ORDER BY x DESC LIMIT 10`
+			t := e.raw(b, "t")
+			start := time.Now()
+			for b.Loop() {
+				rows, err := pl.Pool().Query(b.Context(), q, t)
+				if err != nil {
+					b.Fatal(err)
+				}
+				k := 0
+				for rows.Next() {
+					k++
+				}
+				if rows.Err() != nil || k != 10 {
+					b.Fatalf("%d rows, %v", k, rows.Err())
 				}
 			}
 			report(b, start, nil)

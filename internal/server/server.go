@@ -123,8 +123,9 @@ type Server struct {
 	// rankedOnDatabase counts the rank candidates compared by the joint
 	// tables a JointRanker computed on the database.
 	rankedOnDatabase atomic.Int64
-	bufs      sync.Pool // *[]byte
-	hashBufs  sync.Pool
+
+	bufs     sync.Pool // *[]byte
+	hashBufs sync.Pool
 	// inflight holds the Idempotency-Keys of requests running here.
 	inflight inflight
 }

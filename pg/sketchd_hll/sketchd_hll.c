@@ -6,13 +6,16 @@
  * registers runs on the server that holds them (docs/postgres.md,
  * "Ranking on the database").
  *
- * sketchd_hll_joint(target hll, candidate hll) returns NULL unless both
- * values are version-1 FULL HLLs with identical parameter and cutoff
- * bytes, a register width of at most 6 bits, a log2m of at most
- * MAX_LOG2M, a body of exactly the packed registers' length, and enough
- * filled registers that sketchd's rule (postgresql-hll's, in
- * internal/hll: SPARSE while strictly smaller) would keep them FULL. For
- * such a pair it returns:
+ * sketchd_hll_joint(target hll, candidate hll, key bytea, checksum bytea)
+ * returns NULL unless both values are version-1 FULL HLLs with identical
+ * parameter and cutoff bytes, a register width of at most 6 bits, a
+ * log2m of at most MAX_LOG2M, a body of exactly the packed registers'
+ * length, and enough filled registers that sketchd's rule
+ * (postgresql-hll's, in internal/hll: SPARSE while strictly smaller)
+ * would keep them FULL; and unless checksum is MD5(key || candidate),
+ * sketchd's checksum of the row (docs/postgres.md, "Damage"), so that a
+ * damaged candidate is never read here: sketchd then reads its bytes and
+ * names it. For such a pair it returns:
  *
  *   byte 0     JOINT_VERSION
  *   byte 1     vmax, the highest register value either holds
@@ -30,7 +33,9 @@
  */
 #include "postgres.h"
 
+#include "common/cryptohash.h"
 #include "fmgr.h"
+#include "port/pg_bswap.h"
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"
 #endif
@@ -65,30 +70,90 @@ full_registers(const uint8 *b, Size n)
 	return (uint32) 1 << log2m;
 }
 
-/* Reads registers of width w from a big-endian bit stream, most
- * significant bit first. */
-typedef struct
+/* unpack_w sets out[0..m) to the registers of width w packed in p, most
+ * significant bit first: eight registers are w whole bytes, read as one
+ * big-endian word while eight bytes remain, then a byte at a time.
+ * Inlined with a constant w, its shifts are constants. */
+static inline void
+unpack_w(const uint8 *p, uint32 m, uint8 *out, const int w)
 {
-	const uint8 *p;
-	uint32		acc;
-	int			bits;
-	int			w;
-	uint32		mask;
-} reader;
+	const uint64 mask = ((uint64) 1 << w) - 1;
+	const uint8 *end = p + (Size) m * w / 8;
+	uint32		i = 0;
+	int			b,
+				k;
 
-static inline uint32
-next_register(reader *r)
-{
-	uint32		v;
-
-	if (r->bits < r->w)
+	for (; i < m && p + 8 <= end; i += 8, p += w)
 	{
-		r->acc = (r->acc << 8) | *r->p++;
-		r->bits += 8;
+		uint64		v;
+
+		memcpy(&v, p, 8);
+		v = pg_ntoh64(v) >> (64 - 8 * w);
+		for (k = 7; k >= 0; k--)
+		{
+			out[i + k] = (uint8) (v & mask);
+			v >>= w;
+		}
 	}
-	v = (r->acc >> (r->bits - r->w)) & r->mask;
-	r->bits -= r->w;
-	return v;
+	for (; i < m; i += 8)
+	{
+		uint64		v = 0;
+
+		for (b = 0; b < w; b++)
+			v = (v << 8) | *p++;
+		for (k = 7; k >= 0; k--)
+		{
+			out[i + k] = (uint8) (v & mask);
+			v >>= w;
+		}
+	}
+}
+
+static void
+unpack(const uint8 *p, uint32 m, uint8 *out, int w)
+{
+	switch (w)
+	{
+		case 1:
+			unpack_w(p, m, out, 1);
+			break;
+		case 2:
+			unpack_w(p, m, out, 2);
+			break;
+		case 3:
+			unpack_w(p, m, out, 3);
+			break;
+		case 4:
+			unpack_w(p, m, out, 4);
+			break;
+		case 5:
+			unpack_w(p, m, out, 5);
+			break;
+		default:
+			unpack_w(p, m, out, 6);
+			break;
+	}
+}
+
+/* checksum_holds reports whether sum (16 bytes) is MD5(key || body). */
+static bool
+checksum_holds(const bytea *key, const uint8 *body, Size n, const bytea *sum)
+{
+	pg_cryptohash_ctx *ctx;
+	uint8		digest[16];
+	bool		ok;
+
+	if (VARSIZE_ANY_EXHDR(key) != 16 || VARSIZE_ANY_EXHDR(sum) != 16)
+		return false;
+	ctx = pg_cryptohash_create(PG_MD5);
+	ok = ctx != NULL &&
+		pg_cryptohash_init(ctx) == 0 &&
+		pg_cryptohash_update(ctx, (const uint8 *) VARDATA_ANY(key), 16) == 0 &&
+		pg_cryptohash_update(ctx, body, n) == 0 &&
+		pg_cryptohash_final(ctx, digest, sizeof(digest)) == 0 &&
+		memcmp(digest, VARDATA_ANY(sum), 16) == 0;
+	pg_cryptohash_free(ctx);
+	return ok;
 }
 
 /* stays_full is sketchd's rule: with sparse enabled, registers of which
@@ -120,31 +185,27 @@ sketchd_hll_joint(PG_FUNCTION_ARGS)
 				cell,
 				cells;
 	uint32	   *joint;
+	uint8	   *ra,
+			   *rb;
 	uint64		tzeros = 0,
 				czeros = 0;
-	reader		rt,
-				rc;
 	bytea	   *out;
 	uint8	   *o;
 
 	m = full_registers(t, tn);
 	if (m == 0 || cn != tn || t[1] != c[1] || t[2] != c[2] || full_registers(c, cn) != m)
 		PG_RETURN_NULL();
+	if (!checksum_holds(PG_GETARG_BYTEA_PP(2), c, cn, PG_GETARG_BYTEA_PP(3)))
+		PG_RETURN_NULL();
 	w = (t[1] >> 5) + 1;
+	ra = (uint8 *) palloc((Size) m * 2);
+	rb = ra + m;
+	unpack(t + 3, m, ra, w);
+	unpack(c + 3, m, rb, w);
 	joint = (uint32 *) palloc0(sizeof(uint32) * 64 * 64);
-	rt.p = t + 3;
-	rc.p = c + 3;
-	rt.acc = rc.acc = 0;
-	rt.bits = rc.bits = 0;
-	rt.w = rc.w = w;
-	rt.mask = rc.mask = ((uint32) 1 << w) - 1;
 	for (i = 0; i < m; i++)
-	{
-		uint32		va = next_register(&rt);
-		uint32		vb = next_register(&rc);
-
-		joint[(va << 6) | vb]++;
-	}
+		joint[((uint32) ra[i] << 6) | rb[i]]++;
+	pfree(ra);
 	vmax = 0;
 	cells = 0;
 	for (cell = 0; cell < 64 * 64; cell++)

@@ -15,15 +15,15 @@ import (
 // Ranking on the database (docs/postgres.md): with the sketchd_hll
 // extension (pg/sketchd_hll) installed on the server, and on every Citus
 // worker, a rank's candidates under a prefix are compared with the target
-// where their rows live. Each row whose checksum holds gives its joint
-// table with the target (sketchd_hll_joint: about a kilobyte, where its
-// registers are ten at log2m 14), computed on the worker that stores it;
-// only the rows the function does not answer (another kind or shape, or a
-// checksum that fails) travel whole, and are checked here as every read
-// is. The node then fits each table (sketch.IntersectJoint), with the
+// where their rows live. Each row whose checksum holds (the function
+// checks it) gives its joint table with the target (sketchd_hll_joint:
+// about 500 bytes, where its registers are 10 KiB at log2m 14), computed
+// on the worker that stores it; only the rows the function does not
+// answer (another kind or shape, or a checksum that fails) travel whole,
+// and are checked here as every read is. The node then fits each table (sketch.IntersectJoint), with the
 // answer it gives the sketches themselves.
 
-// jointExtension is the extension that provides jointFunc.
+// jointExtension is the extension that provides sketchd_hll_joint.
 const jointExtension = "sketchd_hll"
 
 var (
@@ -34,7 +34,7 @@ var (
 	jointAvailableSQL = `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = '` + jointExtension + `')`
 	hllSchemaSQL      = `SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'hll'`
 	// jointOnWorkersSQL counts the Citus workers that lack the function.
-	jointOnWorkersSQL = `SELECT count(*) FROM run_command_on_workers($$SELECT EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'sketchd_hll_joint')$$) WHERE NOT success OR result <> 't'`
+	jointOnWorkersSQL = `SELECT count(*) FROM run_command_on_workers($$SELECT to_regprocedure('sketchd_hll_joint(hll, hll, bytea, bytea)') IS NOT NULL$$) WHERE NOT success OR result <> 't'`
 )
 
 // openJoint returns the schema-qualified name of sketchd_hll_joint, or ""
@@ -89,17 +89,25 @@ func jointSchema(ctx context.Context, conn *pgx.Conn) (string, error) {
 
 // JointSQL is the statement EachPrefixJoint runs, for the extension's
 // function fn: every candidate under the prefix ($1..$4 as prefixWhere),
-// with its joint table with the target $5 where its checksum holds and
-// the function answers, else its stored bytes and checksum. It has no
-// ORDER BY or LIMIT, so that on Citus every shard computes each of its
-// rows' tables once, where the rows are.
+// each in one column: jointTag and its joint table with the target $5
+// where the function answers (it checks the row's checksum itself), else
+// rawTag and its stored bytes; and its checksum. One expression, so that
+// the function runs once a row (PostgreSQL does not reuse a subquery's
+// column that its planner inlines). No ORDER BY or LIMIT, so
+// that on Citus every shard computes each of its rows' tables once,
+// where the rows are.
 func JointSQL(fn string) string {
-	return `SELECT name, kind, j, CASE WHEN j IS NULL THEN coalesce(hll_send(hll), data) END, CASE WHEN j IS NULL THEN checksum END
-	FROM (SELECT name, kind, hll, data, checksum,
-		CASE WHEN kind = 'hll' AND checksum = ` + sumSQL(sketchKeySQL(""), "hll_send(hll)") + `
-			THEN ` + fn + `($5::bytea::hll, hll) END AS j
-		FROM sketchd_sketches` + prefixWhere + `) AS c`
+	return `SELECT name, kind, coalesce('\x4a'::bytea || CASE WHEN kind = 'hll'
+		THEN ` + fn + `($5::bytea::hll, hll, ` + sketchKeySQL("") + `, checksum) END, '\x52'::bytea || coalesce(hll_send(hll), data)), checksum
+	FROM sketchd_sketches` + prefixWhere
 }
+
+// The first byte of JointSQL's third column: a joint table follows, or
+// the row's stored bytes.
+const (
+	jointTag = 'J'
+	rawTag   = 'R'
+)
 
 // RanksOnDatabase reports whether EachPrefixJoint computes joint tables
 // on the database (the extension is there).
@@ -141,16 +149,19 @@ func (s *DB) EachPrefixJoint(ctx context.Context, prefix, exclude string, limit 
 	p := target.Params()
 	for rows.Next() {
 		var name, kind string
-		var jb, b, sum []byte
-		if err := rows.Scan(&name, &kind, &jb, &b, &sum); err != nil {
+		var tagged, sum []byte
+		if err := rows.Scan(&name, &kind, &tagged, &sum); err != nil {
 			return n, true, s.classify(ctx, err, "rank on the database")
 		}
 		// Rows added since the count are counted too.
 		if n++; n > limit {
 			return n, true, sketch.TooManyWithPrefix(prefix, limit)
 		}
-		if jb != nil {
-			j, err := sketch.DecodeJoint(jb, p)
+		if len(tagged) == 0 || tagged[0] != jointTag && tagged[0] != rawTag {
+			return n, true, fmt.Errorf("postgres: the rank statement gave %q a value without its tag", name)
+		}
+		if tagged[0] == jointTag {
+			j, err := sketch.DecodeJoint(tagged[1:], p)
 			if err != nil {
 				return n, true, fmt.Errorf("postgres: the sketchd_hll extension's joint table of %q with the target does not read (%w); install the extension from this sketchd's pg/sketchd_hll, or run with -postgres-rank-on-node", name, err)
 			}
@@ -159,7 +170,7 @@ func (s *DB) EachPrefixJoint(ctx context.Context, prefix, exclude string, limit 
 			}
 			continue
 		}
-		sk, err := decodeRow(name, kind, b, sum)
+		sk, err := decodeRow(name, kind, tagged[1:], sum)
 		if err != nil {
 			return n, true, s.report(err, "prefix scan")
 		}

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"bytes"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -64,16 +65,25 @@ func hllBytes(t *testing.T, rng *rand.Rand, p hll.Params, hashes []uint64, n int
 // (seven bits have no table), precisions from 4 to 16, explicit
 // and sparse settings, every representation, pairs at other parameters,
 // and FULL bodies of random bits; and to NULL on bytes of the wrong
-// length.
+// length or whose checksum does not hold.
 func TestJointFunctionMatchesGo(t *testing.T) {
 	db := open(t, 1)[0]
 	requireJoint(t, db)
 	pool := db.Pool()
-	q := "SELECT " + db.JointFunc() + "($1::bytea::hll, $2::bytea::hll)"
+	q := "SELECT " + db.JointFunc() + "($1::bytea::hll, $2::bytea::hll, $3, $4)"
+	key := md5.Sum([]byte("sketch c:1 hll"))
+	// joint asks the function for the table of ab and bb, bb's row
+	// checksum being MD5(key || bb).
+	joint := func(ab, bb []byte) ([]byte, error) {
+		sum := md5.Sum(append(key[:], bb...))
+		var got []byte
+		err := pool.QueryRow(ctx, q, ab, bb, key[:], sum[:]).Scan(&got)
+		return got, err
+	}
 	check := func(what string, a, b *hll.Sketch, ab, bb []byte) {
 		t.Helper()
-		var got []byte
-		if err := pool.QueryRow(ctx, q, ab, bb).Scan(&got); err != nil {
+		got, err := joint(ab, bb)
+		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		want, ok := sketch.EncodeJoint(a, b)
@@ -118,9 +128,14 @@ func TestJointFunctionMatchesGo(t *testing.T) {
 							t.Fatal(err)
 						}
 						check(what+" random bits", a, r, ab, rb)
-						var got []byte
-						if err := pool.QueryRow(ctx, q, ab, ab[:len(ab)-1]).Scan(&got); err != nil || got != nil {
+						if got, err := joint(ab, ab[:len(ab)-1]); err != nil || got != nil {
 							t.Fatalf("%s: a FULL body a byte short gave %x, %v; want NULL", what, got, err)
+						}
+						// A checksum that does not hold: NULL, whatever the bytes.
+						var got []byte
+						bad := md5.Sum(rb)
+						if err := pool.QueryRow(ctx, q, ab, rb, key[:], bad[:]).Scan(&got); err != nil || got != nil {
+							t.Fatalf("%s: a candidate whose checksum does not hold gave %x, %v; want NULL", what, got, err)
 						}
 					}
 				}
@@ -169,8 +184,10 @@ func rankFixture(t *testing.T, db *postgres.DB) *hll.Sketch {
 // the candidate itself; every other candidate whole; every candidate
 // once.
 func TestEachPrefixJoint(t *testing.T) {
-	db := open(t, 1)[0]
+	statements := &statementLog{}
+	db := openWith(t, 1, postgres.Options{MaxConns: 3, Tracer: statements})[0]
 	requireJoint(t, db)
+	defer statements.checkDocumented(t)
 	target := rankFixture(t, db)
 	seen := map[string]bool{}
 	tables := 0
@@ -246,7 +263,9 @@ func TestEachPrefixJointDamage(t *testing.T) {
 // task per shard, each computing sketchd_hll_joint on its worker, so only
 // the tables travel to the coordinator.
 func TestCitusRankRunsOnWorkers(t *testing.T) {
-	db, dsn := openCitus(t, postgres.Options{})
+	statements := &statementLog{}
+	db, dsn := openCitus(t, postgres.Options{Tracer: statements})
+	defer statements.checkDocumented(t)
 	requireJoint(t, db)
 	rankFixture(t, db)
 	conn, err := pgx.Connect(ctx, dsn)

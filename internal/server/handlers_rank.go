@@ -554,7 +554,9 @@ var errRankStopped = errors.New("rank: stopped")
 
 // parallel compares candidates on workers goroutines: feed lends the
 // store's function a candidate (it clones it, and waits while workers
-// candidates wait), wait closes the feed and returns the first worker's
+// candidates wait), feedJoint a candidate's joint table with the target
+// (JointRanker; the table is the rank's) or, without one, the candidate
+// as feed does; wait closes the feed and returns the first worker's
 // error. A rank so holds at most 2 × workers candidates at once beside
 // its top K. A worker that panics answers an internal error.
 func (k *ranker) parallel(ctx context.Context, workers int) (feed func(string, sketch.Sketch) error, feedJoint func(string, *sketch.Joint, sketch.Sketch) error, wait func() error) {

@@ -100,24 +100,8 @@ func TestCitusPrefixUnionRunsOnWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "EXPLAIN (VERBOSE) "+postgres.PrefixUnionSQL, "campaign:", "", "campaign:\x7f", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
+	lines, shards := explainCitus(t, dsn, postgres.PrefixUnionSQL, "campaign:", "", "campaign:\x7f", time.Now())
 	plan := strings.Join(lines, "\n")
-	var shards int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'sketchd_sketches'::regclass").Scan(&shards); err != nil {
-		t.Fatal(err)
-	}
 	var tasks int
 	var workerQuery, merge string
 	for _, l := range lines {
@@ -148,6 +132,29 @@ func TestCitusPrefixUnionRunsOnWorkers(t *testing.T) {
 	if got := u.Estimate(); got < 4050*0.95 || got > 4050*1.05 {
 		t.Errorf("the union of 40 overlapping ranges covering 4050 ids estimates %.0f, want 4050 ± 5%%", got)
 	}
+}
+
+// explainCitus returns the lines of EXPLAIN (VERBOSE) of the statement
+// sql with args on the Citus database dsn, and how many shards
+// sketchd_sketches has there.
+func explainCitus(t *testing.T, dsn, sql string, args ...any) (lines []string, shards int) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "EXPLAIN (VERBOSE) "+sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'sketchd_sketches'::regclass").Scan(&shards); err != nil {
+		t.Fatal(err)
+	}
+	return lines, shards
 }
 
 // TestCitusSplitsGroupsByWorker checks the committer's split of a group of

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -268,26 +266,9 @@ func TestCitusRankRunsOnWorkers(t *testing.T) {
 	defer statements.checkDocumented(t)
 	requireJoint(t, db)
 	rankFixture(t, db)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	target, _ := hllBytes(t, rand.New(rand.NewPCG(1, 1)), hll.DefaultParams(), nil, 40_000)
-	tb, _ := target.MarshalBinary()
-	rows, err := conn.Query(ctx, "EXPLAIN (VERBOSE) "+postgres.JointSQL(db.JointFunc()), "c:", "", "c:\x7f", time.Now(), tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
+	target, tb := hllBytes(t, rand.New(rand.NewPCG(1, 1)), hll.DefaultParams(), nil, 40_000)
+	lines, shards := explainCitus(t, dsn, postgres.JointSQL(db.JointFunc()), "c:", "", "c:\x7f", time.Now(), tb)
 	plan := strings.Join(lines, "\n")
-	var shards int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'sketchd_sketches'::regclass").Scan(&shards); err != nil {
-		t.Fatal(err)
-	}
 	tasks, queries := 0, 0
 	for _, l := range lines {
 		l = strings.TrimSpace(l)

@@ -55,3 +55,7 @@ func WholeGroups(opts Options) Options {
 // JointFunc is the function a rank runs on the database, "" without the
 // sketchd_hll extension.
 func (s *DB) JointFunc() string { return s.jointFn }
+
+// SetJointFunc makes a rank on the database call fn, for the test of a
+// database that lacks the function.
+func (s *DB) SetJointFunc(fn string) { s.jointFn = fn }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sketchd/sketchd/internal/hll"
 	"github.com/sketchd/sketchd/internal/sketch"
@@ -143,6 +144,9 @@ func (s *DB) EachPrefixJoint(ctx context.Context, prefix, exclude string, limit 
 	}
 	rows, err := s.pool.Query(ctx, JointSQL(s.jointFn), prefix, exclude, end, now, tb)
 	if err != nil {
+		if s.jointMissing(err) {
+			return 0, false, nil
+		}
 		return 0, true, s.classify(ctx, err, "rank on the database")
 	}
 	defer rows.Close()
@@ -179,7 +183,23 @@ func (s *DB) EachPrefixJoint(ctx context.Context, prefix, exclude string, limit 
 		}
 	}
 	if err := rows.Err(); err != nil {
+		if n == 0 && s.jointMissing(err) {
+			return 0, false, nil
+		}
 		return n, true, s.classify(ctx, err, "rank on the database")
 	}
 	return n, true, nil
+}
+
+// jointMissing reports whether err says the server, or a Citus worker,
+// lacks the extension's function or library (a worker added since this
+// node started, without it): the rank then reads the candidates on the
+// node, and a warning says why.
+func (s *DB) jointMissing(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42883" && pe.Code != "58P01" {
+		return false
+	}
+	s.log.Warn("a rank read every candidate on this node: the database lacks the sketchd_hll extension somewhere (install pg/sketchd_hll on every worker)", "err", err)
+	return true
 }

@@ -236,6 +236,24 @@ func TestEachPrefixJoint(t *testing.T) {
 	}
 }
 
+// TestEachPrefixJointWithoutFunction: a database that lacks the
+// function (a Citus worker added without the extension) makes the rank
+// read its candidates on the node: EachPrefixJoint reads nothing and says
+// so, with no error.
+func TestEachPrefixJointWithoutFunction(t *testing.T) {
+	db := open(t, 1)[0]
+	requireJoint(t, db)
+	target := rankFixture(t, db)
+	db.SetJointFunc(`"public"."sketchd_hll_no_such_function"`)
+	n, ok, err := db.EachPrefixJoint(ctx, "c:", "", 1000, target, func(string, *sketch.Joint, sketch.Sketch) error {
+		t.Error("a candidate was given by a statement that failed")
+		return nil
+	})
+	if n != 0 || ok || err != nil {
+		t.Fatalf("EachPrefixJoint without the function = %d, %v, %v; want 0, false, nil", n, ok, err)
+	}
+}
+
 // TestEachPrefixJointDamage: a candidate whose stored bytes no longer
 // match their checksum is not turned into a table on the database; its
 // bytes come whole and the rank fails naming it, as every read does.

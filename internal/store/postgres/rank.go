@@ -119,7 +119,8 @@ func (s *DB) RanksOnDatabase() bool { return s.jointFn != "" && !s.opts.RankOnNo
 // target, computed on the database, or, for a candidate the table does
 // not answer, the candidate itself (checked and decoded as EachPrefix
 // does). ok is false, having read nothing, when the database cannot
-// compute tables (RanksOnDatabase); the caller then uses EachPrefix.
+// compute tables (RanksOnDatabase false, or the statement finds the
+// function missing: jointMissing); the caller then uses EachPrefix.
 // Candidates come in no particular order.
 func (s *DB) EachPrefixJoint(ctx context.Context, prefix, exclude string, limit int, target *hll.Sketch,
 	fn func(name string, j *sketch.Joint, sk sketch.Sketch) error) (n int, ok bool, err error) {

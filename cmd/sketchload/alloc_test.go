@@ -8,6 +8,11 @@ import (
 	"testing"
 )
 
+// perIDSlack is how many more allocations a request of 10,000 ids may
+// take than one of 10: the noise of counting a whole process, and less
+// than one allocation per 500 ids.
+const perIDSlack = 20
+
 // allocsPerUnit measures allocations of one worker unit, bodies built
 // during the run (the harder case for allocation).
 func allocsPerUnit(t *testing.T, w worker, unit int) float64 {
@@ -23,6 +28,11 @@ func allocsPerUnit(t *testing.T, w worker, unit int) float64 {
 
 // TestNoAllocationPerID pins that a request costs the same allocations
 // whether it carries 10 ids or 10,000: nothing is allocated per id.
+// testing.AllocsPerRun counts the whole process, the test's HTTP server
+// too, whose reading of a larger body varies by a few allocations from
+// run to run (89 against 93 once in CI); the bound allows perIDSlack
+// more for the 9,990 more ids, which one allocation per 500 ids would
+// exceed.
 func TestNoAllocationPerID(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -43,7 +53,7 @@ func TestNoAllocationPerID(t *testing.T) {
 			w.close()
 		}
 		t.Logf("%s: %.1f allocations a request of 10 ids, %.1f of 10,000", f, per[10], per[10000])
-		if per[10000] > per[10]+3 {
+		if per[10000] > per[10]+perIDSlack {
 			t.Errorf("%s: %.1f allocations for a 10,000-id request, %.1f for 10 ids: want no growth with ids", f, per[10000], per[10])
 		}
 	}

@@ -118,6 +118,7 @@ func TestCitusCommitPreparedFails(t *testing.T) {
 
 	c.Exec(c.Coordinator, "ALTER SYSTEM SET synchronous_standby_names = 'sketchd_test_hold'")
 	c.Exec(c.Coordinator, "SELECT pg_reload_conf()")
+	holdApplied(t, admin)
 	var ids []int64
 	var events []sketch.Event
 	for i := range 3000 {
@@ -218,6 +219,19 @@ func holdsAll(t *testing.T, conn *pgx.Conn, name string, ids []int64, when strin
 }
 
 // waitFor polls a boolean query until it is true, for at most a minute.
+// holdApplied waits until conn's backend runs with the
+// synchronous_standby_names that holds every COMMIT. pg_reload_conf
+// returns before the server's processes have the new setting: a backend
+// takes it before the next command it reads after the postmaster's
+// signal, and the postmaster signals them all at once. Without the wait,
+// a write could commit before the hold, under load (a CI run: the write
+// returned at once, and the test stopped another transaction's COMMIT
+// a minute later).
+func holdApplied(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	waitFor(t, conn, "the hold on COMMIT in effect", "SELECT current_setting('synchronous_standby_names') = 'sketchd_test_hold'")
+}
+
 func waitFor(t *testing.T, conn *pgx.Conn, what, query string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -308,6 +322,7 @@ func TestCitusOnePhaseCommitFails(t *testing.T) {
 
 	c.Exec(c.Workers[0], "ALTER SYSTEM SET synchronous_standby_names = 'sketchd_test_hold'")
 	c.Exec(c.Workers[0], "SELECT pg_reload_conf()")
+	holdApplied(t, w)
 	done := make(chan error, 1)
 	go func() {
 		_, err := db.AddEvents(ctx, events, false)

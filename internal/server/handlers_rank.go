@@ -464,20 +464,18 @@ func (k *ranker) add(label string, sk sketch.Sketch) error {
 // has the candidate read by name instead.
 func (k *ranker) addJoint(ctx context.Context, label string, j *sketch.Joint) error {
 	t, _ := sketch.HLLOf(k.target)
-	if !k.noCeiling && k.p.by == rankIntersection {
-		if top, ok := sketch.JointCeiling(t, j); ok && k.below(top) {
-			return nil
-		}
-	}
-	x, err := sketch.IntersectJoint([]string{k.label, label}, t, j, k.p.method)
+	pair, err := sketch.PairJoint([]string{k.label, label}, t, j, k.p.method)
 	if errors.Is(err, sketch.ErrJointIneligible) && k.view != nil {
 		return k.view(ctx, []string{label}, func(sks []sketch.Sketch) error { return k.add(label, sks[0]) })
 	}
 	if err != nil {
 		return err
 	}
+	if !k.noCeiling && k.p.by == rankIntersection && k.below(pair.Ceiling()) {
+		return nil
+	}
 	e := &rankEntry{name: label}
-	tCount, jac := e.fromIntersection(intersectionDTO(x))
+	tCount, jac := e.fromIntersection(intersectionDTO(pair.Intersect()))
 	k.keepEntry(e, tCount, jac, func(in *sketch.Info) {
 		a := j.CandidateAnswer(hll.PostgreSQLEstimator)
 		in.Cardinality, in.StdError, in.Lower, in.Upper = a.Estimate, a.StdError, a.LowerBound, a.UpperBound

@@ -163,24 +163,6 @@ func (j *Joint) candidate(name string, hist *[128]int) (op operand, ok bool) {
 	return operand{name: name, card: debiasedHistogram(j.p, est, hist), sigma: j.p.StdError()}, true
 }
 
-// JointCeiling is IntersectCeiling for the target and a candidate known
-// by its joint table j: no estimate of IntersectJoint exceeds it.
-func JointCeiling(target *hll.Sketch, j *Joint) (float64, bool) {
-	if !jointEligible(target) || target.Params() != j.p {
-		return 0, false
-	}
-	hist := j.candidateHistogram()
-	cand, ok := j.candidate("", &hist)
-	if !ok {
-		return 0, false
-	}
-	t, err := newOperand("", target, j.p.Log2m)
-	if err != nil {
-		return 0, false
-	}
-	return min(t.card, cand.card), true
-}
-
 // CandidateAnswer is the candidate's own answer by e (what Describe
 // gives of it).
 func (j *Joint) CandidateAnswer(e hll.Estimator) hll.Answer {
@@ -188,32 +170,60 @@ func (j *Joint) CandidateAnswer(e hll.Estimator) hll.Answer {
 	return hll.HistogramAnswer(j.p, &hist, e)
 }
 
-// IntersectJoint is Intersect(names, [target, candidate], method) for a
-// candidate known by its joint table j with target: the same answer, to
-// the bit. It fails with ErrJointIneligible when Intersect would not take
+// JointPair is a target and a candidate known by their joint table,
+// with the operands Intersect builds of them, computed once for both the
+// ceiling and the intersection.
+type JointPair struct {
+	ops    []operand
+	j      *Joint
+	method Method
+}
+
+// PairJoint prepares the comparison of target with the candidate whose
+// joint table with it is j, by method ("" its default), names naming
+// them. It fails with ErrJointIneligible when Intersect would not take
 // its one-pass MLE for the pair (JointTarget false, other parameters, a
 // candidate that is not FULL), and the caller reads the candidate.
-func IntersectJoint(names []string, target *hll.Sketch, j *Joint, method Method) (Intersection, error) {
+func PairJoint(names []string, target *hll.Sketch, j *Joint, method Method) (*JointPair, error) {
 	if len(names) != 2 {
-		return Intersection{}, fmt.Errorf("sketch: intersect joint: %d names for 2 sketches", len(names))
+		return nil, fmt.Errorf("sketch: intersect joint: %d names for 2 sketches", len(names))
 	}
 	if method == "" {
 		method = DefaultMethod(2)
 	}
 	if !JointTarget(target, method) || target.Params() != j.p {
-		return Intersection{}, ErrJointIneligible
+		return nil, ErrJointIneligible
 	}
 	hist := j.candidateHistogram()
 	cand, ok := j.candidate(names[1], &hist)
 	if !ok {
-		return Intersection{}, ErrJointIneligible
+		return nil, ErrJointIneligible
 	}
 	t, err := newOperand(names[0], target, j.p.Log2m)
 	if err != nil {
-		return Intersection{}, err
+		return nil, err
 	}
+	return &JointPair{ops: []operand{t, cand}, j: j, method: method}, nil
+}
+
+// Ceiling is IntersectCeiling for the pair: no estimate of Intersect
+// exceeds it.
+func (p *JointPair) Ceiling() float64 { return min(p.ops[0].card, p.ops[1].card) }
+
+// Intersect is Intersect(names, [target, candidate], method) for the
+// pair: the same answer, to the bit.
+func (p *JointPair) Intersect() Intersection {
 	s := pairScans.Get().(*pairScan)
 	defer s.release()
-	s.p, s.vmax, s.joint = j.p, j.vmax, j.joint
-	return intersectScanned([]operand{t, cand}, s, method, false), nil
+	s.p, s.vmax, s.joint = p.j.p, p.j.vmax, p.j.joint
+	return intersectScanned(p.ops, s, p.method, false)
+}
+
+// IntersectJoint is PairJoint, then Intersect.
+func IntersectJoint(names []string, target *hll.Sketch, j *Joint, method Method) (Intersection, error) {
+	p, err := PairJoint(names, target, j, method)
+	if err != nil {
+		return Intersection{}, err
+	}
+	return p.Intersect(), nil
 }

@@ -98,6 +98,7 @@ func runCmd(args ...string) (string, error) {
 }
 
 func TestBackupAndRestoreCommands(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	dir := t.TempDir()
 	c, addr, _ := startStoppable(t, filepath.Join(dir, "a.db"))
 	fill(t, c)
@@ -182,6 +183,7 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 // SKETCHD_CITUS_DSN is set) -> bbolt: every sketch's and the series'
 // bytes come back identical, and every bucket's.
 func TestCopyAcrossBackends(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	pgtest.Connect(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.db")

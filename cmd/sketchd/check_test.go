@@ -73,6 +73,7 @@ func runCheckBinary(tb testing.TB, data string) (stdout, stderr string, code int
 // with what can be recovered; its exit status is 0 when it finds
 // nothing, 1 when it finds damage, 2 when it cannot check.
 func TestCheckCommand(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
 	}
@@ -309,6 +310,7 @@ func storedKey(tb testing.TB, data, key string) []byte {
 // file (which the start refuses, as check says), the log record's offset
 // in the log.
 func TestCheckIdempotencyKeys(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
 	}

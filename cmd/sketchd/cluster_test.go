@@ -134,6 +134,7 @@ func (l *clusterLedger) client(c *cluster, seed uint64, names []string, stop <-c
 // checked byte-wise in PostgreSQL with hll_union; the Count-Min's total
 // lies between what was acknowledged and what was sent.
 func TestClusterKill9(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds the real binary and runs three of it")
 	}

@@ -126,6 +126,7 @@ func mustJSON(v any) []byte {
 // a union with the sketch of its acknowledged ids, every acknowledged CMS
 // count is covered, and no count appears that was never sent.
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
 	}

@@ -139,6 +139,7 @@ func onlySegment(tb testing.TB, data string) string {
 // such a torn tail. -recover-past-damage starts past real damage, keeps
 // the segment aside and logs what it dropped.
 func TestLogDamage(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
 	}
@@ -302,6 +303,7 @@ func checkHasIDs(tb testing.TB, c *client, name string, want []int64) {
 // start with a message naming the file, never panics, and never starts
 // with fewer sketches than it had.
 func TestDataFileDamage(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds the real binary")
 	}

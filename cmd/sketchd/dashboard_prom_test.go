@@ -72,6 +72,7 @@ var grafanaVars = strings.NewReplacer("$__rate_interval", "15s", "${__range}", "
 // Without a prometheus binary it skips, unless SKETCHD_REQUIRE_PROMETHEUS=1
 // (CI installs Debian's package).
 func TestDashboardAgainstPrometheus(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("runs Prometheus for several seconds")
 	}

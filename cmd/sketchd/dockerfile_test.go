@@ -63,6 +63,7 @@ func TestDockerfileImage(t *testing.T) {
 // build context has no .git) and checks that -version prints them; and
 // that a build with neither says how to give it a revision.
 func TestVersionFromLdflags(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds the binary twice")
 	}

@@ -230,6 +230,7 @@ func workload(t *testing.T, url string, opts []sketchd.Option, call []sketchd.Ca
 // clients meant to add; the same run without keys (retrying anyway)
 // counts the lost answers twice, so the test sees the difference.
 func TestExactlyOnceThroughFaults(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
 	}

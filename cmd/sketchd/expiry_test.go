@@ -11,6 +11,7 @@ import (
 // -retention-interval; it removes a sketch whose expire_after passed
 // (one removed, logged) and keeps one without expiry.
 func TestExpiryPass(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds the real binary")
 	}

@@ -124,6 +124,7 @@ type flipTarget struct {
 // naming it and, for a checksum failure, the counter), or a start
 // refused with status 1. None may be silent.
 func TestStoredValueFlips(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds the real binary and starts it 60 times")
 	}

@@ -17,6 +17,7 @@ import (
 // program built there and run against a real sketchd, printing what the
 // page says it prints.
 func TestGoClientFromAnotherModule(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds a module of its own")
 	}

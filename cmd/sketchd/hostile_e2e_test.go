@@ -84,6 +84,7 @@ func readStatus(c net.Conn, timeout time.Duration) int {
 // a query route: 334 MB of RSS); now they cost a chunk each, and the query
 // routes refuse the claim from the headers.
 func TestContentLengthLies(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds the real binary")
 	}

@@ -99,6 +99,7 @@ func hexOf(b []byte) string { return `\x` + hex.EncodeToString(b) }
 // \x text) download unchanged; a mixed-log2m union stored into a sketch
 // equals PostgreSQL's union at the smaller log2m.
 func TestPostgreSQLEndToEnd(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	conn := pgtest.Connect(t)
 	ctx := context.Background()
 	c := startInProcess(t, filepath.Join(t.TempDir(), "sketchd.db"))
@@ -151,6 +152,7 @@ func TestPostgreSQLEndToEnd(t *testing.T) {
 }
 
 func TestPostgreSQLMixedLog2mUnionInto(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	conn := pgtest.Connect(t)
 	ctx := context.Background()
 	c := startInProcess(t, filepath.Join(t.TempDir(), "sketchd.db"))

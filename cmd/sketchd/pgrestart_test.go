@@ -28,6 +28,7 @@ import (
 // pg_createcluster 15 sketchdfault -p 5471: "pg_ctlcluster 15 sketchdfault
 // restart").
 func TestPostgresRestart(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	dsn, restart := os.Getenv("SKETCHD_PG_RESTART_DSN"), os.Getenv("SKETCHD_PG_RESTART_CMD")
 	if dsn == "" || restart == "" {
 		if os.Getenv("SKETCHD_REQUIRE_PG_RESTART") == "1" {

@@ -103,6 +103,7 @@ func readmeExamples(tb testing.TB, file, readme string) []readmeBlock {
 // is all it takes to test a new example. date(1) is BSD's, as on macOS:
 // an example that needs GNU date fails here.
 func TestReadme(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("runs the README's examples against a real server")
 	}

@@ -20,6 +20,7 @@ import (
 // years of hours answers from the one bucket; the peak RSS, three reads
 // at once included, stays under 100 MB above the idle RSS.
 func TestSeriesCenturyRead(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("builds the real binary")
 	}

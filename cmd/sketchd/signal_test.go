@@ -132,6 +132,7 @@ func TestDrainDelayOnATerminal(t *testing.T) {
 // TestUnknownSettingWarned: the binary warns about a misspelt SKETCHD_
 // variable, naming the one meant.
 func TestUnknownSettingWarned(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("runs the real binary")
 	}

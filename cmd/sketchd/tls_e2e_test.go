@@ -56,6 +56,7 @@ func servedSerial(t *testing.T, addr string, roots *x509.CertPool) *big.Int {
 // certificate's expiry; a plain HTTP request to the port is answered 400
 // by the TLS layer and never reaches the API.
 func TestTLS(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	ca := certstest.NewCA(t, "sketchd-test")
 	pair := ca.Server(t, "server")
 	c := startInProcessOn(t, filepath.Join(t.TempDir(), "tls.db"), tlsDialer(ca.Pool(), false), "-tls-cert", pair.CertFile, "-tls-key", pair.KeyFile)
@@ -121,6 +122,7 @@ func TestTLS(t *testing.T) {
 // with one another CA signed, cannot reach even /healthz; one signed by
 // the client CA adds and reads a sketch.
 func TestMutualTLS(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	serverCA, clientCA, otherCA := certstest.NewCA(t, "server-ca"), certstest.NewCA(t, "client-ca"), certstest.NewCA(t, "other-ca")
 	pair := serverCA.Server(t, "server")
 	good, foreign := clientCA.Client(t, "product-backend"), otherCA.Client(t, "stranger")
@@ -166,6 +168,7 @@ func TestMutualTLS(t *testing.T) {
 // serial) without dropping the listener; a SIGHUP with a key that does
 // not match keeps the leaf served before and logs why.
 func TestTLSReloadOnHangup(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if testing.Short() {
 		t.Skip("runs the real binary")
 	}
@@ -286,6 +289,7 @@ func TestTLSStartupErrors(t *testing.T) {
 // and serves with what it makes: mutual TLS with its CA, a client with
 // its client certificate adds a sketch, one without is refused.
 func TestTLSDocWalkthrough(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	if _, err := exec.LookPath("openssl"); err != nil {
 		t.Skip("no openssl on PATH")
 	}
@@ -370,6 +374,7 @@ func TestTLSSlowBodyOverHTTP2(t *testing.T) {
 // tcpSocket probe, a load balancer's check) leaves no warning in the log,
 // while a plain HTTP request to the TLS port does.
 func TestTLSProbeNotLogged(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	ca := certstest.NewCA(t, "sketchd-test")
 	pair := ca.Server(t, "server")
 	addr := freeAddr(t)
@@ -452,6 +457,7 @@ func TestTLSExpiredWarned(t *testing.T) {
 // serves HTTPS with a private CA given by -ca-file, and refuses the
 // server without it (an unknown authority), leaving no file.
 func TestBackupOverTLS(t *testing.T) {
+	t.Parallel() // it asserts no timing
 	ca := certstest.NewCA(t, "sketchd-test")
 	pair := ca.Server(t, "server")
 	dir := t.TempDir()

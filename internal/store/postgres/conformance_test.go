@@ -15,6 +15,7 @@ import (
 // every statement the store sent meanwhile is one docs/scale-out.md
 // lists.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	pgtest.DSN(t)
 	conformance(t, pgstoretest.Backend)
 }
@@ -24,6 +25,7 @@ func TestConformance(t *testing.T) {
 // tables, and checks the statements as TestConformance does: the list in
 // docs/scale-out.md is the list of what Citus was seen to run.
 func TestConformanceCitus(t *testing.T) {
+	t.Parallel()
 	pgtest.CitusDSN(t)
 	conformance(t, pgstoretest.Citus)
 }

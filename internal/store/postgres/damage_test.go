@@ -194,6 +194,7 @@ func flipTargets() []flipTarget {
 // Then DELETE removes it. Before sketchd kept checksums, most of these
 // flips were served silently.
 func TestDamagedSketchIsLoud(t *testing.T) {
+	t.Parallel()
 	onBackends(t, func(t *testing.T, dsn string) {
 		var logs logBuffer
 		dbs := nodes(t, dsn, 2, &logs)
@@ -395,6 +396,7 @@ func importAt(k series.Key, sk sketch.Sketch) func(*series.Spec) ([]series.Impor
 // not), while the series' other bucket reads as before. Flipped back, the
 // bucket reads exactly as before.
 func TestDamagedBucketIsLoud(t *testing.T) {
+	t.Parallel()
 	onBackends(t, func(t *testing.T, dsn string) {
 		var logs logBuffer
 		dbs := nodes(t, dsn, 2, &logs)

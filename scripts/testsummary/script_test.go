@@ -13,7 +13,8 @@ import (
 // detector needs cgo, so the script warns that -race is off, and the
 // tests still run, under the sketchd_poison tag (a test that exists only
 // with it runs) and not as a race build. With the compiler on PATH the
-// same run is a race build, and says nothing.
+// same run is a race build, and says nothing; given no packages, it
+// runs them all, the longest-running (here internal/server) first.
 func TestScriptWithoutCCompiler(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs scripts/test on a module of its own")
@@ -24,9 +25,10 @@ func TestScriptWithoutCCompiler(t *testing.T) {
 	}
 	dir := t.TempDir()
 	files := map[string]string{
-		"go.mod":           "module example.com/m\n\ngo 1.22\n",
-		"a/a_test.go":      "package a\n\nimport \"testing\"\n\nfunc TestRuns(t *testing.T) {}\n",
-		"a/poison_test.go": "//go:build sketchd_poison\n\npackage a\n\nimport \"testing\"\n\nfunc TestPoisonTag(t *testing.T) {}\n",
+		"go.mod":                    "module example.com/m\n\ngo 1.22\n",
+		"a/a_test.go":               "package a\n\nimport \"testing\"\n\nfunc TestRuns(t *testing.T) {}\n",
+		"a/poison_test.go":          "//go:build sketchd_poison\n\npackage a\n\nimport \"testing\"\n\nfunc TestPoisonTag(t *testing.T) {}\n",
+		"internal/server/s_test.go": "package server\n\nimport \"testing\"\n\nfunc TestFirst(t *testing.T) {}\n",
 		// TestRace fails unless the build is a race build exactly when
 		// WANT_RACE is 1.
 		"a/race_on_test.go":  "//go:build race\n\npackage a\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestRace(t *testing.T) {\n\tif os.Getenv(\"WANT_RACE\") != \"1\" {\n\t\tt.Fatal(\"a race build\")\n\t}\n}\n",
@@ -60,9 +62,9 @@ func TestScriptWithoutCCompiler(t *testing.T) {
 			}
 		}
 	}
-	run := func(path, wantRace string) string {
+	run := func(path, wantRace string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(script, "./...")
+		cmd := exec.Command(script, args...)
 		cmd.Dir = dir
 		env := []string{"PATH=" + path, "GOFLAGS=-mod=mod", "GOWORK=off", "WANT_RACE=" + wantRace}
 		for _, kv := range os.Environ() {
@@ -78,19 +80,22 @@ func TestScriptWithoutCCompiler(t *testing.T) {
 		return string(out)
 	}
 	const warning = "scripts/test: WARNING: no C compiler found"
-	out := run(noCC, "0")
+	out := run(noCC, "0", "./...")
 	if !strings.Contains(out, warning) || !strings.Contains(out, "running WITHOUT -race") {
 		t.Errorf("without a C compiler scripts/test gives no warning that -race is off:\n%s", out)
 	}
-	if !strings.Contains(out, "tests: 3 passed, 0 failed, 0 skipped\n") {
-		t.Errorf("without a C compiler scripts/test did not run TestRuns, TestPoisonTag and TestRace without -race:\n%s", out)
+	if !strings.Contains(out, "tests: 4 passed, 0 failed, 0 skipped\n") {
+		t.Errorf("without a C compiler scripts/test did not run TestRuns, TestPoisonTag, TestRace and TestFirst without -race:\n%s", out)
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Log("no gcc on this PATH: the run with a compiler is left out")
 		return
 	}
 	out = run(os.Getenv("PATH"), "1")
-	if strings.Contains(out, "WARNING") || !strings.Contains(out, "tests: 3 passed, 0 failed, 0 skipped\n") {
+	if strings.Contains(out, "WARNING") || !strings.Contains(out, "tests: 4 passed, 0 failed, 0 skipped\n") {
 		t.Errorf("with a C compiler scripts/test warned or did not run the race build's tests:\n%s", out)
+	}
+	if s, a := strings.Index(out, "example.com/m/internal/server\t"), strings.Index(out, "example.com/m/a\t"); s < 0 || a < 0 || s > a {
+		t.Errorf("given no packages, scripts/test did not run internal/server first:\n%s", out)
 	}
 }

@@ -243,7 +243,7 @@ func pgFlips(t *testing.T, dsn string) {
 
 	r := rand.New(rand.NewPCG(11, 0))
 	flips, loud := 0, 0
-	failures := func() float64 { return pgMetric(t, c, "sketchd_store_checksum_failures_total") }
+	failures := func() float64 { return metricValue(t, c, "sketchd_store_checksum_failures_total") }
 	for _, tg := range targets {
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT octet_length(coalesce(hll_send(hll), data)) FROM `+tg.table+` WHERE `+strings.NewReplacer("$3", "$1", "$4", "$2").Replace(tg.where), tg.args...).Scan(&n); err != nil {
@@ -301,7 +301,7 @@ func pgFlips(t *testing.T, dsn string) {
 		}
 	}
 	t.Logf("%d flips of %d stored values (%d reads that apply to their kinds): %d loud, %d served silently", flips, len(targets), applies, loud, flips-loud)
-	if unreadable := pgMetric(t, c, "sketchd_store_unreadable_records_total"); unreadable == 0 {
+	if unreadable := metricValue(t, c, "sketchd_store_unreadable_records_total"); unreadable == 0 {
 		t.Error("sketchd_store_unreadable_records_total = 0 after listings that skipped damaged values")
 	}
 	log := p.log()
@@ -359,24 +359,4 @@ func pgUnreadable(t *testing.T, c *client, path string) string {
 		t.Errorf("GET %s = %d, want 200", path, resp.StatusCode)
 	}
 	return resp.Header.Get("Sketchd-Unreadable")
-}
-
-// pgMetric reads a counter from /metrics.
-func pgMetric(t *testing.T, c *client, name string) float64 {
-	t.Helper()
-	b := c.must(t, http.StatusOK, "GET", "/metrics", "", nil, nil)
-	// A scan of lines, not a regular expression: the test reads /metrics
-	// after every flip, and a multi-line match over it took a third of the
-	// test's CPU under the race detector.
-	for line := range strings.Lines(string(b)) {
-		if value, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), name+" "); ok {
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-	}
-	t.Errorf("/metrics has no %s", name)
-	return 0
 }

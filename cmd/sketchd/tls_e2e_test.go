@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,15 +92,9 @@ func TestTLS(t *testing.T) {
 		t.Errorf("an HTTP/1.1 client: %d over %s, want 200 over HTTP/1.1", resp.StatusCode, resp.Proto)
 	}
 
-	metrics := string(c.must(t, http.StatusOK, "GET", "/metrics", "", nil, nil))
-	const name = "sketchd_tls_certificate_expiry_timestamp_seconds "
-	i := strings.Index(metrics, "\n"+name)
-	if i < 0 {
-		t.Fatalf("no %s on /metrics", name)
-	}
-	line, _, _ := strings.Cut(metrics[i+1+len(name):], "\n")
-	if v, err := strconv.ParseFloat(line, 64); err != nil || int64(v) != pair.Cert.NotAfter.Unix() {
-		t.Errorf("%s= %q, want the leaf's NotAfter %d", name, line, pair.Cert.NotAfter.Unix())
+	const expiry = "sketchd_tls_certificate_expiry_timestamp_seconds"
+	if v := metricValue(t, c, expiry); int64(v) != pair.Cert.NotAfter.Unix() {
+		t.Errorf("%s = %v, want the leaf's NotAfter %d", expiry, v, pair.Cert.NotAfter.Unix())
 	}
 
 	// Plain HTTP to the TLS port: a write and a read, neither served.

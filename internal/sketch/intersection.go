@@ -331,7 +331,7 @@ func Intersect(names []string, sketches []*hll.Sketch, method Method) (Intersect
 
 // intersectScanned is Intersect's answer for two FULL operands by the
 // MLE, from the scan of their registers (or a joint table read as one:
-// IntersectJoint).
+// JointPair.Intersect).
 func intersectScanned(ops []operand, s *pairScan, method Method, folded bool) Intersection {
 	res := Intersection{Log2m: s.p.Log2m, Method: method, Terms: publicTerms(s.terms(ops))}
 	finish(&res, ops, s.mle(ops[0], ops[1]), false, folded)

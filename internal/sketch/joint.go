@@ -13,8 +13,8 @@ import (
 // each pair of values. A database with the sketchd_hll extension
 // (pg/sketchd_hll) computes it where the candidate's row lives, so that a
 // rank on PostgreSQL or Citus receives about a kilobyte a candidate
-// rather than its registers, and IntersectJoint gives from it exactly the
-// answer Intersect gives from the two sketches.
+// rather than its registers, and PairJoint's Intersect gives from it
+// exactly the answer Intersect gives from the two sketches.
 //
 // The encoding (sketchd_hll_joint's, pg/sketchd_hll/sketchd_hll.c):
 //
@@ -217,13 +217,4 @@ func (p *JointPair) Intersect() Intersection {
 	defer s.release()
 	s.p, s.vmax, s.joint = p.j.p, p.j.vmax, p.j.joint
 	return intersectScanned(p.ops, s, p.method, false)
-}
-
-// IntersectJoint is PairJoint, then Intersect.
-func IntersectJoint(names []string, target *hll.Sketch, j *Joint, method Method) (Intersection, error) {
-	p, err := PairJoint(names, target, j, method)
-	if err != nil {
-		return Intersection{}, err
-	}
-	return p.Intersect(), nil
 }

@@ -21,7 +21,7 @@ import (
 // about 500 bytes, where its registers are 10 KiB at log2m 14), computed
 // on the worker that stores it; only the rows the function does not
 // answer (another kind or shape, or a checksum that fails) travel whole,
-// and are checked here as every read is. The node then fits each table (sketch.IntersectJoint), with the
+// and are checked here as every read is. The node then fits each table (sketch.PairJoint), with the
 // answer it gives the sketches themselves.
 
 // jointExtension is the extension that provides sketchd_hll_joint.

@@ -178,7 +178,7 @@ func rankFixture(t *testing.T, db *postgres.DB) *hll.Sketch {
 
 // TestEachPrefixJoint checks what a rank on the database gives for each
 // candidate: the table of every FULL HLL at the target's parameters,
-// with which sketch.IntersectJoint answers exactly what Intersect answers
+// with which sketch.PairJoint answers exactly what Intersect answers
 // the candidate itself; every other candidate whole; every candidate
 // once.
 func TestEachPrefixJoint(t *testing.T) {
@@ -208,10 +208,11 @@ func TestEachPrefixJoint(t *testing.T) {
 		}
 		tables++
 		names := []string{"t", name}
-		got, err := sketch.IntersectJoint(names, target, j, "")
+		pair, err := sketch.PairJoint(names, target, j, "")
 		if err != nil {
 			return err
 		}
+		got := pair.Intersect()
 		want, err := sketch.Intersect(names, []*hll.Sketch{target, h}, "")
 		if err != nil {
 			return err

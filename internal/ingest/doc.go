@@ -5,7 +5,10 @@
 //   - the Append*Hashes functions fuse parsing and hashing and append one
 //     uint64 per id to a caller-owned slice, with no allocation per id (none
 //     at all when dst has room and strings need no long unescaping), no
-//     reflection, digits read eight at a time;
+//     reflection; runs of integer ids are read 64 bytes at a time in AVX2
+//     registers where the processor has them (the separators, digits and
+//     signs of the window found at once, each id's digits weighed in one
+//     vector), eight digits to a 64-bit word elsewhere;
 //   - the Append*Items functions keep the ids as given (ID, Item) for
 //     Count-Min adds and frequency queries, whose ids are echoed back or
 //     kept as heavy hitters.

@@ -288,6 +288,7 @@ func FuzzJSONHashes(f *testing.F) {
 		want, v := refJSONHashes(body)
 		prefix := []uint64{42}
 		got, err := AppendJSONHashes(prefix, body, int(limit))
+		sameWithoutIntKernel(t, body, got, err, func() ([]uint64, error) { return AppendJSONHashes([]uint64{42}, body, int(limit)) })
 		if err != nil && (len(got) != 1 || got[0] != 42) {
 			t.Fatalf("dst changed on error: %x", got)
 		}
@@ -310,6 +311,20 @@ func FuzzJSONHashes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sameWithoutIntKernel checks that parse, run with the word loops alone,
+// gives what got and err, parsed with the vector kernel where there is
+// one, are: the same values or the same error, byte for byte.
+func sameWithoutIntKernel(t *testing.T, body []byte, got []uint64, err error, parse func() ([]uint64, error)) {
+	t.Helper()
+	if !hasVectorInts {
+		return
+	}
+	words, werr := withIntKernel(false, parse)
+	if !sameParse(got, err, words, werr) {
+		t.Fatalf("%q: vector kernel %x, %v; word loops %x, %v", body, got, err, words, werr)
+	}
 }
 
 // sameIDsError says whether AppendJSONHashes and AppendJSONItems refused
@@ -429,6 +444,7 @@ func FuzzLines(f *testing.F) {
 		fm := NDJSON + LineFormat(format%5)
 		want, v := refLines(body, fm)
 		got, err := AppendLineHashes([]uint64{42}, body, fm, int(limit))
+		sameWithoutIntKernel(t, body, got, err, func() ([]uint64, error) { return AppendLineHashes([]uint64{42}, body, fm, int(limit)) })
 		items, ierr := AppendLineItems(nil, body, fm, int(limit))
 		// AppendLineItems reads every line with the scanner; the runs of
 		// integer lines in AppendLineHashes must give the same errors,
@@ -665,6 +681,7 @@ func FuzzJSONIntList(f *testing.F) {
 		for _, key := range []string{"ids", "hashes"} {
 			body := []byte(`{"` + key + `":[` + s + `]}`)
 			got, err := AppendJSONHashes(nil, body, -1)
+			sameWithoutIntKernel(t, body, got, err, func() ([]uint64, error) { return AppendJSONHashes(nil, body, -1) })
 			roomy, rerr := AppendJSONHashes(make([]uint64, 0, len(body)), body, -1)
 			if (err == nil) != (rerr == nil) || (err != nil && err.Error() != rerr.Error()) ||
 				(err == nil && !equalHashes(roomy, got)) {

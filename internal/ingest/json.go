@@ -192,13 +192,20 @@ const runMargin = 1 + 24 + 1
 // general path, which accepts or explains it exactly as parseInt and
 // intError do; what it takes, parseInt would take with the same value.
 //
-// Digits are read eight to a word (nonDigits, eight): the second word only
-// if the first is all digits and a digit follows, the third only if the
-// second is all digits too, so an id below 10^9 costs one word and an
-// int64 of 17 to 19 digits three. The commonest id, up to eight digits and
-// a comma, is tested first and alone (adding the other cases' tests to it
-// measured 16% slower on such ids).
+// Where the processor has AVX2, the vector kernel (intsVector) takes what
+// it can; intWords takes the rest.
 func intRun(dst []uint64, b []byte, i, room int) ([]uint64, int) {
+	return vectorRun(dst, b, i, room, jsonSeps, intWords)
+}
+
+// intWords is intRun a word at a time: what the vector kernel leaves, and
+// every id where there is no kernel. Digits are read eight to a word
+// (nonDigits, eight): the second word only if the first is all digits and
+// a digit follows, the third only if the second is all digits too, so an
+// id below 10^9 costs one word and an int64 of 17 to 19 digits three. The
+// commonest id, up to eight digits and a comma, is tested first and alone
+// (adding the other cases' tests to it measured 16% slower on such ids).
+func intWords(dst []uint64, b []byte, i, room int) ([]uint64, int) {
 	n := len(dst)
 	buf := dst[:cap(dst)]
 	end := len(buf)

@@ -134,8 +134,15 @@ func AppendLineHashes(dst []uint64, body []byte, f LineFormat, maxIDs int) ([]ui
 // whitespace, a string, a float, a leading zero, out of int64, the last
 // line of the body), leaving it to the scanner, where fewer than runMargin
 // bytes are left, after room ids (room < 0: no limit) or once dst is full.
-// It makes no call.
+// Where the processor has AVX2 the vector kernel (intsVector) takes the
+// lines ended by "\n" alone; lineWords, which makes no call, the rest.
 func lineIntRun(dst []uint64, b []byte, i, room int) ([]uint64, int) {
+	return vectorRun(dst, b, i, room, lineSeps, lineWords)
+}
+
+// lineWords is lineIntRun a word at a time: what the vector kernel leaves,
+// and every id where there is no kernel.
+func lineWords(dst []uint64, b []byte, i, room int) ([]uint64, int) {
 	n := len(dst)
 	buf := dst[:cap(dst)]
 	end := len(buf)

@@ -1,0 +1,58 @@
+package ingest
+
+// separators tell the vector kernel (intsVector) what follows an id: sep,
+// then, where spaces is set, any JSON whitespace. Each is a byte repeated
+// 32 times, as the kernel compares them with 32 bytes of the body at once.
+type separators struct {
+	sep, spaces [32]byte
+}
+
+func newSeparators(sep byte, spaces bool) *separators {
+	s := new(separators)
+	for k := range s.sep {
+		s.sep[k] = sep
+		if spaces {
+			s.spaces[k] = 0xff
+		}
+	}
+	return s
+}
+
+var (
+	// jsonSeps: a comma, then any whitespace ("[1, 2]" as Python's json
+	// writes, an id a line as indented JSON). Whitespace before the comma
+	// is left to the word loop.
+	jsonSeps = newSeparators(',', true)
+	// lineSeps: "\n" alone; a line ended by "\r\n" is left to the word
+	// loop.
+	lineSeps = newSeparators('\n', false)
+)
+
+// vectorRun takes ids from b[i] on with the vector kernel and, for each id
+// it leaves (the first ones of a body, ids with other whitespace around
+// their separator, the last ones), with words, the word-at-a-time loop,
+// one id at a time, until neither takes one; at most room ids (room < 0:
+// no limit). Without the kernel, words alone takes them all.
+func vectorRun(dst []uint64, b []byte, i, room int, seps *separators, words func([]uint64, []byte, int, int) ([]uint64, int)) ([]uint64, int) {
+	if !hasVectorInts {
+		return words(dst, b, i, room)
+	}
+	for {
+		k := len(dst)
+		dst, i = intsVector(dst, b, i, room, seps)
+		if room >= 0 {
+			room -= len(dst) - k
+			if room == 0 {
+				return dst, i
+			}
+		}
+		m := len(dst)
+		dst, i = words(dst, b, i, 1)
+		if len(dst) == m {
+			return dst, i
+		}
+		if room > 0 {
+			room--
+		}
+	}
+}

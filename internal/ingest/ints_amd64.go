@@ -1,0 +1,43 @@
+//go:build !purego
+
+package ingest
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// hasVectorInts says whether the processor runs intsAVX2 (AVX2 for the
+// vectors, BMI1 and BMI2 for TZCNT and SHRX); tests turn it off to run the
+// word-at-a-time loops on the same machine.
+var hasVectorInts = cpu.X86.HasAVX2 && cpu.X86.HasBMI1 && cpu.X86.HasBMI2
+
+// intsAVX2 stores into buf[n:end] the values of the ids it takes from b[i]
+// on, each -?(0|[1-9][0-9]*) in int64 followed by seps.sep (then, where
+// seps allows it, any JSON whitespace), while i <= lim (so b[i:i+64] is in
+// the body) and n < end, and returns the new n and i. It stops at anything
+// else, leaving it where it starts, and at an id whose separator is less
+// than 32 bytes into b.
+//
+//go:noescape
+func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators) (taken, next int)
+
+// intsVector appends to dst the ids the vector kernel takes from b[i] on,
+// at most room of them (room < 0: no limit) and never beyond cap(dst), and
+// returns dst and the index after the last separator taken and the
+// whitespace after it. Without the kernel it takes nothing.
+func intsVector(dst []uint64, b []byte, i, room int, seps *separators) ([]uint64, int) {
+	n := len(dst)
+	end := cap(dst)
+	if room >= 0 && n+room < end {
+		end = n + room
+	}
+	lim := len(b) - 64
+	if !hasVectorInts || n >= end || i > lim {
+		return dst, i
+	}
+	buf := dst[:cap(dst)]
+	n, i = intsAVX2(unsafe.SliceData(buf), n, end, unsafe.SliceData(b), i, lim, seps)
+	return buf[:n], i
+}

@@ -17,8 +17,9 @@ var hasVectorInts = cpu.X86.HasAVX2 && cpu.X86.HasBMI1 && cpu.X86.HasBMI2
 // on, each -?(0|[1-9][0-9]*) in int64 followed by seps.sep (then, where
 // seps allows it, any JSON whitespace), while i <= lim (so b[i:i+64] is in
 // the body) and n < end, and returns the new n and i. It stops at anything
-// else, leaving it where it starts, and at an id whose separator is less
-// than 32 bytes into b.
+// else, leaving it where it starts. i must be at least 31, so that every
+// separator is at least 32 bytes into b (each id's 32 bytes before it are
+// loaded).
 //
 //go:noescape
 func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators) (taken, next int)
@@ -34,7 +35,7 @@ func intsVector(dst []uint64, b []byte, i, room int, seps *separators) ([]uint64
 		end = n + room
 	}
 	lim := len(b) - 64
-	if !hasVectorInts || n >= end || i > lim {
+	if !hasVectorInts || n >= end || i > lim || i < 31 {
 		return dst, i
 	}
 	buf := dst[:cap(dst)]

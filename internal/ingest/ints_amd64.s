@@ -126,11 +126,10 @@ window:
 	SHLQ $32, AX
 	ORQ  AX, R10
 	NOTQ R10
+	BTSQ $63, R10          // no whitespace run goes past the last byte
 	TZCNTQ R10, R12        // the first id: after any whitespace
 
 id:
-	CMPQ R12, $63
-	JHI  move              // whitespace to the window's end
 	TZCNTQ R9, R13         // the next separator
 	CMPQ R13, $61
 	JHI  move              // past the window (or the next id would be)
@@ -157,9 +156,7 @@ id:
 	JEQ  stop              // a leading zero
 
 value:
-	LEAQ (BX)(R13*1), DX   // the separator in b
-	CMPQ DX, $32
-	JLT  stop
+	LEAQ (BX)(R13*1), DX   // the separator in b: 32 bytes in at least
 	CMPQ AX, $7
 	JHI  long
 	// Up to 8 digits: the word before the separator, in a general
@@ -222,10 +219,7 @@ sign:
 	SHRXQ R13, R10, DX
 	TZCNTQ DX, DX          // whitespace after the separator
 	ADDQ DX, R13
-	MOVQ $64, DX
-	CMPQ R13, DX
-	CMOVQHI DX, R13        // past the window: its end
-	MOVQ R13, R12          // the next id, in the window
+	MOVQ R13, R12          // the next id, in the window (at most 63)
 	CMPQ CX, end+16(FP)
 	JLT  id
 

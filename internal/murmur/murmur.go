@@ -2,21 +2,18 @@
 // hll_hash_* functions do (seed zero-extended into both halves, key bytes
 // hashed as given), with a specialised path for 8-byte keys.
 //
-// Byte-slice keys delegate to github.com/spaolacci/murmur3, which does not
-// allocate when its input does not escape. An int64 hashed through that
-// package needs a fresh 8-byte buffer per call (an allocation and about
-// twice the time), so Int64 computes the same function directly: with no
-// 16-byte block and an 8-byte tail, the algorithm reduces to one mix of the
-// key and the finalisation. Tests and a fuzz target check Int64 against
-// spaolacci/murmur3 over the little-endian bytes of the value.
+// Every key is hashed by the algorithm written out here, with no state
+// between calls: Int64, with no 16-byte block and an 8-byte tail, reduces
+// to one mix of the key and the finalisation. Tests and fuzz targets check
+// Int64 and Bytes against github.com/spaolacci/murmur3, a general-purpose
+// implementation, on every key length and seed, and the PostgreSQL tests
+// compare whole sketches with postgresql-hll's.
 package murmur
 
 import (
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
-
-	"github.com/spaolacci/murmur3"
 )
 
 const (
@@ -45,13 +42,62 @@ func Int64(v int64, seed uint32) (h1, h2 uint64) {
 // Bytes returns MurmurHash3_x64_128 of b with the given seed: h1 is
 // postgresql-hll's hll_hash_bytea(b, seed) and, for UTF-8 text,
 // hll_hash_text.
+//
+// It is the algorithm written out for one call: 16-byte blocks, then the
+// tail read as two little-endian words, then the finaliser, with no
+// streaming state, no call per block and no copy of the tail (a
+// general-purpose digest spends more on those than on the multiplies for
+// keys the size of a UUID).
 func Bytes(b []byte, seed uint32) (h1, h2 uint64) {
-	return murmur3.Sum128WithSeed(b, seed)
+	h1, h2 = uint64(seed), uint64(seed)
+	n := len(b)
+	p := b
+	for len(p) >= 16 {
+		k1 := binary.LittleEndian.Uint64(p)
+		k2 := binary.LittleEndian.Uint64(p[8:])
+		p = p[16:]
+		h1 ^= bits.RotateLeft64(k1*c1, 31) * c2
+		h1 = bits.RotateLeft64(h1, 27) + h2
+		h1 = h1*5 + 0x52dce729
+		h2 ^= bits.RotateLeft64(k2*c2, 33) * c1
+		h2 = bits.RotateLeft64(h2, 31) + h1
+		h2 = h2*5 + 0x38495ab5
+	}
+	if r := len(p); r > 0 {
+		// The tail's r bytes as two little-endian words, read with loads
+		// inside the key: the last eight bytes shifted down where the key
+		// has eight, overlapping 4-byte loads or three bytes where not.
+		var k1, k2 uint64
+		switch {
+		case r > 8:
+			k1 = binary.LittleEndian.Uint64(p)
+			k2 = binary.LittleEndian.Uint64(b[n-8:]) >> (uint(16-r) * 8)
+		case n >= 8:
+			k1 = binary.LittleEndian.Uint64(b[n-8:]) >> (uint(8-r) * 8)
+		case r >= 4:
+			k1 = uint64(binary.LittleEndian.Uint32(p)) | uint64(binary.LittleEndian.Uint32(p[r-4:]))<<(uint(r-4)*8)
+		default:
+			k1 = uint64(p[0]) | uint64(p[r/2])<<(uint(r/2)*8) | uint64(p[r-1])<<(uint(r-1)*8)
+		}
+		if r > 8 {
+			h2 ^= bits.RotateLeft64(k2*c2, 33) * c1
+		}
+		h1 ^= bits.RotateLeft64(k1*c1, 31) * c2
+	}
+	h1 ^= uint64(n)
+	h2 ^= uint64(n)
+	h1 += h2
+	h2 += h1
+	h1 = fmix64(h1)
+	h2 = fmix64(h2)
+	h1 += h2
+	h2 += h1
+	return h1, h2
 }
 
 // String is Bytes over the bytes of s, without copying them.
 func String(s string, seed uint32) (h1, h2 uint64) {
-	return murmur3.Sum128WithSeed(unsafe.Slice(unsafe.StringData(s), len(s)), seed)
+	return Bytes(unsafe.Slice(unsafe.StringData(s), len(s)), seed)
 }
 
 func fmix64(k uint64) uint64 {

@@ -5,13 +5,13 @@ package ingest
 import (
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
+	"github.com/sketchd/sketchd/internal/cpuid"
 )
 
 // hasVectorInts says whether the processor runs intsAVX2 (AVX2 for the
 // vectors, BMI1 and BMI2 for TZCNT and SHRX); tests turn it off to run the
 // word-at-a-time loops on the same machine.
-var hasVectorInts = cpu.X86.HasAVX2 && cpu.X86.HasBMI1 && cpu.X86.HasBMI2
+var hasVectorInts = cpuid.AVX2() && cpuid.BMI()
 
 // intsAVX2 stores into buf[n:end] the values of the ids it takes from b[i]
 // on, each -?(0|[1-9][0-9]*) in int64 followed by seps.sep (then, where

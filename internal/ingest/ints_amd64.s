@@ -70,15 +70,17 @@ GLOBL intc<>(SB), RODATA|NOPTR, $0x120
 //
 // The 64 bytes at b[i] (the window) give four masks: the bytes that are
 // neither a digit nor '-' (R8), the separators (R9), the bytes that are
-// not whitespace to skip after a separator (R10) and the '-' (R11). From each id's start in the
-// window (R12), the masks alone say whether it is -?[0-9]{1,19} up to the
-// next separator, and where the id after it starts. The loop carries only
-// the separators left (R9, less one bit an id) and the count: no load, and
-// no id's length waits for the one before. The value comes from the 32 bytes that end at the separator,
-// masked to the digits and weighed by VPMADDUBSW, VPMADDWD, VPACKUSDW and
-// VPMADDWD into 8-digit groups: the last 16 digits in the upper lane, up
-// to 3 more in the lower. An id whose separator (or the byte after it) is
-// past the window's 62nd byte moves the window to its start.
+// not whitespace to skip after a separator (R10) and the '-' (R11). From
+// each id's start in the window (R12), the masks alone say whether it is
+// -?[0-9]{1,19} up to the next separator, and where the id after it
+// starts. The loop carries only the separators left (R9, one bit fewer an
+// id) and the count: no load, and no id's length waits for the one before.
+// The value of an id of up to 8 digits comes from the word that ends at
+// its separator, weighed as eight (number.go) does; of a longer one, from
+// the 32 bytes that end there, masked to the digits and weighed by
+// VPMADDUBSW, VPMADDWD, VPACKUSDW and VPMADDWD into 8-digit groups: the
+// last 16 digits in the upper lane, up to 3 more in the lower. An id whose
+// separator is past the window's 62nd byte moves the window to its start.
 TEXT ·intsAVX2(SB), NOSPLIT, $0-72
 	MOVQ buf+0(FP), DI
 	MOVQ n+8(FP), CX

@@ -2,38 +2,11 @@
 
 package murmur
 
+import "github.com/sketchd/sketchd/internal/cpuid"
+
 // hasAVX2 says whether the processor runs int64HashesAVX2; tests turn it
 // off to run the portable path on the same machine.
-var hasAVX2 = detectAVX2()
-
-// detectAVX2 asks the processor (CPUID) whether it has AVX2 and the
-// operating system (XGETBV) whether it saves the YMM registers. The
-// package reads the processor itself: it depends on the standard library
-// and murmur3 only.
-func detectAVX2() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 {
-		return false
-	}
-	const xmmYmm = 1<<1 | 1<<2
-	if xgetbv0()&xmmYmm != xmmYmm {
-		return false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	return ebx7&(1<<5) != 0
-}
-
-// cpuid runs CPUID with EAX=leaf, ECX=sub.
-func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
-
-// xgetbv0 returns the low half of XCR0 (XGETBV with ECX=0); call it only
-// where CPUID says OSXSAVE.
-func xgetbv0() uint32
+var hasAVX2 = cpuid.AVX2()
 
 // int64HashesAVX2 is the portable loop of Int64Hashes four lanes at a
 // time in AVX2 registers; len(vs) must be a multiple of 4.

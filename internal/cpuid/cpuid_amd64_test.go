@@ -1,0 +1,35 @@
+//go:build !purego
+
+package cpuid
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestAgreesWithCPUInfo checks the processor's own answers against what
+// the kernel tells /proc/cpuinfo, where it can be read.
+func TestAgreesWithCPUInfo(t *testing.T) {
+	info, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		t.Skipf("no /proc/cpuinfo to compare with: %v", err)
+	}
+	var flags string
+	for _, line := range strings.Split(string(info), "\n") {
+		if strings.HasPrefix(line, "flags") {
+			flags = " " + line[strings.IndexByte(line, ':')+1:] + " "
+			break
+		}
+	}
+	if flags == "" {
+		t.Skip("/proc/cpuinfo lists no flags")
+	}
+	has := func(f string) bool { return strings.Contains(flags, " "+f+" ") }
+	if got, want := AVX2(), has("avx2"); got != want {
+		t.Errorf("AVX2() = %v, /proc/cpuinfo says avx2 %v", got, want)
+	}
+	if got, want := BMI(), has("bmi1") && has("bmi2"); got != want {
+		t.Errorf("BMI() = %v, /proc/cpuinfo says bmi1 and bmi2 %v", got, want)
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package cpuid
+
+// AVX2 is false where there is no vector kernel.
+func AVX2() bool { return false }
+
+// BMI is false where there is no vector kernel.
+func BMI() bool { return false }

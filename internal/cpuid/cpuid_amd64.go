@@ -5,8 +5,8 @@ package cpuid
 // AVX2 says whether the processor has AVX2 and the operating system saves
 // the YMM registers.
 func AVX2() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
+	ebx7, ok := leaf7()
+	if !ok {
 		return false
 	}
 	_, _, ecx1, _ := cpuid(1, 0)
@@ -18,20 +18,26 @@ func AVX2() bool {
 	if xgetbv0()&xmmYmm != xmmYmm {
 		return false
 	}
-	_, ebx7, _, _ := cpuid(7, 0)
 	return ebx7&(1<<5) != 0
 }
 
 // BMI says whether the processor has BMI1 and BMI2 (TZCNT, BLSR, BZHI,
 // SHRX, SHLX).
 func BMI() bool {
+	ebx7, ok := leaf7()
+	const bmi1, bmi2 = 1 << 3, 1 << 8
+	return ok && ebx7&bmi1 != 0 && ebx7&bmi2 != 0
+}
+
+// leaf7 returns EBX of CPUID leaf 7 (the extended features), and false
+// where the processor has no such leaf.
+func leaf7() (uint32, bool) {
 	maxLeaf, _, _, _ := cpuid(0, 0)
 	if maxLeaf < 7 {
-		return false
+		return 0, false
 	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	const bmi1, bmi2 = 1 << 3, 1 << 8
-	return ebx7&bmi1 != 0 && ebx7&bmi2 != 0
+	_, ebx, _, _ := cpuid(7, 0)
+	return ebx, true
 }
 
 // cpuid runs CPUID with EAX=leaf, ECX=sub.

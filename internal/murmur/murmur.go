@@ -28,15 +28,7 @@ func Int64(v int64, seed uint32) (h1, h2 uint64) {
 	k1 := uint64(v) * c1
 	k1 = bits.RotateLeft64(k1, 31) * c2
 	h1 ^= k1
-	h1 ^= 8
-	h2 ^= 8
-	h1 += h2
-	h2 += h1
-	h1 = fmix64(h1)
-	h2 = fmix64(h2)
-	h1 += h2
-	h2 += h1
-	return h1, h2
+	return finish(h1, h2, 8)
 }
 
 // Bytes returns MurmurHash3_x64_128 of b with the given seed: h1 is
@@ -84,8 +76,14 @@ func Bytes(b []byte, seed uint32) (h1, h2 uint64) {
 		}
 		h1 ^= bits.RotateLeft64(k1*c1, 31) * c2
 	}
-	h1 ^= uint64(n)
-	h2 ^= uint64(n)
+	return finish(h1, h2, uint64(n))
+}
+
+// finish is MurmurHash3_x64_128's finalisation of the state h1, h2 after a
+// key of n bytes.
+func finish(h1, h2, n uint64) (uint64, uint64) {
+	h1 ^= n
+	h2 ^= n
 	h1 += h2
 	h2 += h1
 	h1 = fmix64(h1)

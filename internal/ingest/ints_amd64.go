@@ -26,8 +26,8 @@ func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators) (t
 
 // intsVector appends to dst the ids the vector kernel takes from b[i] on,
 // at most room of them (room < 0: no limit) and never beyond cap(dst), and
-// returns dst and the index after the last separator taken and the
-// whitespace after it. Without the kernel it takes nothing.
+// returns dst and the index after the last separator taken (whitespace
+// after it may be left). Without the kernel it takes nothing.
 func intsVector(dst []uint64, b []byte, i, room int, seps *separators) ([]uint64, int) {
 	n := len(dst)
 	end := cap(dst)

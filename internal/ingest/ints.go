@@ -29,10 +29,11 @@ var (
 )
 
 // vectorRun takes ids from b[i] on with the vector kernel and, for each id
-// it leaves (the first ones of a body, ids with other whitespace around
-// their separator, the last ones), with words, the word-at-a-time loop,
-// one id at a time, until neither takes one; at most room ids (room < 0:
-// no limit). Without the kernel, words alone takes them all.
+// it leaves (the first ones of a body, ids with whitespace before their
+// separator, lines ended by "\r\n", the last ones), with words, the
+// word-at-a-time loop, one id at a time, until neither takes one; at most
+// room ids (room < 0: no limit). Without the kernel, words alone takes
+// them all.
 func vectorRun(dst []uint64, b []byte, i, room int, seps *separators, words func([]uint64, []byte, int, int) ([]uint64, int)) ([]uint64, int) {
 	if !hasVectorInts {
 		return words(dst, b, i, room)

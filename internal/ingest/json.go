@@ -187,10 +187,9 @@ const runMargin = 1 + 24 + 1
 // zero, a value out of int64, the last element of the array (no comma
 // after it), anything else; and where fewer than runMargin bytes are left,
 // after room ids (room < 0: no limit) or once dst is full: it never grows
-// dst, so the loop makes no call and keeps its state in registers (a call
-// in the loop would spill it on every id). What it stops at goes to the
-// general path, which accepts or explains it exactly as parseInt and
-// intError do; what it takes, parseInt would take with the same value.
+// dst. What it stops at goes to the general path, which accepts or
+// explains it exactly as parseInt and intError do; what it takes, parseInt
+// would take with the same value.
 //
 // Where the processor has AVX2, the vector kernel (intsVector) takes what
 // it can; intWords takes the rest.
@@ -205,6 +204,8 @@ func intRun(dst []uint64, b []byte, i, room int) ([]uint64, int) {
 // id below 10^9 costs one word and an int64 of 17 to 19 digits three. The
 // commonest id, up to eight digits and a comma, is tested first and alone
 // (adding the other cases' tests to it measured 16% slower on such ids).
+// Its loop makes no call and keeps its state in registers (a call in the
+// loop would spill it on every id).
 func intWords(dst []uint64, b []byte, i, room int) ([]uint64, int) {
 	n := len(dst)
 	buf := dst[:cap(dst)]

@@ -312,6 +312,7 @@ func BenchmarkLines(b *testing.B) {
 		{"ndjson_int64", NDJSON, lineBody(int64Ints(), func(v int64) string { return strconv.FormatInt(v, 10) })},
 		{"text_ints", TextInts, lineBody(ints, func(v int64) string { return strconv.FormatInt(v, 10) })},
 		{"text_int64", TextInts, lineBody(int64Ints(), func(v int64) string { return strconv.FormatInt(v, 10) })},
+		{"text_int64_crlf", TextInts, lineBody(int64Ints(), func(v int64) string { return strconv.FormatInt(v, 10) + "\r" })},
 		{"text_texts", TextTexts, lineBody(texts, func(s string) string { return s })},
 	} {
 		b.Run(tt.name, func(b *testing.B) {

@@ -28,19 +28,29 @@ var (
 	lineSeps = newSeparators('\n', false)
 )
 
-// vectorRun takes ids from b[i] on with the vector kernel and, for each id
-// it leaves (the first ones of a body, ids with whitespace before their
+// vectorRun takes ids from b[i] on with the vector kernel and, for the
+// ids it leaves (the first ones of a body, ids with whitespace before their
 // separator, lines ended by "\r\n", the last ones), with words, the
-// word-at-a-time loop, one id at a time, until neither takes one; at most
-// room ids (room < 0: no limit). Without the kernel, words alone takes
-// them all.
+// word-at-a-time loop, until neither takes one; at most room ids (room < 0:
+// no limit). Without the kernel, words alone takes them all.
+//
+// words takes one id after the kernel took some, and twice as many (up to
+// 256) after each call in which the kernel took none: a body the kernel
+// leaves id after id (every line ended by "\r\n") costs a call of it per
+// 256 ids, not one per id.
 func vectorRun(dst []uint64, b []byte, i, room int, seps *separators, words func([]uint64, []byte, int, int) ([]uint64, int)) ([]uint64, int) {
 	if !hasVectorInts {
 		return words(dst, b, i, room)
 	}
+	step := 1
 	for {
 		k := len(dst)
 		dst, i = intsVector(dst, b, i, room, seps)
+		if len(dst) > k {
+			step = 1
+		} else {
+			step = min(2*step, 256)
+		}
 		if room >= 0 {
 			room -= len(dst) - k
 			if room == 0 {
@@ -48,12 +58,19 @@ func vectorRun(dst []uint64, b []byte, i, room int, seps *separators, words func
 			}
 		}
 		m := len(dst)
-		dst, i = words(dst, b, i, 1)
+		n := step
+		if room >= 0 {
+			n = min(n, room)
+		}
+		dst, i = words(dst, b, i, n)
 		if len(dst) == m {
 			return dst, i
 		}
-		if room > 0 {
-			room--
+		if room >= 0 {
+			room -= len(dst) - m
+			if room == 0 {
+				return dst, i
+			}
 		}
 	}
 }

@@ -5,26 +5,18 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sketchd/sketchd/internal/cpuid/cpuidtest"
 )
 
-// intKernels lists the settings of hasVectorInts this machine can run: the
-// word loops always, the vector kernel where the processor has it.
-// SKETCHD_REQUIRE_AVX2=1 makes a machine without it a failure, not a
-// word-only run.
+// intKernels lists the settings of hasVectorInts this machine can run
+// (cpuidtest.Settings).
 func intKernels(tb testing.TB) []bool {
-	if hasVectorInts {
-		return []bool{false, true}
-	}
-	if os.Getenv("SKETCHD_REQUIRE_AVX2") == "1" {
-		tb.Fatalf("SKETCHD_REQUIRE_AVX2=1 but the vector kernel for integer ids does not run here (GOARCH=%s, purego tag, or no AVX2, BMI1 and BMI2)", runtime.GOARCH)
-	}
-	return []bool{false}
+	return cpuidtest.Settings(tb, hasVectorInts, "the vector kernel for integer ids", "AVX2, BMI1 and BMI2")
 }
 
 // withIntKernel runs f with the vector kernel for integer ids on or off.

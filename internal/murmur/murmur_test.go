@@ -3,7 +3,6 @@ package murmur
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"syscall"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spaolacci/murmur3"
+
+	"github.com/sketchd/sketchd/internal/cpuid/cpuidtest"
 )
 
 func reference(v int64, seed uint32) (uint64, uint64) {
@@ -128,18 +129,10 @@ func checkInt64Hashes(t *testing.T, vs []uint64) {
 	}
 }
 
-// kernels lists the settings of hasAVX2 this machine can run: the
-// portable loop always, the vector kernel where the processor has it.
-// SKETCHD_REQUIRE_AVX2=1 makes a machine without it a failure, not a
-// portable-only run.
+// kernels lists the settings of hasAVX2 this machine can run
+// (cpuidtest.Settings).
 func kernels(tb testing.TB) []bool {
-	if hasAVX2 {
-		return []bool{false, true}
-	}
-	if os.Getenv("SKETCHD_REQUIRE_AVX2") == "1" {
-		tb.Fatalf("SKETCHD_REQUIRE_AVX2=1 but the vector kernel does not run here (GOARCH=%s, purego tag, or no AVX2)", runtime.GOARCH)
-	}
-	return []bool{false}
+	return cpuidtest.Settings(tb, hasAVX2, "the vector kernel", "AVX2")
 }
 
 // withVector runs f with the vector kernel on or off. Tests that change

@@ -9,7 +9,6 @@ import (
 // compares them with the committed table bit for bit: the table is what
 // the documented simulation gives.
 func TestTableReproduces(t *testing.T) {
-	t.Parallel()
 	for _, p := range []int{MinPrecision} {
 		got := Simulate(p, Trials(p))
 		want := table[p-MinPrecision]
@@ -29,7 +28,6 @@ func TestTableReproduces(t *testing.T) {
 // range (at 5m) its bias is within the simulation's noise of zero, and
 // at 0 values H is m exactly; the grid rises.
 func TestSimulationIsUnbiasedFarOut(t *testing.T) {
-	t.Parallel()
 	for p := MinPrecision; p <= MaxPrecision; p++ {
 		pts := table[p-MinPrecision]
 		m := float64(int(1) << p)
@@ -63,7 +61,6 @@ func TestSimulationIsUnbiasedFarOut(t *testing.T) {
 // TestBiasInterpolates checks both interpolations on the grid and
 // between points, and that they refuse what is outside the table.
 func TestBiasInterpolates(t *testing.T) {
-	t.Parallel()
 	const p, a = 12, 0.72
 	pts := table[p-MinPrecision]
 	for _, f := range []func(int, float64, float64) (float64, bool){Bias, BiasKNN} {

@@ -3,8 +3,6 @@ package hllbias
 import (
 	"math"
 	"math/bits"
-	"runtime"
-	"sync"
 )
 
 // MinPrecision and MaxPrecision bound the precisions the table covers:
@@ -17,7 +15,7 @@ const (
 
 // blockSize is the number of trials summed together before the blocks'
 // sums are added in order: the unit that makes the means independent of
-// the number of goroutines.
+// the number of goroutines that computed them.
 const blockSize = 256
 
 // Trials is the number of simulated sketches at precision p: 2^26/m
@@ -53,30 +51,37 @@ type Point struct {
 
 // Simulate runs trials trials at precision p (see the package doc) and
 // returns the grid with the mean H at each point. The result depends only
-// on p and trials.
+// on p and trials. It runs in the calling goroutine; genbias, which
+// simulates every precision, runs the blocks on every core and combines
+// them with Means, to the same bits.
 func Simulate(p, trials int) []Point {
+	sums := make([][]float64, Blocks(trials))
+	for b := range sums {
+		sums[b] = SimulateBlock(p, trials, b)
+	}
+	return Means(p, trials, sums)
+}
+
+// Blocks is the number of blocks trials trials are simulated in.
+func Blocks(trials int) int { return (trials + blockSize - 1) / blockSize }
+
+// SimulateBlock runs block b of trials trials at precision p and returns
+// the sum of H over its trials at each point of Grid(p).
+func SimulateBlock(p, trials, b int) []float64 {
 	grid := Grid(p)
-	nblocks := (trials + blockSize - 1) / blockSize
-	sums := make([][]float64, nblocks)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range max(1, runtime.GOMAXPROCS(0)) {
-		wg.Go(func() {
-			regs := make([]uint8, 1<<p)
-			for b := range next {
-				s := make([]float64, len(grid))
-				for t := b * blockSize; t < min(trials, (b+1)*blockSize); t++ {
-					trial(p, t, regs, grid, s)
-				}
-				sums[b] = s
-			}
-		})
+	regs := make([]uint8, 1<<p)
+	s := make([]float64, len(grid))
+	for t := b * blockSize; t < min(trials, (b+1)*blockSize); t++ {
+		trial(p, t, regs, grid, s)
 	}
-	for b := range nblocks {
-		next <- b
-	}
-	close(next)
-	wg.Wait()
+	return s
+}
+
+// Means is the grid of precision p with the mean H at each point, from
+// the sums of every block in order (SimulateBlock's results, sums[b]
+// block b's).
+func Means(p, trials int, sums [][]float64) []Point {
+	grid := Grid(p)
 	pts := make([]Point, len(grid))
 	for k, n := range grid {
 		total := 0.0

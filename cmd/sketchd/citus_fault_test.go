@@ -26,6 +26,7 @@ import (
 
 	"github.com/sketchd/sketchd/internal/freq"
 	"github.com/sketchd/sketchd/internal/pgtest"
+	"github.com/sketchd/sketchd/internal/pgtest/pgcluster"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
 	"github.com/sketchd/sketchd/internal/theta"
 )
@@ -73,7 +74,7 @@ func TestCitusFaults(tt *testing.T) {
 		}
 		rounds = n
 	}
-	cl := pgtest.StartCitus(t, 2, "wal_level = logical", "citus.recover_2pc_interval = '5s'")
+	cl := pgcluster.StartCitus(t, 2, "wal_level = logical", "citus.recover_2pc_interval = '5s'")
 	// A few shards per table, so that moves and the rebalance finish
 	// quickly; the layout is the production one.
 	dsn := pgstoretest.WithSetting(pgstoretest.SchemaOn(t, cl.DSN(cl.Coordinator), t.TempDir()), "citus.shard_count", "6")
@@ -177,7 +178,7 @@ type faultLoad struct {
 	t      testing.TB
 	c      *cluster
 	admin  *pgx.Conn
-	cl     *pgtest.Cluster
+	cl     *pgcluster.Cluster
 	ledger *faultLedger
 	ts     time.Time // every series add's stamp
 	// Sketch names by kind; spans are pairs of HLLs on different workers.
@@ -259,7 +260,7 @@ const (
 	faultLog2m  = 12
 )
 
-func newFaultLoad(t testing.TB, c *cluster, admin *pgx.Conn, cl *pgtest.Cluster) *faultLoad {
+func newFaultLoad(t testing.TB, c *cluster, admin *pgx.Conn, cl *pgcluster.Cluster) *faultLoad {
 	t.Helper()
 	f := &faultLoad{t: t, c: c, admin: admin, cl: cl, ledger: newFaultLedger(), ts: time.Now().Add(-10 * time.Minute).UTC()}
 	first := newClient(c.pick(0))

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sketchd/sketchd/internal/pgtest"
+	"github.com/sketchd/sketchd/internal/pgtest/pgcluster"
 	"github.com/sketchd/sketchd/internal/store/postgres/pgstoretest"
 )
 
@@ -46,7 +46,7 @@ func TestCitusPartition(tt *testing.T) {
 	}
 	t := &recorder{T: tt}
 	tt.Cleanup(t.repeat)
-	cl := pgtest.StartCitusNetns(t, 2, "citus.recover_2pc_interval = '5s'")
+	cl := pgcluster.StartCitusNetns(t, 2, "citus.recover_2pc_interval = '5s'")
 	dsn := pgstoretest.WithSetting(pgstoretest.SchemaOn(t, cl.DSN(cl.Coordinator), t.TempDir()), "citus.shard_count", "6")
 	timeout := partitionTimeout.String()
 	c, admin := startFaultNodes(t, dsn, 2, "-write-timeout", timeout, "-read-timeout", timeout)

@@ -18,12 +18,12 @@ import (
 // The cluster is shared by every test that runs at the same time: tests
 // isolate themselves in schemas of their own and never stop its nodes.
 // Tests that stop workers or move shards start a cluster of their own
-// (StartCitus).
+// (pgcluster.StartCitus).
 func CitusDSN(tb testing.TB) string {
 	tb.Helper()
 	dsn := os.Getenv("SKETCHD_CITUS_DSN")
 	if dsn == "" {
-		citusUnavailable(tb, "SKETCHD_CITUS_DSN is unset")
+		CitusUnavailable(tb, "SKETCHD_CITUS_DSN is unset")
 	}
 	ConnectCitus(tb, dsn)
 	return dsn
@@ -37,24 +37,26 @@ func ConnectCitus(tb testing.TB, dsn string) *pgx.Conn {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		citusUnavailable(tb, "cannot connect to the Citus coordinator (%q): %v", dsn, err)
+		CitusUnavailable(tb, "cannot connect to the Citus coordinator (%q): %v", dsn, err)
 	}
 	tb.Cleanup(func() { conn.Close(context.Background()) })
 	var version string
 	if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = 'citus'").Scan(&version); err != nil {
-		citusUnavailable(tb, "%q has no citus extension: %v", dsn, err)
+		CitusUnavailable(tb, "%q has no citus extension: %v", dsn, err)
 	}
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS hll"); err != nil {
-		citusUnavailable(tb, "the Citus coordinator has no hll extension (install postgresql-15-hll on every node): %v", err)
+		CitusUnavailable(tb, "the Citus coordinator has no hll extension (install postgresql-15-hll on every node): %v", err)
 	}
 	var workers int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM citus_get_active_worker_nodes()").Scan(&workers); err != nil || workers == 0 {
-		citusUnavailable(tb, "the Citus coordinator %q has no active worker (%d, %v)", dsn, workers, err)
+		CitusUnavailable(tb, "the Citus coordinator %q has no active worker (%d, %v)", dsn, workers, err)
 	}
 	return conn
 }
 
-func citusUnavailable(tb testing.TB, format string, args ...any) {
+// CitusUnavailable skips the test, saying why no Citus cluster is there
+// and how to get one, or fails it under SKETCHD_REQUIRE_CITUS=1.
+func CitusUnavailable(tb testing.TB, format string, args ...any) {
 	tb.Helper()
 	if os.Getenv("SKETCHD_REQUIRE_CITUS") == "1" {
 		tb.Fatalf("SKETCHD_REQUIRE_CITUS=1 but "+format, args...)

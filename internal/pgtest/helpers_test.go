@@ -76,37 +76,6 @@ func TestMidnightWait(t *testing.T) {
 	}
 }
 
-// TestStartWhilePortTaken: a node whose port something else holds for a
-// moment starts once it is let go.
-func TestStartWhilePortTaken(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a PostgreSQL instance")
-	}
-	c := StartCitus(t, 0)
-	n := c.Coordinator
-	c.Stop(n, "fast")
-	ln, err := net.Listen("tcp", n.Addr())
-	if err != nil {
-		t.Fatalf("holding the stopped node's port: %v", err)
-	}
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		ln.Close()
-	}()
-	c.Start(n)
-	c.Exec(n, "SELECT 1")
-}
-
-// TestPostgresCanWriteNamesMissingRunuser: without runuser on PATH the
-// error says so, rather than blaming the folder's modes.
-func TestPostgresCanWriteNamesMissingRunuser(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
-	err := postgresCanWrite(t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "runuser, which is not on PATH") || strings.Contains(err.Error(), "mode 700") {
-		t.Errorf("postgresCanWrite without runuser = %v, want an error naming runuser", err)
-	}
-}
-
 // TestCitusSkipNamesNoOutsideFolder: the skip of a Citus test says how to
 // get a cluster without pointing at the CI's folder beside the checkout,
 // which is not in the repository.
@@ -115,10 +84,10 @@ func TestCitusSkipNamesNoOutsideFolder(t *testing.T) {
 	t.Setenv("SKETCHD_REQUIRE_CITUS", "")
 	func() {
 		defer func() { _ = recover() }()
-		citusUnavailable(rec, "SKETCHD_CITUS_DSN is not set")
+		CitusUnavailable(rec, "SKETCHD_CITUS_DSN is not set")
 	}()
 	if rec.msg == "" {
-		t.Fatal("citusUnavailable did not skip")
+		t.Fatal("CitusUnavailable did not skip")
 	}
 	if strings.Contains(rec.msg, "../shared") || !strings.Contains(rec.msg, "docs/scale-out.md") || !strings.Contains(rec.msg, "SKETCHD_CITUS_DSN") {
 		t.Errorf("skip message %q", rec.msg)

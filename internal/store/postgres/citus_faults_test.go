@@ -15,7 +15,7 @@ import (
 
 	"github.com/sketchd/sketchd/internal/cms"
 	"github.com/sketchd/sketchd/internal/hll"
-	"github.com/sketchd/sketchd/internal/pgtest"
+	"github.com/sketchd/sketchd/internal/pgtest/pgcluster"
 	"github.com/sketchd/sketchd/internal/series"
 	"github.com/sketchd/sketchd/internal/sketch"
 	"github.com/sketchd/sketchd/internal/store/postgres"
@@ -43,7 +43,7 @@ func TestCitusCommitPreparedFails(t *testing.T) {
 		t.Skip("starts a Citus cluster of its own")
 	}
 	t.Parallel() // its cluster is its own, and it asserts no timing
-	c := pgtest.StartCitus(t, 2)
+	c := pgcluster.StartCitus(t, 2)
 	c.Exec(c.Coordinator, "ALTER SYSTEM SET citus.recover_2pc_interval = -1")
 	c.Exec(c.Coordinator, "SELECT pg_reload_conf()")
 	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
@@ -285,7 +285,7 @@ func TestCitusOnePhaseCommitFails(t *testing.T) {
 		t.Skip("starts a Citus cluster of its own")
 	}
 	t.Parallel() // its cluster is its own, and it asserts no timing
-	c := pgtest.StartCitus(t, 2)
+	c := pgcluster.StartCitus(t, 2)
 	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
 	db, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 3, WriteTimeout: 2 * time.Minute})
 	if err != nil {
@@ -532,7 +532,7 @@ func seriesRewriteAcrossShardMove(t *testing.T, rewrite func(db *postgres.DB, ts
 // too. Either way held goes on after a few seconds. other is retried as a
 // client retries a 503 (Citus may cancel it as part of a distributed
 // deadlock with the move).
-func moveWhileHeld(t *testing.T, c *pgtest.Cluster, admin *pgx.Conn, pause *pauseAfter, name string, held, other func() error) {
+func moveWhileHeld(t *testing.T, c *pgcluster.Cluster, admin *pgx.Conn, pause *pauseAfter, name string, held, other func() error) {
 	t.Helper()
 	var shard int64
 	var from int
@@ -638,9 +638,9 @@ func TestCitusSeriesChangeAcrossShardMove(t *testing.T) {
 // citusNodes starts a Citus cluster of a coordinator and two workers and
 // opens a store node on it for each tracer, and an admin connection to
 // the coordinator; all are closed when the test ends.
-func citusNodes(t *testing.T, tracers ...pgx.QueryTracer) (*pgtest.Cluster, []*postgres.DB, *pgx.Conn) {
+func citusNodes(t *testing.T, tracers ...pgx.QueryTracer) (*pgcluster.Cluster, []*postgres.DB, *pgx.Conn) {
 	t.Helper()
-	c := pgtest.StartCitus(t, 2)
+	c := pgcluster.StartCitus(t, 2)
 	dsn := pgstoretest.SchemaOn(t, c.DSN(c.Coordinator), t.TempDir())
 	dbs := make([]*postgres.DB, len(tracers))
 	for i, tracer := range tracers {

@@ -12,10 +12,7 @@ func Release(b []byte) {
 	if !Enabled {
 		return
 	}
-	b = b[:cap(b)]
-	for i := range b {
-		b[i] = Byte
-	}
+	fill(b[:cap(b)], Byte)
 }
 
 // ReleaseUint64 is Release for a reused slice of hashes.
@@ -23,8 +20,19 @@ func ReleaseUint64(b []uint64) {
 	if !Enabled {
 		return
 	}
-	b = b[:cap(b)]
-	for i := range b {
-		b[i] = 0xdbdbdbdbdbdbdbdb
+	fill(b[:cap(b)], 0xdbdbdbdbdbdbdbdb)
+}
+
+// fill sets every element of b to v by copies that double what is set:
+// under the race detector a copy is checked as one range, where a loop
+// is checked element by element (a released 1 MiB body took a million
+// checks, and the server's tests spent a tenth of their CPU there).
+func fill[T any](b []T, v T) {
+	if len(b) == 0 {
+		return
+	}
+	b[0] = v
+	for n := 1; n < len(b); n *= 2 {
+		copy(b[n:], b[:n])
 	}
 }

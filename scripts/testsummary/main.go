@@ -74,13 +74,14 @@ type run struct {
 	w     io.Writer
 	out   map[testKey][]string // a running test's output
 	order []testKey            // the tests started and not ended, in start order
-	skips []skip
+	// ended is how each test ended; a test that ran in two passes (the
+	// race detector's and a normal build's, scripts/test) ended twice.
+	ended map[testKey]*ending
+	skips []skip // in the order they were seen
 	// Packages started and not ended, in start order, and the timeout
 	// panic each printed (go test -timeout: "test timed out after 30m0s").
 	pkgs     []string
 	timedOut map[string]string
-	passed   int
-	failedN  int
 	// unfinished counts the tests that started and never ended.
 	unfinished int
 	failed     bool
@@ -92,7 +93,7 @@ type run struct {
 // cut short. A signal on sigs (nil for none) ends the reading after
 // grace, if r has not ended by then.
 func summarize(r io.Reader, w io.Writer, sigs <-chan os.Signal, grace time.Duration) (failed bool, err error) {
-	s := &run{w: w, out: map[testKey][]string{}, timedOut: map[string]string{}}
+	s := &run{w: w, out: map[testKey][]string{}, ended: map[testKey]*ending{}, timedOut: map[string]string{}}
 	lines := make(chan []byte)
 	done := make(chan error, 1)
 	go func() {
@@ -135,8 +136,9 @@ read:
 		fmt.Fprintf(w, "%s did not finish: the test run ended while it ran\n", pkg)
 		s.endPackage(pkg)
 	}
-	report(w, s.skips)
-	fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped", s.passed, s.failedN, len(s.skips))
+	passed, failedN, skips := s.counts()
+	report(w, skips)
+	fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped", passed, failedN, len(skips))
 	if s.unfinished > 0 {
 		fmt.Fprintf(w, ", %d unfinished", s.unfinished)
 	}
@@ -188,17 +190,52 @@ func (s *run) line(line []byte) {
 	case e.Action == "output":
 		s.out[k] = append(s.out[k], e.Output)
 	case e.Action == "pass":
-		s.passed++
+		s.ending(k).passed = true
 		s.end(k)
 	case e.Action == "fail":
-		s.failedN++
+		s.ending(k).failed = true
 		s.failed = true
 		s.print(k)
 		s.end(k)
 	case e.Action == "skip":
-		s.skips = append(s.skips, skip{k, reason(s.out[k])})
+		if e := s.ending(k); !e.skipped {
+			e.skipped = true
+			s.skips = append(s.skips, skip{k, reason(s.out[k])})
+		}
 		s.end(k)
 	}
+}
+
+// ending is how a test ended, in every pass that ran it.
+type ending struct{ passed, failed, skipped bool }
+
+func (s *run) ending(k testKey) *ending {
+	e := s.ended[k]
+	if e == nil {
+		e = &ending{}
+		s.ended[k] = e
+	}
+	return e
+}
+
+// counts are the tests that passed, those that failed, and those
+// skipped: a test counts once, as failed if it failed in any pass, else
+// as passed if it passed in any, else as skipped.
+func (s *run) counts() (passed, failed int, skips []skip) {
+	for _, e := range s.ended {
+		switch {
+		case e.failed:
+			failed++
+		case e.passed:
+			passed++
+		}
+	}
+	for _, sk := range s.skips {
+		if e := s.ended[sk.testKey]; !e.failed && !e.passed {
+			skips = append(skips, sk)
+		}
+	}
+	return passed, failed, skips
 }
 
 // end forgets an ended test.

@@ -5,5 +5,5 @@ package main
 // raceEnabled: the race detector slows the simulations about tenfold and
 // finds nothing in them (each runs in one goroutine), so under it the
 // kinds' coverage runs for hll alone and the skewed overlaps not at all;
-// .ci/run runs both whole in a normal build.
+// scripts/test runs both whole in a normal build.
 const raceEnabled = true

@@ -345,14 +345,14 @@ func TestRetentionCoverage(t *testing.T) {
 // that is 98.5%, the least each must reach; errors must be an honest one
 // sigma (the 95th percentile of |err|/error between 1 and 3; 1.96 for a
 // normal error). Under the race detector only hll runs (raceEnabled);
-// .ci/run runs every kind in a normal build.
+// scripts/test runs every kind in a normal build.
 func TestOverlapKindsCoverage(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []sketch.Type{sketch.TypeHLL, sketch.TypeDSHLL, sketch.TypeZetaHLL, sketch.TypeAirliftHLL} {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			if raceEnabled && kind != sketch.TypeHLL {
-				t.Skipf("under the race detector only hll's coverage is simulated (a tenth of the speed, and nothing shared to race on); .ci/run simulates %s in a normal build", kind)
+				t.Skipf("under the race detector only hll's coverage is simulated (a tenth of the speed, and nothing shared to race on); scripts/test simulates %s in a normal build", kind)
 			}
 			g := ovGrid{sets: []int{2, 3, 8}, structures: []string{"dc5", "dc20", "random"}, users: 100_000, log2ms: []int{11, 12}, runs: 4, seed: 29, kind: kind}
 			var all []ovObs
@@ -405,12 +405,12 @@ var full = flag.Bool("full", false, "run the overlap simulations at the size doc
 // estimates must lie within two errors (94.6% for Student's t; a lower
 // share says the errors are too small, a higher one that they are far
 // too wide). With -full it runs the grid docs/intersection.md reports.
-// Under the race detector it is skipped: .ci/run runs it in a normal
+// Under the race detector it is skipped: scripts/test runs it in a normal
 // build.
 func TestOverlapSkewedCoverage(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
-		t.Skip("under the race detector the skewed overlaps are not simulated (a tenth of the speed, and each unit runs in one goroutine); .ci/run simulates them in a normal build")
+		t.Skip("under the race detector the skewed overlaps are not simulated (a tenth of the speed, and each unit runs in one goroutine); scripts/test simulates them in a normal build")
 	}
 	g := ovGrid{sets: []int{4, 8, 10}, structures: []string{"skew", "zipf"}, users: 300_000, log2ms: []int{11, 14}, runs: 2, seed: 41, kind: sketch.TypeHLL}
 	if *full {

@@ -40,7 +40,6 @@ const (
 // TestPinnedBytes pins sketchd's bytes, estimates and hashes to airlift's,
 // so that they are checked without a JVM too.
 func TestPinnedBytes(t *testing.T) {
-	t.Parallel()
 	s, _ := New(DefaultParams())
 	for v := range int64(3) {
 		s.AddInt(v)
@@ -140,7 +139,6 @@ func malformed(tb testing.TB) []malformedCase {
 }
 
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, tt := range malformed(t) {
 		_, err := Decode(tt.in)
 		if !errors.Is(err, tt.want) || !wrapsOne(err) {
@@ -152,7 +150,6 @@ func TestDecodeMalformed(t *testing.T) {
 // TestDecodeValid: every valid image decodes and is written back byte for
 // byte.
 func TestDecodeValid(t *testing.T) {
-	t.Parallel()
 	for _, in := range validImages(t) {
 		s, err := Decode(in)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 // those of a dense sketch of that many built from the same hashes,
 // whether the sketch is sparse or dense.
 func TestRegistersAsBuiltAtP(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 2))
 	for _, n := range []int{0, 100, 100_000} {
 		hs := make([]uint64, n)

@@ -13,7 +13,6 @@ import (
 // before each batch, through the switch to dense (what makes a restart
 // invisible in a stored sketch).
 func TestBatchesDependOnBytesOnly(t *testing.T) {
-	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 4))
 	for _, p := range []int{4, 8, 12} {
@@ -48,7 +47,6 @@ func TestBatchesDependOnBytesOnly(t *testing.T) {
 // TestMergeRules: sparse sketches merge whatever their index bits; dense
 // ones only with the same, and a refused merge changes nothing.
 func TestMergeRules(t *testing.T) {
-	t.Parallel()
 	a := filled(t, 12, 100)
 	b := filled(t, 10, 50)
 	if err := a.Merge(b); err != nil || a.Params().IndexBits != 12 || a.Dense() {

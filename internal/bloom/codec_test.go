@@ -14,7 +14,6 @@ import (
 // doc.go's table and compares: a 64-bit filter with one hash puts an item
 // hashed to h at position ⌊h·64/2^64⌋, the top six bits of h.
 func TestEncodingLayout(t *testing.T) {
-	t.Parallel()
 	f, err := New(Params{Bits: 128, Hashes: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +44,6 @@ func TestEncodingLayout(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 1, 100, 5000} {
 		p, _ := ParamsFor(2000, 0.02)
@@ -114,7 +112,6 @@ func malformed() []struct {
 }
 
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, c := range malformed() {
 		_, err := Decode(c.b)
 		if !errors.Is(err, c.want) {

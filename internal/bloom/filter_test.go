@@ -13,7 +13,6 @@ import (
 // reports it new, and a million items never added are found at a
 // measured rate within the stated p.
 func TestRateAndNoFalseNegatives(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		n int64
 		p float64
@@ -75,7 +74,6 @@ func TestRateAndNoFalseNegatives(t *testing.T) {
 // would not; the rate of an ideal filter with n items is below p; the
 // limit is refused with a message that names it.
 func TestParamsFor(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		n int64
 		p float64
@@ -137,7 +135,6 @@ func contains(s, sub string) bool {
 }
 
 func TestValidate(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		p    Params
 		want string
@@ -166,7 +163,6 @@ func TestValidate(t *testing.T) {
 // streams bit for bit, commutes, and that other shapes are refused with
 // the receiver unchanged.
 func TestUnion(t *testing.T) {
-	t.Parallel()
 	p, _ := ParamsFor(10_000, 0.01)
 	a, _ := New(p)
 	b, _ := New(Params{Bits: p.Bits, Hashes: p.Hashes})

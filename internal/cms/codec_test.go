@@ -128,10 +128,8 @@ func paramsName(p Params) string {
 func itoa(v int) string { return IntID(int64(v)).String() }
 
 func TestRoundTrip(t *testing.T) {
-	t.Parallel()
 	for name, b := range validEncodings(t) {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
 			s := roundTrip(t, b)
 			var u Sketch
 			if err := u.UnmarshalBinary(b); err != nil {
@@ -168,7 +166,6 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestDecodedCandidates(t *testing.T) {
-	t.Parallel()
 	s := roundTrip(t, validNarrow)
 	want := []Item{{IntID(42), 10}, {TextID("a"), 10}}
 	got := s.Top(0)
@@ -265,10 +262,8 @@ func columnZeroID(width int) int64 {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	t.Parallel()
 	for _, tc := range malformed() {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			s, err := Decode(tc.b)
 			if !errors.Is(err, tc.want) || s != nil {
 				t.Fatalf("Decode(% x) = %v, %v, want %v", tc.b, s, err, tc.want)

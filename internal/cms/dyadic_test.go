@@ -26,7 +26,6 @@ func latencies(seed uint64, n, bits int) []int64 {
 // than the stated bound no more often than the stated confidence allows
 // (the expected number of misses, Σ(1 − confidence), bounds the observed).
 func TestRangesAgainstTruth(t *testing.T) {
-	t.Parallel()
 	for _, p := range []Params{
 		{Width: 272, Depth: 5, DomainBits: 32},                      // ε = 0.01
 		{Width: 2719, Depth: 3, DomainBits: 20, Conservative: true}, // ε = 0.001
@@ -89,7 +88,6 @@ func TestRangesAgainstTruth(t *testing.T) {
 // TestQuantilesAgainstTruth checks quantiles found by binary search
 // against the true ranks of the values they return.
 func TestQuantilesAgainstTruth(t *testing.T) {
-	t.Parallel()
 	p := Params{Width: 544, Depth: 5, DomainBits: 32} // ε = 0.005
 	s := mustNew(t, p)
 	vals := latencies(3, 300_000, p.DomainBits)
@@ -139,7 +137,6 @@ func TestQuantilesAgainstTruth(t *testing.T) {
 // hitters are those of a plain sketch of the same shape; its values must
 // be integers in the domain, refused otherwise with nothing changed.
 func TestRangedLevelZero(t *testing.T) {
-	t.Parallel()
 	ranged := mustNew(t, Params{Width: 64, Depth: 3, TopK: 3, DomainBits: 10})
 	plain := mustNew(t, Params{Width: 64, Depth: 3, TopK: 3})
 	for i := range 2000 {
@@ -184,7 +181,6 @@ func TestRangedLevelZero(t *testing.T) {
 // sketch of both streams, byte for byte; encodings round-trip; other
 // domains do not unite.
 func TestRangedUnionAndCodec(t *testing.T) {
-	t.Parallel()
 	p := Params{Width: 50, Depth: 2, DomainBits: 12}
 	a, b, both := mustNew(t, p), mustNew(t, p), mustNew(t, p)
 	for i, v := range latencies(5, 5000, 12) {
@@ -231,7 +227,6 @@ func TestRangedUnionAndCodec(t *testing.T) {
 // exact (2^1 = 2 counters, more than width·depth = 1? no: 2 > 1, so
 // hashed: 1 counter).
 func TestRangedLayout(t *testing.T) {
-	t.Parallel()
 	s := mustNew(t, Params{Width: 2, Depth: 1, DomainBits: 2})
 	_ = s.AddInt(3, 5)
 	_ = s.AddInt(0, 1)
@@ -282,7 +277,6 @@ func rangedMalformed() []struct {
 }
 
 func TestRangedDecodeRejects(t *testing.T) {
-	t.Parallel()
 	for _, tc := range rangedMalformed() {
 		s, err := Decode(tc.b)
 		if !errors.Is(err, tc.want) || s != nil {

@@ -7,7 +7,6 @@ import (
 )
 
 func TestParamsFromError(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		eps, delta   float64
 		width, depth int
@@ -37,7 +36,6 @@ func TestParamsFromError(t *testing.T) {
 
 // Epsilon and Delta go back to the same width and depth.
 func TestParamsFromErrorInverts(t *testing.T) {
-	t.Parallel()
 	for _, d := range []int{1, 2, 5, 7, 16, 32} {
 		for _, w := range []int{1, 2, 3, 10, 271, 2719, 27183, 99991, MaxCounters / 32} {
 			p := Params{Width: w, Depth: d}
@@ -57,7 +55,6 @@ func TestParamsFromErrorInverts(t *testing.T) {
 }
 
 func TestParamsFromErrorRejects(t *testing.T) {
-	t.Parallel()
 	bad := []float64{0, 1, -0.1, -1, 1.5, math.NaN(), math.Inf(1), math.Inf(-1)}
 	for _, v := range bad {
 		if _, err := ParamsFromError(v, 0.01); !errors.Is(err, ErrParams) {
@@ -83,7 +80,6 @@ func TestParamsFromErrorRejects(t *testing.T) {
 }
 
 func TestParamsValidate(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name string
 		p    Params
@@ -105,7 +101,6 @@ func TestParamsValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			err := tc.p.Validate()
 			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrParams)) {
 				t.Fatalf("Validate(%+v) = %v, want ok %v or ErrParams", tc.p, err, tc.ok)
@@ -122,7 +117,6 @@ func TestParamsValidate(t *testing.T) {
 }
 
 func TestDefaultParamsMatchesError(t *testing.T) {
-	t.Parallel()
 	p, err := ParamsFromError(0.001, 0.01)
 	if err != nil || p != DefaultParams() {
 		t.Fatalf("ParamsFromError(0.001, 0.01) = %+v, %v, want %+v", p, err, DefaultParams())

@@ -35,7 +35,6 @@ func mustEncode(tb testing.TB, s *Sketch) []byte {
 type exactCounts map[ID]uint64
 
 func TestAddAndEstimate(t *testing.T) {
-	t.Parallel()
 	for _, cons := range []bool{false, true} {
 		s := mustNew(t, Params{Width: 1000, Depth: 4, Conservative: cons})
 		if err := s.AddInt(7, 3); err != nil {
@@ -79,7 +78,6 @@ func TestAddAndEstimate(t *testing.T) {
 // documented formula computed with big integers, and pin the values so a
 // change of hash or scheme cannot go unnoticed.
 func TestRowIndexes(t *testing.T) {
-	t.Parallel()
 	const width, depth = 1000, 3
 	s := mustNew(t, Params{Width: width, Depth: depth})
 	if err := s.AddInt(42, 1); err != nil {
@@ -125,7 +123,6 @@ var (
 )
 
 func TestAddRejects(t *testing.T) {
-	t.Parallel()
 	long := strings.Repeat("x", MaxTextLen+1)
 	tests := []struct {
 		name string
@@ -159,7 +156,6 @@ func TestAddRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			for _, cons := range []bool{false, true} {
 				s := mustNew(t, Params{Width: 50, Depth: 3, Conservative: cons, TopK: 3})
 				if err := s.AddBatch([]Item{{IntID(5), 60}, {TextID("z"), 40}}); err != nil {
@@ -179,7 +175,6 @@ func TestAddRejects(t *testing.T) {
 }
 
 func TestAddUpToMaxTotal(t *testing.T) {
-	t.Parallel()
 	s := mustNew(t, Params{Width: 8, Depth: 2, TopK: 2})
 	if err := s.AddInt(1, math.MaxInt64-1); err != nil {
 		t.Fatal(err)
@@ -204,7 +199,6 @@ func TestAddUpToMaxTotal(t *testing.T) {
 }
 
 func TestZeroSketch(t *testing.T) {
-	t.Parallel()
 	var s Sketch
 	if err := s.AddInt(1, 1); !errors.Is(err, ErrParams) {
 		t.Errorf("AddInt on zero Sketch error %v, want ErrParams", err)
@@ -231,7 +225,6 @@ func TestZeroSketch(t *testing.T) {
 // rule "increment only the counters equal to the minimum" would leave a
 // counter at min+1 and undercount. Small widths force such collisions.
 func TestConservativeWeightedNeverUndercounts(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	plain := mustNew(t, Params{Width: 7, Depth: 4})
 	cons := mustNew(t, Params{Width: 7, Depth: 4, Conservative: true})
@@ -267,7 +260,6 @@ func TestConservativeWeightedNeverUndercounts(t *testing.T) {
 }
 
 func TestTopRanksAndBreaksTies(t *testing.T) {
-	t.Parallel()
 	s := mustNew(t, Params{Width: 1 << 16, Depth: 4, TopK: 4})
 	adds := []Item{
 		{TextID("b"), 2}, {IntID(5), 2}, {TextID("a"), 2}, {IntID(-3), 2}, {IntID(9), 1},
@@ -297,7 +289,6 @@ func TestTopRanksAndBreaksTies(t *testing.T) {
 
 // Text ids arrive in reusable buffers: a candidate must keep its own copy.
 func TestTopCopiesText(t *testing.T) {
-	t.Parallel()
 	s := mustNew(t, Params{Width: 1 << 10, Depth: 3, TopK: 2})
 	buf := []byte("alice")
 	if err := s.AddText(buf, 3); err != nil {
@@ -315,7 +306,6 @@ func TestTopCopiesText(t *testing.T) {
 }
 
 func TestUnionRejects(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name string
 		a, b Params
@@ -329,7 +319,6 @@ func TestUnionRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			a, b := mustNew(t, tc.a), mustNew(t, tc.b)
 			if err := a.AddInt(1, 20); err != nil {
 				t.Fatal(err)
@@ -349,7 +338,6 @@ func TestUnionRejects(t *testing.T) {
 }
 
 func TestUnionCommutesAndAssociates(t *testing.T) {
-	t.Parallel()
 	p := Params{Width: 64, Depth: 3, TopK: 5}
 	r := rand.New(rand.NewPCG(5, 6))
 	var parts [3]*Sketch
@@ -390,7 +378,6 @@ func TestUnionCommutesAndAssociates(t *testing.T) {
 }
 
 func TestUnionWithItself(t *testing.T) {
-	t.Parallel()
 	s := mustNew(t, Params{Width: 32, Depth: 2, TopK: 2})
 	if err := s.AddBatch([]Item{{IntID(1), 3}, {TextID("t"), 2}, {IntID(2), 1}}); err != nil {
 		t.Fatal(err)
@@ -413,7 +400,6 @@ func TestUnionWithItself(t *testing.T) {
 // The receiver's settings win; conservative counters unioned into a plain
 // sketch make it inexact, which its encoding records and decoding accepts.
 func TestUnionMixedSettings(t *testing.T) {
-	t.Parallel()
 	plain := mustNew(t, Params{Width: 5, Depth: 3, TopK: 1})
 	cons := mustNew(t, Params{Width: 5, Depth: 3, Conservative: true, TopK: 4})
 	truth := exactCounts{}
@@ -456,7 +442,6 @@ func TestUnionMixedSettings(t *testing.T) {
 }
 
 func TestCloneIsDeep(t *testing.T) {
-	t.Parallel()
 	s := mustNew(t, Params{Width: 16, Depth: 2, TopK: 3})
 	if err := s.AddBatch([]Item{{IntID(1), 3}, {TextID("t"), 2}}); err != nil {
 		t.Fatal(err)
@@ -478,7 +463,6 @@ func TestCloneIsDeep(t *testing.T) {
 }
 
 func TestSizeBytes(t *testing.T) {
-	t.Parallel()
 	s := mustNew(t, DefaultParams())
 	if got, min := s.SizeBytes(), 8*2719*5; got < min || got > min+1024 {
 		t.Fatalf("SizeBytes() = %d, want about %d", got, min)
@@ -524,7 +508,6 @@ func TestAddDoesNotAllocate(t *testing.T) {
 // order of arrivals: heavy ids first then a long tail of light ids that
 // keeps challenging the heap, or all shuffled.
 func TestHeavyHittersGuarantee(t *testing.T) {
-	t.Parallel()
 	const k = 10
 	p := Params{Width: 272, Depth: 4, TopK: k} // ε ≈ 0.01
 	r := rand.New(rand.NewPCG(11, 12))
@@ -569,7 +552,6 @@ func TestHeavyHittersGuarantee(t *testing.T) {
 }
 
 func TestUnionMergesCandidates(t *testing.T) {
-	t.Parallel()
 	p := Params{Width: 1 << 12, Depth: 4, TopK: 2}
 	a, b := mustNew(t, p), mustNew(t, p)
 	if err := a.AddBatch([]Item{{IntID(1), 50}, {TextID("x"), 40}, {IntID(3), 5}}); err != nil {

@@ -30,7 +30,6 @@ func setOf(tb testing.TB, label string, lo, hi int64) cohort.Set {
 // table is a triangle when later periods are missing, and each cell is
 // the intersection sketch.Intersect answers for its pair.
 func TestRetentionExact(t *testing.T) {
-	t.Parallel()
 	// Period p holds ids [100p, 100p+300): consecutive periods share 200,
 	// two apart 100, three apart none.
 	var periods []cohort.Set
@@ -67,7 +66,6 @@ func TestRetentionExact(t *testing.T) {
 // hold the truth and the share's error follows from the intersection's
 // and the cohort's.
 func TestRetentionRegisters(t *testing.T) {
-	t.Parallel()
 	periods := []cohort.Set{setOf(t, "a", 0, 200000), setOf(t, "b", 100000, 300000), setOf(t, "c", 150000, 400000)}
 	tb, err := cohort.Retention(periods, 2, 2, sketch.MethodMLE)
 	if err != nil {
@@ -97,7 +95,6 @@ func TestRetentionRegisters(t *testing.T) {
 // exact on EXPLICIT sets; a step whose estimate exceeds the previous one
 // says so.
 func TestFunnel(t *testing.T) {
-	t.Parallel()
 	// 1000 ids; 600 of them; 300 of those; 50 of those.
 	steps := []cohort.Set{setOf(t, "visit", 0, 1000), setOf(t, "signup", 0, 600), setOf(t, "trial", 300, 600), setOf(t, "buy", 550, 600)}
 	got, err := cohort.Funnel(steps, "")
@@ -145,7 +142,6 @@ func TestFunnel(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	t.Parallel()
 	a, b := setOf(t, "a", 0, 10), setOf(t, "b", 0, 10)
 	th, err := sketch.ThetaParams{Params: theta.Params{LgK: 12}}.New()
 	if err != nil {
@@ -201,7 +197,6 @@ func second[T any](_ T, err error) error { return err }
 // with only 100 of the 399 in the earlier steps it must not say so,
 // and its bounds must hold 100. So must a two-step funnel (the MLE).
 func TestFunnelStepWithin(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		steps  []cohort.Set
@@ -213,7 +208,6 @@ func TestFunnelStepWithin(t *testing.T) {
 		{"all of step 2 in step 1", []cohort.Set{setOf(t, "visit", 0, 100_000), setOf(t, "buy", 10_000, 10_399)}, 399, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			st, err := cohort.Funnel(c.steps, "")
 			if err != nil {
 				t.Fatal(err)

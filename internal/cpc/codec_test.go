@@ -126,7 +126,6 @@ func malformed(tb testing.TB) []malformedCase {
 }
 
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, tt := range malformed(t) {
 		s := build(t, 5, 3)
 		before := image(t, s)
@@ -143,7 +142,6 @@ func TestDecodeMalformed(t *testing.T) {
 // TestDecodeValid: every flavor, HIP and merged, decodes to the sketch
 // it was written from.
 func TestDecodeValid(t *testing.T) {
-	t.Parallel()
 	for _, img := range validImages(t) {
 		d, err := Decode(img)
 		if err != nil {

@@ -146,7 +146,6 @@ func malformed(tb testing.TB) []malformedCase {
 // without the library getting to see it fail, and leaves the receiver as
 // it was.
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, tt := range malformed(t) {
 		s := build(t, Params{LgK: 5, Type: HLL8}, 3)
 		before := compact(t, s)
@@ -166,7 +165,6 @@ func TestDecodeMalformed(t *testing.T) {
 // TestDecodeValid: every mode and type, compact and updatable, decodes
 // to the sketch it was written from, in either image.
 func TestDecodeValid(t *testing.T) {
-	t.Parallel()
 	for typ := HLL4; typ <= HLL8; typ++ {
 		for _, n := range []int{0, 1, 7, 30, 300, 20000} {
 			s := build(t, Params{LgK: 8, Type: typ}, n)

@@ -10,7 +10,6 @@ import (
 // those of an HLL-mode sketch of that lg_k built from the same ids, in
 // every mode and target type.
 func TestRegistersAsBuiltAtLgK(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 3))
 	for _, typ := range []Type{HLL4, HLL6, HLL8} {
 		for _, n := range []int{0, 5, 300, 50_000} {

@@ -135,7 +135,6 @@ func malformed() []malformedCase {
 }
 
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, tt := range malformed() {
 		s := mustNew(t, Params{LgK: 4})
 		s.AddInt(7)

@@ -26,7 +26,7 @@ var boundsLoads = []float64{0.01, 0.1, 0.5, 1, 1.5, 1.9, 2.1, 2.3, 2.4, 2.45, 2.
 // pooled over the grid of one log2m (1,380 sketches: once in about
 // 3,000); the seeds are fixed, so the run is the same every time, and
 // -hll.sweep measures 1,000 sketches a cell (docs/hll.md has the table).
-// Under the race detector it takes log2m 10 to 13; .ci/run runs it whole
+// Under the race detector it takes log2m 10 to 13; scripts/test runs it whole
 // in a normal build.
 // The improved estimator's mean error is within 4 of its own standard
 // errors (4/√reps standard errors of one sketch) of zero at every n.
@@ -34,7 +34,6 @@ var boundsLoads = []float64{0.01, 0.1, 0.5, 1, 1.5, 1.9, 2.1, 2.3, 2.4, 2.45, 2.
 // just past its switch from linear counting was covered in 17% of
 // sketches at log2m 14.
 func TestBoundsCoverEveryN(t *testing.T) {
-	t.Parallel()
 	reps, lo, hi := 60, 10, 16
 	if raceEnabled {
 		hi = 13
@@ -44,7 +43,6 @@ func TestBoundsCoverEveryN(t *testing.T) {
 	}
 	for log2m := lo; log2m <= hi; log2m++ {
 		t.Run(fmt.Sprint("log2m=", log2m), func(t *testing.T) {
-			t.Parallel()
 			p := Params{Log2m: log2m, Regwidth: 5, Expthresh: 0, Sparse: true}
 			m := float64(p.NumRegisters())
 			type cell struct {

@@ -69,7 +69,6 @@ func explicitOf(n int) []byte {
 }
 
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, tt := range malformed {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Decode(tt.in)
@@ -102,7 +101,6 @@ func abbrevBytes(b []byte) []byte {
 
 // TestDecodeAcceptsQuirks covers inputs other writers produce that are valid.
 func TestDecodeAcceptsQuirks(t *testing.T) {
-	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		in   []byte

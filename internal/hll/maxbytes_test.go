@@ -10,7 +10,6 @@ import (
 // for every length from 0 to 100 (chunks and tails) and every value a
 // register can hold (0..127).
 func TestMaxBytes(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(8, 8))
 	for n := range 101 {
 		for range 20 {
@@ -46,7 +45,6 @@ func BenchmarkMaxBytes(b *testing.B) {
 // TestPow2Neg: the estimate's 2^-v is math.Ldexp's, bit for bit, for
 // every exponent it can be given and counts up to 2^53.
 func TestPow2Neg(t *testing.T) {
-	t.Parallel()
 	for v := range 1023 {
 		for _, n := range []float64{1, 3, 12345, 1 << 20, 1<<53 - 1} {
 			if got, want := n*pow2neg(v), math.Ldexp(n, -v); got != want {

@@ -61,7 +61,6 @@ func union(tb testing.TB, ss ...*Sketch) *Sketch {
 }
 
 func TestUnionProperties(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := range 300 {
 		p := randomTestParams(r)
@@ -111,7 +110,6 @@ func TestUnionProperties(t *testing.T) {
 // the sketch built at q from the same hashes (regwidth 5 never saturates
 // here), for every representation.
 func TestFoldEqualsBuiltAtSmallerLog2m(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(2, 2))
 	for i := range 300 {
 		p := randomTestParams(r)
@@ -139,7 +137,6 @@ func TestFoldEqualsBuiltAtSmallerLog2m(t *testing.T) {
 
 // TestFoldRules checks the documented register arithmetic on single hashes.
 func TestFoldRules(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name       string
 		hash       uint64
@@ -182,7 +179,6 @@ func TestFoldRules(t *testing.T) {
 }
 
 func TestUnionParameters(t *testing.T) {
-	t.Parallel()
 	a := mustNew(t, Params{Log2m: 12, Regwidth: 4, Expthresh: -1, Sparse: true})
 	b := mustNew(t, Params{Log2m: 14, Regwidth: 6, Expthresh: 0, Sparse: false})
 	r := rand.New(rand.NewPCG(3, 3))
@@ -223,7 +219,6 @@ func TestUnionParameters(t *testing.T) {
 }
 
 func TestUndefined(t *testing.T) {
-	t.Parallel()
 	u, err := Decode([]byte{0x10, 0x8b, 0x49})
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +240,6 @@ func TestUndefined(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(4, 4))
 	for i := range 300 {
 		p := randomTestParams(r)
@@ -274,7 +268,6 @@ func TestRoundTrip(t *testing.T) {
 // TestRepresentationSequence follows one sketch through every promotion
 // at PostgreSQL's automatic thresholds for the defaults.
 func TestRepresentationSequence(t *testing.T) {
-	t.Parallel()
 	s := mustNew(t, DefaultParams())
 	if s.Representation() != Empty {
 		t.Fatalf("new sketch is %v", s.Representation())
@@ -296,7 +289,6 @@ func TestRepresentationSequence(t *testing.T) {
 }
 
 func TestParamsValidate(t *testing.T) {
-	t.Parallel()
 	bad := []Params{
 		{Log2m: 3, Regwidth: 5, Expthresh: -1},
 		{Log2m: 18, Regwidth: 5, Expthresh: -1},
@@ -326,7 +318,6 @@ func TestParamsValidate(t *testing.T) {
 // bytes, and the hashes AddHashes reports as changing the sketch replay
 // onto the old state to the same sketch.
 func TestAddHashesEqualsAddHash(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(11, 12))
 	for i := range 300 {
 		p := randomTestParams(r)
@@ -372,7 +363,6 @@ func TestAddHashesEqualsAddHash(t *testing.T) {
 // Histogram count them, and HistogramEstimate gives the same number from
 // the counts.
 func TestRegisterEstimate(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(13, 14))
 	checked := 0
 	for i := range 300 {
@@ -516,7 +506,6 @@ func TestDenseUnionMatchesRegisters(t *testing.T) {
 // TestHistogramOnlyInRegisterForm: EMPTY and EXPLICIT sketches have no
 // registers to count, and leave the histogram as it was.
 func TestHistogramOnlyInRegisterForm(t *testing.T) {
-	t.Parallel()
 	s, err := New(DefaultParams())
 	if err != nil {
 		t.Fatal(err)

@@ -143,10 +143,8 @@ func cumulativeFiles(tb testing.TB) map[string]int {
 }
 
 func TestCumulativeVectors(t *testing.T) {
-	t.Parallel()
 	for path, maxSparse := range cumulativeFiles(t) {
 		t.Run(strings.TrimPrefix(path, "testdata/"), func(t *testing.T) {
-			t.Parallel()
 			rows := readCSV(t, path, ',')
 			if strings.Contains(path, "cumulative_add_") {
 				replayAdd(t, rows, maxSparse)
@@ -202,7 +200,6 @@ func replayUnion(t *testing.T, rows [][]string, maxSparse int) {
 }
 
 func TestMurmurVectors(t *testing.T) {
-	t.Parallel()
 	n := 0
 	for _, row := range readCSV(t, "testdata/postgresql-hll/murmur_bigint.csv", ',') {
 		seed, pre, want := parseInt(t, row[0]), parseInt(t, row[1]), parseInt(t, row[2])
@@ -249,7 +246,6 @@ func mustNew(tb testing.TB, p Params) *Sketch {
 }
 
 func TestJSHLLDecodeVectors(t *testing.T) {
-	t.Parallel()
 	rows := readCSV(t, "testdata/js-hll/test_data_v1.csv", '|')
 	if len(rows) != 45 {
 		t.Fatalf("%d js-hll rows, want 45", len(rows))
@@ -309,7 +305,6 @@ func TestJSHLLDecodeVectors(t *testing.T) {
 // TestPostgreSQLTranscripts checks every row of derived/pg_expected_vectors.csv;
 // each SQL expression has its Go counterpart below, and a row without one fails.
 func TestPostgreSQLTranscripts(t *testing.T) {
-	t.Parallel()
 	le := func(n int, v int64) []byte {
 		b := binary.LittleEndian.AppendUint64(nil, uint64(v))
 		return b[:n]

@@ -27,7 +27,6 @@ func parseEvents(body []byte, maxEvents int) ([]Event, error) {
 }
 
 func TestParseJSONEvents(t *testing.T) {
-	t.Parallel()
 	body := []byte(" {\"events\" : [ {\"id\":1,\"sketches\":[\"a\",\"b\"]}, {\"sketches\":[\"a\",\"b\"],\"id\":\"u\\u00e9\"},\n" +
 		`{"id":-9223372036854775808,"sketches":["c"]},{"id":"","sketches":[]},{"id":2,"sketches":["a","b"]},` +
 		`{"ts":"2026-11-23T04:00:00\u005a","series":["s\u0031"],"id":3,"sketches":["a\u0062"]}]} `)
@@ -110,7 +109,6 @@ var eventRejections = []rejection{
 }
 
 func TestParseJSONEventsRejects(t *testing.T) {
-	t.Parallel()
 	for _, r := range eventRejections {
 		t.Run(r.name, func(t *testing.T) {
 			n := 0
@@ -167,7 +165,7 @@ const maxEventAllocRatio = 4.0
 
 // TestEventsAllocationBounded: whatever the body's shape, parsing it
 // allocates at most maxEventAllocRatio bytes per body byte (in a build
-// without the race detector, which CI also runs: see .ci/run).
+// without the race detector: scripts/test runs the package in one).
 func TestEventsAllocationBounded(t *testing.T) {
 	for name, body := range eventBodies(1 << 20) {
 		t.Run(name, func(t *testing.T) {

@@ -514,7 +514,6 @@ func FuzzOctet(f *testing.F) {
 // agrees with the tables (a refused table entry must be refused by the
 // reference unless it is a documented strictness).
 func TestOracleAgreesWithTables(t *testing.T) {
-	t.Parallel()
 	for _, r := range jsonRejections {
 		if _, v := refJSONHashes([]byte(r.body)); v == accept {
 			t.Errorf("reference accepts %q (%s), which the table refuses", r.body, r.name)

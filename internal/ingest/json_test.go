@@ -9,7 +9,6 @@ import (
 )
 
 func TestAppendJSONHashesAccepts(t *testing.T) {
-	t.Parallel()
 	long := strings.Repeat("x", 300)
 	tests := []struct {
 		name string
@@ -39,7 +38,6 @@ func TestAppendJSONHashesAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			prefix := []uint64{7, 8}
 			got, err := AppendJSONHashes(slices.Clone(prefix), []byte(tt.body), 100)
 			if err != nil {
@@ -142,10 +140,8 @@ var jsonRejections = []rejection{
 }
 
 func TestAppendJSONHashesRejects(t *testing.T) {
-	t.Parallel()
 	for _, tt := range jsonRejections {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			dst := make([]uint64, 3, 100)
 			got, err := AppendJSONHashes(dst, []byte(tt.body), 100)
 			checkRejected(t, tt, err, len(got), 3)
@@ -154,7 +150,6 @@ func TestAppendJSONHashesRejects(t *testing.T) {
 }
 
 func TestAppendJSONHashesLimit(t *testing.T) {
-	t.Parallel()
 	body := []byte(`{"ids":[1,"b",3]}`)
 	for _, tt := range []struct {
 		max  int
@@ -178,7 +173,6 @@ func TestAppendJSONHashesLimit(t *testing.T) {
 
 // Every proper prefix of a valid body is truncated and must be refused.
 func TestAppendJSONHashesTruncated(t *testing.T) {
-	t.Parallel()
 	body := `{"ids":[12345678901234,"ab\u00e9\n",-3,"😀"]}`
 	for n := range len(body) {
 		if _, err := AppendJSONHashes(nil, []byte(body[:n]), -1); !errors.Is(err, ErrSyntax) {
@@ -191,7 +185,6 @@ func TestAppendJSONHashesTruncated(t *testing.T) {
 }
 
 func TestAppendJSONItemsAccepts(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name string
 		body string
@@ -207,7 +200,6 @@ func TestAppendJSONItemsAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			prefix := []Item{{TextID("kept"), 2}}
 			body := []byte(tt.body)
 			got, err := AppendJSONItems(slices.Clone(prefix), body, 100)
@@ -251,7 +243,6 @@ var itemRejections = []rejection{
 }
 
 func TestAppendJSONItemsRejects(t *testing.T) {
-	t.Parallel()
 	// Every body the hashes parser refuses for its shape, except those
 	// about "hashes" itself, is refused here too.
 	var all []rejection
@@ -263,7 +254,6 @@ func TestAppendJSONItemsRejects(t *testing.T) {
 	all = append(all, itemRejections...)
 	for _, tt := range all {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			dst := make([]Item, 2, 10)
 			got, err := AppendJSONItems(dst, []byte(tt.body), 3)
 			if tt.err != ErrTooMany && errors.Is(err, ErrTooMany) {
@@ -278,7 +268,6 @@ func TestAppendJSONItemsRejects(t *testing.T) {
 }
 
 func TestIDHashAndJSON(t *testing.T) {
-	t.Parallel()
 	for _, tt := range []struct {
 		id   ID
 		json string

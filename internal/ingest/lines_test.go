@@ -10,7 +10,6 @@ import (
 )
 
 func TestAppendLineHashesAccepts(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name string
 		f    LineFormat
@@ -39,7 +38,6 @@ func TestAppendLineHashesAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			got, err := AppendLineHashes([]uint64{9}, []byte(tt.body), tt.f, 100)
 			if err != nil {
 				t.Fatalf("AppendLineHashes(%q, %v) error %v", tt.body, tt.f, err)
@@ -118,10 +116,8 @@ var lineRejections = []lineRejection{
 }
 
 func TestAppendLineHashesRejects(t *testing.T) {
-	t.Parallel()
 	for _, tt := range lineRejections {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			dst := make([]uint64, 1, 10)
 			got, err := AppendLineHashes(dst, []byte(tt.body), tt.f, 3)
 			checkRejected(t, tt.rejection, err, len(got), 1)
@@ -135,7 +131,6 @@ func TestAppendLineHashesRejects(t *testing.T) {
 }
 
 func TestAppendLineHashesInvalidFormat(t *testing.T) {
-	t.Parallel()
 	for _, f := range []LineFormat{0, TextTexts + 1, 255} {
 		if _, err := AppendLineHashes(nil, []byte("1"), f, -1); err == nil {
 			t.Errorf("AppendLineHashes(format %v) accepted, want an error", f)
@@ -147,7 +142,6 @@ func TestAppendLineHashesInvalidFormat(t *testing.T) {
 }
 
 func TestAppendLineItemsCopiesText(t *testing.T) {
-	t.Parallel()
 	body := []byte("alice\n\"b\\u00e9b\"\n7\n")
 	if _, err := AppendLineItems(nil, body, NDJSON, -1); err == nil {
 		t.Fatalf("AppendLineItems(%q, NDJSON) accepted unquoted text", body)
@@ -165,7 +159,6 @@ func TestAppendLineItemsCopiesText(t *testing.T) {
 }
 
 func TestAppendOctet(t *testing.T) {
-	t.Parallel()
 	vals := []int64{0, 1, -1, math.MaxInt64, math.MinInt64, 1234567890123}
 	var body []byte
 	for _, v := range vals {

@@ -13,7 +13,6 @@ import (
 )
 
 func TestJSONFloats(t *testing.T) {
-	t.Parallel()
 	ok := map[string][]float64{
 		`{"values":[1,-2.5,3e2,0,-0,1E-3,0.5e+1]}`:      {1, -2.5, 300, 0, 0, 0.001, 5},
 		` { "values" : [ ] } `:                          nil,
@@ -88,7 +87,6 @@ func TestJSONFloats(t *testing.T) {
 }
 
 func TestJSONLongs(t *testing.T) {
-	t.Parallel()
 	got, err := AppendJSONLongs(nil, []byte(`{"values":[1,-9223372036854775808,9223372036854775807,0]}`), -1)
 	if err != nil || !slices.Equal(got, []int64{1, math.MinInt64, math.MaxInt64, 0}) {
 		t.Errorf("longs = %v, %v", got, err)
@@ -107,7 +105,6 @@ func TestJSONLongs(t *testing.T) {
 }
 
 func TestLineValues(t *testing.T) {
-	t.Parallel()
 	got, err := AppendLineFloats(nil, []byte(" 1.5 \n\n-2\r\n3e1"), true, -1)
 	if err != nil || !slices.Equal(got, []float64{1.5, -2, 30}) {
 		t.Errorf("ndjson = %v, %v", got, err)
@@ -146,7 +143,6 @@ func TestLineValues(t *testing.T) {
 }
 
 func TestOctetValues(t *testing.T) {
-	t.Parallel()
 	be := binary.BigEndian.AppendUint64(nil, math.Float64bits(1.5))
 	le := binary.LittleEndian.AppendUint64(nil, math.Float64bits(1.5))
 	if got, err := AppendOctetFloats(nil, be, false, -1); err != nil || !slices.Equal(got, []float64{1.5}) {

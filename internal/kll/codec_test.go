@@ -14,7 +14,6 @@ import (
 // TestSmallLayout builds the bytes of small sketches by hand from doc.go's
 // table and compares.
 func TestSmallLayout(t *testing.T) {
-	t.Parallel()
 	s, _ := New[float64](200)
 	if got := hex.EncodeToString(s.AppendBinary(nil)); got != "02010f01c8000800" {
 		t.Errorf("empty = %s", got)
@@ -54,7 +53,6 @@ func validEncodings(tb testing.TB) [][]byte {
 }
 
 func TestRoundTrip(t *testing.T) {
-	t.Parallel()
 	for i, b := range validEncodings(t) {
 		var err error
 		var back []byte
@@ -168,7 +166,6 @@ func malformed() []struct {
 }
 
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, c := range malformed() {
 		_, err := Decode[float64](c.b)
 		if !errors.Is(err, c.want) {
@@ -192,7 +189,6 @@ func TestDecodeMalformed(t *testing.T) {
 // otherwise as today's. Such bytes decode as doubles, to the sketch
 // without the flag, and declare doubles; as longs they are refused.
 func TestJavaFourDoubles(t *testing.T) {
-	t.Parallel()
 	for i, b := range validEncodings(t) {
 		if b[7] == byte(Longs) {
 			if d, ok := Declared(b); !ok || d != Longs {

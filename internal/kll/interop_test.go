@@ -326,7 +326,6 @@ func build[T Item](tb testing.TB, k int, vals []T) *Sketch[T] {
 // TestPythonReadsOurs: sketches built here decode in the Python library,
 // which writes back the same bytes and answers as sketchd does.
 func TestPythonReadsOurs(t *testing.T) {
-	t.Parallel()
 	var ops []map[string]any
 	var checks []func(json.RawMessage)
 	r := rand.New(rand.NewPCG(11, 12))
@@ -374,7 +373,6 @@ func pythonReadsOurs[T Item](t *testing.T, r *rand.Rand, c interopCase, vals []T
 // back to its bytes and answer as it does; below k values (no compaction,
 // no coins) its bytes are ours for the same values.
 func TestWeReadPython(t *testing.T) {
-	t.Parallel()
 	var ops []map[string]any
 	var checks []func(json.RawMessage)
 	r := rand.New(rand.NewPCG(13, 14))
@@ -429,7 +427,6 @@ func weReadPython[T Item](t *testing.T, r *rand.Rand, c interopCase, vals []T, o
 // TestMergeInterop: the library merges sketchd's sketches and sketchd
 // merges the library's; both stay within the rank error of the truth.
 func TestMergeInterop(t *testing.T) {
-	t.Parallel()
 	a := interopCase{typ: "double", k: 200, n: 40_000}
 	b := interopCase{typ: "double", k: 200, n: 70_000}
 	va, vb := a.doubles(3), b.doubles(4)

@@ -152,7 +152,6 @@ func (q questions[T]) javaTokens() []string {
 // TestJavaReadsOurs: sketches built here decode in the Java library, which
 // writes back the same bytes and gives every answer sketchd gives.
 func TestJavaReadsOurs(t *testing.T) {
-	t.Parallel()
 	j := java.Get(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, c := range interopCases {
@@ -198,7 +197,6 @@ func javaReadsOurs[T Item](t *testing.T, j *javatest.JVM, r *rand.Rand, c intero
 // TestWeReadJava: sketches the Java library builds and merges decode here,
 // encode back to its bytes and give its answers.
 func TestWeReadJava(t *testing.T) {
-	t.Parallel()
 	j := java.Get(t)
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, c := range interopCases {

@@ -10,7 +10,6 @@ import (
 // TestMergeWithinRankError merges sketches of parts of a stream, of
 // different k, into one and checks it against the whole stream's truth.
 func TestMergeWithinRankError(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	var all []float64
 	u, _ := New[float64](200)
@@ -52,7 +51,6 @@ func TestMergeWithinRankError(t *testing.T) {
 // max; merging an empty one changes nothing; exact sketches merge
 // exactly.
 func TestMergeEdges(t *testing.T) {
-	t.Parallel()
 	a, _ := New[int64](50)
 	b, _ := New[int64](50)
 	empty, _ := New[int64](50)
@@ -85,7 +83,6 @@ func TestMergeEdges(t *testing.T) {
 // same bytes, in one batch or many, to a sketch or to its decoded copy: a
 // log of values replays exactly.
 func TestReplayIsExact(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
 	vals := make([]float64, 50_000)
 	for i := range vals {

@@ -32,7 +32,6 @@ func rankDistance[T Item](sorted []T, x T, r float64) float64 {
 // checks quantiles, ranks and PMF masses against the truth: each within
 // the sketch's stated normalized rank error.
 func TestQuantilesWithinRankError(t *testing.T) {
-	t.Parallel()
 	for _, k := range []int{50, 200, 800} {
 		s, err := New[float64](k)
 		if err != nil {
@@ -91,7 +90,6 @@ func TestQuantilesWithinRankError(t *testing.T) {
 // int64s: quantiles, ranks and CDF within the rank error, the ends
 // exactly, and 2^53 told from 2^53+1.
 func TestLongsOverTheWholeRange(t *testing.T) {
-	t.Parallel()
 	s, _ := New[int64](200)
 	r := rand.New(rand.NewPCG(53, 63))
 	vals := make([]int64, 300_000)

@@ -14,7 +14,6 @@ import (
 // into a larger buffer (so the tail's loads that end at the key's last byte
 // read inside the key only), and four seeds.
 func TestBytesMatchesReference(t *testing.T) {
-	t.Parallel()
 	r := rand.New(rand.NewPCG(38, 3))
 	buf := make([]byte, 400)
 	for n := 0; n <= 300; n++ {

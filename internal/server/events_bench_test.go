@@ -100,7 +100,7 @@ func TestEventsDecodeAllocation(t *testing.T) {
 	ratio := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(body))
 	t.Logf("%d events in %d bytes: %.2f bytes allocated per body byte", len(events), len(body), ratio)
 	if raceEnabled {
-		return // allocation sizes differ under the race detector (.ci/run checks without it)
+		return // allocation sizes differ under the race detector (scripts/test checks without it)
 	}
 	if ratio > 4 {
 		t.Errorf("%.2f bytes allocated per body byte, want at most 4", ratio)

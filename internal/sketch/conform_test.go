@@ -42,7 +42,6 @@ func hllParams(log2m, regwidth int, expthresh int64) sketch.HLLParams {
 // only when asked, to what folding gives; fewer never; other kinds and
 // parameters are Conflicts, and folding uses the kind's union.
 func TestConform(t *testing.T) {
-	t.Parallel()
 	p12 := hllParams(12, 5, -1)
 	sk := built(t, p12, 0, 5000)
 	if got, err := sketch.Conform(sk, p12, false); err != nil || got != sk {

@@ -38,7 +38,6 @@ func familyOf(tb testing.TB, p Params, lo, hi int64) Sketch {
 // is within the envelope's reach of it, a disjoint pair is spurious, and
 // three sets intersect through their seven unions.
 func TestIntersectFamilyAgainstTruth(t *testing.T) {
-	t.Parallel()
 	for _, p := range []Params{
 		DSHLLParams{dshll.Params{LgK: 12, Type: dshll.HLL8}},
 		DSHLLParams{dshll.Params{LgK: 14, Type: dshll.HLL4}},

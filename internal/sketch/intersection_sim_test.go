@@ -28,7 +28,6 @@ type simObs struct {
 //   - the MLE's median relative error is below inclusion–exclusion's in
 //     most cells.
 func TestIntersectSimulation(t *testing.T) {
-	t.Parallel()
 	const (
 		runs  = 12
 		small = 10000
@@ -149,7 +148,6 @@ func TestIntersectSimulation(t *testing.T) {
 // reliable answer's bounds span at most MaxRelativeWidth of its estimate,
 // and at least 95% of reliable answers' bounds hold the truth.
 func TestIntersectSimulationSets(t *testing.T) {
-	t.Parallel()
 	const (
 		runs  = 6
 		small = 20000

@@ -38,7 +38,6 @@ func fill(s *hll.Sketch, lists ...[]uint64) *hll.Sketch {
 }
 
 func TestIntersectErrors(t *testing.T) {
-	t.Parallel()
 	a := fill(newHLL(t, 10, false), randomHashes(rand.New(rand.NewPCG(1, 1)), 100))
 	undefined, err := hll.Decode([]byte{0x10, 0x8e, 0x7f})
 	if err != nil {
@@ -67,7 +66,6 @@ func TestIntersectErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			_, err := Intersect(tt.names, tt.sketches, tt.method)
 			if err == nil {
 				t.Fatal("Intersect: nil error, want one")
@@ -89,7 +87,6 @@ func TestIntersectErrors(t *testing.T) {
 }
 
 func TestParseMethod(t *testing.T) {
-	t.Parallel()
 	for _, s := range []string{"", "mle", "inclusion_exclusion"} {
 		if m, err := ParseMethod(s); err != nil || string(m) != s {
 			t.Errorf("ParseMethod(%q) = %q, %v; want %q, nil", s, m, err, s)
@@ -104,7 +101,6 @@ func TestParseMethod(t *testing.T) {
 }
 
 func TestIntersectExplicitExact(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(2, 2))
 	common, onlyA, onlyB, onlyC := randomHashes(rng, 300), randomHashes(rng, 500), randomHashes(rng, 200), randomHashes(rng, 100)
 	a := fill(newHLL(t, 14, true), common, onlyA)
@@ -146,7 +142,6 @@ func TestIntersectExplicitExact(t *testing.T) {
 }
 
 func TestIntersectEmpty(t *testing.T) {
-	t.Parallel()
 	full := fill(newHLL(t, 12, false), randomHashes(rand.New(rand.NewPCG(3, 3)), 50000))
 	for _, m := range []Method{MethodInclusionExclusion, MethodMLE} {
 		r, err := Intersect([]string{"full", "empty"}, []*hll.Sketch{full, newHLL(t, 12, true)}, m)
@@ -165,7 +160,6 @@ func TestIntersectEmpty(t *testing.T) {
 // TestIntersectTerms checks the union terms: their number, order, names,
 // and that inclusion–exclusion's raw estimate is their signed sum.
 func TestIntersectTerms(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(4, 4))
 	common := randomHashes(rng, 20000)
 	names := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}
@@ -214,7 +208,6 @@ func TestIntersectTerms(t *testing.T) {
 }
 
 func TestIntersectFoldsAndWarns(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 5))
 	common := randomHashes(rng, 5000)
 	a := fill(newHLL(t, 14, false), common, randomHashes(rng, 5000))
@@ -235,7 +228,6 @@ func TestIntersectFoldsAndWarns(t *testing.T) {
 }
 
 func TestCutoffs(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		log2m        int
 		overlap      float64
@@ -253,7 +245,6 @@ func TestCutoffs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.log2m), func(t *testing.T) {
-			t.Parallel()
 			o, r, e := cutoffs(tt.log2m)
 			if math.Abs(o-tt.overlap) > 1e-12 || math.Abs(r-tt.ratio) > 1e-12 || e != tt.extrapolated {
 				t.Errorf("cutoffs(%d) = %g, %g, %v; want %g, %g, %v", tt.log2m, o, r, e, tt.overlap, tt.ratio, tt.extrapolated)
@@ -266,7 +257,6 @@ func TestCutoffs(t *testing.T) {
 // mean estimate at n = 3m, where postgresql-hll's estimate runs about 1%
 // high, back to the truth, and leaves linear counting alone.
 func TestDebiased(t *testing.T) {
-	t.Parallel()
 	const log2m, runs = 11, 60
 	rng := rand.New(rand.NewPCG(6, 6))
 	n := 3 << log2m
@@ -297,7 +287,6 @@ func TestDebiased(t *testing.T) {
 // overlap's signed sums of many unions turned into users that were not
 // there (TestOverlapNearEmptyRegions).
 func TestDebiasedContinuous(t *testing.T) {
-	t.Parallel()
 	const log2m = 14
 	m := 1 << log2m
 	rng := rand.New(rand.NewPCG(16, 16))
@@ -328,7 +317,6 @@ func TestDebiasedContinuous(t *testing.T) {
 // the EXPLICIT sketch's materialised registers (within 5%), whether or not
 // the EXPLICIT set is large enough for its hashes to share registers.
 func TestMembership(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name                 string
 		log2m                int
@@ -341,7 +329,6 @@ func TestMembership(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			const runs = 40
 			rng := rand.New(rand.NewPCG(7, uint64(i)))
 			covered := 0

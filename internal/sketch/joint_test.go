@@ -41,7 +41,6 @@ func decoded(t testing.TB, s *hll.Sketch) *hll.Sketch {
 // overlaps from none to containment. A pair Intersect does not answer in
 // one pass has no table.
 func TestIntersectJointMatchesIntersect(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(23, 5))
 	names := []string{"target", "candidate"}
 	tables, none := 0, 0
@@ -113,7 +112,6 @@ func TestIntersectJointMatchesIntersect(t *testing.T) {
 // other parameters, and a candidate the table shows few enough registers
 // of to be SPARSE.
 func TestIntersectJointRefuses(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 9))
 	p := hll.Params{Log2m: 10, Regwidth: 5, Expthresh: -1, Sparse: true}
 	a, _ := hll.New(p)
@@ -204,7 +202,6 @@ func mustDecodeJoint(t *testing.T, b []byte, p hll.Params) *Joint {
 // TestDecodeJointRefuses checks that a damaged table is refused with a
 // message naming what is wrong, never read as another table.
 func TestDecodeJointRefuses(t *testing.T) {
-	t.Parallel()
 	p := hll.Params{Log2m: 4, Regwidth: 5, Expthresh: -1, Sparse: false}
 	ra := []uint8{0, 1, 2, 3, 1, 1, 0, 0, 4, 2, 1, 0, 0, 0, 7, 1}
 	rb := []uint8{1, 1, 0, 3, 2, 1, 0, 0, 0, 2, 1, 5, 0, 0, 7, 1}

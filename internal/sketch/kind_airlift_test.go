@@ -12,7 +12,6 @@ import (
 // hashes a BIGINT and a VARCHAR (airlift's hashes, which its Java tests
 // check against airlift's library).
 func TestAirliftHashesAsTrino(t *testing.T) {
-	t.Parallel()
 	ids := []cms.ID{cms.IntID(0), cms.IntID(-1), cms.IntID(1 << 62), cms.TextID(""), cms.TextID("user-1"), cms.TextID("日本語")}
 	b, err := airliftKind.Prepare(IDs(ids))
 	if err != nil {
@@ -33,7 +32,6 @@ func TestAirliftHashesAsTrino(t *testing.T) {
 // started from, gives the same bytes through the switch to dense;
 // malformed deltas are refused and change nothing.
 func TestAirliftDeltaReplays(t *testing.T) {
-	t.Parallel()
 	s, _ := AirliftParams{airlift.Params{IndexBits: 10}}.New()
 	for _, n := range []int{3, 0, 150, 2000} {
 		ids := make([]cms.ID, n)

@@ -12,7 +12,6 @@ import (
 // that take an HLL through each representation, that Absorb leaves the
 // same sketch as Apply.
 func TestAbsorbEqualsApply(t *testing.T) {
-	t.Parallel()
 	for _, k := range sketch.Kinds() {
 		for _, n := range []int{0, 1, 7, 1500, 5000, 20000} {
 			ids := make([]cms.ID, n)

@@ -13,7 +13,6 @@ import (
 // started from, gives the same bytes, value count and type included;
 // malformed deltas are refused and change nothing.
 func TestZetaDeltaReplays(t *testing.T) {
-	t.Parallel()
 	p := ZetaParams{zeta.ParamsFor(11)}
 	s, _ := p.New()
 	for _, ids := range [][]cms.ID{
@@ -65,7 +64,6 @@ func TestZetaDeltaReplays(t *testing.T) {
 // of the other type than the sketch counts are a Conflict, refused by
 // Check and Apply alike, changing nothing.
 func TestZetaIDTypes(t *testing.T) {
-	t.Parallel()
 	if _, err := zetaKind.Prepare(IDs([]cms.ID{cms.IntID(1), cms.TextID("a")})); KindOf(err) != Invalid {
 		t.Errorf("mixed batch: %v", err)
 	}

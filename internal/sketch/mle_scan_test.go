@@ -30,7 +30,7 @@ func TestPairScanMatchesGeneralPath(t *testing.T) {
 	if raceEnabled {
 		// One goroutine, sketches of up to 13 million hashes: the race
 		// detector slows the building about tenfold and has nothing to
-		// find. .ci/run's normal-build step runs log2m 16 too.
+		// find. scripts/test runs the package in a normal build, log2m 16 too.
 		sizes = sizes[:2]
 	}
 	for _, log2m := range sizes {

@@ -30,7 +30,6 @@ func randomHashes(rng *rand.Rand, n int) []uint64 {
 }
 
 func TestRegisterOf(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name            string
 		h               uint64
@@ -47,7 +46,6 @@ func TestRegisterOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			idx, val := registerOf(tt.h, tt.log2m, tt.regwidth)
 			if idx != tt.idx || val != tt.val {
 				t.Errorf("registerOf(%#x, %d, %d) = (%d, %d), want (%d, %d)", tt.h, tt.log2m, tt.regwidth, idx, val, tt.idx, tt.val)
@@ -57,7 +55,6 @@ func TestRegisterOf(t *testing.T) {
 }
 
 func TestJointMLEInput(t *testing.T) {
-	t.Parallel()
 	if _, err := jointMLE(make([]uint8, 16), make([]uint8, 32), 4, 5); err == nil {
 		t.Error("jointMLE with 16 and 32 registers: nil error, want one")
 	}
@@ -69,7 +66,6 @@ func TestJointMLEInput(t *testing.T) {
 // TestJointMLEGradient checks the analytic gradient and Hessian of the
 // log-likelihood against central differences.
 func TestJointMLEGradient(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	a, b, x := randomHashes(rng, 3000), randomHashes(rng, 9000), randomHashes(rng, 2000)
 	const log2m, regwidth = 10, 5
@@ -97,7 +93,6 @@ func TestJointMLEGradient(t *testing.T) {
 }
 
 func TestJointMLEKnownSets(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name         string
 		log2m        int
@@ -115,7 +110,6 @@ func TestJointMLEKnownSets(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			a, b, x := randomHashes(rng, tt.na), randomHashes(rng, tt.nb), randomHashes(rng, tt.nx)
 			est, err := jointMLE(regsOf(tt.log2m, tt.regwidth, a, x), regsOf(tt.log2m, tt.regwidth, b, x), tt.log2m, tt.regwidth)
@@ -150,7 +144,6 @@ func TestJointMLEKnownSets(t *testing.T) {
 }
 
 func TestJointMLEIdentical(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 3))
 	r := regsOf(12, 5, randomHashes(rng, 200000))
 	est, err := jointMLE(r, r, 12, 5)

@@ -78,7 +78,6 @@ func (g groups) buildFamily(tb testing.TB, rng *rand.Rand, t Type, lgs []int) []
 // precisions are folded to the smallest; small sets (a DataSketches LIST
 // or SET, a sparse zeta_hll or airlift_hll) count as well.
 func TestOverlapFamilyAgainstTruth(t *testing.T) {
-	t.Parallel()
 	big := groups{0b001: 300_000, 0b010: 200_000, 0b100: 100_000, 0b011: 60_000, 0b101: 30_000, 0b110: 20_000, 0b111: 50_000}
 	small := groups{0b001: 300, 0b010: 200, 0b100: 100, 0b011: 60, 0b101: 30, 0b110: 20, 0b111: 50}
 	for ti, typ := range []Type{TypeDSHLL, TypeZetaHLL, TypeAirliftHLL} {
@@ -92,7 +91,6 @@ func TestOverlapFamilyAgainstTruth(t *testing.T) {
 			{"small", small, []int{14, 14, 14}},
 		} {
 			t.Run(fmt.Sprintf("%s %s", typ, tc.name), func(t *testing.T) {
-				t.Parallel()
 				rng := rand.New(rand.NewPCG(29, uint64(100+10*ti+gi)))
 				sks := tc.g.buildFamily(t, rng, typ, tc.lgs)
 				o, err := EstimateOverlap(labelsFor(3), sks, "")
@@ -167,7 +165,6 @@ func TestOverlapFamilyAgainstTruth(t *testing.T) {
 // TestOverlapFamilyRefused: kinds without registers, and mixed kinds,
 // are Conflicts that say why and name both.
 func TestOverlapFamilyRefused(t *testing.T) {
-	t.Parallel()
 	ds := familyBuilders[TypeDSHLL].new(t, 12)
 	z := familyBuilders[TypeZetaHLL].new(t, 12)
 	cpcK, err := Lookup(TypeCPC)

@@ -81,7 +81,6 @@ func labelsFor(n int) []string {
 // TestOverlapExact: operands held as exact lists of hashes give exact
 // counts of every kind, equal to counting the hashes.
 func TestOverlapExact(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 1))
 	g := groups{0b001: 40, 0b010: 30, 0b100: 20, 0b011: 11, 0b101: 7, 0b110: 5, 0b111: 3}
 	hs := g.build(t, rng, 3, 14, true)
@@ -129,7 +128,6 @@ func TestOverlapExact(t *testing.T) {
 // TestOverlapLattice: every union the lattice holds is the union of the
 // operands its subset leaves out, built directly.
 func TestOverlapLattice(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 2))
 	const n = 6
 	sets := make([]*hll.Sketch, n)
@@ -169,7 +167,6 @@ func TestOverlapLattice(t *testing.T) {
 // with that many fewer index bits, of exactly the hashes that end in j
 // (shifted right by those bits).
 func TestOverlapReplicates(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 3))
 	const log2m, b = 12, 3
 	hashes := randomHashes(rng, 40000)
@@ -197,7 +194,6 @@ func TestOverlapReplicates(t *testing.T) {
 // TestOverlapAgainstTruth: three register sketches of known membership;
 // every count's bounds hold the truth and the counts add up.
 func TestOverlapAgainstTruth(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 4))
 	g := groups{0b001: 300_000, 0b010: 200_000, 0b100: 100_000, 0b011: 60_000, 0b101: 30_000, 0b110: 20_000, 0b111: 50_000}
 	hs := g.build(t, rng, 3, 14, false)
@@ -254,7 +250,6 @@ func TestOverlapAgainstTruth(t *testing.T) {
 // TestOverlapBounded: the unions built are bounded; beyond the bound the
 // answer says which k it counts.
 func TestOverlapBounded(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		n, log2m, depth int
 		complete        bool
@@ -271,7 +266,6 @@ func TestOverlapBounded(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(fmt.Sprintf("%d sets at log2m %d", tt.n, tt.log2m), func(t *testing.T) {
-			t.Parallel()
 			// A source of its own: parallel subtests drawing from one
 			// would race and draw other data from run to run.
 			rng := rand.New(rand.NewPCG(29, uint64(50+i)))
@@ -316,7 +310,6 @@ func TestOverlapBounded(t *testing.T) {
 }
 
 func TestOverlapErrors(t *testing.T) {
-	t.Parallel()
 	a := NewHLL(fill(newHLL(t, 10, false), randomHashes(rand.New(rand.NewPCG(1, 1)), 100)))
 	undefined, err := hll.Decode([]byte{0x10, 0x8e, 0x7f})
 	if err != nil {
@@ -356,10 +349,9 @@ func TestOverlapErrors(t *testing.T) {
 // and spurious, not the rounding left over from sums of large binomials
 // times the union, with bounds that exclude 0. Under the race detector
 // the two largest (12 sets at log2m 14, 4,096 unions, and 64 sets) are
-// left to the normal build (.ci/run runs it); 12 sets at log2m 11 and 5
+// left to the normal build (scripts/test runs it); 12 sets at log2m 11 and 5
 // at 14 still run.
 func TestOverlapIdenticalUnions(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 6))
 	for _, tt := range []struct{ n, log2m int }{{12, 11}, {12, 14}, {5, 14}, {64, 14}} {
 		h := fill(newHLL(t, tt.log2m, false), randomHashes(rng, 300_000))
@@ -444,7 +436,6 @@ func skewedGroups(rng *rand.Rand, n, users int) groups {
 // from its truth, every reliable count of fewer than 100 users must hold
 // it, and the bounds must hold about as many truths as they claim.
 func TestOverlapNearEmptyRegions(t *testing.T) {
-	t.Parallel()
 	const n, log2m, users = 8, 14, 300_000
 	covered, total, within2, errored := 0, 0, 0, 0
 	for seed := range uint64(3) {
@@ -510,7 +501,6 @@ func TestOverlapNearEmptyRegions(t *testing.T) {
 // and Intersect's inclusion–exclusion sum the same unions and measure
 // their error on the same replicates, with the same floor.
 func TestOverlapAgreesWithIntersection(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(33, 3))
 	g := groups{0b001: 50_000, 0b010: 30_000, 0b100: 10_000, 0b011: 5_000, 0b111: 20_000}
 	for _, log2m := range []int{11, 14} {

@@ -72,7 +72,6 @@ func poison(b []byte) {
 // nothing in the input. A decoder that keeps a slice of its input (a
 // library that reads registers in place) fails here.
 func TestDecodeOwnsItsBytes(t *testing.T) {
-	t.Parallel()
 	for _, c := range ownershipCases(t) {
 		in := bytes.Clone(c.enc)
 		s, err := c.kind.Decode(in)
@@ -106,7 +105,6 @@ func TestDecodeOwnsItsBytes(t *testing.T) {
 // nothing of the operand's bytes, and neither does the union of decoded
 // sketches.
 func TestMergeOwnsItsOperand(t *testing.T) {
-	t.Parallel()
 	for _, c := range ownershipCases(t) {
 		in := bytes.Clone(c.enc)
 		o, err := c.kind.Decode(in)
@@ -138,7 +136,6 @@ func TestMergeOwnsItsOperand(t *testing.T) {
 // TestApplyDeltaOwnsItsBytes: replaying a log delta keeps nothing of the
 // delta's buffer (the log reader reuses it for the next record).
 func TestApplyDeltaOwnsItsBytes(t *testing.T) {
-	t.Parallel()
 	for _, c := range ownershipCases(t) {
 		base, err := c.kind.Decode(bytes.Clone(c.enc))
 		if err != nil {
@@ -162,7 +159,6 @@ func TestApplyDeltaOwnsItsBytes(t *testing.T) {
 // TestCloneOwnsItsState: a clone and its original change independently,
 // also for a sketch decoded from bytes that are kept as uploaded.
 func TestCloneOwnsItsState(t *testing.T) {
-	t.Parallel()
 	for _, c := range ownershipCases(t) {
 		s, err := c.kind.Decode(bytes.Clone(c.enc))
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 // bytes for hll (mixed log2m, folded to the smallest) and cms, whose
 // unions are associative, and for every kind when they fit in one batch.
 func TestUnionerEqualsUnion(t *testing.T) {
-	t.Parallel()
 	build := func(k *sketch.Kind, p sketch.Params, i int) sketch.Sketch {
 		t.Helper()
 		sk, err := p.New()
@@ -73,7 +72,6 @@ func TestUnionerEqualsUnion(t *testing.T) {
 
 // TestUnionerRefusesMixedKinds names the first sketch and the odd one.
 func TestUnionerRefusesMixedKinds(t *testing.T) {
-	t.Parallel()
 	h, _ := sketch.DefaultHLL().New()
 	c, _ := sketch.CMSParams{Params: cms.Params{Width: 64, Depth: 2}}.New()
 	var u sketch.Unioner

@@ -21,7 +21,6 @@ import (
 // and are reliable, while sharing 8,000 still gives bounds twice as wide
 // as a reliable answer may have.
 func TestThreeWayWideIsNotReliable(t *testing.T) {
-	t.Parallel()
 	const n = 137_000
 	three := func(shared int) Intersection {
 		rng := rand.New(rand.NewPCG(22, 5))
@@ -95,7 +94,6 @@ func TestThreeWayWideIsNotReliable(t *testing.T) {
 // reliable (2048 registers, 15% overlap: the MLE's bounds span about 70%
 // of the estimate), while a narrow one is.
 func TestPairWidthRule(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(22, 6))
 	tests := []struct {
 		name          string
@@ -132,7 +130,6 @@ func TestPairWidthRule(t *testing.T) {
 // TestVerdictOfExactAndSpurious: exact answers say so (even an exactly
 // empty one, which is also spurious), spurious ones too.
 func TestVerdictOfExactAndSpurious(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(22, 7))
 	empty := newHLL(t, 14, true)
 	a := fill(newHLL(t, 14, false), randomHashes(rng, 100_000))
@@ -154,7 +151,6 @@ func TestVerdictOfExactAndSpurious(t *testing.T) {
 }
 
 func TestRelativeWidthAndCountText(t *testing.T) {
-	t.Parallel()
 	for _, tt := range []struct{ est, lo, hi, want float64 }{
 		{100, 80, 120, 0.4},
 		{5, 5, 5, 0},
@@ -184,7 +180,6 @@ func TestRelativeWidthAndCountText(t *testing.T) {
 // disjoint sets of the same sizes stay spurious and are never called
 // within, and a half-shared one is neither.
 func TestSubsetVerdicts(t *testing.T) {
-	t.Parallel()
 	const small, large, runs = 1000, 1_000_000, 20
 	type tally struct{ spurious, within, covered int }
 	got := map[string]*tally{}

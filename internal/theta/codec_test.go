@@ -196,7 +196,6 @@ func malformed() []malformedCase {
 // TestDecodeMalformed: each malformed input fails with its sentinel and
 // leaves the receiver unchanged.
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, tt := range malformed() {
 		s := mustNew(t, Params{LgK: 4})
 		s.AddInt(7)

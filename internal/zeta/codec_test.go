@@ -55,7 +55,6 @@ const (
 // TestPinnedBytes pins sketchd's bytes and hashes to ZetaSketch's, so
 // that they are checked without a JVM too.
 func TestPinnedBytes(t *testing.T) {
-	t.Parallel()
 	s, _ := New(ParamsFor(10))
 	for v := range int64(5) {
 		if err := s.AddInt(v); err != nil {
@@ -191,7 +190,6 @@ func malformed(tb testing.TB) []malformedCase {
 }
 
 func TestDecodeMalformed(t *testing.T) {
-	t.Parallel()
 	for _, tt := range malformed(t) {
 		_, err := Decode(tt.in)
 		t.Logf("%s: %v", tt.name, err)
@@ -204,7 +202,6 @@ func TestDecodeMalformed(t *testing.T) {
 // TestDecodeValid: every valid image decodes and is written back byte
 // for byte.
 func TestDecodeValid(t *testing.T) {
-	t.Parallel()
 	for _, in := range validImages(t) {
 		s, err := Decode(in)
 		if err != nil {

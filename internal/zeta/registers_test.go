@@ -10,7 +10,6 @@ import (
 // those of a normal sketch of that precision built from the same hashes,
 // whether the sketch is sparse or normal.
 func TestRegistersAsBuiltAtP(t *testing.T) {
-	t.Parallel()
 	rng := rand.New(rand.NewPCG(29, 1))
 	for _, n := range []int{0, 100, 100_000} {
 		hs := make([]uint64, n)

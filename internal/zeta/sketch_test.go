@@ -12,7 +12,6 @@ import (
 // (as sketchd stores a sketch after every write), give the bytes of the
 // same values added at once, through the switch to normal.
 func TestChunkedAddsEqualOneBatch(t *testing.T) {
-	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 3))
 	for _, n := range []int{0, 1, 100, 1000, 5000, 40000} {
@@ -35,7 +34,6 @@ func TestChunkedAddsEqualOneBatch(t *testing.T) {
 // TestMergeRules: what Merge and Union refuse, and that a refused merge
 // changes nothing.
 func TestMergeRules(t *testing.T) {
-	t.Parallel()
 	longs := build(t, ParamsFor(14), TypeLong, 100)
 	strs, _ := New(ParamsFor(14))
 	strs.AddString("x")
@@ -82,7 +80,6 @@ func TestMergeRules(t *testing.T) {
 // TestUnionProperties: commutative and idempotent in registers (the
 // estimate), associative, counting every value of its inputs.
 func TestUnionProperties(t *testing.T) {
-	t.Parallel()
 	a := build(t, ParamsFor(13), TypeLong, 3000)
 	b, _ := New(ParamsFor(13))
 	for v := 2000; v < 9000; v++ {

@@ -73,7 +73,7 @@ func TestAddEventsAllocation(t *testing.T) {
 	per := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(evs))
 	t.Logf("%.1f bytes allocated per event", per)
 	if raceEnabled {
-		return // allocation sizes differ under the race detector (.ci/run checks without it)
+		return // allocation sizes differ under the race detector (scripts/test checks without it)
 	}
 	if per > 150 {
 		t.Errorf("%.1f bytes allocated per event, want at most 150", per)

@@ -251,7 +251,7 @@ func TestNewSmallSketchMemory(t *testing.T) {
 	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	t.Logf("%.0f bytes of heap kept per new sketch until its checkpoint", per)
 	if raceEnabled {
-		return // allocation sizes differ under the race detector (.ci/run checks without it)
+		return // allocation sizes differ under the race detector (scripts/test checks without it)
 	}
 	if per > 360 {
 		t.Errorf("%.0f bytes of heap kept per new small sketch until its checkpoint, want at most 360", per)

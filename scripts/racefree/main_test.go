@@ -106,3 +106,33 @@ func TestClassify(t *testing.T) {
 		t.Errorf("notests, a package without tests, is listed")
 	}
 }
+
+// TestThisModule: the packages that compute (the codecs, the
+// intersection, the parsers) run in a normal build and the server under
+// the race detector. A t.Parallel or a goroutine added to one of the
+// first moves it under the race detector, five to ten times slower:
+// this names it.
+func TestThisModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list on the module")
+	}
+	t.Chdir("../..")
+	pkgs, err := classify([]string{"./..."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := map[string]string{}
+	for _, p := range pkgs {
+		why[strings.TrimPrefix(p.path, "github.com/sketchd/sketchd/")] = p.why
+	}
+	for _, p := range []string{"internal/hll", "internal/sketch", "internal/ingest", "internal/kll", "internal/theta", "internal/dshll", "internal/zeta", "internal/series"} {
+		if w, ok := why[p]; !ok || w != "" {
+			t.Errorf("%s is not race-free: %s", p, w)
+		}
+	}
+	for _, p := range []string{"internal/server", "internal/store/bolt", "cmd/sketchd"} {
+		if why[p] == "" {
+			t.Errorf("%s is listed race-free, yet it serves HTTP and writes from several goroutines", p)
+		}
+	}
+}

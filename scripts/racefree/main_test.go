@@ -1,12 +1,12 @@
 package main
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sketchd/sketchd/internal/testfiles"
 )
 
 // TestClassify runs racefree's classification on a small module: a
@@ -52,15 +52,7 @@ func TestClassify(t *testing.T) {
 		// No tests: not listed.
 		"notests/n.go": "package notests\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testfiles.Write(t, dir, files)
 	t.Chdir(dir)
 	t.Setenv("GOWORK", "off")
 	t.Setenv("GOFLAGS", "-mod=mod")

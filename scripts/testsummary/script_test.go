@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sketchd/sketchd/internal/testfiles"
 )
 
 // TestScriptWithoutCCompiler runs scripts/test on a small module with a
@@ -42,15 +44,7 @@ func TestScriptWithoutCCompiler(t *testing.T) {
 		"a/race_on_test.go":  "//go:build race\n\npackage a\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestRace(t *testing.T) {\n\tif os.Getenv(\"WANT_RACE\") != \"1\" {\n\t\tt.Fatal(\"a race build\")\n\t}\n}\n",
 		"a/race_off_test.go": "//go:build !race\n\npackage a\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestRace(t *testing.T) {\n\tif os.Getenv(\"WANT_RACE\") == \"1\" {\n\t\tt.Fatal(\"not a race build\")\n\t}\n}\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testfiles.Write(t, dir, files)
 	// A PATH of every command on this one but the C compilers.
 	noCC := t.TempDir()
 	for _, d := range filepath.SplitList(os.Getenv("PATH")) {

@@ -88,9 +88,10 @@ func classify(patterns []string) ([]pkg, error) {
 		return nil, err
 	}
 	module := strings.TrimSpace(string(mod))
-	// Every package of the module and its folder: the packages that
-	// patterns name may import any of them.
-	out, err := goList(append([]string{"list", "-e", "-f", "{{.ImportPath}}\t{{.Dir}}"}, "./...")...)
+	// Every package of the module and its folder, from whatever folder
+	// racefree runs in: the packages that patterns name may import any
+	// of them, and only theirs are read.
+	out, err := goList("list", "-e", "-f", "{{.ImportPath}}\t{{.Dir}}", module+"/...")
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +126,8 @@ func classify(patterns []string) ([]pkg, error) {
 		for _, d := range append(strings.Fields(deps), path) {
 			d, _, _ = strings.Cut(d, " ") // "p [p.test]": p built with its tests
 			dir := dirs[d]
-			if dir == "" || (d != module && !strings.HasPrefix(d, module+"/")) {
-				continue
+			if dir == "" {
+				continue // the standard library's, or another module's
 			}
 			// The tested package with its test files; what it imports
 			// without theirs.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,6 +97,16 @@ func TestClassify(t *testing.T) {
 	}
 	if _, ok := got["notests"]; ok {
 		t.Errorf("notests, a package without tests, is listed")
+	}
+	// From a package's own folder, the module packages it links outside
+	// that folder are read too.
+	t.Chdir(filepath.Join(dir, "importsserve"))
+	pkgs, err = classify([]string{"."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 || !strings.Contains(pkgs[0].why, "calls Serve") {
+		t.Errorf("from importsserve's folder: %+v, want it not race-free, for serve's Serve", pkgs)
 	}
 }
 

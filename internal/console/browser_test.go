@@ -20,15 +20,20 @@ import (
 	"github.com/chromedp/chromedp/kb"
 )
 
-// The browser tests drive a real headless Chromium (Debian's chromium
-// package; SKETCHD_CHROMIUM names another binary) against the real server.
-// Without one they skip; SKETCHD_REQUIRE_BROWSER=1 (set by CI) makes that a
-// failure. Screenshots go to SKETCHD_SCREENSHOT_DIR, or a temporary
-// directory that the log names.
+// The browser tests drive a real headless Chromium against the real
+// server: Debian's chromium-headless-shell, or else its chromium package
+// (SKETCHD_CHROMIUM names another binary). The headless shell is
+// Chromium's own build for automation: the same Blink, layout, fonts
+// and V8 as the browser, without the browser's interface around them;
+// the package's tests take about a third of the CPU in it that they take
+// in the full browser (docs/benchmarks.md). Without either they skip;
+// SKETCHD_REQUIRE_BROWSER=1 (set by CI) makes that a failure.
+// Screenshots go to SKETCHD_SCREENSHOT_DIR, or a temporary directory that
+// the log names.
 
 func chromium(t testing.TB) string {
 	t.Helper()
-	candidates := []string{os.Getenv("SKETCHD_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
+	candidates := []string{os.Getenv("SKETCHD_CHROMIUM"), "/usr/bin/chromium-headless-shell", "chromium-headless-shell", "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
 	for _, c := range candidates {
 		if c == "" {
 			continue
@@ -38,9 +43,9 @@ func chromium(t testing.TB) string {
 		}
 	}
 	if os.Getenv("SKETCHD_REQUIRE_BROWSER") == "1" {
-		t.Fatal("SKETCHD_REQUIRE_BROWSER=1 but no Chromium was found (apt-get install chromium, or set SKETCHD_CHROMIUM)")
+		t.Fatal("SKETCHD_REQUIRE_BROWSER=1 but no Chromium was found (apt-get install chromium-headless-shell, or set SKETCHD_CHROMIUM)")
 	}
-	t.Skip("skipping the browser tests: no Chromium found (apt-get install chromium, or set SKETCHD_CHROMIUM)")
+	t.Skip("skipping the browser tests: no Chromium found (apt-get install chromium-headless-shell, or set SKETCHD_CHROMIUM)")
 	return ""
 }
 

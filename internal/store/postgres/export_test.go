@@ -59,3 +59,11 @@ func (s *DB) JointFunc() string { return s.jointFn }
 // SetJointFunc makes a rank on the database call fn, for the test of a
 // database that lacks the function.
 func (s *DB) SetJointFunc(fn string) { s.jointFn = fn }
+
+// ForgetEstimates drops what the last /metrics scrape decoded, so that
+// the next one decodes every metric sketch, as each scrape did before.
+func (s *DB) ForgetEstimates() {
+	s.estimatesMu.Lock()
+	s.estimates = nil
+	s.estimatesMu.Unlock()
+}

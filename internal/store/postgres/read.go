@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -20,25 +21,42 @@ const selectState = `SELECT name, kind, metric, created_at, updated_at, coalesce
 // (its expiry read, so that an expired row can still count as gone) and
 // a Damaged error naming it; any other failure no state.
 func scanState(rows pgx.Rows) (string, *state, error) {
-	var name, kind string
-	var b, sum []byte
-	st := &state{}
+	r, err := scanChecked(rows)
+	if r.st == nil || err != nil {
+		return r.name, r.st, err
+	}
+	sk, _, err := decodeLocked(r.kind, r.value, true)
+	if err != nil {
+		return r.name, r.st, damagedSketch(r.name, err)
+	}
+	r.st.sk = sk
+	return r.name, r.st, nil
+}
+
+// stateRow is a row of selectState as read, its value not decoded
+// (st.sk is nil).
+type stateRow struct {
+	name, kind string
+	st         *state
+	value, sum []byte
+}
+
+// scanChecked reads one row of selectState and checks its value against
+// its checksum, as scanState does, but does not decode it.
+func scanChecked(rows pgx.Rows) (stateRow, error) {
+	var r stateRow
+	r.st = &state{}
 	var after *int64
 	var at *time.Time
-	if err := rows.Scan(&name, &kind, &st.metric, &st.created, &st.updated, &b, &after, &at, &sum); err != nil {
-		return "", nil, err
+	if err := rows.Scan(&r.name, &r.kind, &r.st.metric, &r.st.created, &r.st.updated, &r.value, &after, &at, &r.sum); err != nil {
+		return stateRow{}, err
 	}
-	st.expiry = expiryOf(after, at)
-	st.created, st.updated = st.created.UTC(), st.updated.UTC()
-	if err := verify(sum, sketchKey(name, kind), b); err != nil {
-		return name, st, damagedSketch(name, err)
+	r.st.expiry = expiryOf(after, at)
+	r.st.created, r.st.updated = r.st.created.UTC(), r.st.updated.UTC()
+	if err := verify(r.sum, sketchKey(r.name, r.kind), r.value); err != nil {
+		return r, damagedSketch(r.name, err)
 	}
-	sk, _, err := decodeLocked(kind, b, true)
-	if err != nil {
-		return name, st, damagedSketch(name, err)
-	}
-	st.sk = sk
-	return name, st, nil
+	return r, nil
 }
 
 // view runs fn with the committed states of names (in the given order,
@@ -279,28 +297,61 @@ func (s *DB) MetricEstimates(yield func(name string, estimate float64)) {
 		v    float64
 	}
 	var out []est
+	s.estimatesMu.Lock()
+	last := s.estimates
+	s.estimatesMu.Unlock()
+	next := make(map[string]knownEstimate, len(last))
 	for rows.Next() {
-		name, st, err := scanState(rows)
-		if st == nil {
+		r, err := scanChecked(rows)
+		if r.st == nil {
 			rows.Close()
 			s.log.Warn("reading metric sketches for /metrics", "err", err)
 			return
 		}
+		if err == nil {
+			// A value whose checksum is the one the last scrape decoded
+			// (and which matches it, as checked just now) has the same
+			// bytes, so the same estimate: only a changed sketch is
+			// decoded again.
+			k, ok := last[r.name]
+			if !ok || k.kind != r.kind || !bytes.Equal(k.sum, r.sum) {
+				var sk sketch.Sketch
+				if sk, _, err = decodeLocked(r.kind, r.value, true); err != nil {
+					err = damagedSketch(r.name, err)
+				} else {
+					k = knownEstimate{kind: r.kind, sum: r.sum, v: sk.Estimate()}
+				}
+			}
+			if err == nil {
+				next[r.name] = k
+			}
+		}
 		switch {
-		case st.expired(s.opts.Now()):
+		case r.st.expired(s.opts.Now()):
 		case err != nil:
 			s.skipped(err, "metrics")
 		default:
-			out = append(out, est{name, st.sk.Estimate()})
+			out = append(out, est{r.name, next[r.name].v})
 		}
 	}
 	if rows.Err() != nil {
 		s.log.Warn("reading metric sketches for /metrics", "err", rows.Err())
 		return
 	}
+	s.estimatesMu.Lock()
+	s.estimates = next
+	s.estimatesMu.Unlock()
 	for _, e := range out {
 		yield(e.name, e.v)
 	}
+}
+
+// knownEstimate is a metric sketch's estimate as a scrape computed it,
+// and the checksum of the value it decoded (DB.estimates).
+type knownEstimate struct {
+	kind string
+	sum  []byte
+	v    float64
 }
 
 // scrapeTimeout bounds the queries a /metrics scrape runs.

@@ -161,6 +161,12 @@ type DB struct {
 	buckets *bucketCache
 	defs    defCache
 
+	// estimates holds what the last /metrics scrape read of each metric
+	// sketch: a scrape decodes only the sketches whose checksum changed
+	// (MetricEstimates).
+	estimatesMu sync.Mutex
+	estimates   map[string]knownEstimate
+
 	// The idempotency keys at the last sweep (keys.go).
 	keyCount, keyBytes, keysEvicted atomic.Int64
 	// Damaged stored values found (checksum.go).

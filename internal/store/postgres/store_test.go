@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/fnv"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -406,4 +407,73 @@ func stateSum(t *testing.T, db *postgres.DB, name string) uint64 {
 		t.Fatal(err)
 	}
 	return sum
+}
+
+// TestMetricEstimatesFollowWrites: a node's /metrics estimates follow
+// every change another node makes to a metric sketch (adds, a put, a
+// delete and a new sketch under the same name, of another kind), though
+// a scrape decodes only the sketches that changed since the last one:
+// each HLL estimate is postgresql-hll's hll_cardinality of the stored
+// value, each Count-Min total the number of ids added.
+func TestMetricEstimatesFollowWrites(t *testing.T) {
+	dbs := open(t, 2)
+	a, b := dbs[0], dbs[1]
+	scrape := func() map[string]float64 {
+		got := map[string]float64{}
+		a.MetricEstimates(func(name string, v float64) { got[name] = v })
+		return got
+	}
+	cardinality := func(name string) float64 {
+		var v float64
+		if err := a.Pool().QueryRow(ctx, `SELECT hll_cardinality(hll) FROM sketchd_sketches WHERE name = $1`, name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	check := func(step string, want map[string]float64) {
+		t.Helper()
+		// Twice: the second scrape answers from what the first decoded.
+		for range 2 {
+			if got := scrape(); !maps.Equal(got, want) {
+				t.Fatalf("%s: MetricEstimates = %v, want %v", step, got, want)
+			}
+		}
+	}
+	metric := func(spec sketch.Spec) sketch.Spec { spec.Metric = true; return spec }
+	for name, spec := range map[string]sketch.Spec{"m.hll": metric(hllSpec(11)), "m.cms": metric(cmsSpec()), "plain": hllSpec(11)} {
+		if _, _, err := a.Create(ctx, name, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("created", map[string]float64{"m.hll": 0, "m.cms": 0})
+	if _, err := b.Add(ctx, "m.hll", storetest.Ints(0, 1000), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Add(ctx, "m.cms", storetest.Ints(0, 7), false); err != nil {
+		t.Fatal(err)
+	}
+	check("added on the other node", map[string]float64{"m.hll": cardinality("m.hll"), "m.cms": 7})
+	if _, err := b.Add(ctx, "m.hll", storetest.Ints(1000, 3000), false); err != nil {
+		t.Fatal(err)
+	}
+	check("added again", map[string]float64{"m.hll": cardinality("m.hll"), "m.cms": 7})
+	empty, err := hllSpec(11).New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Put(ctx, "m.hll", empty); err != nil {
+		t.Fatal(err)
+	}
+	check("replaced by an empty HLL", map[string]float64{"m.hll": 0, "m.cms": 7})
+	if err := b.Delete(ctx, "m.cms"); err != nil {
+		t.Fatal(err)
+	}
+	check("deleted", map[string]float64{"m.hll": 0})
+	if _, _, err := b.Create(ctx, "m.cms", metric(hllSpec(11))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Add(ctx, "m.cms", storetest.Ints(0, 5), false); err != nil {
+		t.Fatal(err)
+	}
+	check("created again as an HLL", map[string]float64{"m.hll": 0, "m.cms": cardinality("m.cms")})
 }

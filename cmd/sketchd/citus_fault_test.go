@@ -71,7 +71,9 @@ func TestCitusFaults(tt *testing.T) {
 		}
 		rounds = n
 	}
-	cl := pgcluster.StartCitus(t, 2, "wal_level = logical", "citus.recover_2pc_interval = '5s'")
+	// The third worker's instance starts with the others: the fault is
+	// its registration and the rebalance, under load.
+	cl := pgcluster.StartCitusWithSpares(t, 2, 1, "wal_level = logical", "citus.recover_2pc_interval = '5s'")
 	// A few shards per table, so that moves and the rebalance finish
 	// quickly; the layout is the production one.
 	dsn := pgstoretest.WithSetting(pgstoretest.SchemaOn(t, cl.DSN(cl.Coordinator), t.TempDir()), "citus.shard_count", "6")

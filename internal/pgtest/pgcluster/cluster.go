@@ -39,6 +39,9 @@ type Cluster struct {
 	mu          sync.Mutex
 	Coordinator *Node
 	Workers     []*Node
+	// spares are instances started with the cluster and not registered,
+	// for AddWorker (StartCitusWithSpares).
+	spares []*Node
 	// all is every node started, registered or not, for remove.
 	all []*Node
 	// net is the cluster's network namespaces, or nil (StartCitusNetns).
@@ -74,9 +77,19 @@ func (n *Node) hostname() string {
 // every node ("wal_level = logical").
 func StartCitus(tb testing.TB, workers int, conf ...string) *Cluster {
 	tb.Helper()
+	return StartCitusWithSpares(tb, workers, 0, conf...)
+}
+
+// StartCitusWithSpares is StartCitus that also starts spares instances
+// like the workers, at the same time, and leaves them out of the cluster
+// until AddWorker registers one: a test that adds a worker under load
+// then waits for the registration and the rebalance only, not for an
+// initdb and the extensions.
+func StartCitusWithSpares(tb testing.TB, workers, spares int, conf ...string) *Cluster {
+	tb.Helper()
 	c := newCluster(tb, conf)
-	nodes := c.newNodes(make([]nodeAt, 1+workers)...)
-	c.Coordinator, c.Workers = nodes[0], nodes[1:]
+	nodes := c.newNodes(make([]nodeAt, 1+workers+spares)...)
+	c.Coordinator, c.Workers, c.spares = nodes[0], nodes[1:1+workers], nodes[1+workers:]
 	c.register()
 	return c
 }
@@ -304,10 +317,19 @@ func (c *Cluster) startErr(n *Node) error {
 	}
 }
 
-// AddWorker starts a new worker and registers it with the coordinator.
+// AddWorker registers a new worker with the coordinator: a spare
+// (StartCitusWithSpares) if one is left, else an instance it starts.
 func (c *Cluster) AddWorker() *Node {
 	c.tb.Helper()
-	n := c.newNode("", "")
+	c.mu.Lock()
+	var n *Node
+	if len(c.spares) > 0 {
+		n, c.spares = c.spares[0], c.spares[1:]
+	}
+	c.mu.Unlock()
+	if n == nil {
+		n = c.newNode("", "")
+	}
 	c.Exec(c.Coordinator, fmt.Sprintf("SELECT citus_add_node('%s', %d)", n.hostname(), n.Port))
 	c.mu.Lock()
 	c.Workers = append(c.Workers, n)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package postgres_test
+
+const raceEnabled = false

@@ -89,7 +89,9 @@ func StartCitusWithSpares(tb testing.TB, workers, spares int, conf ...string) *C
 	tb.Helper()
 	c := newCluster(tb, conf)
 	nodes := c.newNodes(make([]nodeAt, 1+workers+spares)...)
-	c.Coordinator, c.Workers, c.spares = nodes[0], nodes[1:1+workers], nodes[1+workers:]
+	// Workers is capped: AddWorker appends to it, and must not write
+	// over the spares.
+	c.Coordinator, c.Workers, c.spares = nodes[0], nodes[1:1+workers:1+workers], nodes[1+workers:]
 	c.register()
 	return c
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sketchd/sketchd/internal/poison"
 )
 
 // TestHelpAndVersion: the binary answers -h with its usage and -version
@@ -53,6 +55,24 @@ func TestHelpAndVersion(t *testing.T) {
 	out, err := execOutput(sketchdBinary(t), "-nope")
 	if err == nil || !strings.Contains(out, "-nope") || !strings.Contains(out, "sketchd -h") {
 		t.Errorf("sketchd -nope = %v, %q; want a failure naming the flag and pointing at -h", err, out)
+	}
+}
+
+// TestBinaryPoisonedAsTheTests: the sketchd the end-to-end tests start
+// was built with the tag sketchd_poison exactly when the tests were, so
+// under scripts/test its processes poison the buffers they release too.
+func TestBinaryPoisonedAsTheTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the real binary")
+	}
+	t.Parallel()
+	out, err := exec.Command("go", "version", "-m", sketchdBinary(t)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go version -m: %v\n%s", err, out)
+	}
+	tagged := regexp.MustCompile(`(?m)^\s*build\s+-tags=.*\bsketchd_poison\b`).Match(out)
+	if tagged != poison.Enabled {
+		t.Errorf("the binary built with sketchd_poison: %t; the tests: %t\n%s", tagged, poison.Enabled, out)
 	}
 }
 

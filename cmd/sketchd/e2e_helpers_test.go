@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sketchd/sketchd/internal/pgtest"
+	"github.com/sketchd/sketchd/internal/poison"
 )
 
 // client talks to one sketchd over HTTP.
@@ -152,7 +153,10 @@ var (
 	buildErr  error
 )
 
-// sketchdBinary builds cmd/sketchd once per test run.
+// sketchdBinary builds cmd/sketchd once per test run, with the tag
+// sketchd_poison when the tests have it (scripts/test): the processes
+// the end-to-end tests start poison the buffers they release, as the
+// tests' own code does (internal/poison).
 func sketchdBinary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
@@ -162,7 +166,11 @@ func sketchdBinary(tb testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "sketchd")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		args := []string{"build", "-o", binPath}
+		if poison.Enabled {
+			args = append(args, "-tags", "sketchd_poison")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

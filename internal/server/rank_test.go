@@ -359,9 +359,11 @@ func TestRankSeriesRanges(t *testing.T) {
 	now := time.Now().UTC()
 	day0 := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -3)
 	// Day d holds ids 1000·d .. 1000·d + 3000: days share less the
-	// farther apart they are.
+	// farther apart they are. Each is stamped with its day's first
+	// instant, never ahead of the clock: an hour in, today's add was
+	// refused in the first hour after midnight.
 	for d := range 4 {
-		must(t, e.postJSON(t, "/v1/series/s/add?ts="+rfc(day0.AddDate(0, 0, d).Add(time.Hour)), idsJSON(idRange(int64(1000*d), int64(1000*d+3000))...)), http.StatusOK, "add")
+		must(t, e.postJSON(t, "/v1/series/s/add?ts="+rfc(day0.AddDate(0, 0, d)), idsJSON(idRange(int64(1000*d), int64(1000*d+3000))...)), http.StatusOK, "add")
 	}
 	e.create(t, "t", `{"type":"hll"}`)
 	e.addIDs(t, "t", idsJSON(idRange(0, 3000)...), 3000)

@@ -57,14 +57,7 @@ func TestClassify(t *testing.T) {
 	t.Chdir(dir)
 	t.Setenv("GOWORK", "off")
 	t.Setenv("GOFLAGS", "-mod=mod")
-	pkgs, err := classify([]string{"./..."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, p := range pkgs {
-		got[strings.TrimPrefix(p.path, "example.com/m/")] = p.why
-	}
+	got := classifyHere(t, "example.com/m/")
 	want := map[string]string{
 		"clean":         "",
 		"testsonly":     "a go statement", // its own tests do
@@ -101,7 +94,7 @@ func TestClassify(t *testing.T) {
 	// From a package's own folder, the module packages it links outside
 	// that folder are read too.
 	t.Chdir(filepath.Join(dir, "importsserve"))
-	pkgs, err = classify([]string{"."})
+	pkgs, err := classify([]string{"."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,14 +113,7 @@ func TestThisModule(t *testing.T) {
 		t.Skip("runs go list on the module")
 	}
 	t.Chdir("../..")
-	pkgs, err := classify([]string{"./..."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	why := map[string]string{}
-	for _, p := range pkgs {
-		why[strings.TrimPrefix(p.path, "github.com/sketchd/sketchd/")] = p.why
-	}
+	why := classifyHere(t, "github.com/sketchd/sketchd/")
 	for _, p := range []string{"internal/hll", "internal/sketch", "internal/ingest", "internal/kll", "internal/theta", "internal/dshll", "internal/zeta", "internal/series"} {
 		if w, ok := why[p]; !ok || w != "" {
 			t.Errorf("%s is not race-free: %s", p, w)
@@ -138,4 +124,20 @@ func TestThisModule(t *testing.T) {
 			t.Errorf("%s is listed race-free, yet it serves HTTP and writes from several goroutines", p)
 		}
 	}
+}
+
+// classifyHere classifies the packages under the current folder and
+// returns why each is raced ("" if race-free), by its path without
+// prefix.
+func classifyHere(t *testing.T, prefix string) map[string]string {
+	t.Helper()
+	pkgs, err := classify([]string{"./..."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := map[string]string{}
+	for _, p := range pkgs {
+		why[strings.TrimPrefix(p.path, prefix)] = p.why
+	}
+	return why
 }

@@ -21,6 +21,23 @@ func AVX2() bool {
 	return ebx7&(1<<5) != 0
 }
 
+// AVX512 says whether the processor has AVX-512's foundation (F), its
+// doubleword and quadword instructions (DQ: VPMULLQ) and its byte and
+// word instructions (BW: VPSHUFB on 64 bytes), and the operating system
+// saves the ZMM registers and the opmasks as well as the YMM ones.
+func AVX512() bool {
+	if !AVX2() {
+		return false
+	}
+	ebx7, _ := leaf7()
+	const xmmYmmZmm = 1<<1 | 1<<2 | 1<<5 | 1<<6 | 1<<7
+	if xgetbv0()&xmmYmmZmm != xmmYmmZmm {
+		return false
+	}
+	const f, dq, bw = 1 << 16, 1 << 17, 1 << 30
+	return ebx7&(f|dq|bw) == f|dq|bw
+}
+
 // BMI says whether the processor has BMI1 and BMI2 (TZCNT, BLSR, BZHI,
 // SHRX, SHLX).
 func BMI() bool {

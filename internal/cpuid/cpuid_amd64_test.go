@@ -29,6 +29,9 @@ func TestAgreesWithCPUInfo(t *testing.T) {
 	if got, want := AVX2(), has("avx2"); got != want {
 		t.Errorf("AVX2() = %v, /proc/cpuinfo says avx2 %v", got, want)
 	}
+	if got, want := AVX512(), has("avx2") && has("avx512f") && has("avx512dq") && has("avx512bw"); got != want {
+		t.Errorf("AVX512() = %v, /proc/cpuinfo says avx2, avx512f, avx512dq and avx512bw %v", got, want)
+	}
 	if got, want := BMI(), has("bmi1") && has("bmi2"); got != want {
 		t.Errorf("BMI() = %v, /proc/cpuinfo says bmi1 and bmi2 %v", got, want)
 	}

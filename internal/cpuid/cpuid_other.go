@@ -5,5 +5,8 @@ package cpuid
 // AVX2 is false where there is no vector kernel.
 func AVX2() bool { return false }
 
+// AVX512 is false where there is no vector kernel.
+func AVX512() bool { return false }
+
 // BMI is false where there is no vector kernel.
 func BMI() bool { return false }

@@ -4,9 +4,16 @@ package murmur
 
 import "github.com/sketchd/sketchd/internal/cpuid"
 
-// hasAVX2 says whether the processor runs int64HashesAVX2; tests turn it
-// off to run the portable path on the same machine.
-var hasAVX2 = cpuid.AVX2()
+// widest is the widest kernel the processor runs.
+func widest() kernel {
+	switch {
+	case cpuid.AVX512():
+		return avx512
+	case cpuid.AVX2():
+		return avx2
+	}
+	return portable
+}
 
 // int64HashesAVX2 is the portable loop of Int64Hashes four lanes at a
 // time in AVX2 registers; len(vs) must be a multiple of 4.
@@ -14,14 +21,27 @@ var hasAVX2 = cpuid.AVX2()
 //go:noescape
 func int64HashesAVX2(vs []uint64)
 
-// int64HashesVector hashes the longest prefix of vs the vector kernel
-// takes, in place, and returns its length (0 without AVX2).
+// int64HashesAVX512 is int64HashesAVX2 eight lanes at a time in AVX-512
+// registers, a multiplication one VPMULLQ (AVX2 builds each of three
+// 32-bit ones); len(vs) must be a multiple of 8.
+//
+//go:noescape
+func int64HashesAVX512(vs []uint64)
+
+// int64HashesVector hashes the longest prefix of vs the vector kernels
+// take, in place, and returns its length (0 without AVX2): eight values a
+// step with AVX-512, then four with AVX2.
 func int64HashesVector(vs []uint64) int {
-	if !hasAVX2 {
-		return 0
+	n := 0
+	if vector >= avx512 {
+		n = len(vs) &^ 7
+		int64HashesAVX512(vs[:n])
 	}
-	n := len(vs) &^ 3
-	int64HashesAVX2(vs[:n])
+	if vector >= avx2 {
+		m := n + (len(vs)-n)&^3
+		int64HashesAVX2(vs[n:m])
+		n = m
+	}
 	return n
 }
 
@@ -32,13 +52,24 @@ func int64HashesVector(vs []uint64) int {
 //go:noescape
 func int64HashesBigEndianAVX2(dst []uint64, src []byte)
 
+// int64HashesBigEndianAVX512 is int64HashesBigEndianAVX2 eight lanes at a
+// time; len(dst) must be a multiple of 8.
+//
+//go:noescape
+func int64HashesBigEndianAVX512(dst []uint64, src []byte)
+
 // int64HashesBigEndianVector hashes the longest prefix of dst the vector
-// kernel takes from src and returns its length (0 without AVX2).
+// kernels take from src and returns its length (0 without AVX2).
 func int64HashesBigEndianVector(dst []uint64, src []byte) int {
-	if !hasAVX2 {
-		return 0
+	n := 0
+	if vector >= avx512 {
+		n = len(dst) &^ 7
+		int64HashesBigEndianAVX512(dst[:n], src[:8*n])
 	}
-	n := len(dst) &^ 3
-	int64HashesBigEndianAVX2(dst[:n], src[:8*n])
+	if vector >= avx2 {
+		m := n + (len(dst)-n)&^3
+		int64HashesBigEndianAVX2(dst[n:m], src[8*n:8*m])
+		n = m
+	}
 	return n
 }

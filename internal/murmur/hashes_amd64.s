@@ -123,3 +123,103 @@ beloop:
 
 bedone:
 	RET
+
+// The multipliers whole, for VPMULLQ (AVX-512DQ), and the VPSHUFB mask
+// over 64 bytes.
+DATA consts512<>+0x00(SB)/8, $0x87c37b91114253d5 // c1
+DATA consts512<>+0x08(SB)/8, $0x4cf5ad432745937f // c2
+DATA consts512<>+0x10(SB)/8, $0xff51afd7ed558ccd // fmix64's first
+DATA consts512<>+0x18(SB)/8, $0xc4ceb9fe1a85ec53 // fmix64's second
+DATA consts512<>+0x20(SB)/8, $8
+DATA consts512<>+0x28(SB)/8, $0
+DATA consts512<>+0x30(SB)/8, $0
+DATA consts512<>+0x38(SB)/8, $0
+DATA consts512<>+0x40(SB)/8, $0x0001020304050607
+DATA consts512<>+0x48(SB)/8, $0x08090a0b0c0d0e0f
+DATA consts512<>+0x50(SB)/8, $0x0001020304050607
+DATA consts512<>+0x58(SB)/8, $0x08090a0b0c0d0e0f
+DATA consts512<>+0x60(SB)/8, $0x0001020304050607
+DATA consts512<>+0x68(SB)/8, $0x08090a0b0c0d0e0f
+DATA consts512<>+0x70(SB)/8, $0x0001020304050607
+DATA consts512<>+0x78(SB)/8, $0x08090a0b0c0d0e0f
+GLOBL consts512<>(SB), RODATA|NOPTR, $0x80
+
+// FMIX512 is MurmurHash3's 64-bit finaliser in each lane of x; t is
+// scratch.
+#define FMIX512(x, t) \
+	VPSRLQ  $33, x, t \
+	VPXORQ  t, x, x \
+	VPMULLQ Z18, x, x \
+	VPSRLQ  $33, x, t \
+	VPXORQ  t, x, x \
+	VPMULLQ Z19, x, x \
+	VPSRLQ  $33, x, t \
+	VPXORQ  t, x, x
+
+// LOADCONSTS512 puts the multipliers in Z16-Z19 and the eights in Z20.
+#define LOADCONSTS512 \
+	VPBROADCASTQ consts512<>+0x00(SB), Z16 \
+	VPBROADCASTQ consts512<>+0x08(SB), Z17 \
+	VPBROADCASTQ consts512<>+0x10(SB), Z18 \
+	VPBROADCASTQ consts512<>+0x18(SB), Z19 \
+	VPBROADCASTQ consts512<>+0x20(SB), Z20
+
+// HASH8 is HASH4 over the eight lanes of Z0, with one VPMULLQ a
+// multiplication and VPROLQ for the rotation; it uses Z1-Z3.
+#define HASH8 \
+	VPMULLQ Z16, Z0, Z0 \
+	VPROLQ  $31, Z0, Z0 \
+	VPMULLQ Z17, Z0, Z0 \
+	VPXORQ  Z20, Z0, Z0 \
+	VPADDQ  Z20, Z0, Z0 \
+	VPADDQ  Z20, Z0, Z1 \
+	FMIX512(Z0, Z2) \
+	FMIX512(Z1, Z3) \
+	VPADDQ  Z1, Z0, Z0
+
+// func int64HashesAVX512(vs []uint64)
+// int64HashesAVX2 eight lanes a step; len(vs) must be a multiple of 8.
+TEXT ·int64HashesAVX512(SB), NOSPLIT, $0-24
+	MOVQ vs_base+0(FP), SI
+	MOVQ vs_len+8(FP), CX
+	SHRQ $3, CX
+	JZ   done512
+	LOADCONSTS512
+
+loop512:
+	VMOVDQU64 (SI), Z0
+	HASH8
+	VMOVDQU64 Z0, (SI)
+	ADDQ      $64, SI
+	DECQ      CX
+	JNZ       loop512
+	VZEROUPPER
+
+done512:
+	RET
+
+// func int64HashesBigEndianAVX512(dst []uint64, src []byte)
+// int64HashesBigEndianAVX2 eight lanes a step; len(dst) must be a
+// multiple of 8.
+TEXT ·int64HashesBigEndianAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   bedone512
+	LOADCONSTS512
+	VMOVDQU64 consts512<>+0x40(SB), Z21
+
+beloop512:
+	VMOVDQU64 (SI), Z0
+	VPSHUFB   Z21, Z0, Z0
+	HASH8
+	VMOVDQU64 Z0, (DI)
+	ADDQ      $64, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       beloop512
+	VZEROUPPER
+
+bedone512:
+	RET

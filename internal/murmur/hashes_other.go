@@ -2,8 +2,8 @@
 
 package murmur
 
-// hasAVX2 is false where there is no vector kernel.
-var hasAVX2 = false
+// widest is the portable loop where there is no vector kernel.
+func widest() kernel { return portable }
 
 // int64HashesVector hashes nothing here: every value takes the portable
 // loop.

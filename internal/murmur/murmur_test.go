@@ -93,7 +93,7 @@ func TestInt64Hashes(t *testing.T) {
 	for len(vs) < cap(vs) {
 		vs = append(vs, r.Uint64()>>(r.IntN(64)))
 	}
-	for n := range 13 {
+	for n := range 35 {
 		checkInt64Hashes(t, vs[:n])
 	}
 	checkInt64Hashes(t, vs)
@@ -127,18 +127,26 @@ func checkInt64Hashes(t *testing.T, vs []uint64) {
 	}
 }
 
-// kernels lists the settings of hasAVX2 this machine can run
-// (cpuidtest.Settings).
-func kernels(tb testing.TB) []bool {
-	return cpuidtest.Settings(tb, hasAVX2, "the vector kernel", "AVX2")
+// kernels lists the kernels this machine runs, the portable loop first
+// (cpuidtest.Settings says whether one without AVX2 fails).
+func kernels(tb testing.TB) []kernel {
+	ks := []kernel{portable}
+	if !slices.Contains(cpuidtest.Settings(tb, widest() >= avx2, "the vector kernel", "AVX2"), true) {
+		return ks
+	}
+	ks = append(ks, avx2)
+	if widest() >= avx512 {
+		ks = append(ks, avx512)
+	}
+	return ks
 }
 
-// withVector runs f with the vector kernel on or off. Tests that change
-// it do not run in parallel.
-func withVector(on bool, f func()) {
-	was := hasAVX2
-	hasAVX2 = on
-	defer func() { hasAVX2 = was }()
+// withVector runs f with the kernels up to k. Tests that change it do not
+// run in parallel.
+func withVector(k kernel, f func()) {
+	was := vector
+	vector = k
+	defer func() { vector = was }()
 	f()
 }
 
@@ -155,41 +163,49 @@ func FuzzInt64Hashes(f *testing.F) {
 
 var sink uint64
 
-// BenchmarkInt64Hashes hashes 10,000 values in place a block at a time
-// (block: the vector kernel where the processor has one), through the
-// portable loop alone (portable), and with Int64 called on each (each, the
-// peer), in turn every iteration. cpu-ns/id is the CPU of the benchmark's
-// thread (locked to it), which a loaded machine inflates far less than
-// ns/op.
+// BenchmarkInt64Hashes hashes 10,000 values in place through each kernel
+// this machine runs (portable, AVX2, AVX-512: their block hashes), and
+// with Int64 called on each (each, the peer), in turn every iteration;
+// then Int64HashesBigEndian (an octet-stream body) through each kernel.
+// cpu-ns/id is the CPU of the benchmark's thread (locked to it), which a
+// loaded machine inflates far less than ns/op.
 func BenchmarkInt64Hashes(b *testing.B) {
 	r := rand.New(rand.NewPCG(6, 6))
 	src := make([]uint64, 10000)
+	var be []byte
 	for i := range src {
 		src[i] = r.Uint64() >> 20
+		be = binary.BigEndian.AppendUint64(be, src[i])
 	}
 	vs := make([]uint64, len(src))
+	ks := kernels(b)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var block, portable, each time.Duration
+	block := make([]time.Duration, len(ks))
+	bigEndian := make([]time.Duration, len(ks))
+	var each time.Duration
 	for b.Loop() {
+		for i, k := range ks {
+			copy(vs, src)
+			t0 := threadCPU(b)
+			withVector(k, func() { Int64Hashes(vs) })
+			t1 := threadCPU(b)
+			withVector(k, func() { Int64HashesBigEndian(vs, be) })
+			block[i], bigEndian[i] = block[i]+t1-t0, bigEndian[i]+threadCPU(b)-t1
+		}
+		copy(vs, src)
 		t0 := threadCPU(b)
-		copy(vs, src)
-		Int64Hashes(vs)
-		t1 := threadCPU(b)
-		copy(vs, src)
-		withVector(false, func() { Int64Hashes(vs) })
-		t2 := threadCPU(b)
-		copy(vs, src)
 		for i, v := range vs {
 			vs[i], _ = Int64(int64(v), 0)
 		}
-		block, portable, each = block+t1-t0, portable+t2-t1, each+threadCPU(b)-t2
+		each += threadCPU(b) - t0
 	}
 	n := float64(b.N) * float64(len(vs))
-	b.ReportMetric(float64(block.Nanoseconds())/n, "block-cpu-ns/id")
-	b.ReportMetric(float64(portable.Nanoseconds())/n, "portable-cpu-ns/id")
+	for i, k := range ks {
+		b.ReportMetric(float64(block[i].Nanoseconds())/n, k.String()+"-cpu-ns/id")
+		b.ReportMetric(float64(bigEndian[i].Nanoseconds())/n, k.String()+"-bigendian-cpu-ns/id")
+	}
 	b.ReportMetric(float64(each.Nanoseconds())/n, "each-cpu-ns/id")
-	b.ReportMetric(float64(block)/float64(each), "block/each")
 }
 
 func threadCPU(tb testing.TB) time.Duration {

@@ -26,6 +26,9 @@
 #                    negative  the int64 ids negated (-1-id): a sign and 18-19 digits
 #                    uuid      36-character UUID-like strings (JSON only: octet skipped)
 #   OUT=           also write every run as JSON lines to this file
+#   BASE=          a git revision: sketchd built from it runs too, as "base",
+#                  so a change is measured against the code before it in the
+#                  same run (its ratio to the ceiling is printed beside)
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -35,6 +38,7 @@ BATCH=${BATCH:-10000}
 FORMATS=${FORMATS:-json octet}
 IDS=${IDS:-small}
 OUT=${OUT:-}
+BASE=${BASE:-}
 
 die() {
 	echo "bench-ingest-cpu: $*" >&2
@@ -89,6 +93,11 @@ free_port() {
 }
 go build -o "$TMP/sketchd" ./cmd/sketchd || die "go build ./cmd/sketchd failed"
 go build -o "$TMP/sketchload" ./cmd/sketchload || die "go build ./cmd/sketchload failed"
+if [[ -n $BASE ]]; then
+	mkdir "$TMP/base-src"
+	git archive "$BASE" | tar -x -C "$TMP/base-src" || die "BASE=$BASE: git archive failed"
+	(cd "$TMP/base-src" && go build -o "$TMP/base" ./cmd/sketchd) || die "BASE=$BASE: go build ./cmd/sketchd failed"
+fi
 TICK=$(getconf CLK_TCK)
 
 SD_PORT=$(free_port)
@@ -104,6 +113,17 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 curl -fs "127.0.0.1:$SD_PORT/readyz" >/dev/null || die "sketchd did not start: $(tail -3 "$TMP/sketchd.log")"
+if [[ -n $BASE ]]; then
+	BASE_PORT=$(free_port)
+	"$TMP/base" -addr "127.0.0.1:$BASE_PORT" -data "$TMP/base.db" -log-level warn -drain-delay 0 >"$TMP/base.log" 2>&1 &
+	BASE_PID=$!
+	PIDS+=("$BASE_PID")
+	for _ in $(seq 1 100); do
+		curl -fs "127.0.0.1:$BASE_PORT/readyz" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	curl -fs "127.0.0.1:$BASE_PORT/readyz" >/dev/null || die "sketchd at BASE=$BASE did not start: $(tail -3 "$TMP/base.log")"
+fi
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 declare -A RES
@@ -138,6 +158,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	for k in $IDS; do
 		for f in $FORMATS; do
 			[[ -n $(idflags "$k" "$f") ]] || continue
+			[[ -z $BASE ]] || run base "$BASE_PID" "$BASE_PORT" "$f" "$k" "$r"
 			run sketchd "$SD_PID" "$SD_PORT" "$f" "$k" "$r"
 			run ceiling "$CE_PID" "$CE_PORT" "$f" "$k" "$r"
 		done
@@ -154,5 +175,10 @@ for k in $IDS; do
 		c=$(median <<<"${RES[ceiling,$k,$f]}")
 		printf '%-6s %-8s %9.2f ns %14s %9.2f ns %14s %7.2fx   (medians of %d; server CPU per id)\n' "$f" "$k" "$s" "$(range <<<"${RES[sketchd,$k,$f]}")" \
 			"$c" "$(range <<<"${RES[ceiling,$k,$f]}")" "$(awk -v a="$s" -v b="$c" 'BEGIN { print a / b }')" "$ROUNDS"
+		if [[ -n $BASE ]]; then
+			s=$(median <<<"${RES[base,$k,$f]}")
+			printf '%-6s %-8s %9.2f ns %14s %12s %14s %7.2fx   (sketchd at BASE=%s)\n' "$f" "$k" "$s" "$(range <<<"${RES[base,$k,$f]}")" \
+				"" "" "$(awk -v a="$s" -v b="$c" 'BEGIN { print a / b }')" "$BASE"
+		fi
 	done
 done

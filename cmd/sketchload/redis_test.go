@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -21,12 +22,13 @@ import (
 
 // startRedis runs a throwaway redis-server (no persistence) on a free
 // loopback port and returns its address. It skips the test when
-// redis-server is missing or will not start.
+// redis-server is missing or will not start, unless
+// SKETCHD_REQUIRE_REDIS=1 (CI) makes that a failure.
 func startRedis(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server not found on PATH: skipping the Redis mode test")
+		redisUnavailable(t, "redis-server not found on PATH")
 	}
 	port := pgtest.FreePort(t)
 	var log bytes.Buffer
@@ -34,7 +36,7 @@ func startRedis(t *testing.T) string {
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--protected-mode", "yes")
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
-		t.Skipf("redis-server would not start: %v", err)
+		redisUnavailable(t, "redis-server would not start: %v", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -49,12 +51,23 @@ func startRedis(t *testing.T) string {
 		}
 		select {
 		case <-exited:
-			t.Skipf("redis-server exited at start: %s", log.String())
+			redisUnavailable(t, "redis-server exited at start: %s", log.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	t.Skipf("redis-server on %s did not answer PING within 5s: %s", addr, log.String())
+	redisUnavailable(t, "redis-server on %s did not answer PING within 5s: %s", addr, log.String())
 	return ""
+}
+
+// redisUnavailable skips the test that needs Redis, saying why, or fails
+// it under SKETCHD_REQUIRE_REDIS=1 (CI installs redis-server).
+func redisUnavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("SKETCHD_REQUIRE_REDIS") == "1" {
+		t.Fatal(msg + " (SKETCHD_REQUIRE_REDIS=1)")
+	}
+	t.Skip(msg + ": skipping the Redis mode test (SKETCHD_REQUIRE_REDIS=1 makes this a failure)")
 }
 
 // redisDo sends one command on a fresh connection and returns the reply's

@@ -38,6 +38,19 @@ func AVX512() bool {
 	return ebx7&(f|dq|bw) == f|dq|bw
 }
 
+// AVX512VBMI says whether AVX512 holds and the processor also has
+// AVX-512's byte permutes (VBMI: VPERMB) and byte compression (VBMI2:
+// VPCOMPRESSB), and POPCNT.
+func AVX512VBMI() bool {
+	if !AVX512() || !BMI() {
+		return false
+	}
+	_, _, ecx7, _ := cpuid(7, 0)
+	_, _, ecx1, _ := cpuid(1, 0)
+	const vbmi, vbmi2, popcnt = 1 << 1, 1 << 6, 1 << 23
+	return ecx7&(vbmi|vbmi2) == vbmi|vbmi2 && ecx1&popcnt != 0
+}
+
 // BMI says whether the processor has BMI1 and BMI2 (TZCNT, BLSR, BZHI,
 // SHRX, SHLX).
 func BMI() bool {

@@ -1,5 +1,29 @@
 package ingest
 
+// intKernel is a way to take integer ids: the word-at-a-time loops, or a
+// vector kernel (ints_amd64.s) of a width.
+type intKernel int
+
+const (
+	kernelWords  intKernel = iota
+	kernelAVX2             // 64-byte windows, an id at a time
+	kernelAVX512           // and up to eight ids of up to 8 digits at once
+)
+
+func (k intKernel) String() string {
+	switch k {
+	case kernelAVX2:
+		return "AVX2"
+	case kernelAVX512:
+		return "AVX-512"
+	}
+	return "words"
+}
+
+// intsKernel is the widest kernel the processor runs; tests lower it to
+// run the narrower ones and the word loops on the same machine.
+var intsKernel = widestIntKernel()
+
 // separators tell the vector kernel (intsVector) what follows an id: sep,
 // then, where spaces is set, any JSON whitespace. Each is a byte repeated
 // 32 times, as the kernel compares them with 32 bytes of the body at once.
@@ -39,7 +63,7 @@ var (
 // leaves id after id (every line ended by "\r\n") costs a call of it per
 // 256 ids, not one per id.
 func vectorRun(dst []uint64, b []byte, i, room int, seps *separators, words func([]uint64, []byte, int, int) ([]uint64, int)) ([]uint64, int) {
-	if !hasVectorInts {
+	if intsKernel < kernelAVX2 {
 		return words(dst, b, i, room)
 	}
 	step := 1

@@ -8,21 +8,31 @@ import (
 	"github.com/sketchd/sketchd/internal/cpuid"
 )
 
-// hasVectorInts says whether the processor runs intsAVX2 (AVX2 for the
-// vectors, BMI1 and BMI2 for TZCNT and SHRX); tests turn it off to run the
-// word-at-a-time loops on the same machine.
-var hasVectorInts = cpuid.AVX2() && cpuid.BMI()
+// widestIntKernel is the widest kernel for integer ids the processor
+// runs: AVX-512 (F, BW, VBMI and VBMI2, with BMI1, BMI2 and POPCNT), which
+// intsAVX2 runs with wide set; AVX2 (with BMI1 and BMI2 for TZCNT and
+// SHRX); or the word loops.
+func widestIntKernel() intKernel {
+	switch {
+	case cpuid.AVX512VBMI():
+		return kernelAVX512
+	case cpuid.AVX2() && cpuid.BMI():
+		return kernelAVX2
+	}
+	return kernelWords
+}
 
 // intsAVX2 stores into buf[n:end] the values of the ids it takes from b[i]
 // on, each -?(0|[1-9][0-9]*) in int64 followed by seps.sep (then, where
 // seps allows it, any JSON whitespace), while i <= lim (so b[i:i+64] is in
 // the body) and n < end, and returns the new n and i. It stops at anything
-// else, leaving it where it starts. i must be at least 31, so that every
+// else, leaving it where it starts. With wide it first tries the
+// windows' first ids with AVX-512 (kernelAVX512). i must be at least 31, so that every
 // separator is at least 32 bytes into b (each id's 32 bytes before it are
 // loaded).
 //
 //go:noescape
-func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators) (taken, next int)
+func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators, wide bool) (taken, next int)
 
 // intsVector appends to dst the ids the vector kernel takes from b[i] on,
 // at most room of them (room < 0: no limit) and never beyond cap(dst), and
@@ -35,10 +45,10 @@ func intsVector(dst []uint64, b []byte, i, room int, seps *separators) ([]uint64
 		end = n + room
 	}
 	lim := len(b) - 64
-	if !hasVectorInts || n >= end || i > lim || i < 31 {
+	if intsKernel < kernelAVX2 || n >= end || i > lim || i < 31 {
 		return dst, i
 	}
 	buf := dst[:cap(dst)]
-	n, i = intsAVX2(unsafe.SliceData(buf), n, end, unsafe.SliceData(b), i, lim, seps)
+	n, i = intsAVX2(unsafe.SliceData(buf), n, end, unsafe.SliceData(b), i, lim, seps, intsKernel >= kernelAVX512)
 	return buf[:n], i
 }

@@ -47,6 +47,28 @@ DATA intc<>+0x110(SB)/8, $0x0000000000000020
 DATA intc<>+0x118(SB)/8, $0x00000d00000a0900
 GLOBL intc<>(SB), RODATA|NOPTR, $0x120
 
+// For the AVX-512 path: the byte indexes 0 to 63; each 8-byte lane's
+// number, 0 to 7, in its every byte; and -8 to -1 in each lane.
+DATA wide<>+0x00(SB)/8, $0x0706050403020100
+DATA wide<>+0x08(SB)/8, $0x0f0e0d0c0b0a0908
+DATA wide<>+0x10(SB)/8, $0x1716151413121110
+DATA wide<>+0x18(SB)/8, $0x1f1e1d1c1b1a1918
+DATA wide<>+0x20(SB)/8, $0x2726252423222120
+DATA wide<>+0x28(SB)/8, $0x2f2e2d2c2b2a2928
+DATA wide<>+0x30(SB)/8, $0x3736353433323130
+DATA wide<>+0x38(SB)/8, $0x3f3e3d3c3b3a3938
+DATA wide<>+0x40(SB)/8, $0x0000000000000000
+DATA wide<>+0x48(SB)/8, $0x0101010101010101
+DATA wide<>+0x50(SB)/8, $0x0202020202020202
+DATA wide<>+0x58(SB)/8, $0x0303030303030303
+DATA wide<>+0x60(SB)/8, $0x0404040404040404
+DATA wide<>+0x68(SB)/8, $0x0505050505050505
+DATA wide<>+0x70(SB)/8, $0x0606060606060606
+DATA wide<>+0x78(SB)/8, $0x0707070707070707
+DATA wide<>+0x80(SB)/8, $0xfffefdfcfbfaf9f8
+DATA wide<>+0x88(SB)/8, $10000
+GLOBL wide<>(SB), RODATA|NOPTR, $0x90
+
 // MASKS sets dst to the 64-bit mask of the bytes of the window (lo, hi)
 // equal to those of v; t is scratch.
 #define MASKS(v, lo, hi, dst, t) \
@@ -66,7 +88,7 @@ GLOBL intc<>(SB), RODATA|NOPTR, $0x120
 	VPAND Y7, Y2, Y2 \
 	VPMOVMSKB Y2, dst
 
-// func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators) (taken, next int)
+// func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators, wide bool) (taken, next int)
 //
 // The 64 bytes at b[i] (the window) give four masks: the bytes that are
 // neither a digit nor '-' (R8), the separators (R9), the bytes that are
@@ -81,7 +103,16 @@ GLOBL intc<>(SB), RODATA|NOPTR, $0x120
 // VPMADDUBSW, VPMADDWD, VPACKUSDW and VPMADDWD into 8-digit groups: the
 // last 16 digits in the upper lane, up to 3 more in the lower. An id whose
 // separator is past the window's 62nd byte moves the window to its start.
-TEXT ·intsAVX2(SB), NOSPLIT, $0-72
+//
+// With wide (AVX-512 F, BW, VBMI and VBMI2), a window whose first id
+// starts at its first byte first tries to take its first eight ids (or
+// as many as end in its first 62 bytes) at once: when the masks say they
+// are all 1 to 8 digits, without a sign, a leading zero or whitespace,
+// each separated by one separator, VPCOMPRESSB lists where each ends and
+// starts, VPERMB gathers each one's digits into an 8-byte lane, and the
+// lanes are weighed into values together. Anything else leaves the
+// window to the id loop.
+TEXT ·intsAVX2(SB), NOSPLIT, $0-80
 	MOVQ buf+0(FP), DI
 	MOVQ n+8(FP), CX
 	MOVQ b+24(FP), SI
@@ -130,6 +161,134 @@ window:
 	NOTQ R10
 	BTSQ $63, R10          // no whitespace run goes past the last byte
 	TZCNTQ R10, R12        // the first id: after any whitespace
+	CMPB wide+56(FP), $0
+	JEQ  id
+	TESTQ R12, R12
+	JNZ  id                // whitespace first: the id loop
+	TZCNTQ R9, AX
+	CMPQ AX, $8
+	JHI  id                // the first id longer than 8 digits
+	MOVQ R9, DX
+	BLSRQ DX, DX
+	TZCNTQ DX, DX
+	SUBQ AX, DX
+	CMPQ DX, $9
+	JHI  id                // or the second: a body of long ids, or mixed
+	// The first eight separators in the window's first 62 bytes (R13),
+	// and the bytes up to the last of them (R14).
+	MOVQ $0x3fffffffffffffff, DX
+	ANDQ R9, DX
+	MOVL $0xff, AX
+	PDEPQ DX, AX, R13
+	BSRQ R13, AX
+	MOVL $2, R14
+	SHLXQ AX, R14, R14
+	DECQ R14
+	// The bad bytes (DX): neither a digit nor one of those separators; a
+	// separator first or right after another; the first digit of a run
+	// of nine or more; an id's first byte '0' followed by a digit.
+	MOVQ R8, DX
+	ORQ  R11, DX
+	MOVQ R13, R12
+	NOTQ R12
+	ANDQ R12, DX
+	LEAQ 1(R13)(R13*1), R12
+	ANDQ R13, R12
+	ORQ  R12, DX
+	MOVQ R8, R12
+	ORQ  R11, R12
+	NOTQ R12
+	ANDQ R14, R12
+	MOVQ R12, AX
+	SHRQ $1, AX
+	ANDQ AX, R12
+	MOVQ R12, AX
+	SHRQ $2, AX
+	ANDQ AX, R12
+	MOVQ R12, AX
+	SHRQ $4, AX
+	ANDQ AX, R12
+	MOVQ R12, AX
+	SHRQ $1, AX
+	ANDQ AX, R12
+	ORQ  R12, DX
+	// The constants, loaded the first time this path runs (wide is then
+	// 2): a body this path never takes leaves the 512-bit registers alone.
+	CMPB wide+56(FP), $2
+	JEQ  loaded
+	MOVB $2, wide+56(FP)
+	LEAQ intc<>(SB), R12
+	VPBROADCASTQ 0x00(R12), Z21    // '0'
+	VPBROADCASTQ 0x40(R12), Z28    // 10, 1
+	VPBROADCASTQ 0x60(R12), Z29    // 100, 1
+	LEAQ wide<>(SB), R12
+	VMOVDQU64 0x00(R12), Z23       // 0 to 63
+	VMOVDQU64 0x40(R12), Z26       // the lanes' numbers
+	VPBROADCASTQ 0x80(R12), Z27    // -8 to -1
+	VPBROADCASTQ 0x88(R12), Z30    // 10000
+
+loaded:
+	VMOVDQU8 (SI)(BX*1), Z20
+	VPCMPEQB Z21, Z20, K1
+	KMOVQ K1, R12
+	LEAQ 1(R13)(R13*1), AX
+	ANDQ AX, R12
+	MOVQ R13, AX
+	SHRQ $1, AX
+	NOTQ AX
+	ANDQ AX, R12
+	ORQ  R12, DX
+	// The ids before the first bad byte: their separators (R13), how
+	// many (DX, within end), the last one's index (AX). When none is bad
+	// (a branch, not a dependency: the next window's start waits on the
+	// separators alone), all of them.
+	ANDQ R14, DX
+	JNZ  partial
+
+whole:
+	POPCNTQ R13, DX
+	ADDQ CX, DX
+	CMPQ DX, end+16(FP)
+	JGT  nowide
+	BSRQ R13, AX
+	LEAQ 1(R13)(R13*1), DX
+	KMOVQ DX, K2           // the ids' first bytes
+	// Where each id ends (Z24) and starts (Z25), spread over its lane;
+	// the lane's bytes are the 8 before its separator (Z24), those
+	// from the id's start on kept (K3), its digits' values gathered.
+	KMOVQ R13, K1
+	VPSUBB Z21, Z20, Z22
+	VPCOMPRESSB.Z Z23, K1, Z24
+	VPCOMPRESSB.Z Z23, K2, Z25
+	VPERMB Z24, Z26, Z24
+	VPERMB Z25, Z26, Z25
+	VPADDB Z27, Z24, Z24
+	VPCMPB $5, Z25, Z24, K3
+	VPERMB.Z Z22, Z24, K3, Z22
+	VPMADDUBSW Z28, Z22, Z22
+	VPMADDWD Z29, Z22, Z22
+	VPSRLQ $32, Z22, Z24
+	VPMULUDQ Z30, Z22, Z22
+	VPADDQ Z24, Z22, Z22
+	POPCNTQ R13, DX
+	MOVL $0xff, R12
+	BZHIQ DX, R12, R12
+	KMOVQ R12, K4
+	VMOVDQU64 Z22, K4, (DI)(CX*8)
+	ADDQ DX, CX
+	LEAQ 1(BX)(AX*1), BX   // past the last separator
+	JMP  window
+
+partial:
+	MOVQ DX, AX
+	NEGQ AX
+	ANDQ DX, AX
+	DECQ AX                // the bits below the first bad one
+	ANDQ AX, R13
+	JNZ  whole
+
+nowide:
+	XORL R12, R12          // the first id starts the window
 
 id:
 	TZCNTQ R9, R13         // the next separator
@@ -237,6 +396,6 @@ move:
 
 done:
 	VZEROUPPER
-	MOVQ CX, taken+56(FP)
-	MOVQ BX, next+64(FP)
+	MOVQ CX, taken+64(FP)
+	MOVQ BX, next+72(FP)
 	RET

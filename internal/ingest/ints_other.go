@@ -2,8 +2,8 @@
 
 package ingest
 
-// hasVectorInts is false where there is no vector kernel.
-var hasVectorInts = false
+// widestIntKernel is the word loops where there is no vector kernel.
+func widestIntKernel() intKernel { return kernelWords }
 
 // intsVector takes nothing here: every id takes the word-at-a-time loops.
 func intsVector(dst []uint64, _ []byte, i, _ int, _ *separators) ([]uint64, int) { return dst, i }

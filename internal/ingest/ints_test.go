@@ -13,18 +13,27 @@ import (
 	"github.com/sketchd/sketchd/internal/cpuid/cpuidtest"
 )
 
-// intKernels lists the settings of hasVectorInts this machine can run
-// (cpuidtest.Settings).
-func intKernels(tb testing.TB) []bool {
-	return cpuidtest.Settings(tb, hasVectorInts, "the vector kernel for integer ids", "AVX2, BMI1 and BMI2")
+// intKernels lists the kernels for integer ids this machine runs, the
+// word loops first (cpuidtest.Settings says whether one without AVX2
+// fails).
+func intKernels(tb testing.TB) []intKernel {
+	ks := []intKernel{kernelWords}
+	if !slices.Contains(cpuidtest.Settings(tb, widestIntKernel() >= kernelAVX2, "the vector kernel for integer ids", "AVX2, BMI1 and BMI2"), true) {
+		return ks
+	}
+	ks = append(ks, kernelAVX2)
+	if widestIntKernel() >= kernelAVX512 {
+		ks = append(ks, kernelAVX512)
+	}
+	return ks
 }
 
-// withIntKernel runs f with the vector kernel for integer ids on or off.
-// Tests that change it do not run in parallel.
-func withIntKernel[T any](on bool, f func() (T, error)) (T, error) {
-	was := hasVectorInts
-	hasVectorInts = on
-	defer func() { hasVectorInts = was }()
+// withIntKernel runs f with the kernels for integer ids up to k. Tests
+// that change it do not run in parallel.
+func withIntKernel[T any](k intKernel, f func() (T, error)) (T, error) {
+	was := intsKernel
+	intsKernel = k
+	defer func() { intsKernel = was }()
 	return f()
 }
 
@@ -40,7 +49,8 @@ func sameParse(a []uint64, aerr error, b []uint64, berr error) bool {
 // idToken is one element of a generated body: an integer of any width and
 // sign, int64's bounds and their neighbours, or something the kernel must
 // refuse and leave to the word loop (leading zeros, floats, a lone or
-// doubled sign, a sign inside, strings, more than 19 digits).
+// doubled sign, a sign inside, strings, an empty one, more than 19
+// digits).
 func idToken(r *rand.Rand) string {
 	switch r.IntN(14) {
 	case 0:
@@ -50,7 +60,7 @@ func idToken(r *rand.Rand) string {
 			"9999999999999999", "10000000000000000", "99999999999999999"}[r.IntN(16)]
 	case 1:
 		return []string{"00", "01", "-01", "0123456789", "1.5", "12345678901234567e3", "-", "--1", "1-2",
-			`"abc"`, `"12"`, "+1", "1e5", "123456789012345678901", "-", "18446744073709551615"}[r.IntN(16)]
+			`"abc"`, `"12"`, "+1", "1e5", "123456789012345678901", "", "18446744073709551615"}[r.IntN(16)]
 	default:
 		v := int64(r.Uint64() >> 1) // 19 digits, mostly
 		if w := 1 + r.IntN(19); w < 19 {
@@ -90,9 +100,15 @@ func TestVectorIntsAgree(t *testing.T) {
 	for round := range 3000 {
 		n := 1 + r.IntN(120)
 		clean := r.IntN(2) == 0 // only valid ids, so that the body is accepted
+		// Bodies mostly of ids of up to 8 digits, which the AVX-512 path
+		// takes eight at a time, with now and then any other token.
+		short := r.IntN(2) == 0
 		var js, ls strings.Builder
 		for k := range n {
 			tok := idToken(r)
+			if short && r.IntN(20) != 0 {
+				tok = strconv.FormatInt(r.Int64N(int64(math.Pow10(1+r.IntN(8)))), 10)
+			}
 			for clean && !validInt(tok) {
 				tok = idToken(r)
 			}
@@ -126,11 +142,13 @@ func TestVectorIntsAgree(t *testing.T) {
 				limit = r.IntN(n + 1)
 			}
 			parse := func() ([]uint64, error) { return b.parse(limit) }
-			words, werr := withIntKernel(false, parse)
-			vector, verr := withIntKernel(true, parse)
-			if !sameParse(vector, verr, words, werr) {
-				t.Fatalf("round %d, %s (limit %d), body %q:\nvector kernel %x, %v\nword loops    %x, %v",
-					round, b.name, limit, js.String(), vector, verr, words, werr)
+			words, werr := withIntKernel(kernelWords, parse)
+			for _, k := range kernels[1:] {
+				vector, verr := withIntKernel(k, parse)
+				if !sameParse(vector, verr, words, werr) {
+					t.Fatalf("round %d, %s (limit %d), body %q:\n%v kernel %x, %v\nword loops    %x, %v",
+						round, b.name, limit, js.String(), k, vector, verr, words, werr)
+				}
 			}
 			if clean && limit < 0 && werr != nil {
 				t.Fatalf("round %d, %s: a body of valid ids refused: %v", round, b.name, werr)
@@ -144,9 +162,19 @@ func TestVectorIntsAgree(t *testing.T) {
 // gives strconv.ParseInt's values: without it the agreement test above
 // would pass with a kernel that takes nothing.
 func TestVectorIntsTakeRuns(t *testing.T) {
-	if len(intKernels(t)) < 2 {
+	kernels := intKernels(t)
+	if len(kernels) < 2 {
 		t.Skip("no vector kernel here")
 	}
+	for _, k := range kernels[1:] {
+		withIntKernel(k, func() (any, error) {
+			t.Run(k.String(), takeRuns)
+			return nil, nil
+		})
+	}
+}
+
+func takeRuns(t *testing.T) {
 	r := rand.New(rand.NewPCG(38, 2))
 	for _, w := range []struct {
 		name string
@@ -197,9 +225,19 @@ func TestVectorIntsTakeRuns(t *testing.T) {
 // TestVectorIntsBounds runs the kernel on int64's bounds and just beyond,
 // at every alignment in the window.
 func TestVectorIntsBounds(t *testing.T) {
-	if len(intKernels(t)) < 2 {
+	kernels := intKernels(t)
+	if len(kernels) < 2 {
 		t.Skip("no vector kernel here")
 	}
+	for _, k := range kernels[1:] {
+		withIntKernel(k, func() (any, error) {
+			t.Run(k.String(), intsBounds)
+			return nil, nil
+		})
+	}
+}
+
+func intsBounds(t *testing.T) {
 	for _, tc := range []struct {
 		tok  string
 		want int64
@@ -237,16 +275,20 @@ func TestVectorIntsBounds(t *testing.T) {
 // TestVectorIntsErrorsName keeps the errors of bodies the kernel leaves
 // half-taken exact: the word loop and the general path explain them.
 func TestVectorIntsErrorsName(t *testing.T) {
-	for _, on := range intKernels(t) {
-		body := `{"ids":[` + strings.Repeat("1234567890123,", 10) + "00012," + strings.Repeat("5,", 20) + "6]}"
-		_, err := withIntKernel(on, func() ([]uint64, error) { return AppendJSONHashes(nil, []byte(body), -1) })
-		var e *Error
-		if !errors.As(err, &e) || !strings.Contains(err.Error(), "ids[10]") || !strings.Contains(err.Error(), "leading zeros") {
-			t.Errorf("vector kernel %v: %v, want the leading zeros of ids[10] named", on, err)
-		}
-		want := fmt.Sprint(strings.Index(body, "00012"))
-		if e != nil && fmt.Sprint(e.Offset) != want {
-			t.Errorf("vector kernel %v: offset %d, want %s", on, e.Offset, want)
+	for _, k := range intKernels(t) {
+		// Long ids before the bad one, and short ones the AVX-512 path
+		// would take eight at a time.
+		for _, before := range []string{"1234567890123,", "12345,"} {
+			body := `{"ids":[` + strings.Repeat(before, 10) + "00012," + strings.Repeat("5,", 20) + "6]}"
+			_, err := withIntKernel(k, func() ([]uint64, error) { return AppendJSONHashes(nil, []byte(body), -1) })
+			var e *Error
+			if !errors.As(err, &e) || !strings.Contains(err.Error(), "ids[10]") || !strings.Contains(err.Error(), "leading zeros") {
+				t.Errorf("%v kernel, %q before: %v, want the leading zeros of ids[10] named", k, before, err)
+			}
+			want := fmt.Sprint(strings.Index(body, "00012"))
+			if e != nil && fmt.Sprint(e.Offset) != want {
+				t.Errorf("%v kernel, %q before: offset %d, want %s", k, before, e.Offset, want)
+			}
 		}
 	}
 }

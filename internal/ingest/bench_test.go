@@ -419,13 +419,14 @@ func benchParseInt(b *testing.B, ids []int64) {
 
 // BenchmarkIntKernels parses the same JSON bodies of integer ids through
 // each kernel this machine runs (the word loops, AVX2, AVX-512), one
-// sub-benchmark each, hash included: ids below 10^8, 64-bit ids, and the
-// two mixed half and half. cpu-ns/id is the thread's CPU.
+// sub-benchmark each, hash included: ids below 10^8, 64-bit ids,
+// negative ids of every width, and ids below 10^7 mixed half and half
+// with random int64s. cpu-ns/id is the thread's CPU.
 func BenchmarkIntKernels(b *testing.B) {
 	for _, w := range []struct {
 		name string
 		v    []int64
-	}{{"uniform1e8", uniformInts()}, {"int64", int64Ints()}, {"mixed", benchInts()}} {
+	}{{"uniform1e8", uniformInts()}, {"int64", int64Ints()}, {"negative", negativeInts()}, {"mixed", benchInts()}} {
 		body := jsonBody(b, "ids", w.v, false)
 		for _, k := range intKernels(b) {
 			b.Run(w.name+"/"+k.String(), func(b *testing.B) {

@@ -663,6 +663,18 @@ var intListSeeds = func() []string {
 		s[27] = bad
 		seeds = append(seeds, strings.Join(s, ","))
 	}
+	// And ids of up to 19 digits, which it takes four at a time: one
+	// above int64's range, one of 20 digits that wraps to 0 mod 2^64.
+	var long []string
+	for k := range 16 {
+		long = append(long, strconv.FormatUint(uint64(k+1)*0x7fffffffffffffff/16, 10))
+	}
+	seeds = append(seeds, strings.Join(long, ","))
+	for _, bad := range []string{"9223372036854775808", "55340232221128654848", "0123", "", "-5"} {
+		s := slices.Clone(long)
+		s[9] = bad
+		seeds = append(seeds, strings.Join(s, ","))
+	}
 	return seeds
 }()
 

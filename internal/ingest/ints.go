@@ -7,7 +7,7 @@ type intKernel int
 const (
 	kernelWords  intKernel = iota
 	kernelAVX2             // 64-byte windows, an id at a time
-	kernelAVX512           // and up to eight ids of up to 8 digits at once
+	kernelAVX512           // and several ids a window at once
 )
 
 func (k intKernel) String() string {

@@ -9,7 +9,7 @@ import (
 )
 
 // widestIntKernel is the widest kernel for integer ids the processor
-// runs: AVX-512 (F, BW, VBMI and VBMI2, with BMI1, BMI2 and POPCNT), which
+// runs: AVX-512 (F, DQ, BW, VBMI and VBMI2, with BMI1, BMI2 and POPCNT), which
 // intsAVX2 runs with wide set; AVX2 (with BMI1 and BMI2 for TZCNT and
 // SHRX); or the word loops.
 func widestIntKernel() intKernel {

@@ -67,7 +67,31 @@ DATA wide<>+0x70(SB)/8, $0x0606060606060606
 DATA wide<>+0x78(SB)/8, $0x0707070707070707
 DATA wide<>+0x80(SB)/8, $0xfffefdfcfbfaf9f8
 DATA wide<>+0x88(SB)/8, $10000
-GLOBL wide<>(SB), RODATA|NOPTR, $0x90
+// For ids of up to 19 digits, four to a window: the ids' numbers (0 to
+// 3) over the lanes, twice; -8 to -1 in the first four lanes (the last 8
+// digits) and -16 to -9 in the next four (the 8 before), and -24 to -17
+// (the first 3); 10^8, 10^16 and int64's largest value.
+DATA wide<>+0x90(SB)/8, $0x0000000000000000
+DATA wide<>+0x98(SB)/8, $0x0101010101010101
+DATA wide<>+0xa0(SB)/8, $0x0202020202020202
+DATA wide<>+0xa8(SB)/8, $0x0303030303030303
+DATA wide<>+0xb0(SB)/8, $0x0000000000000000
+DATA wide<>+0xb8(SB)/8, $0x0101010101010101
+DATA wide<>+0xc0(SB)/8, $0x0202020202020202
+DATA wide<>+0xc8(SB)/8, $0x0303030303030303
+DATA wide<>+0xd0(SB)/8, $0xfffefdfcfbfaf9f8
+DATA wide<>+0xd8(SB)/8, $0xfffefdfcfbfaf9f8
+DATA wide<>+0xe0(SB)/8, $0xfffefdfcfbfaf9f8
+DATA wide<>+0xe8(SB)/8, $0xfffefdfcfbfaf9f8
+DATA wide<>+0xf0(SB)/8, $0xf7f6f5f4f3f2f1f0
+DATA wide<>+0xf8(SB)/8, $0xf7f6f5f4f3f2f1f0
+DATA wide<>+0x100(SB)/8, $0xf7f6f5f4f3f2f1f0
+DATA wide<>+0x108(SB)/8, $0xf7f6f5f4f3f2f1f0
+DATA wide<>+0x110(SB)/8, $0xefeeedecebeae9e8
+DATA wide<>+0x118(SB)/8, $100000000
+DATA wide<>+0x120(SB)/8, $10000000000000000
+DATA wide<>+0x128(SB)/8, $0x7fffffffffffffff
+GLOBL wide<>(SB), RODATA|NOPTR, $0x130
 
 // MASKS sets dst to the 64-bit mask of the bytes of the window (lo, hi)
 // equal to those of v; t is scratch.
@@ -88,6 +112,33 @@ GLOBL wide<>(SB), RODATA|NOPTR, $0x90
 	VPAND Y7, Y2, Y2 \
 	VPMOVMSKB Y2, dst
 
+// CALLCONSTS loads the AVX-512 paths' constants the first time one runs
+// (wide is then 2): a body neither takes leaves the 512-bit registers
+// alone. It uses R12.
+#define CALLCONSTS \
+	MOVB $2, wide+56(FP) \
+	LEAQ intc<>(SB), R12 \
+	VPBROADCASTQ 0x00(R12), Z21 \
+	VPBROADCASTQ 0x40(R12), Z28 \
+	VPBROADCASTQ 0x60(R12), Z29 \
+	LEAQ wide<>(SB), R12 \
+	VMOVDQU64 0x00(R12), Z23 \
+	VMOVDQU64 0x40(R12), Z26 \
+	VPBROADCASTQ 0x80(R12), Z27 \
+	VPBROADCASTQ 0x88(R12), Z30 \
+	VMOVDQU64 0x90(R12), Z16 \
+	VMOVDQU64 0xd0(R12), Z19
+
+// WEIGH8 turns each 8-byte lane of x, the values of up to 8 digits (most
+// significant first, zeros before them), into its 64-bit value; t is
+// scratch. Z28, Z29 and Z30 hold the weights CALLCONSTS loads.
+#define WEIGH8(x, t) \
+	VPMADDUBSW Z28, x, x \
+	VPMADDWD Z29, x, x \
+	VPSRLQ $32, x, t \
+	VPMULUDQ Z30, x, x \
+	VPADDQ t, x, x
+
 // func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators, wide bool) (taken, next int)
 //
 // The 64 bytes at b[i] (the window) give four masks: the bytes that are
@@ -104,14 +155,16 @@ GLOBL wide<>(SB), RODATA|NOPTR, $0x90
 // last 16 digits in the upper lane, up to 3 more in the lower. An id whose
 // separator is past the window's 62nd byte moves the window to its start.
 //
-// With wide (AVX-512 F, BW, VBMI and VBMI2), a window whose first id
-// starts at its first byte first tries to take its first eight ids (or
-// as many as end in its first 62 bytes) at once: when the masks say they
-// are all 1 to 8 digits, without a sign, a leading zero or whitespace,
-// each separated by one separator, VPCOMPRESSB lists where each ends and
-// starts, VPERMB gathers each one's digits into an 8-byte lane, and the
-// lanes are weighed into values together. Anything else leaves the
-// window to the id loop.
+// With wide (AVX-512 F, DQ, BW, VBMI and VBMI2), a window whose first
+// id starts at its first byte first tries to take several ids at once:
+// up to eight (as many as end in its first 62 bytes) when its first two
+// have at most 8 digits, else up to four of up to 19 digits when neither
+// of its first two has a sign. The masks say which of them, from the
+// first, are digits without a leading zero, whitespace or an empty id,
+// and short enough; VPCOMPRESSB lists where each ends and starts, VPERMB
+// gathers each one's digits into 8-byte lanes (three lanes an id of up to
+// 19 digits), and the lanes are weighed into values together, those
+// above int64's range left out. Whatever is left goes to the id loop.
 TEXT ·intsAVX2(SB), NOSPLIT, $0-80
 	MOVQ buf+0(FP), DI
 	MOVQ n+8(FP), CX
@@ -167,13 +220,13 @@ window:
 	JNZ  id                // whitespace first: the id loop
 	TZCNTQ R9, AX
 	CMPQ AX, $8
-	JHI  id                // the first id longer than 8 digits
+	JHI  wlong             // the first id longer than 8 digits
 	MOVQ R9, DX
 	BLSRQ DX, DX
 	TZCNTQ DX, DX
 	SUBQ AX, DX
 	CMPQ DX, $9
-	JHI  id                // or the second: a body of long ids, or mixed
+	JHI  wlong             // or the second: a body of long ids, or mixed
 	// The first eight separators in the window's first 62 bytes (R13),
 	// and the bytes up to the last of them (R14).
 	MOVQ $0x3fffffffffffffff, DX
@@ -216,16 +269,7 @@ window:
 	// 2): a body this path never takes leaves the 512-bit registers alone.
 	CMPB wide+56(FP), $2
 	JEQ  loaded
-	MOVB $2, wide+56(FP)
-	LEAQ intc<>(SB), R12
-	VPBROADCASTQ 0x00(R12), Z21    // '0'
-	VPBROADCASTQ 0x40(R12), Z28    // 10, 1
-	VPBROADCASTQ 0x60(R12), Z29    // 100, 1
-	LEAQ wide<>(SB), R12
-	VMOVDQU64 0x00(R12), Z23       // 0 to 63
-	VMOVDQU64 0x40(R12), Z26       // the lanes' numbers
-	VPBROADCASTQ 0x80(R12), Z27    // -8 to -1
-	VPBROADCASTQ 0x88(R12), Z30    // 10000
+	CALLCONSTS
 
 loaded:
 	VMOVDQU8 (SI)(BX*1), Z20
@@ -265,11 +309,7 @@ whole:
 	VPADDB Z27, Z24, Z24
 	VPCMPB $5, Z25, Z24, K3
 	VPERMB.Z Z22, Z24, K3, Z22
-	VPMADDUBSW Z28, Z22, Z22
-	VPMADDWD Z29, Z22, Z22
-	VPSRLQ $32, Z22, Z24
-	VPMULUDQ Z30, Z22, Z22
-	VPADDQ Z24, Z22, Z22
+	WEIGH8(Z22, Z24)
 	POPCNTQ R13, DX
 	MOVL $0xff, R12
 	BZHIQ DX, R12, R12
@@ -277,6 +317,144 @@ whole:
 	VMOVDQU64 Z22, K4, (DI)(CX*8)
 	ADDQ DX, CX
 	LEAQ 1(BX)(AX*1), BX   // past the last separator
+	JMP  window
+
+wlong:
+	// Ids of up to 19 digits, four at a time: the same checks, but
+	// for runs of 20 digits, over the first four separators (R13).
+	CMPQ AX, $19
+	JHI  id                // the first id longer than 19 digits
+	MOVQ R9, DX
+	BLSRQ DX, DX
+	BLSMSKQ DX, DX
+	TESTQ R11, DX
+	JNZ  id                // a sign in the first two ids: negative ids
+	MOVQ $0x3fffffffffffffff, DX
+	ANDQ R9, DX
+	MOVL $0xf, AX
+	PDEPQ DX, AX, R13
+	BSRQ R13, AX
+	MOVL $2, R14
+	SHLXQ AX, R14, R14
+	DECQ R14
+	MOVQ R8, DX
+	ORQ  R11, DX
+	MOVQ R13, R12
+	NOTQ R12
+	ANDQ R12, DX
+	LEAQ 1(R13)(R13*1), R12
+	ANDQ R13, R12
+	ORQ  R12, DX
+	MOVQ R8, R12
+	ORQ  R11, R12
+	NOTQ R12
+	ANDQ R14, R12
+	MOVQ R12, AX
+	SHRQ $1, AX
+	ANDQ AX, R12
+	MOVQ R12, AX
+	SHRQ $2, AX
+	ANDQ AX, R12
+	MOVQ R12, AX
+	SHRQ $4, AX
+	ANDQ AX, R12
+	MOVQ R12, AX
+	SHRQ $8, AX
+	ANDQ AX, R12
+	MOVQ R12, AX
+	SHRQ $4, AX
+	ANDQ AX, R12           // the first digit of a run of 20 or more
+	ORQ  R12, DX
+	CMPB wide+56(FP), $2
+	JEQ  wlloaded
+	CALLCONSTS
+
+wlloaded:
+	VMOVDQU8 (SI)(BX*1), Z20
+	VPCMPEQB Z21, Z20, K1
+	KMOVQ K1, R12
+	LEAQ 1(R13)(R13*1), AX
+	ANDQ AX, R12
+	MOVQ R13, AX
+	SHRQ $1, AX
+	NOTQ AX
+	ANDQ AX, R12
+	ORQ  R12, DX
+	ANDQ R14, DX
+	JZ   wlwhole
+	MOVQ DX, AX
+	NEGQ AX
+	ANDQ DX, AX
+	DECQ AX                // the bits below the first bad one
+	ANDQ AX, R13
+	JZ   nowide
+
+wlwhole:
+	POPCNTQ R13, DX
+	ADDQ CX, DX
+	CMPQ DX, end+16(FP)
+	JGT  nowide
+	LEAQ 1(R13)(R13*1), DX
+	KMOVQ DX, K2           // the ids' first bytes
+	KMOVQ R13, K1
+	// The last 8 digits of each id in lanes 0 to 3 of Z17, the 8 before
+	// them in lanes 4 to 7, the first 3 in lanes 0 to 3 of Z18, weighed.
+	VPSUBB Z21, Z20, Z22
+	VPCOMPRESSB.Z Z23, K1, Z24
+	VPCOMPRESSB.Z Z23, K2, Z25
+	VPERMB Z24, Z16, Z24   // each id's separator over its lanes
+	VPERMB Z25, Z16, Z25   // and its start
+	VPADDB Z19, Z24, Z17
+	VPCMPB $5, Z25, Z17, K3
+	VPERMB.Z Z22, Z17, K3, Z17
+	LEAQ wide<>(SB), DX
+	VPBROADCASTQ 0x110(DX), Z18
+	VPADDB Z18, Z24, Z18
+	VPCMPB $5, Z25, Z18, K3
+	VPERMB.Z Z22, Z18, K3, Z18
+	WEIGH8(Z17, Z31)
+	WEIGH8(Z18, Z31)
+	// value = last 8 + 10^8 * the 8 before + 10^16 * the first 3: at
+	// most 10^19-1, no wrap; above int64's largest it is refused.
+	VSHUFI64X2 $0xee, Z17, Z17, Z31
+	VPBROADCASTQ 0x118(DX), Z24
+	VPMULUDQ Z24, Z31, Z31
+	VPADDQ Z31, Z17, Z17
+	VPBROADCASTQ 0x120(DX), Z24
+	VPMULLQ Z24, Z18, Z18
+	VPADDQ Z18, Z17, Z17
+	VPBROADCASTQ 0x128(DX), Z24
+	VPCMPUQ $6, Z24, Z17, K5
+	POPCNTQ R13, DX
+	MOVL $0xff, R12
+	BZHIQ DX, R12, R12
+	KMOVQ R12, K4
+	VMOVDQU64 Z17, K4, (DI)(CX*8)
+	// Whether one is too big is a branch: the next window's start waits
+	// on the separators alone.
+	KTESTB K4, K5
+	JNZ  wover
+	ADDQ DX, CX
+	BSRQ R13, AX
+	LEAQ 1(BX)(AX*1), BX
+	JMP  window
+
+wover:
+	// Only the ids before the first one too big are taken (what was
+	// stored past them lies beyond n).
+	KMOVQ K5, AX
+	BTSQ DX, AX
+	TZCNTQ AX, DX
+	TESTQ DX, DX
+	JZ   nowide
+	ADDQ DX, CX
+	// Past the separator of the last id taken: the DX-th of R13.
+	MOVL $1, AX
+	SHLXQ DX, AX, AX
+	DECQ AX
+	PDEPQ R13, AX, AX
+	BSRQ AX, AX
+	LEAQ 1(BX)(AX*1), BX
 	JMP  window
 
 partial:

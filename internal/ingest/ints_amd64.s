@@ -139,6 +139,61 @@ GLOBL wide<>(SB), RODATA|NOPTR, $0x130
 	VPMULUDQ Z30, x, x \
 	VPADDQ t, x, x
 
+// FIRSTSEPS sets R13 to the first separators of the window's first 62
+// bytes (as many as the bits of the constant n), and R14 to the bytes up
+// to the last of them. It uses AX and DX.
+#define FIRSTSEPS(n) \
+	MOVQ $0x3fffffffffffffff, DX \
+	ANDQ R9, DX \
+	MOVL n, AX \
+	PDEPQ DX, AX, R13 \
+	BSRQ R13, AX \
+	MOVL $2, R14 \
+	SHLXQ AX, R14, R14 \
+	DECQ R14
+
+// RUN(k) keeps in R12 the bits starting k more bits of R12; it uses AX.
+#define RUN(k) \
+	MOVQ R12, AX \
+	SHRQ $k, AX \
+	ANDQ AX, R12
+
+// BADBYTES sets DX to the bytes that are neither a digit nor one of the
+// separators of R13, and the separators first or right after another;
+// and R12 to the starts of runs of 8 digits or more up to R14's last
+// byte (RUN extends them). It uses AX.
+#define BADBYTES \
+	MOVQ R8, DX \
+	ORQ  R11, DX \
+	MOVQ R13, R12 \
+	NOTQ R12 \
+	ANDQ R12, DX \
+	LEAQ 1(R13)(R13*1), R12 \
+	ANDQ R13, R12 \
+	ORQ  R12, DX \
+	MOVQ R8, R12 \
+	ORQ  R11, R12 \
+	NOTQ R12 \
+	ANDQ R14, R12 \
+	RUN(1) \
+	RUN(2) \
+	RUN(4)
+
+// LEADZEROS loads the window into Z20 and adds to DX the ids' first
+// bytes that are a '0' not followed by a separator of R13. It uses AX,
+// R12 and K1.
+#define LEADZEROS \
+	VMOVDQU8 (SI)(BX*1), Z20 \
+	VPCMPEQB Z21, Z20, K1 \
+	KMOVQ K1, R12 \
+	LEAQ 1(R13)(R13*1), AX \
+	ANDQ AX, R12 \
+	MOVQ R13, AX \
+	SHRQ $1, AX \
+	NOTQ AX \
+	ANDQ AX, R12 \
+	ORQ  R12, DX
+
 // func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators, wide bool) (taken, next int)
 //
 // The 64 bytes at b[i] (the window) give four masks: the bytes that are
@@ -228,60 +283,18 @@ window:
 	CMPQ DX, $9
 	JHI  wlong             // or the second: a body of long ids, or mixed
 	// The first eight separators in the window's first 62 bytes (R13),
-	// and the bytes up to the last of them (R14).
-	MOVQ $0x3fffffffffffffff, DX
-	ANDQ R9, DX
-	MOVL $0xff, AX
-	PDEPQ DX, AX, R13
-	BSRQ R13, AX
-	MOVL $2, R14
-	SHLXQ AX, R14, R14
-	DECQ R14
-	// The bad bytes (DX): neither a digit nor one of those separators; a
-	// separator first or right after another; the first digit of a run
-	// of nine or more; an id's first byte '0' followed by a digit.
-	MOVQ R8, DX
-	ORQ  R11, DX
-	MOVQ R13, R12
-	NOTQ R12
-	ANDQ R12, DX
-	LEAQ 1(R13)(R13*1), R12
-	ANDQ R13, R12
+	// the bytes up to the last of them (R14), and the bad bytes (DX),
+	// with runs of nine digits or more.
+	FIRSTSEPS($0xff)
+	BADBYTES
+	RUN(1)
 	ORQ  R12, DX
-	MOVQ R8, R12
-	ORQ  R11, R12
-	NOTQ R12
-	ANDQ R14, R12
-	MOVQ R12, AX
-	SHRQ $1, AX
-	ANDQ AX, R12
-	MOVQ R12, AX
-	SHRQ $2, AX
-	ANDQ AX, R12
-	MOVQ R12, AX
-	SHRQ $4, AX
-	ANDQ AX, R12
-	MOVQ R12, AX
-	SHRQ $1, AX
-	ANDQ AX, R12
-	ORQ  R12, DX
-	// The constants, loaded the first time this path runs (wide is then
-	// 2): a body this path never takes leaves the 512-bit registers alone.
 	CMPB wide+56(FP), $2
 	JEQ  loaded
 	CALLCONSTS
 
 loaded:
-	VMOVDQU8 (SI)(BX*1), Z20
-	VPCMPEQB Z21, Z20, K1
-	KMOVQ K1, R12
-	LEAQ 1(R13)(R13*1), AX
-	ANDQ AX, R12
-	MOVQ R13, AX
-	SHRQ $1, AX
-	NOTQ AX
-	ANDQ AX, R12
-	ORQ  R12, DX
+	LEADZEROS
 	// The ids before the first bad byte: their separators (R13), how
 	// many (DX, within end), the last one's index (AX). When none is bad
 	// (a branch, not a dependency: the next window's start waits on the
@@ -329,57 +342,17 @@ wlong:
 	BLSMSKQ DX, DX
 	TESTQ R11, DX
 	JNZ  id                // a sign in the first two ids: negative ids
-	MOVQ $0x3fffffffffffffff, DX
-	ANDQ R9, DX
-	MOVL $0xf, AX
-	PDEPQ DX, AX, R13
-	BSRQ R13, AX
-	MOVL $2, R14
-	SHLXQ AX, R14, R14
-	DECQ R14
-	MOVQ R8, DX
-	ORQ  R11, DX
-	MOVQ R13, R12
-	NOTQ R12
-	ANDQ R12, DX
-	LEAQ 1(R13)(R13*1), R12
-	ANDQ R13, R12
-	ORQ  R12, DX
-	MOVQ R8, R12
-	ORQ  R11, R12
-	NOTQ R12
-	ANDQ R14, R12
-	MOVQ R12, AX
-	SHRQ $1, AX
-	ANDQ AX, R12
-	MOVQ R12, AX
-	SHRQ $2, AX
-	ANDQ AX, R12
-	MOVQ R12, AX
-	SHRQ $4, AX
-	ANDQ AX, R12
-	MOVQ R12, AX
-	SHRQ $8, AX
-	ANDQ AX, R12
-	MOVQ R12, AX
-	SHRQ $4, AX
-	ANDQ AX, R12           // the first digit of a run of 20 or more
+	FIRSTSEPS($0xf)
+	BADBYTES
+	RUN(8)
+	RUN(4)                 // the first digit of a run of 20 or more
 	ORQ  R12, DX
 	CMPB wide+56(FP), $2
 	JEQ  wlloaded
 	CALLCONSTS
 
 wlloaded:
-	VMOVDQU8 (SI)(BX*1), Z20
-	VPCMPEQB Z21, Z20, K1
-	KMOVQ K1, R12
-	LEAQ 1(R13)(R13*1), AX
-	ANDQ AX, R12
-	MOVQ R13, AX
-	SHRQ $1, AX
-	NOTQ AX
-	ANDQ AX, R12
-	ORQ  R12, DX
+	LEADZEROS
 	ANDQ R14, DX
 	JZ   wlwhole
 	MOVQ DX, AX

@@ -9,9 +9,9 @@ import (
 )
 
 // widestIntKernel is the widest kernel for integer ids the processor
-// runs: AVX-512 (F, DQ, BW, VBMI and VBMI2, with BMI1, BMI2 and POPCNT), which
-// intsAVX2 runs with wide set; AVX2 (with BMI1 and BMI2 for TZCNT and
-// SHRX); or the word loops.
+// runs: AVX-512 (F, DQ, BW, VBMI and VBMI2, with BMI1, BMI2 and POPCNT),
+// which intsAVX2 runs with wide set; AVX2 (with BMI1 and BMI2 for TZCNT
+// and SHRX); or the word loops.
 func widestIntKernel() intKernel {
 	switch {
 	case cpuid.AVX512VBMI():
@@ -26,10 +26,10 @@ func widestIntKernel() intKernel {
 // on, each -?(0|[1-9][0-9]*) in int64 followed by seps.sep (then, where
 // seps allows it, any JSON whitespace), while i <= lim (so b[i:i+64] is in
 // the body) and n < end, and returns the new n and i. It stops at anything
-// else, leaving it where it starts. With wide it first tries the
-// windows' first ids with AVX-512 (kernelAVX512). i must be at least 31, so that every
-// separator is at least 32 bytes into b (each id's 32 bytes before it are
-// loaded).
+// else, leaving it where it starts. With wide it first tries each
+// window's first ids with AVX-512 (kernelAVX512). i must be at least 31,
+// so that every separator is at least 32 bytes into b (each id's 32 bytes
+// before it are loaded).
 //
 //go:noescape
 func intsAVX2(buf *uint64, n, end int, b *byte, i, lim int, seps *separators, wide bool) (taken, next int)

@@ -185,9 +185,10 @@ func (c *Cluster) newNode(ns, host string) *Node {
 	return c.newNodes(nodeAt{ns, host})[0]
 }
 
-// newNodes makes the nodes at once: each start and CREATE EXTENSION
-// (and the first initdb: initdbTemplate) takes seconds, most of them spent waiting on the disk and
-// the server, so a cluster starts in about the time of one node.
+// newNodes makes the nodes at once: each start and CREATE EXTENSION (and
+// the first initdb: initdbTemplate) takes seconds, most of them spent
+// waiting on the disk and the server, so a cluster starts in about the
+// time of one node.
 func (c *Cluster) newNodes(at ...nodeAt) []*Node {
 	c.tb.Helper()
 	nodes := make([]*Node, len(at))

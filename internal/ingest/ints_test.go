@@ -14,18 +14,9 @@ import (
 )
 
 // intKernels lists the kernels for integer ids this machine runs, the
-// word loops first (cpuidtest.Settings says whether one without AVX2
-// fails).
+// word loops first (cpuidtest.Kernels).
 func intKernels(tb testing.TB) []intKernel {
-	ks := []intKernel{kernelWords}
-	if !slices.Contains(cpuidtest.Settings(tb, widestIntKernel() >= kernelAVX2, "the vector kernel for integer ids", "AVX2, BMI1 and BMI2"), true) {
-		return ks
-	}
-	ks = append(ks, kernelAVX2)
-	if widestIntKernel() >= kernelAVX512 {
-		ks = append(ks, kernelAVX512)
-	}
-	return ks
+	return cpuidtest.Kernels(tb, widestIntKernel(), "the vector kernel for integer ids", "AVX2, BMI1 and BMI2")
 }
 
 // withIntKernel runs f with the kernels for integer ids up to k. Tests

@@ -128,17 +128,9 @@ func checkInt64Hashes(t *testing.T, vs []uint64) {
 }
 
 // kernels lists the kernels this machine runs, the portable loop first
-// (cpuidtest.Settings says whether one without AVX2 fails).
+// (cpuidtest.Kernels).
 func kernels(tb testing.TB) []kernel {
-	ks := []kernel{portable}
-	if !slices.Contains(cpuidtest.Settings(tb, widest() >= avx2, "the vector kernel", "AVX2"), true) {
-		return ks
-	}
-	ks = append(ks, avx2)
-	if widest() >= avx512 {
-		ks = append(ks, avx512)
-	}
-	return ks
+	return cpuidtest.Kernels(tb, widest(), "the vector kernel", "AVX2")
 }
 
 // withVector runs f with the kernels up to k. Tests that change it do not

@@ -1,6 +1,7 @@
 // Package cpuid says which vector and bit instructions the processor runs
 // and the operating system supports, for the assembly kernels of murmur
-// (the hash of integer ids) and ingest (the parsing of integer ids). It
+// (the hash of integer ids), ingest (the parsing of integer ids) and hll
+// (the register loop). It
 // asks the processor itself (CPUID, and XGETBV for the registers the
 // operating system saves), so it depends on the standard library only.
 // Each answer is computed when asked: callers keep it in a variable of

@@ -38,6 +38,17 @@ func AVX512() bool {
 	return ebx7&(f|dq|bw) == f|dq|bw
 }
 
+// AVX512CD says whether AVX512 holds and the processor also has AVX-512's
+// conflict detection instructions (CD: VPLZCNTQ).
+func AVX512CD() bool {
+	if !AVX512() {
+		return false
+	}
+	ebx7, _ := leaf7()
+	const cd = 1 << 28
+	return ebx7&cd != 0
+}
+
 // AVX512VBMI says whether AVX512 holds and the processor also has
 // AVX-512's byte permutes (VBMI: VPERMB) and byte compression (VBMI2:
 // VPCOMPRESSB), and POPCNT.

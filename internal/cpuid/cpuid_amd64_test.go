@@ -32,6 +32,9 @@ func TestAgreesWithCPUInfo(t *testing.T) {
 	if got, want := AVX512(), has("avx2") && has("avx512f") && has("avx512dq") && has("avx512bw"); got != want {
 		t.Errorf("AVX512() = %v, /proc/cpuinfo says avx2, avx512f, avx512dq and avx512bw %v", got, want)
 	}
+	if got, want := AVX512CD(), AVX512() && has("avx512cd"); got != want {
+		t.Errorf("AVX512CD() = %v, /proc/cpuinfo says avx512cd (with AVX512) %v", got, want)
+	}
 	if got, want := AVX512VBMI(), AVX512() && has("bmi1") && has("bmi2") && has("avx512vbmi") && has("avx512_vbmi2") && has("popcnt"); got != want {
 		t.Errorf("AVX512VBMI() = %v, /proc/cpuinfo says avx512vbmi, avx512_vbmi2, bmi1, bmi2 and popcnt (with AVX512) %v", got, want)
 	}

@@ -242,10 +242,29 @@ func (s *Sketch) addHashes(hs []uint64, changed []uint64, track bool) []uint64 {
 // makes no call (growRegisters), a chunk of hashes at a time: in a
 // function with a call anywhere in the loop (growing changed) the
 // compiler keeps the loop's state on the stack for every hash.
+//
+// Where the processor has a vector kernel (quietVector), it first skips
+// the hashes that raise no register, eight at a time, which is most of
+// them once a sketch has seen many more ids than it has registers; the
+// loop takes the step that raises one.
 func (s *Sketch) addDense(hs []uint64, changed []uint64, track bool) []uint64 {
 	var grew [256]uint64
 	for len(hs) > 0 {
-		chunk := hs[:min(len(hs), len(grew))]
+		// A run of eight where the kernel skipped some hashes first; a
+		// longer one where it stopped at once, as it does at every step
+		// while most hashes still raise a register.
+		run := len(grew)
+		if quietKernel != registersPortable {
+			q := quietVector(s.regs, hs, s.shift, s.max)
+			hs, run = hs[q:], loopRun
+			if q > 0 {
+				run = 8
+			}
+		}
+		if len(hs) == 0 {
+			break
+		}
+		chunk := hs[:min(len(hs), run)]
 		hs = hs[len(chunk):]
 		n := growRegisters(s.regs, s.hist, chunk, s.shift, s.max, &grew)
 		if track {
@@ -253,6 +272,31 @@ func (s *Sketch) addDense(hs []uint64, changed []uint64, track bool) []uint64 {
 		}
 	}
 	return changed
+}
+
+// loopRun is how many hashes the loop takes where the vector kernel
+// stopped at its first step (at most len(grew) in addDense).
+const loopRun = 64
+
+// quietKernel is the widest register kernel the processor runs; tests
+// lower it to run the portable loop alone on the same machine.
+var quietKernel = widestRegisters()
+
+// registerKernel is a way to find the hashes that raise no register: none
+// (the portable loop takes every hash), or a vector kernel
+// (registers_amd64.s).
+type registerKernel int
+
+const (
+	registersPortable registerKernel = iota
+	registersAVX512                  // eight hashes a step (AVX-512 F, DQ and CD)
+)
+
+func (k registerKernel) String() string {
+	if k == registersAVX512 {
+		return "AVX-512"
+	}
+	return "portable"
 }
 
 // growRegisters raises the registers of regs (len a power of two) that

@@ -675,6 +675,24 @@ var intListSeeds = func() []string {
 		s[9] = bad
 		seeds = append(seeds, strings.Join(s, ","))
 	}
+	// Negative ids among both, every other one and all of them, with a
+	// sign that is no id's first byte, a lone one, one before a leading
+	// zero, and int64's smallest value and the one below it.
+	for _, ids := range [][]string{short, long} {
+		every, all := slices.Clone(ids), slices.Clone(ids)
+		for k := range ids {
+			all[k] = "-" + ids[k]
+			if k%2 == 1 {
+				every[k] = all[k]
+			}
+		}
+		seeds = append(seeds, strings.Join(every, ","), strings.Join(all, ","))
+		for _, bad := range []string{"5-", "-", "--5", "-05", "-9223372036854775808", "-9223372036854775809"} {
+			s := slices.Clone(all)
+			s[9] = bad
+			seeds = append(seeds, strings.Join(s, ","))
+		}
+	}
 	return seeds
 }()
 

@@ -70,7 +70,8 @@ DATA wide<>+0x88(SB)/8, $10000
 // For ids of up to 19 digits, four to a window: the ids' numbers (0 to
 // 3) over the lanes, twice; -8 to -1 in the first four lanes (the last 8
 // digits) and -16 to -9 in the next four (the 8 before), and -24 to -17
-// (the first 3); 10^8, 10^16 and int64's largest value.
+// (the first 3); 10^8, 10^16, int64's largest value and 2^63 (the
+// largest magnitude of a negative one).
 DATA wide<>+0x90(SB)/8, $0x0000000000000000
 DATA wide<>+0x98(SB)/8, $0x0101010101010101
 DATA wide<>+0xa0(SB)/8, $0x0202020202020202
@@ -91,7 +92,8 @@ DATA wide<>+0x110(SB)/8, $0xefeeedecebeae9e8
 DATA wide<>+0x118(SB)/8, $100000000
 DATA wide<>+0x120(SB)/8, $10000000000000000
 DATA wide<>+0x128(SB)/8, $0x7fffffffffffffff
-GLOBL wide<>(SB), RODATA|NOPTR, $0x130
+DATA wide<>+0x130(SB)/8, $0x8000000000000000
+GLOBL wide<>(SB), RODATA|NOPTR, $0x138
 
 // MASKS sets dst to the 64-bit mask of the bytes of the window (lo, hi)
 // equal to those of v; t is scratch.
@@ -179,14 +181,42 @@ GLOBL wide<>(SB), RODATA|NOPTR, $0x130
 	RUN(2) \
 	RUN(4)
 
+// SIGNS lets an id start with a '-' (K6: those bytes, each also one of
+// DX's bad bytes): it takes those followed by a digit out of DX, and sets
+// K7 to where the ids' digits start. It uses AX and R12.
+#define SIGNS \
+	LEAQ 1(R13)(R13*1), R12 \
+	MOVQ R11, AX \
+	ANDQ R12, AX \
+	ADDQ AX, R12 \
+	KMOVQ R12, K7 \
+	KMOVQ AX, K6 \
+	MOVQ R13, R12 \
+	SHRQ $1, R12 \
+	ANDNQ AX, R12, R12 \
+	XORQ R12, DX
+
+// SIGNLANES turns K6 (SIGNS) into the lanes whose ids, in order, start
+// with a '-'. It uses R12 and DX.
+#define SIGNLANES \
+	KMOVQ K6, DX \
+	LEAQ 1(R13)(R13*1), R12 \
+	PEXTQ R12, DX, DX \
+	KMOVQ DX, K6
+
+// NEGATE negates the lanes of x in K6 (SIGNLANES); t is scratch.
+#define NEGATE(x, t) \
+	VPXORQ t, t, t \
+	VPSUBQ x, t, K6, x
+
 // LEADZEROS loads the window into Z20 and adds to DX the ids' first
-// bytes that are a '0' not followed by a separator of R13. It uses AX,
-// R12 and K1.
+// digits (K7, SIGNS) that are a '0' not followed by a separator of R13.
+// It uses AX, R12 and K1.
 #define LEADZEROS \
 	VMOVDQU8 (SI)(BX*1), Z20 \
 	VPCMPEQB Z21, Z20, K1 \
 	KMOVQ K1, R12 \
-	LEAQ 1(R13)(R13*1), AX \
+	KMOVQ K7, AX \
 	ANDQ AX, R12 \
 	MOVQ R13, AX \
 	SHRQ $1, AX \
@@ -213,13 +243,14 @@ GLOBL wide<>(SB), RODATA|NOPTR, $0x130
 // With wide (AVX-512 F, DQ, BW, VBMI and VBMI2), a window whose first
 // id starts at its first byte first tries to take several ids at once:
 // up to eight (as many as end in its first 62 bytes) when its first two
-// have at most 8 digits, else up to four of up to 19 digits when neither
-// of its first two has a sign. The masks say which of them, from the
-// first, are digits without a leading zero, whitespace or an empty id,
-// and short enough; VPCOMPRESSB lists where each ends and starts, VPERMB
+// are at most 8 bytes long, else up to four of up to 19 digits. The masks
+// say which of them, from the first, are a '-' or none then digits without
+// a leading zero, whitespace or an empty id, and short enough;
+// VPCOMPRESSB lists where each ends and where its digits start, VPERMB
 // gathers each one's digits into 8-byte lanes (three lanes an id of up to
 // 19 digits), and the lanes are weighed into values together, those
-// above int64's range left out. Whatever is left goes to the id loop.
+// outside int64's range left out and those with a '-' negated. Whatever is
+// left goes to the id loop.
 TEXT ·intsAVX2(SB), NOSPLIT, $0-80
 	MOVQ buf+0(FP), DI
 	MOVQ n+8(FP), CX
@@ -289,6 +320,7 @@ window:
 	BADBYTES
 	RUN(1)
 	ORQ  R12, DX
+	SIGNS
 	CMPB wide+56(FP), $2
 	JEQ  loaded
 	CALLCONSTS
@@ -308,21 +340,25 @@ whole:
 	CMPQ DX, end+16(FP)
 	JGT  nowide
 	BSRQ R13, AX
-	LEAQ 1(R13)(R13*1), DX
-	KMOVQ DX, K2           // the ids' first bytes
-	// Where each id ends (Z24) and starts (Z25), spread over its lane;
-	// the lane's bytes are the 8 before its separator (Z24), those
-	// from the id's start on kept (K3), its digits' values gathered.
+	// Where each id ends (Z24) and its digits start (Z25), spread over
+	// its lane; the lane's bytes are the 8 before its separator (Z24),
+	// those from the first digit on kept (K3), their values gathered.
 	KMOVQ R13, K1
 	VPSUBB Z21, Z20, Z22
 	VPCOMPRESSB.Z Z23, K1, Z24
-	VPCOMPRESSB.Z Z23, K2, Z25
+	VPCOMPRESSB.Z Z23, K7, Z25
 	VPERMB Z24, Z26, Z24
 	VPERMB Z25, Z26, Z25
 	VPADDB Z27, Z24, Z24
 	VPCMPB $5, Z25, Z24, K3
 	VPERMB.Z Z22, Z24, K3, Z22
 	WEIGH8(Z22, Z24)
+	KORTESTQ K6, K6
+	JZ   unsigned          // no sign: a branch, as bodies mostly have none or all
+	SIGNLANES
+	NEGATE(Z22, Z24)
+
+unsigned:
 	POPCNTQ R13, DX
 	MOVL $0xff, R12
 	BZHIQ DX, R12, R12
@@ -335,18 +371,14 @@ whole:
 wlong:
 	// Ids of up to 19 digits, four at a time: the same checks, but
 	// for runs of 20 digits, over the first four separators (R13).
-	CMPQ AX, $19
-	JHI  id                // the first id longer than 19 digits
-	MOVQ R9, DX
-	BLSRQ DX, DX
-	BLSMSKQ DX, DX
-	TESTQ R11, DX
-	JNZ  id                // a sign in the first two ids: negative ids
+	CMPQ AX, $20
+	JHI  id                // the first id longer than a sign and 19 digits
 	FIRSTSEPS($0xf)
 	BADBYTES
 	RUN(8)
 	RUN(4)                 // the first digit of a run of 20 or more
 	ORQ  R12, DX
+	SIGNS
 	CMPB wide+56(FP), $2
 	JEQ  wlloaded
 	CALLCONSTS
@@ -367,16 +399,14 @@ wlwhole:
 	ADDQ CX, DX
 	CMPQ DX, end+16(FP)
 	JGT  nowide
-	LEAQ 1(R13)(R13*1), DX
-	KMOVQ DX, K2           // the ids' first bytes
 	KMOVQ R13, K1
 	// The last 8 digits of each id in lanes 0 to 3 of Z17, the 8 before
 	// them in lanes 4 to 7, the first 3 in lanes 0 to 3 of Z18, weighed.
 	VPSUBB Z21, Z20, Z22
 	VPCOMPRESSB.Z Z23, K1, Z24
-	VPCOMPRESSB.Z Z23, K2, Z25
+	VPCOMPRESSB.Z Z23, K7, Z25
 	VPERMB Z24, Z16, Z24   // each id's separator over its lanes
-	VPERMB Z25, Z16, Z25   // and its start
+	VPERMB Z25, Z16, Z25   // and its first digit
 	VPADDB Z19, Z24, Z17
 	VPCMPB $5, Z25, Z17, K3
 	VPERMB.Z Z22, Z17, K3, Z17
@@ -388,7 +418,8 @@ wlwhole:
 	WEIGH8(Z17, Z31)
 	WEIGH8(Z18, Z31)
 	// value = last 8 + 10^8 * the 8 before + 10^16 * the first 3: at
-	// most 10^19-1, no wrap; above int64's largest it is refused.
+	// most 10^19-1, no wrap; above int64's largest (2^63 for a negative
+	// id) it is refused, then the negative ones negated.
 	VSHUFI64X2 $0xee, Z17, Z17, Z31
 	VPBROADCASTQ 0x118(DX), Z24
 	VPMULUDQ Z24, Z31, Z31
@@ -397,7 +428,19 @@ wlwhole:
 	VPMULLQ Z24, Z18, Z18
 	VPADDQ Z18, Z17, Z17
 	VPBROADCASTQ 0x128(DX), Z24
+	KORTESTQ K6, K6
+	JZ   wlunsigned
+	MOVQ DX, AX
+	SIGNLANES
+	VPBROADCASTQ 0x130(AX), K6, Z24
 	VPCMPUQ $6, Z24, Z17, K5
+	NEGATE(Z17, Z24)
+	JMP  wlsigned
+
+wlunsigned:
+	VPCMPUQ $6, Z24, Z17, K5
+
+wlsigned:
 	POPCNTQ R13, DX
 	MOVL $0xff, R12
 	BZHIQ DX, R12, R12

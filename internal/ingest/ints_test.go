@@ -50,7 +50,7 @@ func idToken(r *rand.Rand) string {
 			"1000000000000000000", "-1000000000000000000", "0", "-0", "99999999", "100000000",
 			"9999999999999999", "10000000000000000", "99999999999999999"}[r.IntN(16)]
 	case 1:
-		bad := []string{"00", "01", "-01", "0123456789", "1.5", "12345678901234567e3", "-", "--1", "1-2",
+		bad := []string{"00", "01", "-01", "-00", "0123456789", "1.5", "12345678901234567e3", "-", "--1", "1-2", "1-", "-1-", "-a",
 			`"abc"`, `"12"`, "+1", "1e5", "123456789012345678901", "", "18446744073709551615",
 			// 20 digits and more, some of which wrap to small values
 			// mod 2^64 (3 * 2^64 is 55340232221128654848).
@@ -103,6 +103,9 @@ func TestVectorIntsAgree(t *testing.T) {
 			tok := idToken(r)
 			if short && r.IntN(20) != 0 {
 				tok = strconv.FormatInt(r.Int64N(int64(math.Pow10(1+r.IntN(8)))), 10)
+				if r.IntN(4) == 0 {
+					tok = "-" + tok
+				}
 			}
 			for clean && !validInt(tok) {
 				tok = idToken(r)

@@ -210,9 +210,18 @@ func (s *DB) write(ctx context.Context, names []string, acquireAll func([]string
 // waits behind a long read.
 func (s *DB) apply(es []*entry, fn func(t *tx) error, g *idem.Guard) (*batch, *keyEntry, error) {
 	t := &tx{s: s, es: es, before: make([]summary, len(es)), touched: make([]bool, len(es)), now: s.opts.Now().UTC()}
+	// One deferred call unlocks every entry locked: a defer in the loop
+	// would be a heap record and a call each, 10,000 of them for an
+	// events write that creates as many sketches.
+	locked := 0
+	defer func() {
+		for _, e := range es[:locked] {
+			e.mu.Unlock()
+		}
+	}()
 	for i, e := range es {
 		e.mu.Lock()
-		defer e.mu.Unlock()
+		locked++
 		t.before[i] = e.summary()
 	}
 	s.cp.RLock()

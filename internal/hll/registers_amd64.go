@@ -21,9 +21,10 @@ func widestRegisters() registerKernel {
 //go:noescape
 func quietAVX512(regs []uint8, hs []uint64, shift, top uint8) int
 
-// quietVector is quietAVX512 where the processor runs it, else 0.
+// quietVector is quietAVX512, for callers that checked quietKernel; 0
+// for registers too few for its quadword reads.
 func quietVector(regs []uint8, hs []uint64, shift, top uint8) int {
-	if quietKernel < registersAVX512 || len(regs) < 16 {
+	if len(regs) < 16 {
 		return 0
 	}
 	return quietAVX512(regs, hs, shift, top)

@@ -28,9 +28,9 @@ func withRegisterKernel(k registerKernel, f func()) {
 	f()
 }
 
-// quietReference is what quietVector returns with the AVX-512 kernel, worked out one hash at a
-// time: the start of the first step of eight that holds a hash raising a
-// register, else the whole steps of hs.
+// quietReference is what quietVector returns with the AVX-512 kernel,
+// worked out one hash at a time: the start of the first step of eight
+// that holds a hash raising a register, else the whole steps of hs.
 func quietReference(regs []uint8, hs []uint64, shift, top uint8) int {
 	steps := len(hs) &^ 7
 	for i := 0; i < steps; i++ {

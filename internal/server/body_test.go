@@ -75,7 +75,8 @@ func TestBodyMemoryBudget(t *testing.T) {
 	if got := e.s.bodyBytes.Load(); got > 64<<10 {
 		t.Errorf("a 40 KiB body in progress reserves %d bytes, want at most 64 KiB", got)
 	}
-	r := e.postJSON(t, "/v1/sketches/h/add", `{"ids":[2]}`)
+	// A 20 KiB body reserves its declared length: 84 KiB in all.
+	r := e.postJSON(t, "/v1/sketches/h/add", `{"ids":[2]}`+strings.Repeat(" ", 20<<10))
 	checkProblem(t, r, http.StatusServiceUnavailable)
 	if r.Header.Get("Retry-After") == "" {
 		t.Errorf("503 without Retry-After")
@@ -115,6 +116,45 @@ func TestBodyNotSizedFromContentLength(t *testing.T) {
 	}
 	pw.CloseWithError(io.ErrUnexpectedEOF)
 	<-done
+}
+
+// TestBodyGrowsToDeclaredLength: once more than a chunk of a body has
+// arrived, its buffer grows to the length Content-Length declares (and
+// one byte, to see the end) when that is less than a doubling: a 40 KiB
+// body holds 40 KiB, not 64.
+func TestBodyGrowsToDeclaredLength(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.create(t, "h", `{}`)
+	body := `{"ids":[1,2]}` + strings.Repeat(" ", 40<<10)
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest("POST", e.srv.URL+"/v1/sketches/h/add", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/json")
+	answer := make(chan int, 1)
+	go func() {
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			answer <- 0
+			return
+		}
+		resp.Body.Close()
+		answer <- resp.StatusCode
+	}()
+	pw.Write([]byte(body[:bodyChunk+1]))
+	waitFor(t, "the body to pass its first chunk", func() bool { return e.s.bodyBytes.Load() > bodyChunk })
+	if got, want := e.s.bodyBytes.Load(), int64(len(body)+1); got > want {
+		t.Errorf("a body declaring %d bytes reserves %d once past its first chunk, want at most %d", len(body), got, want)
+	}
+	pw.Write([]byte(body[bodyChunk+1:]))
+	pw.Close()
+	if code := <-answer; code != http.StatusOK {
+		t.Fatalf("status %d, want 200", code)
+	}
+	e.addIDs(t, "h", `{"ids":[3]}`, 1)
 }
 
 // waitFor polls cond for up to 10 s.

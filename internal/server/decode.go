@@ -61,7 +61,7 @@ func (b *body) Len() int { return len(b.buf) }
 // readBody reads the whole body, refusing more than limit bytes with
 // TooLarge. Memory grows with the bytes that actually arrive (doubling from
 // bodyChunk, never more than limit+1), never from what Content-Length
-// claims, and every byte of capacity is first reserved against
+// claims (though a doubling stops short at what it claims), and every byte of capacity is first reserved against
 // Config.MaxBodyMemory (Unavailable when the reservation fails). The whole
 // body must arrive within Config.BodyTimeout, and before the request's
 // deadline (408 otherwise). On a write
@@ -89,6 +89,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	for {
 		if len(b.buf) == cap(b.buf) {
 			want := min(max(2*int64(cap(b.buf)), bodyChunk), limit+1)
+			if cl := r.ContentLength + 1; cl > int64(cap(b.buf)) && cl < want {
+				// The last doubling stops at the declared length (and
+				// one byte more, to see the end): a 1.1 MB body takes
+				// 1.1 MB, not 2.
+				want = cl
+			}
 			if want <= int64(cap(b.buf)) {
 				want = int64(cap(b.buf)) + 1
 			}

@@ -28,8 +28,8 @@ func TestEventsGathered(t *testing.T) {
 	events := []Event{
 		{ID: cms.IntID(1), Sketches: shared},
 		{ID: cms.IntID(2), Sketches: shared},
-		{ID: cms.TextID("x"), Sketches: []string{"c", "a", "c"}}, // c twice
-		{ID: cms.IntID(3), Series: []string{"s"}},                // no sketch
+		{ID: cms.TextID("x"), Sketches: []string{"c", "a", "c"}},       // c twice
+		{ID: cms.IntID(3), Series: &EventSeries{Names: []string{"s"}}}, // no sketch
 		{ID: cms.IntID(4), Sketches: shared},
 	}
 	names := SketchNames(events)

@@ -495,7 +495,7 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 	}
 	for i, ev := range events {
 		these = these[:0]
-		for _, sn := range ev.Series {
+		for _, sn := range ev.SeriesNames() {
 			spec, ok := specs[sn]
 			if !ok {
 				var err error
@@ -505,7 +505,7 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 				specs[sn] = spec
 				names = append(names, seriesKey(sn))
 			}
-			ts := ev.TS
+			ts := ev.Stamp()
 			if ts.IsZero() {
 				ts = now
 			}
@@ -598,7 +598,7 @@ func (s *DB) addEvents(ctx context.Context, events []sketch.Event, create bool) 
 		}
 		// A series counts its events once, not once per level.
 		for _, ev := range events {
-			for _, sn := range ev.Series {
+			for _, sn := range ev.SeriesNames() {
 				counts[specs[sn].Params.Kind().Type]++
 			}
 		}

@@ -452,7 +452,7 @@ func TestDamagedBucketIsLoud(t *testing.T) {
 					_, err = db.ImportSeries(ctx, name, replace, importAt(k, want))
 					wantDamaged(t, err, label, fmt.Sprintf("%s: ImportSeries (replace %t)", where, replace))
 				}
-				_, err = db.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(1), TS: hour, Series: []string{name}}}, false)
+				_, err = db.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(1), Series: &sketch.EventSeries{Names: []string{name}, TS: hour}}}, false)
 				wantDamaged(t, err, label, where+": AddEvents")
 				infos, _, skipped, err := db.ListSeriesSkipping(ctx, name, "", 10)
 				if err != nil || len(infos) != 0 || !slices.Equal(skipped, []string{strconv.Quote(name)}) {
@@ -604,7 +604,7 @@ func TestChecksumsUnderConcurrentWrites(t *testing.T) {
 					case 2:
 						_, err = db.Add(ctx, names[r.IntN(4)], ids, false) // an HLL
 					case 3:
-						_, err = db.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(int64(i)), Sketches: names[:4], Series: []string{"s-hll", "s-cms"}}}, false)
+						_, err = db.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(int64(i)), Sketches: names[:4], Series: &sketch.EventSeries{Names: []string{"s-hll", "s-cms"}}}}, false)
 					case 4:
 						_, err = db.AddSeries(ctx, []string{"s-hll", "s-cms"}[r.IntN(2)], hour, ids)
 					case 5:

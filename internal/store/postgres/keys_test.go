@@ -205,7 +205,7 @@ func TestKeysAcrossNodes(t *testing.T) {
 			return err
 		},
 		"": func(db *postgres.DB, ctx context.Context) error {
-			_, err := db.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(7), Sketches: []string{"c"}, Series: []string{"cs"}}}, false)
+			_, err := db.AddEvents(ctx, []sketch.Event{{ID: cms.IntID(7), Sketches: []string{"c"}, Series: &sketch.EventSeries{Names: []string{"cs"}}}}, false)
 			return err
 		},
 		"cs": func(db *postgres.DB, ctx context.Context) error {

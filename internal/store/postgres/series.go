@@ -1190,7 +1190,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 	var seriesNames []string
 	for i, ev := range events {
 		these = these[:0]
-		for _, sn := range ev.Series {
+		for _, sn := range ev.SeriesNames() {
 			d, ok := defs[sn]
 			if !ok {
 				var err error
@@ -1200,7 +1200,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 				defs[sn] = d
 				seriesNames = append(seriesNames, sn)
 			}
-			ts := ev.TS
+			ts := ev.Stamp()
 			if ts.IsZero() {
 				ts = now
 			}
@@ -1293,7 +1293,7 @@ func (s *DB) addEventsWithSeries(ctx context.Context, events []sketch.Event, cre
 		written = t.rows
 		// A series counts its events once, not once per level.
 		for _, ev := range events {
-			for _, sn := range ev.Series {
+			for _, sn := range ev.SeriesNames() {
 				counts[defs[sn].spec.Params.Kind().Type]++
 			}
 		}

@@ -89,7 +89,7 @@ func TestSeriesConcurrentNodes(t *testing.T) {
 				if i%3 == 0 {
 					evs := make([]sketch.Event, len(ids))
 					for j, id := range ids {
-						evs[j] = sketch.Event{ID: id, Sketches: []string{"h"}, Series: []string{"c", "s"}, TS: ts}
+						evs[j] = sketch.Event{ID: id, Sketches: []string{"h"}, Series: &sketch.EventSeries{Names: []string{"c", "s"}, TS: ts}}
 					}
 					counts, err := db.AddEvents(ctx, evs, false)
 					if err != nil || counts[sketch.TypeHLL] != 2*len(ids) || counts[sketch.TypeCMS] != len(ids) {
@@ -169,16 +169,16 @@ func TestSeriesEventsAllOrNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := sketch.Event{ID: cms.IntID(1), Sketches: []string{"h"}, Series: []string{"s"}, TS: now}
+	ok := sketch.Event{ID: cms.IntID(1), Sketches: []string{"h"}, Series: &sketch.EventSeries{Names: []string{"s"}, TS: now}}
 	cases := []struct {
 		name string
 		ev   sketch.Event
 		kind sketch.ErrorKind
 	}{
-		{"missing sketch", sketch.Event{ID: cms.IntID(2), Sketches: []string{"nope"}, TS: now}, sketch.NotFound},
-		{"missing series", sketch.Event{ID: cms.IntID(2), Series: []string{"nope"}, TS: now}, sketch.NotFound},
-		{"too late", sketch.Event{ID: cms.IntID(2), Series: []string{"s"}, TS: now.AddDate(0, 0, -9)}, sketch.Unprocessable},
-		{"future", sketch.Event{ID: cms.IntID(2), Series: []string{"s"}, TS: now.Add(time.Hour)}, sketch.Unprocessable},
+		{"missing sketch", sketch.Event{ID: cms.IntID(2), Sketches: []string{"nope"}}, sketch.NotFound},
+		{"missing series", sketch.Event{ID: cms.IntID(2), Series: &sketch.EventSeries{Names: []string{"nope"}, TS: now}}, sketch.NotFound},
+		{"too late", sketch.Event{ID: cms.IntID(2), Series: &sketch.EventSeries{Names: []string{"s"}, TS: now.AddDate(0, 0, -9)}}, sketch.Unprocessable},
+		{"future", sketch.Event{ID: cms.IntID(2), Series: &sketch.EventSeries{Names: []string{"s"}, TS: now.Add(time.Hour)}}, sketch.Unprocessable},
 	}
 	for _, c := range cases {
 		_, err := db.AddEvents(ctx, []sketch.Event{ok, c.ev}, false)

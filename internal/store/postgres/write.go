@@ -243,7 +243,7 @@ func (s *DB) Add(ctx context.Context, name string, in sketch.Input, create bool)
 // through the committer; others run in a transaction of their own that
 // locks sketches, then series (series.go).
 func (s *DB) AddEvents(ctx context.Context, events []sketch.Event, create bool) (map[sketch.Type]int, error) {
-	withSeries := slices.ContainsFunc(events, func(ev sketch.Event) bool { return len(ev.Series) > 0 })
+	withSeries := slices.ContainsFunc(events, func(ev sketch.Event) bool { return len(ev.SeriesNames()) > 0 })
 	if withSeries {
 		var err error
 		for range 5 {

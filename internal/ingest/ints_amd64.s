@@ -116,7 +116,9 @@ GLOBL wide<>(SB), RODATA|NOPTR, $0x138
 
 // CALLCONSTS loads the AVX-512 paths' constants the first time one runs
 // (wide is then 2): a body neither takes leaves the 512-bit registers
-// alone. It uses R12.
+// alone. It also widens the constants the window's masks compare with
+// ('-', the separator, the whitespace table and 9) to 64 bytes, for
+// zmasks, and loads the window into Z20 (as zmasks does). It uses R12.
 #define CALLCONSTS \
 	MOVB $2, wide+56(FP) \
 	LEAQ intc<>(SB), R12 \
@@ -129,7 +131,12 @@ GLOBL wide<>(SB), RODATA|NOPTR, $0x138
 	VPBROADCASTQ 0x80(R12), Z27 \
 	VPBROADCASTQ 0x88(R12), Z30 \
 	VMOVDQU64 0x90(R12), Z16 \
-	VMOVDQU64 0xd0(R12), Z19
+	VMOVDQU64 0xd0(R12), Z19 \
+	VINSERTI64X4 $1, Y6, Z6, Z6 \
+	VINSERTI64X4 $1, Y8, Z8, Z8 \
+	VINSERTI64X4 $1, Y9, Z9, Z9 \
+	VINSERTI64X4 $1, Y11, Z11, Z11 \
+	VMOVDQU8 (SI)(BX*1), Z20
 
 // WEIGH8 turns each 8-byte lane of x, the values of up to 8 digits (most
 // significant first, zeros before them), into its 64-bit value; t is
@@ -209,11 +216,10 @@ GLOBL wide<>(SB), RODATA|NOPTR, $0x138
 	VPXORQ t, t, t \
 	VPSUBQ x, t, K6, x
 
-// LEADZEROS loads the window into Z20 and adds to DX the ids' first
-// digits (K7, SIGNS) that are a '0' not followed by a separator of R13.
-// It uses AX, R12 and K1.
+// LEADZEROS adds to DX the ids' first digits (K7, SIGNS) that are a
+// '0' not followed by a separator of R13; Z20 holds the window
+// (CALLCONSTS or zmasks loaded it). It uses AX, R12 and K1.
 #define LEADZEROS \
-	VMOVDQU8 (SI)(BX*1), Z20 \
 	VPCMPEQB Z21, Z20, K1 \
 	KMOVQ K1, R12 \
 	KMOVQ K7, AX \
@@ -273,6 +279,8 @@ window:
 	JGE  done
 	CMPQ BX, lim+40(FP)
 	JGT  done
+	CMPB wide+56(FP), $2
+	JEQ  zmasks            // the constants are 64 bytes wide
 	VMOVDQU (SI)(BX*1), Y0
 	VMOVDQU 32(SI)(BX*1), Y1
 	// The digits or '-', low half then high half.
@@ -298,6 +306,8 @@ window:
 	SHLQ $32, AX
 	ORQ  AX, R10
 	NOTQ R10
+
+masked:
 	BTSQ $63, R10          // no whitespace run goes past the last byte
 	TZCNTQ R10, R12        // the first id: after any whitespace
 	CMPB wide+56(FP), $0
@@ -587,6 +597,27 @@ move:
 	JEQ  done              // an id as long as the window
 	ADDQ R12, BX
 	JMP  window
+
+zmasks:
+	// The same four masks from the 64-byte window in one register, once
+	// an AVX-512 path has run (CALLCONSTS): a third of the instructions.
+	VMOVDQU8 (SI)(BX*1), Z20
+	VPSUBB Z21, Z20, Z2
+	VPCMPUB $2, Z11, Z2, K1   // a digit: at most 9 above '0'
+	VPCMPEQB Z6, Z20, K2      // '-'
+	KORQ K1, K2, K1
+	KMOVQ K1, R8
+	NOTQ R8
+	KMOVQ K2, R11
+	VPCMPEQB Z8, Z20, K1
+	KMOVQ K1, R9
+	VPSHUFB Z20, Z9, Z2
+	VPCMPEQB Z20, Z2, K1
+	KMOVQ K1, R10
+	MOVQ seps+48(FP), AX
+	ANDQ 0x20(AX), R10        // whitespace, where the separators allow it
+	NOTQ R10
+	JMP  masked
 
 done:
 	VZEROUPPER

@@ -286,6 +286,17 @@ func FuzzJSONHashes(f *testing.F) {
 		f.Add([]byte(`{"ids":[`+strings.Repeat(s+",", 3)+`"x",`+s+`]}`), int16(-1))
 		f.Add([]byte(`{"hashes":[`+strings.Repeat(s+",", 3)+s+`]}`), int16(7))
 	}
+	// Runs of string ids long enough for the text run (textRun): UUIDs,
+	// the longest it takes and one more, with an escape, a control
+	// character or non-ASCII bytes among them.
+	uuid := `"8c1f9a2e-4b7d-4e1a-9f3c-2d5e6a7b8c9d"`
+	for _, sep := range []string{",", ", ", ",\n  "} {
+		f.Add([]byte(`{"ids":[`+strings.Repeat(uuid+sep, 6)+uuid+`]}`), int16(-1))
+		f.Add([]byte(`{"ids":[`+strings.Repeat(`"`+strings.Repeat("a", maxRunText)+`"`+sep, 3)+`"`+strings.Repeat("b", maxRunText+1)+`"`+sep+uuid+sep+uuid+`]}`), int16(-1))
+	}
+	for _, odd := range []string{`"a\"b"`, "\"a\x01b\"", `"\u00e9t\u00e9"`, "\"été\"", "\"\xff\"", `""`, `12`} {
+		f.Add([]byte(`{"ids":[`+strings.Repeat(uuid+",", 3)+odd+","+strings.Repeat(uuid+", ", 3)+uuid+`]}`), int16(5))
+	}
 	f.Fuzz(func(t *testing.T, body []byte, limit int16) {
 		want, v := refJSONHashes(body)
 		prefix := []uint64{42}

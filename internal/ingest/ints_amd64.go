@@ -52,3 +52,34 @@ func intsVector(dst []uint64, b []byte, i, room int, seps *separators) ([]uint64
 	n, i = intsAVX2(unsafe.SliceData(buf), n, end, unsafe.SliceData(b), i, lim, seps, intsKernel >= kernelAVX512)
 	return buf[:n], i
 }
+
+// textsAVX512 stores into buf[n:end] the spans (textSpan) of the JSON
+// strings it takes from b[i] on, each a '"', at most maxRunText bytes
+// none of which is a '"', a '\', a control character or a byte from 0x80
+// up, a '"' and a ',' (then any JSON whitespace), while i <= lim (so
+// b[i:i+64] is in the body) and n < end. It returns the new n and i: the
+// start of the element after the last string taken (or whitespace before
+// it), or the string it stopped at. One 64-byte window a string: its
+// quotes, bad bytes and comma are masks of one compare each.
+//
+//go:noescape
+func textsAVX512(buf *uint64, n, end int, b *byte, i, lim int) (taken, next int)
+
+// textsVector appends to dst the spans of the strings the vector kernel
+// takes from b[i] on (textRun), at most room of them (room < 0: no limit)
+// and never beyond cap(dst), and returns dst and where it stopped.
+// Without AVX-512 it takes nothing.
+func textsVector(dst []uint64, b []byte, i, room int) ([]uint64, int) {
+	n := len(dst)
+	end := cap(dst)
+	if room >= 0 && n+room < end {
+		end = n + room
+	}
+	lim := len(b) - 64
+	if intsKernel < kernelAVX512 || n >= end || i > lim || len(b) > maxSpanBody {
+		return dst, i
+	}
+	buf := dst[:cap(dst)]
+	n, i = textsAVX512(unsafe.SliceData(buf), n, end, unsafe.SliceData(b), i, lim)
+	return buf[:n], i
+}

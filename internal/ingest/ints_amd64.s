@@ -624,3 +624,106 @@ done:
 	MOVQ CX, taken+64(FP)
 	MOVQ BX, next+72(FP)
 	RET
+
+// func textsAVX512(buf *uint64, n, end int, b *byte, i, lim int) (taken, next int)
+//
+// The window is the 64 bytes from the string's opening quote: the
+// closing one is the first quote after it, at most at byte 62, so that
+// the comma after it is in the window too. The
+// next window starts right after the comma, before any check of this
+// string's bytes: where the next load waits only on the quote mask, the
+// checks run beside it. A window that starts with whitespace (after the
+// comma) skips it first.
+TEXT ·textsAVX512(SB), NOSPLIT, $0-64
+	MOVQ buf+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ end+16(FP), R8
+	MOVQ b+24(FP), SI
+	MOVQ i+32(FP), BX
+	MOVQ lim+40(FP), R9
+	MOVL $0x22, AX         // '"'
+	VPBROADCASTB AX, Z1
+	MOVL $0x5c, AX         // '\'
+	VPBROADCASTB AX, Z2
+	MOVL $0x20, AX         // ' ', and the first byte that is no control
+	VPBROADCASTB AX, Z3
+	MOVL $0x2c, AX         // ','
+	VPBROADCASTB AX, Z4
+	MOVL $0x09, AX         // tab
+	VPBROADCASTB AX, Z5
+	MOVL $0x0a, AX         // line feed
+	VPBROADCASTB AX, Z6
+	MOVL $0x0d, AX         // carriage return
+	VPBROADCASTB AX, Z7
+
+tstring:
+	CMPQ CX, R8
+	JGE  tdone
+	CMPQ BX, R9
+	JGT  tdone
+	VMOVDQU8 (SI)(BX*1), Z0
+	VPCMPEQB Z1, Z0, K1
+	KMOVQ K1, AX
+	BTRQ $0, AX
+	JCC  tspace            // not a quote: whitespace after a comma, or the end
+	TZCNTQ AX, DX          // the closing quote (64: none)
+	CMPQ DX, $62
+	JHI  tdone             // too long for the window
+	// Bad bytes: '\', control characters, bytes from 0x80 up.
+	VPCMPEQB Z2, Z0, K2
+	VPCMPUB $1, Z3, Z0, K3 // below 0x20
+	VPMOVB2M Z0, K4
+	KORQ K2, K3, K2
+	KORQ K2, K4, K2
+	KMOVQ K2, R10
+	MOVL $1, R11
+	SHLXQ DX, R11, R11
+	SUBQ $2, R11           // the content: bytes 1 to DX-1
+	TESTQ R11, R10
+	JNZ  tdone
+	VPCMPEQB Z4, Z0, K2
+	KMOVQ K2, R10
+	LEAQ 1(DX), R11        // the byte after the closing quote
+	BTQ  R11, R10
+	JCC  tdone             // not a comma: the general path
+	// The span: where the content starts, and its length.
+	LEAQ 1(BX), AX
+	SHLQ $32, AX
+	LEAQ -1(DX), R10
+	ORQ  R10, AX
+	MOVQ AX, (DI)(CX*8)
+	INCQ CX
+	LEAQ 2(BX)(DX*1), BX   // after the comma
+	JMP  tstring
+
+tspace:
+	// After a comma: skip JSON whitespace to the next element, a string
+	// if the run goes on. Whitespace to the window's end is left to the
+	// general path, as is any element but a string.
+	VPCMPEQB Z3, Z0, K2
+	VPCMPEQB Z5, Z0, K3
+	KORQ K2, K3, K2
+	VPCMPEQB Z6, Z0, K3
+	KORQ K2, K3, K2
+	VPCMPEQB Z7, Z0, K3
+	KORQ K2, K3, K2
+	KMOVQ K2, R10
+	NOTQ R10
+	TZCNTQ R10, R10        // the whitespace before the element (64: all)
+	JEQ  tdone             // none: the element is no string
+	CMPQ R10, $63
+	JHI  tdone
+	BTQ  R10, AX
+	JCC  tspaced           // the element is no string
+	ADDQ R10, BX
+	JMP  tstring
+
+tspaced:
+	ADDQ R10, BX
+	JMP  tdone
+
+tdone:
+	VZEROUPPER
+	MOVQ CX, taken+48(FP)
+	MOVQ BX, next+56(FP)
+	RET

@@ -111,6 +111,26 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 				i = skipSpace(b, i)
 			}
 		}
+		// Runs of clean strings take a vector loop of their own too
+		// (textRun): their spans, hashed together once the run ends.
+		if ids && i < len(b) && b[i] == '"' {
+			if raw >= 0 {
+				murmur.Int64Hashes(dst[raw:])
+				raw = -1
+			}
+			if len(dst) == cap(dst) {
+				dst = slices.Grow(dst, 1)
+			}
+			k := len(dst)
+			dst, i = textRun(dst, b, i, maxIDs-n)
+			if len(dst) > k {
+				n += len(dst) - k
+				hashSpans(dst[k:], b)
+			}
+			if i < len(b) && b[i] <= ' ' {
+				i = skipSpace(b, i)
+			}
+		}
 		if n == maxIDs {
 			return dst, i, tooMany(i, pathIndex(field, n), maxIDs)
 		}

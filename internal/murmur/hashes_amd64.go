@@ -2,7 +2,11 @@
 
 package murmur
 
-import "github.com/sketchd/sketchd/internal/cpuid"
+import (
+	"unsafe"
+
+	"github.com/sketchd/sketchd/internal/cpuid"
+)
 
 // widest is the widest kernel the processor runs.
 func widest() kernel {
@@ -70,6 +74,33 @@ func int64HashesBigEndianVector(dst []uint64, src []byte) int {
 		m := n + (len(dst)-n)&^3
 		int64HashesBigEndianAVX2(dst[n:m], src[8*n:8*m])
 		n = m
+	}
+	return n
+}
+
+// spanHashesAVX512 is SpanHashes eight keys a step (each at most 63
+// bytes, at least 8 bytes into b); len(vs) must be a multiple of 8.
+//
+//go:noescape
+func spanHashesAVX512(vs []uint64, b *byte)
+
+// spanHashesVector hashes the longest prefix of vs the vector kernel
+// takes, in place, and returns its length (0 without AVX-512, or where
+// a key is longer than 63 bytes or starts before b's eighth byte).
+func spanHashesVector(vs []uint64, b []byte) int {
+	if vector < avx512 || len(b) == 0 {
+		return 0
+	}
+	n := len(vs) &^ 7
+	for k, span := range vs[:n] {
+		start, size := span>>32, span&0xffffffff
+		if size > maxSpanKey || start < 8 || start+size > uint64(len(b)) {
+			n = k &^ 7
+			break
+		}
+	}
+	if n > 0 {
+		spanHashesAVX512(vs[:n], unsafe.SliceData(b))
 	}
 	return n
 }

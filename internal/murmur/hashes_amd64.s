@@ -223,3 +223,140 @@ beloop512:
 
 bedone512:
 	RET
+
+// For spanHashesAVX512: h1's and h2's block constants, 16 (a block), 64,
+// 128, the low 32 bits, 15, 1 and 2 (block numbers).
+DATA spanc<>+0x00(SB)/8, $0x52dce729
+DATA spanc<>+0x08(SB)/8, $0x38495ab5
+DATA spanc<>+0x10(SB)/8, $16
+DATA spanc<>+0x18(SB)/8, $64
+DATA spanc<>+0x20(SB)/8, $128
+DATA spanc<>+0x28(SB)/8, $0xffffffff
+DATA spanc<>+0x30(SB)/8, $15
+DATA spanc<>+0x38(SB)/8, $1
+DATA spanc<>+0x40(SB)/8, $2
+GLOBL spanc<>(SB), RODATA|NOPTR, $0x48
+
+// SPANBLOCK mixes the block at Z7 (16 bytes from each lane's start) into
+// h1 (Z5) and h2 (Z6) in the lanes of K1, as Bytes's block loop does;
+// it uses K2 and Z8-Z12.
+#define SPANBLOCK \
+	KMOVB K1, K2 \
+	VPXORQ Z8, Z8, Z8 \
+	VPGATHERQQ (SI)(Z7*1), K2, Z8 \
+	KMOVB K1, K2 \
+	VPXORQ Z9, Z9, Z9 \
+	VPGATHERQQ 8(SI)(Z7*1), K2, Z9 \
+	VPMULLQ Z16, Z8, Z8 \
+	VPROLQ  $31, Z8, Z8 \
+	VPMULLQ Z17, Z8, Z8 \
+	VPXORQ  Z8, Z5, Z10 \
+	VPROLQ  $27, Z10, Z10 \
+	VPADDQ  Z6, Z10, Z10 \
+	VPSLLQ  $2, Z10, Z11 \
+	VPADDQ  Z11, Z10, Z10 \
+	VPADDQ  Z21, Z10, Z10 \
+	VPMULLQ Z17, Z9, Z9 \
+	VPROLQ  $33, Z9, Z9 \
+	VPMULLQ Z16, Z9, Z9 \
+	VPXORQ  Z9, Z6, Z11 \
+	VPROLQ  $31, Z11, Z11 \
+	VPADDQ  Z10, Z11, Z11 \
+	VPSLLQ  $2, Z11, Z12 \
+	VPADDQ  Z12, Z11, Z11 \
+	VPADDQ  Z22, Z11, Z11 \
+	VMOVDQA64 Z10, K1, Z5 \
+	VMOVDQA64 Z11, K1, Z6 \
+	VPADDQ  Z23, Z7, Z7
+
+// func spanHashesAVX512(vs []uint64, b *byte)
+// Bytes's h1, eight keys a step: each lane of vs is a key's place in b
+// (its start << 32 | its length, at most 63, and at least 8 bytes into
+// b), replaced by the hash. The lanes' blocks are gathered, each block
+// mixed into the lanes that have it; the tail is read as Bytes reads it,
+// from the quadword that ends at the key's last byte (and the one at the
+// tail's start where it is longer than 8), shifted; a shift of 64 or
+// more leaves 0, which mixes in nothing. len(vs) must be a multiple of 8.
+TEXT ·spanHashesAVX512(SB), NOSPLIT, $0-32
+	MOVQ vs_base+0(FP), DI
+	MOVQ vs_len+8(FP), CX
+	MOVQ b+24(FP), SI
+	SHRQ $3, CX
+	JZ   spandone
+	LOADCONSTS512
+	VPBROADCASTQ spanc<>+0x00(SB), Z21
+	VPBROADCASTQ spanc<>+0x08(SB), Z22
+	VPBROADCASTQ spanc<>+0x10(SB), Z23
+	VPBROADCASTQ spanc<>+0x18(SB), Z24
+	VPBROADCASTQ spanc<>+0x20(SB), Z25
+	VPBROADCASTQ spanc<>+0x28(SB), Z26
+	VPBROADCASTQ spanc<>+0x30(SB), Z27
+	VPBROADCASTQ spanc<>+0x38(SB), Z28
+	VPBROADCASTQ spanc<>+0x40(SB), Z29
+
+spanloop:
+	VMOVDQU64 (DI), Z0
+	VPSRLQ  $32, Z0, Z1    // start
+	VPANDQ  Z26, Z0, Z2    // length
+	VPSRLQ  $4, Z2, Z3     // blocks
+	VPANDQ  Z27, Z2, Z4    // tail bytes
+	VPXORQ  Z5, Z5, Z5     // h1
+	VPXORQ  Z6, Z6, Z6     // h2
+	VMOVDQA64 Z1, Z7
+	VPTESTMQ Z3, Z3, K1    // a first block
+	KORTESTB K1, K1
+	JZ   spantail
+	SPANBLOCK
+	VPCMPUQ $6, Z28, Z3, K1 // a second
+	KORTESTB K1, K1
+	JZ   spantail
+	SPANBLOCK
+	VPCMPUQ $6, Z29, Z3, K1 // a third
+	KORTESTB K1, K1
+	JZ   spantail
+	SPANBLOCK
+
+spantail:
+	// E: the quadword that ends at the key's last byte.
+	VPADDQ  Z2, Z1, Z8
+	KXNORB  K2, K2, K2
+	VPXORQ  Z9, Z9, Z9
+	VPGATHERQQ -8(SI)(Z8*1), K2, Z9
+	// k1: E >> (64 - 8r), or with more than 8 tail bytes the quadword
+	// at the tail's start; k2: E >> (128 - 8r).
+	VPSLLQ  $3, Z4, Z10
+	VPSUBQ  Z10, Z24, Z11
+	VPSRLVQ Z11, Z9, Z8
+	VPCMPUQ $6, Z24, Z10, K1 // more than 8 tail bytes
+	VPADDQ  Z2, Z1, Z12
+	VPSUBQ  Z4, Z12, Z12   // the tail's start
+	KMOVB K1, K2
+	VPGATHERQQ (SI)(Z12*1), K2, Z8
+	VPSUBQ  Z10, Z25, Z11
+	VPSRLVQ Z11, Z9, Z9
+	// h2 ^= rotl(k2*c2, 33)*c1; h1 ^= rotl(k1*c1, 31)*c2.
+	VPMULLQ Z17, Z9, Z9
+	VPROLQ  $33, Z9, Z9
+	VPMULLQ Z16, Z9, Z9
+	VPXORQ  Z9, Z6, Z6
+	VPMULLQ Z16, Z8, Z8
+	VPROLQ  $31, Z8, Z8
+	VPMULLQ Z17, Z8, Z8
+	VPXORQ  Z8, Z5, Z5
+	// finish: the length into both, h1 += h2, h2 += h1, fmix64 each,
+	// h1 += h2.
+	VPXORQ  Z2, Z5, Z5
+	VPXORQ  Z2, Z6, Z6
+	VPADDQ  Z6, Z5, Z5
+	VPADDQ  Z5, Z6, Z6
+	FMIX512(Z5, Z10)
+	FMIX512(Z6, Z11)
+	VPADDQ  Z6, Z5, Z5
+	VMOVDQU64 Z5, (DI)
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  spanloop
+	VZEROUPPER
+
+spandone:
+	RET

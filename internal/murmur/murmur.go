@@ -132,6 +132,23 @@ func Int64HashesBigEndian(dst []uint64, src []byte) {
 	int64HashesPortable(dst[n:])
 }
 
+// maxSpanKey is the longest key the vector kernel of SpanHashes takes:
+// three blocks and a tail.
+const maxSpanKey = 63
+
+// SpanHashes replaces each span of vs, a key's place in b (its start
+// << 32 | its length), by its h1 of Bytes with seed 0 (postgresql-hll's
+// hll_hash_text for UTF-8 text). Where the processor has AVX-512, eight
+// keys of up to 63 bytes go through the blocks, the tail and the
+// finaliser at once in vector registers; the rest take Bytes.
+func SpanHashes(vs []uint64, b []byte) {
+	n := spanHashesVector(vs, b)
+	for k := n; k < len(vs); k++ {
+		start := int(vs[k] >> 32)
+		vs[k], _ = Bytes(b[start:start+int(uint32(vs[k]))], 0)
+	}
+}
+
 // int64HashesPortable is Int64Hashes without vector instructions.
 func int64HashesPortable(vs []uint64) {
 	for i, v := range vs {

@@ -629,11 +629,15 @@ done:
 //
 // The window is the 64 bytes from the string's opening quote: the
 // closing one is the first quote after it, at most at byte 62, so that
-// the comma after it is in the window too. The
-// next window starts right after the comma, before any check of this
-// string's bytes: where the next load waits only on the quote mask, the
-// checks run beside it. A window that starts with whitespace (after the
-// comma) skips it first.
+// the comma after it is in the window too. The next string is the next
+// quote in the window, with only whitespace between the comma and it.
+// (A window that starts after the comma, with no string in the one
+// before, skips whitespace first.) Where that is as far from this
+// string's start as the last string was
+// from the one before (R13; strings of one length, as UUIDs are), the
+// next window's address does not wait for this one's masks: the
+// comparison is a branch, predicted, not a dependency, and windows are
+// loaded as fast as they are checked.
 TEXT ·textsAVX512(SB), NOSPLIT, $0-64
 	MOVQ buf+0(FP), DI
 	MOVQ n+8(FP), CX
@@ -641,6 +645,7 @@ TEXT ·textsAVX512(SB), NOSPLIT, $0-64
 	MOVQ b+24(FP), SI
 	MOVQ i+32(FP), BX
 	MOVQ lim+40(FP), R9
+	XORL R13, R13          // no stride yet
 	MOVL $0x22, AX         // '"'
 	VPBROADCASTB AX, Z1
 	MOVL $0x5c, AX         // '\'
@@ -687,19 +692,62 @@ tstring:
 	BTQ  R11, R10
 	JCC  tdone             // not a comma: the general path
 	// The span: where the content starts, and its length.
-	LEAQ 1(BX), AX
-	SHLQ $32, AX
-	LEAQ -1(DX), R10
-	ORQ  R10, AX
-	MOVQ AX, (DI)(CX*8)
+	LEAQ 1(BX), R10
+	SHLQ $32, R10
+	LEAQ -1(DX), R11
+	ORQ  R11, R10
+	MOVQ R10, (DI)(CX*8)
 	INCQ CX
+	// The next string's opening quote.
+	BLSRQ AX, R10
+	TZCNTQ R10, R11        // the next quote (64: none)
+	LEAQ 2(DX), R12        // right after the comma
+	CMPQ R11, R12
+	JNE  tspaced
+	CMPQ R11, R13
+	JNE  tstride
+	ADDQ R13, BX
+	JMP  tstring
+
+tstride:
+	MOVQ R11, R13
+	ADDQ R11, BX
+	JMP  tstring
+
+tspaced:
+	// Whitespace between the comma and the next quote, or no next
+	// string in the window: then the general path goes on after the
+	// comma.
+	CMPQ R11, $63
+	JHI  tafter
+	VPCMPEQB Z3, Z0, K2
+	VPCMPEQB Z5, Z0, K3
+	KORQ K2, K3, K2
+	VPCMPEQB Z6, Z0, K3
+	KORQ K2, K3, K2
+	VPCMPEQB Z7, Z0, K3
+	KORQ K2, K3, K2
+	KMOVQ K2, R10
+	NOTQ R10               // not whitespace
+	SHRXQ R12, R10, R10
+	MOVQ R11, AX
+	SUBQ R12, AX
+	BZHIQ AX, R10, R10     // of the bytes from R12 up to the quote
+	JNZ  tafter
+	CMPQ R11, R13
+	JNE  tstride
+	ADDQ R13, BX
+	JMP  tstring
+
+tafter:
 	LEAQ 2(BX)(DX*1), BX   // after the comma
 	JMP  tstring
 
 tspace:
-	// After a comma: skip JSON whitespace to the next element, a string
-	// if the run goes on. Whitespace to the window's end is left to the
-	// general path, as is any element but a string.
+	// A window after a comma that starts with no quote: skip JSON
+	// whitespace to the next element, a string if the run goes on.
+	// Whitespace to the window's end, and any element but a string, are
+	// left to the general path.
 	VPCMPEQB Z3, Z0, K2
 	VPCMPEQB Z5, Z0, K3
 	KORQ K2, K3, K2
@@ -713,14 +761,9 @@ tspace:
 	JEQ  tdone             // none: the element is no string
 	CMPQ R10, $63
 	JHI  tdone
+	ADDQ R10, BX
 	BTQ  R10, AX
-	JCC  tspaced           // the element is no string
-	ADDQ R10, BX
-	JMP  tstring
-
-tspaced:
-	ADDQ R10, BX
-	JMP  tdone
+	JCS  tstring           // a string: the run goes on
 
 tdone:
 	VZEROUPPER

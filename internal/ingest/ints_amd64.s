@@ -625,6 +625,19 @@ done:
 	MOVQ BX, next+72(FP)
 	RET
 
+// TSPACES sets R10 to the mask of the JSON whitespace in the window Z0
+// (textsAVX512's constants: space, tab, line feed and carriage return
+// in Z3 and Z5-Z7). It uses K2 and K3.
+#define TSPACES \
+	VPCMPEQB Z3, Z0, K2 \
+	VPCMPEQB Z5, Z0, K3 \
+	KORQ K2, K3, K2 \
+	VPCMPEQB Z6, Z0, K3 \
+	KORQ K2, K3, K2 \
+	VPCMPEQB Z7, Z0, K3 \
+	KORQ K2, K3, K2 \
+	KMOVQ K2, R10
+
 // func textsAVX512(buf *uint64, n, end int, b *byte, i, lim int) (taken, next int)
 //
 // The window is the 64 bytes from the string's opening quote: the
@@ -720,14 +733,7 @@ tspaced:
 	// comma.
 	CMPQ R11, $63
 	JHI  tafter
-	VPCMPEQB Z3, Z0, K2
-	VPCMPEQB Z5, Z0, K3
-	KORQ K2, K3, K2
-	VPCMPEQB Z6, Z0, K3
-	KORQ K2, K3, K2
-	VPCMPEQB Z7, Z0, K3
-	KORQ K2, K3, K2
-	KMOVQ K2, R10
+	TSPACES
 	NOTQ R10               // not whitespace
 	SHRXQ R12, R10, R10
 	MOVQ R11, AX
@@ -748,14 +754,7 @@ tspace:
 	// whitespace to the next element, a string if the run goes on.
 	// Whitespace to the window's end, and any element but a string, are
 	// left to the general path.
-	VPCMPEQB Z3, Z0, K2
-	VPCMPEQB Z5, Z0, K3
-	KORQ K2, K3, K2
-	VPCMPEQB Z6, Z0, K3
-	KORQ K2, K3, K2
-	VPCMPEQB Z7, Z0, K3
-	KORQ K2, K3, K2
-	KMOVQ K2, R10
+	TSPACES
 	NOTQ R10
 	TZCNTQ R10, R10        // the whitespace before the element (64: all)
 	JEQ  tdone             // none: the element is no string

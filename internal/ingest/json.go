@@ -96,19 +96,11 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 		// hashed as soon as it ends.
 		// A string cannot start a run: string ids skip the call.
 		if i < len(b) && b[i] != '"' {
-			if len(dst) == cap(dst) {
-				dst = slices.Grow(dst, 1)
-			}
 			k := len(dst)
-			dst, i = intRun(dst, b, i, maxIDs-n)
-			if len(dst) > k {
-				n += len(dst) - k
-				if ids && raw < 0 {
-					murmur.Int64Hashes(dst[k:])
-				}
-			}
-			if i < len(b) && b[i] <= ' ' { // after the last comma of a run
-				i = skipSpace(b, i)
+			dst, i = takeRun(dst, b, i, maxIDs-n, intRun)
+			n += len(dst) - k
+			if ids && raw < 0 {
+				murmur.Int64Hashes(dst[k:])
 			}
 		}
 		// Runs of clean strings take a vector loop of their own too
@@ -118,18 +110,10 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 				murmur.Int64Hashes(dst[raw:])
 				raw = -1
 			}
-			if len(dst) == cap(dst) {
-				dst = slices.Grow(dst, 1)
-			}
 			k := len(dst)
-			dst, i = textRun(dst, b, i, maxIDs-n)
-			if len(dst) > k {
-				n += len(dst) - k
-				hashSpans(dst[k:], b)
-			}
-			if i < len(b) && b[i] <= ' ' {
-				i = skipSpace(b, i)
-			}
+			dst, i = takeRun(dst, b, i, maxIDs-n, textRun)
+			n += len(dst) - k
+			hashSpans(dst[k:], b)
 		}
 		if n == maxIDs {
 			return dst, i, tooMany(i, pathIndex(field, n), maxIDs)
@@ -193,6 +177,21 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 		}
 		return dst, i, afterElem(b, i, pathIndex(field, n))
 	}
+}
+
+// takeRun appends to dst what run (intRun or textRun) takes from b[i]
+// on, at most room ids, with room in dst for one at least, and returns
+// dst and the index after the run and any whitespace after its last
+// comma.
+func takeRun(dst []uint64, b []byte, i, room int, run func([]uint64, []byte, int, int) ([]uint64, int)) ([]uint64, int) {
+	if len(dst) == cap(dst) {
+		dst = slices.Grow(dst, 1)
+	}
+	dst, i = run(dst, b, i, room)
+	if i < len(b) && b[i] <= ' ' {
+		i = skipSpace(b, i)
+	}
+	return dst, i
 }
 
 // runMargin is how many bytes intRun needs from an id's start: a sign, three

@@ -237,6 +237,23 @@ DATA spanc<>+0x38(SB)/8, $1
 DATA spanc<>+0x40(SB)/8, $2
 GLOBL spanc<>(SB), RODATA|NOPTR, $0x48
 
+// KMIX sets k to rotl(k*ca, r)*cb in each lane: a key word's mix
+// (k1: c1, 31, c2; k2: c2, 33, c1).
+#define KMIX(k, ca, cb, r) \
+	VPMULLQ ca, k, k \
+	VPROLQ  $r, k, k \
+	VPMULLQ cb, k, k
+
+// HSTEP sets out to (rotl(h^k, r) + add)*5 + c in each lane: a block's
+// step of h1 (r 27, add h2) or h2 (r 31, add the new h1); t is scratch.
+#define HSTEP(k, h, add, r, c, out, t) \
+	VPXORQ  k, h, out \
+	VPROLQ  $r, out, out \
+	VPADDQ  add, out, out \
+	VPSLLQ  $2, out, t \
+	VPADDQ  t, out, out \
+	VPADDQ  c, out, out
+
 // SPANBLOCK mixes the block at Z7 (16 bytes from each lane's start) into
 // h1 (Z5) and h2 (Z6) in the lanes of K1, as Bytes's block loop does;
 // it uses K2 and Z8-Z12.
@@ -247,24 +264,10 @@ GLOBL spanc<>(SB), RODATA|NOPTR, $0x48
 	KMOVB K1, K2 \
 	VPXORQ Z9, Z9, Z9 \
 	VPGATHERQQ 8(SI)(Z7*1), K2, Z9 \
-	VPMULLQ Z16, Z8, Z8 \
-	VPROLQ  $31, Z8, Z8 \
-	VPMULLQ Z17, Z8, Z8 \
-	VPXORQ  Z8, Z5, Z10 \
-	VPROLQ  $27, Z10, Z10 \
-	VPADDQ  Z6, Z10, Z10 \
-	VPSLLQ  $2, Z10, Z11 \
-	VPADDQ  Z11, Z10, Z10 \
-	VPADDQ  Z21, Z10, Z10 \
-	VPMULLQ Z17, Z9, Z9 \
-	VPROLQ  $33, Z9, Z9 \
-	VPMULLQ Z16, Z9, Z9 \
-	VPXORQ  Z9, Z6, Z11 \
-	VPROLQ  $31, Z11, Z11 \
-	VPADDQ  Z10, Z11, Z11 \
-	VPSLLQ  $2, Z11, Z12 \
-	VPADDQ  Z12, Z11, Z11 \
-	VPADDQ  Z22, Z11, Z11 \
+	KMIX(Z8, Z16, Z17, 31) \
+	HSTEP(Z8, Z5, Z6, 27, Z21, Z10, Z11) \
+	KMIX(Z9, Z17, Z16, 33) \
+	HSTEP(Z9, Z6, Z10, 31, Z22, Z11, Z12) \
 	VMOVDQA64 Z10, K1, Z5 \
 	VMOVDQA64 Z11, K1, Z6 \
 	VPADDQ  Z23, Z7, Z7
@@ -335,13 +338,9 @@ spantail:
 	VPSUBQ  Z10, Z25, Z11
 	VPSRLVQ Z11, Z9, Z9
 	// h2 ^= rotl(k2*c2, 33)*c1; h1 ^= rotl(k1*c1, 31)*c2.
-	VPMULLQ Z17, Z9, Z9
-	VPROLQ  $33, Z9, Z9
-	VPMULLQ Z16, Z9, Z9
+	KMIX(Z9, Z17, Z16, 33)
 	VPXORQ  Z9, Z6, Z6
-	VPMULLQ Z16, Z8, Z8
-	VPROLQ  $31, Z8, Z8
-	VPMULLQ Z17, Z8, Z8
+	KMIX(Z8, Z16, Z17, 31)
 	VPXORQ  Z8, Z5, Z5
 	// finish: the length into both, h1 += h2, h2 += h1, fmix64 each,
 	// h1 += h2.

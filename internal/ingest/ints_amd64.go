@@ -53,14 +53,15 @@ func intsVector(dst []uint64, b []byte, i, room int, seps *separators) ([]uint64
 	return buf[:n], i
 }
 
-// textsAVX512 stores into buf[n:end] the spans (textSpan) of the JSON
-// strings it takes from b[i] on, each a '"', at most maxRunText bytes
-// none of which is a '"', a '\', a control character or a byte from 0x80
-// up, a '"' and a ',' (then any JSON whitespace), while i <= lim (so
-// b[i:i+64] is in the body) and n < end. It returns the new n and i: the
-// start of the element after the last string taken (or whitespace before
-// it), or the string it stopped at. One 64-byte window a string: its
-// quotes, bad bytes and comma are masks of one compare each.
+// textsAVX512 stores into buf[n:end] the spans (start << 32 | length)
+// of the JSON strings it takes from b[i] on, each a '"', at most
+// maxRunText bytes none of which is a '"', a '\', a control character or
+// a byte from 0x80 up, a '"' and a ',' (then any JSON whitespace), while
+// i <= lim (so b[i:i+64] is in the body) and n < end. It returns the new
+// n and i: the start of the element after the last string taken (or
+// whitespace before it), or the string it stopped at. One 64-byte window
+// a string: its quotes, bad bytes and comma are masks of one compare
+// each.
 //
 //go:noescape
 func textsAVX512(buf *uint64, n, end int, b *byte, i, lim int) (taken, next int)

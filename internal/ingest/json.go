@@ -113,7 +113,7 @@ func appendArrayHashes(dst []uint64, b []byte, i, maxIDs int, ids bool) ([]uint6
 			k := len(dst)
 			dst, i = takeRun(dst, b, i, maxIDs-n, textRun)
 			n += len(dst) - k
-			hashSpans(dst[k:], b)
+			murmur.SpanHashes(dst[k:], b)
 		}
 		if n == maxIDs {
 			return dst, i, tooMany(i, pathIndex(field, n), maxIDs)

@@ -1,12 +1,10 @@
 package ingest
 
-import "github.com/sketchd/sketchd/internal/murmur"
-
 // A run of string ids (textRun) is first a run of spans, each string's
-// place in the body packed into a uint64 (textSpan), then, once the run
-// ends, their hashes in place (hashSpans): the strings are scanned with
-// vector compares a window each, and the hashing loop makes no call into
-// the parser's state.
+// place in the body packed into a uint64 (start << 32 | length, as
+// murmur.SpanHashes takes them), then, once the run ends, their hashes in
+// place: the strings are scanned with vector compares a window each, and
+// hashed eight at a time.
 
 // maxRunText is the longest string a run takes (a UUID is 36 bytes): its
 // quotes and the comma after it fill a 64-byte window.
@@ -14,15 +12,6 @@ const maxRunText = 61
 
 // maxSpanBody is the largest body whose offsets fit a span's 32 bits.
 const maxSpanBody = 1<<32 - 1
-
-// textSpan packs the content b[start:start+n] of a string into a span.
-func textSpan(start, n int) uint64 { return uint64(start)<<32 | uint64(n) }
-
-// spanText returns the content a span (textSpan) names in b.
-func spanText(b []byte, span uint64) []byte {
-	start := int(span >> 32)
-	return b[start : start+int(uint32(span))]
-}
 
 // textRun appends to dst, from b[i] on (a string's opening quote), the
 // spans of the JSON strings followed by a comma (then any JSON
@@ -39,9 +28,3 @@ func spanText(b []byte, span uint64) []byte {
 func textRun(dst []uint64, b []byte, i, room int) ([]uint64, int) {
 	return textsVector(dst, b, i, room)
 }
-
-// hashSpans replaces each span of vs (textSpan) by the hash of the text
-// it names in b, as postgresql-hll's hll_hash_text gives it: eight at a
-// time where the processor has AVX-512 (murmur.SpanHashes, whose
-// packing textSpan's is).
-func hashSpans(vs []uint64, b []byte) { murmur.SpanHashes(vs, b) }

@@ -6,6 +6,12 @@ import (
 	"testing"
 )
 
+// spanText returns the content a span names in b.
+func spanText(b []byte, span uint64) []byte {
+	start := int(span >> 32)
+	return b[start : start+int(uint32(span))]
+}
+
 // textToken is a JSON string id (quotes included) for the text run's
 // tests: mostly clean ones of every length around the run's limit, and
 // now and then one the run must leave to the general path (an escape, a

@@ -66,10 +66,16 @@ func intsVector(dst []uint64, b []byte, i, room int, seps *separators) ([]uint64
 //go:noescape
 func textsAVX512(buf *uint64, n, end int, b *byte, i, lim int) (taken, next int)
 
+// textsAVX512OK says whether the processor runs textsAVX512: AVX-512 F
+// and BW (cpuid.AVX512), BMI1 and BMI2. It needs no VBMI, as the integer
+// kernel's wide paths do.
+var textsAVX512OK = cpuid.AVX512() && cpuid.BMI()
+
 // textsVector appends to dst the spans of the strings the vector kernel
 // takes from b[i] on (textRun), at most room of them (room < 0: no limit)
 // and never beyond cap(dst), and returns dst and where it stopped.
-// Without AVX-512 it takes nothing.
+// Without AVX-512, or with the integer kernels lowered to the word loops
+// (as tests do), it takes nothing.
 func textsVector(dst []uint64, b []byte, i, room int) ([]uint64, int) {
 	n := len(dst)
 	end := cap(dst)
@@ -77,7 +83,7 @@ func textsVector(dst []uint64, b []byte, i, room int) ([]uint64, int) {
 		end = n + room
 	}
 	lim := len(b) - 64
-	if intsKernel < kernelAVX512 || n >= end || i > lim || len(b) > maxSpanBody {
+	if intsKernel < kernelAVX2 || !textsAVX512OK || n >= end || i > lim || len(b) > maxSpanBody {
 		return dst, i
 	}
 	buf := dst[:cap(dst)]

@@ -10,3 +10,6 @@ func intsVector(dst []uint64, _ []byte, i, _ int, _ *separators) ([]uint64, int)
 
 // textsVector takes nothing here: every string id takes the general path.
 func textsVector(dst []uint64, _ []byte, i, _ int) ([]uint64, int) { return dst, i }
+
+// textsAVX512OK: there is no string kernel here.
+const textsAVX512OK = false

@@ -12,6 +12,17 @@ func spanText(b []byte, span uint64) []byte {
 	return b[start : start+int(uint32(span))]
 }
 
+// textKernel returns the widest integer kernel, with which the text run
+// runs, or skips where the run does not (no AVX-512 F, BW, DQ, BMI1 and
+// BMI2).
+func textKernel(t *testing.T) intKernel {
+	kernels := intKernels(t)
+	if !textsAVX512OK || kernels[len(kernels)-1] < kernelAVX2 {
+		t.Skip("no AVX-512 (F, BW and DQ) with BMI1 and BMI2 here: the text run takes nothing")
+	}
+	return kernels[len(kernels)-1]
+}
+
 // textToken is a JSON string id (quotes included) for the text run's
 // tests: mostly clean ones of every length around the run's limit, and
 // now and then one the run must leave to the general path (an escape, a
@@ -43,10 +54,7 @@ func textToken(r *rand.Rand) string {
 // strings go through scanString and decodeString, which FuzzJSONHashes
 // checks against encoding/json and the reference hash.
 func TestVectorTextsAgree(t *testing.T) {
-	kernels := intKernels(t)
-	if kernels[len(kernels)-1] < kernelAVX512 {
-		t.Skip("no AVX-512 here: the text run takes nothing")
-	}
+	widest := textKernel(t)
 	r := rand.New(rand.NewPCG(38, 3))
 	for round := range 3000 {
 		n := 1 + r.IntN(100)
@@ -68,7 +76,7 @@ func TestVectorTextsAgree(t *testing.T) {
 		}
 		parse := func() ([]uint64, error) { return AppendJSONHashes(make([]uint64, 0, room), body, limit) }
 		words, werr := withIntKernel(kernelWords, parse)
-		vector, verr := withIntKernel(kernelAVX512, parse)
+		vector, verr := withIntKernel(widest, parse)
 		if !sameParse(vector, verr, words, werr) {
 			t.Fatalf("round %d (limit %d), body %q:\nwith the text run %x, %v\nwithout           %x, %v", round, limit, body, vector, verr, words, werr)
 		}
@@ -81,11 +89,7 @@ func TestVectorTextsAgree(t *testing.T) {
 // span naming its string: without it the agreement test above would pass
 // with a run that takes nothing.
 func TestVectorTextsTakeRuns(t *testing.T) {
-	kernels := intKernels(t)
-	if kernels[len(kernels)-1] < kernelAVX512 {
-		t.Skip("no AVX-512 here: the text run takes nothing")
-	}
-	withIntKernel(kernelAVX512, func() (any, error) {
+	withIntKernel(textKernel(t), func() (any, error) {
 		r := rand.New(rand.NewPCG(38, 4))
 		for _, w := range []struct {
 			name string

@@ -61,7 +61,8 @@ func (b *body) Len() int { return len(b.buf) }
 // readBody reads the whole body, refusing more than limit bytes with
 // TooLarge. Memory grows with the bytes that actually arrive (doubling from
 // bodyChunk, never more than limit+1), never from what Content-Length
-// claims (though a doubling stops short at what it claims), and every byte of capacity is first reserved against
+// claims (though a doubling stops short at what it claims), and every
+// byte of capacity is first reserved against
 // Config.MaxBodyMemory (Unavailable when the reservation fails). The whole
 // body must arrive within Config.BodyTimeout, and before the request's
 // deadline (408 otherwise). On a write
